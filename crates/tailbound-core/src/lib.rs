@@ -1,0 +1,9 @@
+//! tailbound-core: the algorithms of tailbound in plain Rust, with no Python types.
+//!
+//! Units everywhere: time in seconds (`f64`), sizes in bytes, tokens in seconds of exclusive
+//! service at a stage ("work"), rates as utilisations of a stage (work-seconds per second).
+//! The Python package reaches these functions through the thin `tailbound-py` binding.
+
+pub mod error;
+
+pub use error::{Error, Result};

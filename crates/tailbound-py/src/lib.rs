@@ -1,0 +1,16 @@
+//! `tailbound._core`: the thin PyO3 binding of `tailbound-core`.
+//!
+//! Each submodule converts numpy arrays and errors for one area of the core and registers its
+//! functions here; no algorithm lives in this crate.
+
+use pyo3::prelude::*;
+
+mod error;
+
+/// The compiled core of tailbound.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    error::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,24 @@
+"""The stages a storage request passes, in order.
+
+A *stage* is one queue: ``net_in`` (the request message, client to server), ``storage`` (the
+device), ``net_out`` (the response message, server to client).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Stage(str, Enum):
+    """One queue on a request's path; the value is the name used in files and on the CLI."""
+
+    NET_IN = "net_in"
+    STORAGE = "storage"
+    NET_OUT = "net_out"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The stages of a storage request, in the order a request passes them.
+STORAGE_PATH: tuple[Stage, ...] = (Stage.NET_IN, Stage.STORAGE, Stage.NET_OUT)

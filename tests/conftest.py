@@ -1,0 +1,34 @@
+"""Shared fixtures: paths of the real traces in ../shared/data and small synthetic traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tailbound.traces import Trace
+
+#: The shared data folder beside the project (never copied into the repository).
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA.is_dir():
+        pytest.skip(f"shared data not found at {DATA}")
+    return DATA
+
+
+@pytest.fixture
+def small_trace() -> Trace:
+    """Ten requests, mixed reads and writes, with offsets."""
+    rng = np.random.default_rng(7)
+    time = np.cumsum(rng.exponential(0.01, 10))
+    return Trace.from_arrays(
+        time=time,
+        op=rng.integers(0, 2, 10),
+        size=rng.choice([4096, 8192, 65536], 10),
+        offset=rng.integers(0, 1 << 30, 10),
+        name="small",
+    )
