@@ -6,18 +6,15 @@ device), ``net_out`` (the response message, server to client).
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Stage(str, Enum):
+class Stage(StrEnum):
     """One queue on a request's path; the value is the name used in files and on the CLI."""
 
     NET_IN = "net_in"
     STORAGE = "storage"
     NET_OUT = "net_out"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 #: The stages of a storage request, in the order a request passes them.
