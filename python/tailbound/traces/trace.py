@@ -50,7 +50,7 @@ class TraceSummary:
 
 
 def _column(values: ArrayLike, dtype: type, name: str, n: int | None) -> NDArray:
-    array = np.ascontiguousarray(values, dtype=dtype)
+    array: NDArray = np.ascontiguousarray(values, dtype=dtype)
     if array.ndim != 1:
         raise ValueError(f"Trace.{name} must be one-dimensional, got shape {array.shape}")
     if n is not None and array.shape[0] != n:
@@ -276,8 +276,8 @@ class Trace:
             time=np.concatenate([t.time + o for t, o in zip(traces, offsets, strict=True)]),
             op=np.concatenate([t.op for t in traces]),
             size=np.concatenate([t.size for t in traces]),
-            offset=np.concatenate([t.offset for t in traces]) if has_offset else None,  # type: ignore[misc]
-            source=np.concatenate([t.source for t in traces]) if has_source else None,  # type: ignore[misc]
+            offset=np.concatenate([t.offset for t in traces]) if has_offset else None,
+            source=np.concatenate([t.source for t in traces]) if has_source else None,
             origin_s=traces[0].origin_s,
             duration_s=float(offsets[-1] + traces[-1].duration),
             name=name or traces[0].name,
