@@ -339,3 +339,31 @@ def test_offset_pattern_bad_span_names_field() -> None:
         RandomOffsets(span_bytes=100)
     with pytest.raises(ConfigError, match="field mean_run_length"):
         SequentialRuns(1 << 30, 0.5)
+
+
+# ------------------------------------------------------------------------------ stationarity
+def test_onoff_first_arrival_is_the_equilibrium_residual() -> None:
+    # a stationary renewal process's first arrival has mean E[X²] / (2 E[X]) = (C² + 1) / (2λ);
+    # for the H2 it is phase i (probability ∝ p_i / μ_i) then exponential of rate μ_i
+    b = OnOff(1.0, 20.0)
+    mu = np.array(b.phase_rates)
+    weight = np.array([b.p, 1 - b.p]) / mu
+    weight /= weight.sum()
+    mean = float(weight @ (1 / mu))
+    sd = math.sqrt(float(weight @ (2 / mu**2)) - mean**2)
+    assert mean == pytest.approx(21.0 / 2.0)
+    n = 4000
+    firsts = [b.times(np.random.default_rng(s), 400.0)[:1] for s in range(n)]
+    first = np.concatenate(firsts)
+    assert first.size >= n - 2  # the first arrival falls past 400 s with probability ~e^-19
+    assert float(first.mean()) == pytest.approx(mean, abs=4 * sd / math.sqrt(n))
+
+
+def test_mmpp_starts_stationary() -> None:
+    # expected arrivals in a short window from time 0 is λ̄·T only if the chain starts in π:
+    # starting in the fast phase would give ~95 in 0.1 s, in the slow phase ~1, from π 10.9
+    m = Mmpp.from_sojourn([1000.0, 10.0], [1.0, 9.0])  # λ̄ = 100 + 9 = 109
+    counts = [m.times(np.random.default_rng(s), 0.1).size for s in range(3000)]
+    # the count's standard deviation is about 30 (mostly which phase the window starts in),
+    # so the mean of 3000 has a standard error of 0.55: allow four of them
+    assert float(np.mean(counts)) == pytest.approx(10.9, abs=2.2)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -141,6 +141,7 @@ class Mmpp:
 
     rates: NDArray[np.float64]
     generator: NDArray[np.float64]
+    _stationary: NDArray[np.float64] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         rates = np.array(self.rates, dtype=np.float64)
@@ -165,7 +166,8 @@ class Mmpp:
         q.flags.writeable = False
         object.__setattr__(self, "rates", rates)
         object.__setattr__(self, "generator", q)
-        self.stationary()  # raises for a chain without a unique stationary distribution
+        # solved once; raises for a chain without a unique stationary distribution
+        object.__setattr__(self, "_stationary", self._solve_stationary())
 
     @classmethod
     def from_sojourn(
@@ -216,6 +218,9 @@ class Mmpp:
 
     def stationary(self) -> NDArray[np.float64]:
         """The stationary distribution ``π``: ``π Q = 0``, ``Σ π = 1``."""
+        return self._stationary.copy()
+
+    def _solve_stationary(self) -> NDArray[np.float64]:
         n = self.phases
         a = np.vstack([self.generator.T, np.ones((1, n))])
         b = np.zeros(n + 1)
