@@ -367,3 +367,19 @@ def test_mmpp_starts_stationary() -> None:
     # the count's standard deviation is about 30 (mostly which phase the window starts in),
     # so the mean of 3000 has a standard error of 0.55: allow four of them
     assert float(np.mean(counts)) == pytest.approx(10.9, abs=2.2)
+
+
+@pytest.mark.parametrize(
+    ("c2", "on_rate", "mean_on", "mean_off"),
+    [(5.0, 1.67, 7.5, 5.0), (20.0, 1.90, 22.1, 20.0), (40.0, 1.95, 42.1, 40.0)],
+)
+def test_onoff_burst_structure_table_of_docs(
+    c2: float, on_rate: float, mean_on: float, mean_off: float
+) -> None:
+    # the table in docs/workloads.md, in units of the mean rate λ = 1
+    b = OnOff(1.0, c2)
+    assert (round(b.on_rate, 2), round(b.mean_on_s, 1), round(b.mean_off_s, 1)) == (
+        on_rate,
+        mean_on,
+        mean_off,
+    )
