@@ -202,8 +202,9 @@ def _check_span(span_bytes: int, align_bytes: int) -> None:
 
 @dataclass(frozen=True)
 class RandomOffsets:
-    """Independent uniform offsets, multiples of ``align_bytes``, with ``offset + size`` inside
-    ``span_bytes`` where the request fits (larger requests start at 0).
+    """Independent uniform offsets, multiples of ``align_bytes``, such that even the largest
+    request of the batch fits: ``offset + max(size) <= span_bytes`` (a request larger than the
+    span starts at 0).
 
     Examples
     --------
@@ -219,8 +220,9 @@ class RandomOffsets:
         _check_span(self.span_bytes, self.align_bytes)
 
     def offsets(self, rng: np.random.Generator, size: NDArray[np.int64]) -> NDArray[np.int64]:
-        slots = np.maximum((self.span_bytes - size) // self.align_bytes + 1, 1)
-        return (rng.random(size.size) * slots).astype(np.int64) * self.align_bytes
+        largest = int(size.max()) if size.size else 0
+        slots = max((self.span_bytes - largest) // self.align_bytes + 1, 1)
+        return rng.integers(0, slots, size.size, dtype=np.int64) * self.align_bytes
 
 
 @dataclass(frozen=True)
@@ -266,5 +268,8 @@ class SequentialRuns:
         run_bytes = np.add.reduceat(size, first)
         slots = np.maximum((self.span_bytes - run_bytes) // self.align_bytes + 1, 1)
         run_start = (rng.random(first.size) * slots).astype(np.int64) * self.align_bytes
+        offsets = run_start[run] + within
         span = (self.span_bytes // self.align_bytes) * self.align_bytes
-        return np.asarray((run_start[run] + within) % span, dtype=np.int64)
+        if int(run_bytes.max()) > span:  # only runs longer than the span wrap
+            offsets %= span
+        return np.asarray(offsets, dtype=np.int64)
