@@ -225,3 +225,24 @@ def test_load_profile_missing_field_and_bad_json(tmp_path: Path) -> None:
         load_profile(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_profile(tmp_path / "absent.json")
+
+
+@given(seed=st.integers(0, 2**32 - 1), history=st.integers(0, 5))
+def test_disk_tokens_bounded_by_transfer_and_worst_positioning(seed: int, history: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 200
+    size = rng.choice([4096, 65536], n)
+    # small offsets so that sequential matches happen often
+    offset = rng.integers(0, 64, n) * 4096
+    trace = Trace.from_arrays(
+        time=np.arange(n, dtype=float), op=np.zeros(n), size=size, offset=offset
+    )
+    p = profile(history=history)
+    tokens = DiskModel(p).tokens(trace)
+    transfer = size / 1e8
+    sequential = sequential_mask(offset, size, history)
+    assert np.array_equal(tokens[sequential], transfer[sequential])
+    positioned = tokens[~sequential] - transfer[~sequential]
+    # a random access pays at least the rotation, at most a full stroke and the rotation
+    assert np.all(positioned >= p.rotational_latency_s - 1e-15)
+    assert np.all(positioned <= FULL + p.rotational_latency_s + 1e-12)

@@ -278,7 +278,9 @@ def profile_file(
         if direct:
             raise ProfilerError(path, "the file system refuses O_DIRECT")
         reason = (
-            "buffered I/O requested" if direct is False else "O_DIRECT refused by the file system"
+            "buffered I/O requested"
+            if direct is False
+            else f"O_DIRECT refused (at open or on a {sizes[0]}-byte aligned read)"
         )
         note(
             f"{reason}: measuring buffered I/O, dropping cached pages (posix_fadvise DONTNEED) "
