@@ -145,3 +145,27 @@ def test_parse_sizes_list() -> None:
     assert parse_sizes("512, 1K,2K") == (512, 1024, 2048)
     with pytest.raises(argparse.ArgumentTypeError):
         parse_sizes(",")
+
+
+def test_profile_file_falls_back_when_o_direct_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # simulate a file system that refuses O_DIRECT at open (as tmpfs did before Linux 6.6)
+    import errno
+    import os
+
+    real_open = os.open
+
+    def refusing_open(path: str | Path, flags: int, *args: int) -> int:
+        if flags & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    notes: list[str] = []
+    run = profile_file(tmp_path / "scratch.bin", QUICK, on_note=notes.append)
+    assert not run.direct_io and notes == run.notes
+    assert "O_DIRECT refused" in notes[0] and "posix_fadvise" in notes[0]
+    assert all(b > 0 for b in run.profile.read_bandwidth)
+    with pytest.raises(ProfilerError, match="refuses O_DIRECT"):
+        profile_file(tmp_path / "scratch.bin", QUICK, direct=True)
