@@ -383,3 +383,19 @@ def test_onoff_burst_structure_table_of_docs(
         mean_on,
         mean_off,
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rate=st.floats(10.0, 2000.0),
+    c2=st.floats(1.0, 40.0),
+    kind=st.sampled_from(["poisson", "onoff"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_long_run_rate_within_tolerance(rate: float, c2: float, kind: str, seed: int) -> None:
+    # a renewal count over T has variance ≈ C²·λ·T (1 for Poisson): allow six standard deviations
+    duration = 200.0
+    process = Poisson(rate) if kind == "poisson" else OnOff(rate, c2)
+    n = process.times(np.random.default_rng(seed), duration).size
+    dispersion = 1.0 if kind == "poisson" else c2
+    assert abs(n - rate * duration) <= 6 * math.sqrt(dispersion * rate * duration) + 6
