@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tailbound.characterize import exact_rb_curve, exact_rb_points, rb_curve, rbgen
+from tailbound.characterize.reference import rbgen_brute_force
+from tailbound.profiles import LinkModel, SsdProfile, stage_model
+from tailbound.stages import Stage
+from tailbound.traces import Trace
+from tailbound.traces.readers import read_trace
+
+from .conftest import bursty_trace
+
+
+def assert_matches_dense_grid(time: np.ndarray, tokens: np.ndarray, mean: float) -> None:
+    """The exact curve equals rbGen on a dense grid (within rounding), and at its vertices."""
+    e = exact_rb_points(time, tokens, mean)
+    assert np.all(np.diff(e.rates) > 0) and np.all(np.diff(e.buckets) <= 0)
+    assert e.rates[0] == mean
+    top = max(2 * e.rates[-1], mean * 1.5, 1e-9)
+    grid = np.concatenate([np.linspace(mean, top, 3000), e.rates])
+    dense = rbgen(time, tokens, grid)
+    exact = np.interp(grid, e.rates, e.buckets)  # constant beyond the last vertex
+    span = float(time[-1] - time[0]) if len(time) else 0.0
+    tol = 1e-10 * (dense + grid * span + 1e-300)
+    assert np.all(exact >= dense - tol), "exact curve below rbGen"
+    assert np.all(exact <= dense + tol), "exact curve above rbGen: a breakpoint was missed"
+    # the lines are real intervals' tangents: on or below rbGen everywhere
+    lines = e.work[:, None] - grid[None, :] * e.duration[:, None]
+    assert np.all(lines <= dense[None, :] + tol)
+
+
+def test_exact_curve_hand_example() -> None:
+    e = exact_rb_points([0.0, 1.0, 1.5], [1.0, 1.0, 1.0], 0.5)
+    assert e.rates.tolist() == [0.5, 1.0, 2.0]
+    assert e.buckets.tolist() == [2.25, 1.5, 1.0]
+    assert e.work.tolist() == [3.0, 2.0, 1.0]
+
+
+small_traces = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 50), min_size=n, max_size=n).map(sorted),
+        st.lists(st.integers(0, 8), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(small_traces, st.floats(0.0, 3.0))
+def test_exact_curve_equals_brute_force_on_small_traces(trace: tuple, min_rate: float) -> None:
+    time = np.array(trace[0], dtype=float) / 10
+    tokens = np.array(trace[1], dtype=float) / 8
+    e = exact_rb_points(time, tokens, min_rate)
+    grid = np.concatenate([np.linspace(min_rate, min_rate + 20, 400), e.rates])
+    brute = rbgen_brute_force(time, tokens, grid)
+    exact = np.interp(grid, e.rates, e.buckets)
+    assert exact == pytest.approx(brute, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_curve_equals_dense_rbgen_on_bursty_traces(seed: int) -> None:
+    t = bursty_trace(3000, seed)
+    tokens = LinkModel(Stage.NET_OUT, 125e6).tokens(t)
+    assert_matches_dense_grid(t.time, tokens, float(tokens.sum() / t.duration))
+
+
+def test_exact_rb_curve_of_a_trace_is_an_rbcurve() -> None:
+    t = bursty_trace(2000, 11, name="b11")
+    model = LinkModel(Stage.NET_IN, 125e6)
+    c = exact_rb_curve(t, model)
+    assert c.stage == Stage.NET_IN and c.name == "b11"
+    assert c.rates[0] == pytest.approx(c.mean_rate)
+    same = rb_curve(t, model, exact=True)
+    assert same.rates.tolist() == c.rates.tolist()
+    grid = rb_curve(t, model)  # the WorkloadCompactor grid: never below the exact curve
+    assert np.all(grid.bucket_at(grid.rates) >= c.bucket_at(grid.rates) * (1 - 1e-10))
+
+
+def test_exact_curve_single_request_and_steady_trace() -> None:
+    one = Trace.from_arrays(time=[0.0], op=[0], size=[4096])
+    c = exact_rb_curve(one, LinkModel(Stage.NET_OUT, 125e6))
+    assert len(c) == 1 and c.buckets[0] == pytest.approx(LinkModel(Stage.NET_OUT, 125e6).tokens(one)[0])
+    steady = Trace.from_arrays(time=np.arange(100.0), op=[0] * 100, size=[4096] * 100)
+    assert len(exact_rb_curve(steady, LinkModel(Stage.NET_OUT, 125e6))) == 1
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_exact_curve_of_wc62_trace0036(data_dir: Path, stage: Stage) -> None:
+    trace = read_trace(data_dir / "wc62" / "traces" / "trace0036.txt")
+    assert len(trace) == 110_849
+    profile = SsdProfile.load(data_dir / "wc62" / "profile_ssd.json")
+    model = stage_model(stage, link_bandwidth_bytes_per_s=125e6, profile=profile)
+    tokens = model.tokens(trace)
+    assert_matches_dense_grid(trace.time, tokens, float(tokens.sum() / trace.duration))
