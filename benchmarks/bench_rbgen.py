@@ -28,7 +28,15 @@ from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces import Trace
 from tailbound.traces.readers import read_trace
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the project, or beside a folder above it (from a git worktree)
+DATA = next(
+    (
+        p / "shared" / "data"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "data").is_dir()
+    ),
+    Path("../shared/data"),
+)
 WC_REFERENCE_S = 390.0  # the WorkloadCompactor system's time for the 186 curves
 
 
@@ -60,7 +68,7 @@ def bench_rbgen(n: int, rates_count: int, numpy_rates: int) -> None:
     numpy_rate = n * len(few) / numpy_s
     rows = []
     for threads in (1, 2):
-        b, seconds = timed(rbgen, t, w, rates, threads=threads)
+        _, seconds = timed(rbgen, t, w, rates, threads=threads)
         rows.append((f"Rust, {threads} thread{'s' * (threads > 1)}", rates_count, seconds))
         check = rbgen(t, w, few)
         assert np.allclose(check, ref, rtol=1e-9, atol=1e-12), "Rust and numpy disagree"

@@ -13,7 +13,9 @@ from .conftest import bursty_trace
 
 
 def assert_never_below(pruned: RbCurve, curve: RbCurve) -> None:
-    fine = np.unique(np.concatenate([curve.rates, np.linspace(curve.rates[0], curve.rates[-1] * 2, 500)]))
+    fine = np.unique(
+        np.concatenate([curve.rates, np.linspace(curve.rates[0], curve.rates[-1] * 2, 500)])
+    )
     assert np.all(pruned.bucket_at(fine) >= curve.bucket_at(fine) * (1 - 1e-12) - 1e-15)
 
 

@@ -38,7 +38,9 @@ def test_characterize_writes_sorted_csv_and_plot(
     profile = tmp_path / "ssd.json"
     profile.write_text(json.dumps(PROFILE))
     out = tmp_path / "out"
-    code = main(["characterize", str(trace), "--profile", str(profile), "--out", str(out), *options])
+    code = main(
+        ["characterize", str(trace), "--profile", str(profile), "--out", str(out), *options]
+    )
     assert code == 0
     for stage in ["net_in", "storage", "net_out"]:
         csv = out / f"t1.{stage}.rb.csv"

@@ -68,6 +68,4 @@ def exact_rb_curve(trace: Trace, model: object, *, threads: int = 1) -> RbCurve:
     tokens = model.tokens(trace)  # type: ignore[attr-defined]
     mean = mean_rate(tokens, trace.duration)
     result = exact_rb_points(trace.time, tokens, mean, threads=threads)
-    return RbCurve(
-        result.rates, result.buckets, mean, getattr(model, "stage", None), trace.name
-    )
+    return RbCurve(result.rates, result.buckets, mean, getattr(model, "stage", None), trace.name)

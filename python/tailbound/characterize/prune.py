@@ -10,8 +10,6 @@ WorkloadCompactor keeps at most 12 segments.
 
 from __future__ import annotations
 
-import numpy as np
-
 from tailbound.characterize.rbcurve import RbCurve
 
 #: WorkloadCompactor's limit on the segments of a curve.
@@ -32,6 +30,4 @@ def prune(curve: RbCurve, k: int = WC_SEGMENTS) -> RbCurve:
     if k < 1:
         raise ValueError(f"prune needs at least one segment, got k={k}")
     keep = _core.prune_rb_curve(curve.rates, curve.buckets, int(k))
-    return RbCurve(
-        curve.rates[keep], curve.buckets[keep], curve.mean_rate, curve.stage, curve.name
-    )
+    return RbCurve(curve.rates[keep], curve.buckets[keep], curve.mean_rate, curve.stage, curve.name)

@@ -118,13 +118,8 @@ pub fn exact_rb_curve(
         last,
     };
     let first = tangent(argmax_unchecked(time, tokens, &[min_rate], threads)[0]);
-    let mut curve = ExactCurve {
-        rates: vec![],
-        buckets: vec![],
-        tangents: vec![],
-        passes: 1,
-        evaluations: 1,
-    };
+    let mut curve =
+        ExactCurve { rates: vec![], buckets: vec![], tangents: vec![], passes: 1, evaluations: 1 };
     let mut found = vec![first];
     if first.duration > 0.0 {
         let flat = instant_tangent(time, &prefix);
@@ -267,11 +262,16 @@ mod tests {
             assert!(c.rates.windows(2).all(|p| p[0] < p[1]));
             assert!(c.buckets.windows(2).all(|p| p[0] >= p[1]));
             let peak = *c.rates.last().unwrap();
-            let grid: Vec<f64> = (0..=2000).map(|k| mean + (2.0 * peak - mean) * k as f64 / 2000.0).collect();
+            let grid: Vec<f64> =
+                (0..=2000).map(|k| mean + (2.0 * peak - mean) * k as f64 / 2000.0).collect();
             let dense = rbgen(&time, &tokens, &grid, 1).unwrap();
             for (&r, &b) in grid.iter().zip(&dense) {
                 let tol = 1e-12 * (1.0 + b + r * time.last().unwrap());
-                assert!((value(&c, r) - b).abs() <= tol, "seed {seed} r {r}: {} vs {b}", value(&c, r));
+                assert!(
+                    (value(&c, r) - b).abs() <= tol,
+                    "seed {seed} r {r}: {} vs {b}",
+                    value(&c, r)
+                );
             }
             // at its own vertices the curve is rbGen's value
             let at_vertices = rbgen(&time, &tokens, &c.rates, 1).unwrap();

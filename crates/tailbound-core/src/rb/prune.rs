@@ -36,7 +36,8 @@ pub fn prune(rates: &[f64], buckets: &[f64], k: usize) -> Result<Vec<usize>> {
     if k == 0 {
         return Err(Error::Invalid("prune needs at least one segment".into()));
     }
-    if rates.windows(2).any(|p| !(p[0] < p[1])) || rates.iter().any(|r| !r.is_finite()) {
+    let increasing = rates.windows(2).all(|p| p[0] < p[1]);
+    if !increasing || rates.iter().any(|r| !r.is_finite()) {
         return Err(Error::Invalid("prune needs finite, strictly increasing rates".into()));
     }
     let m = rates.len();
@@ -52,7 +53,8 @@ pub fn prune(rates: &[f64], buckets: &[f64], k: usize) -> Result<Vec<usize>> {
         let chord = 0.5 * (buckets[a] + buckets[c]) * (rates[c] - rates[a]);
         (chord - (under[c] - under[a])).max(0.0)
     };
-    let candidates = if m > DP_VERTICES { thin(rates, buckets, DP_VERTICES) } else { (0..m).collect() };
+    let candidates =
+        if m > DP_VERTICES { thin(rates, buckets, DP_VERTICES) } else { (0..m).collect() };
     Ok(best_subset(&candidates, k, added))
 }
 
@@ -146,10 +148,21 @@ fn thin(rates: &[f64], buckets: &[f64], target: usize) -> Vec<usize> {
 }
 
 /// An area ordered totally (areas are finite), for the heap.
-#[derive(PartialEq, PartialOrd)]
 struct Area(f64);
 
+impl PartialEq for Area {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
 impl Eq for Area {}
+
+impl PartialOrd for Area {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl Ord for Area {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {

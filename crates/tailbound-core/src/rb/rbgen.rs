@@ -40,10 +40,16 @@ pub fn validate(time: &[f64], tokens: &[f64], rates: &[f64]) -> Result<()> {
         )));
     }
     if let Some(j) = tokens.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
-        return Err(Error::Invalid(format!("tokens[{j}] = {} is not a finite value >= 0", tokens[j])));
+        return Err(Error::Invalid(format!(
+            "tokens[{j}] = {} is not a finite value >= 0",
+            tokens[j]
+        )));
     }
     if let Some(k) = rates.iter().position(|r| !(r.is_finite() && *r >= 0.0)) {
-        return Err(Error::Invalid(format!("rates[{k}] = {} is not a finite value >= 0", rates[k])));
+        return Err(Error::Invalid(format!(
+            "rates[{k}] = {} is not a finite value >= 0",
+            rates[k]
+        )));
     }
     Ok(())
 }
