@@ -21,6 +21,7 @@ def prune(curve: RbCurve, k: int = WC_SEGMENTS) -> RbCurve:
 
     Examples
     --------
+    >>> import numpy as np
     >>> c = RbCurve(np.array([0.1, 0.2, 0.3, 0.5, 1.0]), np.array([10.0, 5, 3, 2, 1.5]), 0.1)
     >>> prune(c, 2).rates.tolist()
     [0.1, 0.3, 1.0]
