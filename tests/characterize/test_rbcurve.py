@@ -161,3 +161,14 @@ def test_rb_curve_exact_flag_rejects_rates() -> None:
     t = Trace.from_arrays(time=[0.0, 1.0], op=[0, 0], size=[4096, 4096])
     with pytest.raises(ValueError, match="not both"):
         rb_curve(t, LinkModel(Stage.NET_OUT, 125e6), [0.5], exact=True)
+
+
+def test_rbcurve_clipped_ends_at_max_rate_and_stays_above() -> None:
+    c = RbCurve(np.array([0.1, 0.5, 4.0]), np.array([2.0, 1.0, 0.5]), 0.1, name="x")
+    d = c.clipped(1.0)
+    assert d.rates.tolist() == [0.1, 0.5, 1.0] and d.name == "x"
+    r = np.linspace(0.1, 10, 200)
+    assert np.all(d.bucket_at(r) >= c.bucket_at(r))
+    assert c.clipped(5.0) is c
+    with pytest.raises(ValueError):
+        c.clipped(0.1)

@@ -29,7 +29,12 @@ PROFILE = {
 
 @pytest.mark.parametrize(
     "options",
-    [[], ["--exact", "--prune", "12"], ["--rates", "50", "--safety-margin", "1.1"]],
+    [
+        [],
+        ["--exact", "--prune", "12"],
+        ["--exact", "--max-rate", "inf"],
+        ["--rates", "50", "--safety-margin", "1.1"],
+    ],
 )
 def test_characterize_writes_sorted_csv_and_plot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
@@ -51,6 +56,8 @@ def test_characterize_writes_sorted_csv_and_plot(
         curve = RbCurve.from_csv(csv)
         if "--prune" in options:
             assert len(curve) <= 13
+        if "--exact" in options:
+            assert (rates[-1] <= 1.0) == ("inf" not in options)
         if "--rates" in options:
             assert len(curve) == 50 and rates[-1] == pytest.approx(1.1)
     assert (out / "t1.rb.png").stat().st_size > 1000

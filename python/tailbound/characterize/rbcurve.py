@@ -148,6 +148,28 @@ class RbCurve:
         slopes = np.diff(self.buckets) / np.diff(self.rates)
         return slopes, self.buckets[:-1] - slopes * self.rates[:-1]
 
+    def clipped(self, max_rate: float) -> RbCurve:
+        """The curve on rates up to ``max_rate``, ending at the vertex ``(max_rate, b(max_rate))``.
+
+        Safe: ``b`` is non-increasing, so holding ``b(max_rate)`` above ``max_rate`` stays on or
+        above the curve. Used to cut an exact curve, whose peak rate may be far above 1, to the
+        rates a stage can grant.
+
+        Examples
+        --------
+        >>> c = RbCurve(np.array([0.1, 0.5, 4.0]), np.array([2.0, 1.0, 0.5]), 0.1)
+        >>> c.clipped(1.0).rates.tolist(), c.clipped(1.0).buckets.tolist()
+        ([0.1, 0.5, 1.0], [2.0, 1.0, 0.9285714285714286])
+        """
+        if not max_rate > self.rates[0]:
+            raise ValueError(f"clipped: max_rate {max_rate} is not above the first rate")
+        keep = self.rates < max_rate
+        if keep.all():
+            return self
+        rates = np.append(self.rates[keep], max_rate)
+        buckets = np.append(self.buckets[keep], self.bucket_at(max_rate))
+        return RbCurve(rates, buckets, self.mean_rate, self.stage, self.name)
+
     def pruned(self, k: int) -> RbCurve:
         """At most ``k`` segments, never below this curve; see :func:`prune`."""
         from tailbound.characterize.prune import prune

@@ -8,8 +8,10 @@ buckets in seconds of work, sorted by rate) and plots the trace's curves to
 
 Rates: the WorkloadCompactor grid by default (1.0 down to the mean rate in steps of 0.001);
 ``--rates N``: N rates evenly spaced from the mean rate to 1.0 (both included); ``--exact``: the
-exact curve (every breakpoint). ``--safety-margin X`` scales each curve by X (work × X) and
-``--prune K`` then keeps at most K segments, never below the curve.
+exact curve (every breakpoint), ended at ``--max-rate`` (default 1.0: the exact curve's peak rate
+can be far above what a stage can grant; holding ``b(1.0)`` beyond is safe).
+``--safety-margin X`` scales each curve by X (work × X) and ``--prune K`` then keeps at most K
+segments, never below the curve.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_or_inf(text: str) -> float:
+    if text.strip().lower() in ("inf", "infinity"):
+        return float("inf")
+    return _positive_float(text)
+
+
 def add_parser(subparsers: Any) -> None:
     """Register the ``characterize`` verb."""
     parser = subparsers.add_parser(
@@ -81,6 +89,14 @@ def add_parser(subparsers: Any) -> None:
         "grid, 1.0 down to the mean in steps of 0.001)",
     )
     rates.add_argument("--exact", action="store_true", help="the exact curve, every breakpoint")
+    parser.add_argument(
+        "--max-rate",
+        type=_positive_or_inf,
+        default=1.0,
+        metavar="R",
+        help="end exact curves at rate R, holding b(R) above it (default 1.0, the whole stage; "
+        "'inf' keeps every breakpoint up to the peak rate)",
+    )
     parser.add_argument("--prune", type=_positive_int, metavar="K", help="keep at most K segments")
     parser.add_argument(
         "--safety-margin",
@@ -147,6 +163,8 @@ def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
 
     if args.exact:
         curve = rb_curve(trace, model, exact=True, threads=args.threads)
+        if args.max_rate > curve.rates[0]:
+            curve = curve.clipped(args.max_rate)
     elif args.rates is not None:
         mean = mean_rate(model.tokens(trace), trace.duration)  # type: ignore[attr-defined]
         grid = np.unique(np.linspace(mean, 1.0, args.rates)) if mean < 1.0 else np.array([mean])
@@ -207,6 +225,7 @@ def _plot(curves: dict[Stage, RbCurve], name: str, path: Path) -> None:
             marker="." if len(curve) < 50 else None,
             label=f"{stage.value} ({len(curve)} points)",
         )
+    axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("rate r (utilisation of the stage)")
     axes.set_ylabel("bucket b (ms of work)")

@@ -15,8 +15,13 @@
 use crate::{Error, Result};
 
 /// Rates handled per pass over the trace. 32 rates keep the state of the arg-max variant in 24
-/// of the 32 AVX-512 registers; measured in `benchmarks/bench_rbgen.py` (16 and 64 are slower).
+/// of the 32 AVX-512 registers (checked in the assembly: the loop has no loads or stores of
+/// state); a standalone timing of 8, 16, 32 and 64 rates per pass favoured 32.
 pub const CHUNK: usize = 32;
+
+/// Passes with at most this many rates left use a narrower kernel: one AVX-512 register per
+/// state array, so a pass for the few rates of the exact curve's first levels costs less.
+pub const SMALL_CHUNK: usize = 8;
 
 /// Check that the arrays describe a trace: equal lengths, finite non-decreasing times, finite
 /// non-negative tokens, finite non-negative rates.
@@ -65,10 +70,13 @@ pub fn validate(time: &[f64], tokens: &[f64], rates: &[f64]) -> Result<()> {
 pub fn rbgen(time: &[f64], tokens: &[f64], rates: &[f64], threads: usize) -> Result<Vec<f64>> {
     validate(time, tokens, rates)?;
     let mut out = vec![0.0; rates.len()];
-    for_chunks(rates, &mut out, threads, |r, o| {
-        let best = plain(time, tokens, r);
-        o.copy_from_slice(&best[..o.len()]);
-    });
+    for_chunks(
+        rates,
+        &mut out,
+        threads,
+        |r, o| o.copy_from_slice(&plain::<CHUNK>(time, tokens, r)[..o.len()]),
+        |r, o| o.copy_from_slice(&plain::<SMALL_CHUNK>(time, tokens, r)[..o.len()]),
+    );
     Ok(out)
 }
 
@@ -93,28 +101,43 @@ pub(crate) fn argmax_unchecked(
     threads: usize,
 ) -> Vec<(f64, usize, usize)> {
     let mut out = vec![(0.0, 0, 0); rates.len()];
-    for_chunks(rates, &mut out, threads, |r, o| {
-        let (best, first, last) = argmax(time, tokens, r);
+    fn unpack<const C: usize>(m: Argmax<C>, o: &mut [(f64, usize, usize)]) {
         for (k, slot) in o.iter_mut().enumerate() {
-            *slot = (best[k], first[k] as usize, last[k] as usize);
+            *slot = (m.0[k], m.1[k] as usize, m.2[k] as usize);
         }
-    });
+    }
+    for_chunks(
+        rates,
+        &mut out,
+        threads,
+        |r, o| unpack(argmax::<CHUNK>(time, tokens, r), o),
+        |r, o| unpack(argmax::<SMALL_CHUNK>(time, tokens, r), o),
+    );
     out
 }
 
 /// Run `work` on every chunk of up to [`CHUNK`] rates (padded with the chunk's last rate) and
-/// its slice of `out`, spreading chunks over `threads` scoped threads.
+/// its slice of `out`, spreading chunks over `threads` scoped threads. A last chunk of at most
+/// [`SMALL_CHUNK`] rates goes to `small` instead.
 fn for_chunks<T: Send>(
     rates: &[f64],
     out: &mut [T],
     threads: usize,
     work: impl Fn(&[f64; CHUNK], &mut [T]) + Sync,
+    small: impl Fn(&[f64; SMALL_CHUNK], &mut [T]) + Sync,
 ) {
     let run = |rates: &[f64], out: &mut [T]| {
         for (r, o) in rates.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            let mut padded = [*r.last().unwrap_or(&0.0); CHUNK];
-            padded[..r.len()].copy_from_slice(r);
-            work(&padded, o);
+            let last = *r.last().unwrap_or(&0.0);
+            if r.len() <= SMALL_CHUNK {
+                let mut padded = [last; SMALL_CHUNK];
+                padded[..r.len()].copy_from_slice(r);
+                small(&padded, o);
+            } else {
+                let mut padded = [last; CHUNK];
+                padded[..r.len()].copy_from_slice(r);
+                work(&padded, o);
+            }
         }
     };
     let chunks = rates.len().div_ceil(CHUNK);
@@ -134,16 +157,16 @@ fn for_chunks<T: Send>(
 /// Algorithm 2.1 for one chunk of rates. `if a > b { a } else { b }` (not `f64::max`, whose NaN
 /// rule blocks vectorisation) is exact here because no value is NaN.
 #[inline(always)]
-fn plain_kernel(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> [f64; CHUNK] {
-    let mut bucket = [0.0f64; CHUNK];
-    let mut best = [0.0f64; CHUNK];
+fn plain_kernel<const C: usize>(time: &[f64], tokens: &[f64], r: &[f64; C]) -> [f64; C] {
+    let mut bucket = [0.0f64; C];
+    let mut best = [0.0f64; C];
     // Algorithm 2.1 starts at prevTime = 0 with empty buckets; starting at the first arrival
     // gives the same buckets for times >= 0 and stays right for negative times.
     let mut prev = time.first().copied().unwrap_or(0.0);
     for (&t, &w) in time.iter().zip(tokens) {
         let dt = t - prev;
         prev = t;
-        for i in 0..CHUNK {
+        for i in 0..C {
             let drained = bucket[i] - r[i] * dt;
             bucket[i] = if drained > 0.0 { drained } else { 0.0 } + w;
             best[i] = if bucket[i] > best[i] { bucket[i] } else { best[i] };
@@ -152,23 +175,24 @@ fn plain_kernel(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> [f64; CHUNK] 
     best
 }
 
-type Argmax = ([f64; CHUNK], [f64; CHUNK], [f64; CHUNK]);
+/// Per rate: the maximum bucket, and the first and last request of its interval.
+type Argmax<const C: usize> = ([f64; C], [f64; C], [f64; C]);
 
 /// Algorithm 2.1 tracking the interval of the maximum. Request indices travel as `f64` lanes
 /// (exact below 2^53) so that the selects vectorise alongside the buckets.
 #[inline(always)]
-fn argmax_kernel(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> Argmax {
-    let mut bucket = [0.0f64; CHUNK];
-    let mut start = [0.0f64; CHUNK];
-    let mut best = [0.0f64; CHUNK];
-    let mut best_first = [0.0f64; CHUNK];
-    let mut best_last = [0.0f64; CHUNK];
+fn argmax_kernel<const C: usize>(time: &[f64], tokens: &[f64], r: &[f64; C]) -> Argmax<C> {
+    let mut bucket = [0.0f64; C];
+    let mut start = [0.0f64; C];
+    let mut best = [0.0f64; C];
+    let mut best_first = [0.0f64; C];
+    let mut best_last = [0.0f64; C];
     let mut prev = time.first().copied().unwrap_or(0.0);
     for (j, (&t, &w)) in time.iter().zip(tokens).enumerate() {
         let dt = t - prev;
         prev = t;
         let jf = j as f64;
-        for i in 0..CHUNK {
+        for i in 0..C {
             let drained = bucket[i] - r[i] * dt;
             // An emptied bucket restarts the interval at this request.
             let restart = drained <= 0.0;
@@ -185,16 +209,16 @@ fn argmax_kernel(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> Argmax {
 
 /// Instantiate a kernel for AVX-512, AVX2 and the baseline target and pick one at run time.
 macro_rules! dispatch {
-    ($name:ident, $kernel:ident, $ret:ty) => {
-        fn $name(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> $ret {
+    ($name:ident, $kernel:ident, $ret:ident) => {
+        fn $name<const C: usize>(time: &[f64], tokens: &[f64], r: &[f64; C]) -> $ret<C> {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                fn avx512(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> $ret {
+                fn avx512<const C: usize>(time: &[f64], tokens: &[f64], r: &[f64; C]) -> $ret<C> {
                     $kernel(time, tokens, r)
                 }
                 #[target_feature(enable = "avx2")]
-                fn avx2(time: &[f64], tokens: &[f64], r: &[f64; CHUNK]) -> $ret {
+                fn avx2<const C: usize>(time: &[f64], tokens: &[f64], r: &[f64; C]) -> $ret<C> {
                     $kernel(time, tokens, r)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
@@ -211,7 +235,10 @@ macro_rules! dispatch {
     };
 }
 
-dispatch!(plain, plain_kernel, [f64; CHUNK]);
+/// The buckets' maxima of a chunk of `C` rates.
+type Buckets<const C: usize> = [f64; C];
+
+dispatch!(plain, plain_kernel, Buckets);
 dispatch!(argmax, argmax_kernel, Argmax);
 
 #[cfg(test)]
@@ -265,9 +292,12 @@ mod tests {
         for seed in 1..20 {
             let (time, tokens) = trace(60, seed);
             let rates: Vec<f64> = (0..75).map(|k| 0.01 * k as f64).collect();
-            for threads in [1, 2, 3] {
-                let b = rbgen(&time, &tokens, &rates, threads).unwrap();
-                let m = rbgen_argmax(&time, &tokens, &rates, threads).unwrap();
+            // 75 rates: two full chunks and a small one; 5 rates: only the small kernel
+            for (threads, rates) in
+                [(1, &rates[..]), (2, &rates[..]), (3, &rates[..]), (1, &rates[3..8])]
+            {
+                let b = rbgen(&time, &tokens, rates, threads).unwrap();
+                let m = rbgen_argmax(&time, &tokens, rates, threads).unwrap();
                 for (k, &r) in rates.iter().enumerate() {
                     let expected = brute_force(&time, &tokens, r);
                     assert!((b[k] - expected).abs() < 1e-12, "seed {seed} r {r}");
