@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tailbound.characterize import exact_rb_curve, exact_rb_points, rb_curve, rbgen
+from tailbound.characterize import RbCurve, exact_rb_curve, exact_rb_points, rb_curve, rbgen
 from tailbound.characterize.reference import rbgen_brute_force
 from tailbound.profiles import LinkModel, SsdProfile, stage_model
 from tailbound.stages import Stage
@@ -33,6 +33,14 @@ def assert_matches_dense_grid(time: np.ndarray, tokens: np.ndarray, mean: float)
     # the lines are real intervals' tangents: on or below rbGen everywhere
     lines = e.work[:, None] - grid[None, :] * e.duration[:, None]
     assert np.all(lines <= dense[None, :] + tol)
+
+
+def assert_equal_on_grid(grid: RbCurve, exact: RbCurve) -> None:
+    """A sampled curve equals the exact one at its rates; the grid's first rate is the mean
+    rounded to 12 decimals, so the first points compare at the exact mean."""
+    assert grid.buckets[1:] == pytest.approx(exact.bucket_at(grid.rates[1:]), rel=1e-9)
+    assert grid.rates[0] == pytest.approx(exact.rates[0], rel=1e-10)
+    assert grid.buckets[0] == pytest.approx(exact.buckets[0], rel=1e-7)
 
 
 def test_exact_curve_hand_example() -> None:
@@ -78,8 +86,7 @@ def test_exact_rb_curve_of_a_trace_is_an_rbcurve() -> None:
     same = rb_curve(t, model, exact=True)
     assert same.rates.tolist() == c.rates.tolist()
     grid = rb_curve(t, model)  # the WorkloadCompactor grid: equal to the exact curve on its rates
-    at = np.maximum(grid.rates, c.rates[0])  # the grid rounds the mean rate to 12 decimals
-    assert grid.buckets == pytest.approx(c.bucket_at(at), rel=1e-10)
+    assert_equal_on_grid(grid, c)
 
 
 def test_exact_curve_single_request_and_steady_trace() -> None:
@@ -100,3 +107,20 @@ def test_exact_curve_of_wc62_trace0036(data_dir: Path, stage: Stage) -> None:
     model = stage_model(stage, link_bandwidth_bytes_per_s=125e6, profile=profile)
     tokens = model.tokens(trace)
     assert_matches_dense_grid(trace.time, tokens, float(tokens.sum() / trace.duration))
+
+
+@pytest.mark.slow
+def test_exact_curves_of_all_wc62_traces_match_the_wc_grid(data_dir: Path) -> None:
+    profile = SsdProfile.load(data_dir / "wc62" / "profile_ssd.json")
+    models = [stage_model(s, profile=profile) for s in Stage]
+    for path in sorted((data_dir / "wc62" / "traces").glob("trace*.txt")):
+        trace = read_trace(path)
+        for model in models:
+            assert_equal_on_grid(rb_curve(trace, model), exact_rb_curve(trace, model))
+
+
+@pytest.mark.slow
+def test_exact_curve_of_a_million_requests_matches_dense_rbgen() -> None:
+    t = bursty_trace(1_000_000, 8)
+    tokens = LinkModel(Stage.NET_OUT, 125e6).tokens(t)
+    assert_matches_dense_grid(t.time, tokens, float(tokens.sum() / t.duration))
