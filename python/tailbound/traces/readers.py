@@ -46,7 +46,6 @@ def read_trace(path: str | Path, format: str | None = None) -> Trace:
         raise TraceFormatError(path, f"cannot read the file: {e.strerror}") from None
     if not raw.strip():
         raise TraceFormatError(path, "the trace has no requests")
-    _check_field_counts(path, raw)
     table = _parse_csv(path, raw.rstrip(b"\r\n"))
     time = _arrival_seconds(path, table.column(0))
     size = _hex_sizes(path, table.column(1))
@@ -56,9 +55,10 @@ def read_trace(path: str | Path, format: str | None = None) -> Trace:
 
 def _check_field_counts(path: Path, raw: bytes) -> None:
     """Every line has exactly three comma-separated fields (found with numpy, not a loop)."""
-    data = np.frombuffer(raw.rstrip(b"\r\n"), dtype=np.uint8)
-    line_of_byte = np.cumsum(data == ord("\n"))
-    commas = np.bincount(line_of_byte[data == ord(",")], minlength=int(line_of_byte[-1]) + 1)
+    data = np.frombuffer(raw, dtype=np.uint8)
+    newlines = np.flatnonzero(data == ord("\n"))
+    line_of_comma = np.searchsorted(newlines, np.flatnonzero(data == ord(",")))
+    commas = np.bincount(line_of_comma, minlength=newlines.shape[0] + 1)
     bad = np.flatnonzero(commas != 2)
     if bad.size:
         raise TraceFormatError(
@@ -80,6 +80,7 @@ def _parse_csv(path: Path, raw: bytes) -> pa.Table:
             convert_options=csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
         )
     except pa.ArrowInvalid as e:
+        _check_field_counts(path, raw)  # names the line when a field is missing or extra
         raise TraceFormatError(path, f"not a WorkloadCompactor trace: {e}") from None
 
 
@@ -112,22 +113,25 @@ def _hex_sizes(path: Path, column: pa.ChunkedArray) -> NDArray[np.int64]:
             line=row + 1,
             field="size",
         )
-    digits = pc.utf8_slice_codeunits(pc.utf8_trim_whitespace(column), 2)
-    return _decode_hex(np.asarray(digits.to_numpy(zero_copy_only=False), dtype=bytes))
+    digits = pc.utf8_slice_codeunits(pc.utf8_trim_whitespace(column), 2).combine_chunks()
+    return _decode_hex(digits)
 
 
-def _decode_hex(digits: NDArray[np.bytes_]) -> NDArray[np.int64]:
-    """Hexadecimal strings (without ``0x``) to integers, vectorised over a byte matrix."""
-    width = digits.dtype.itemsize
-    chars = digits.view(np.uint8).reshape(-1, width).astype(np.int64)
-    value = np.where(chars >= ord("a"), chars - ord("a") + 10, chars)
-    value = np.where((chars >= ord("A")) & (chars < ord("a")), chars - ord("A") + 10, value)
-    value = np.where((chars >= ord("0")) & (chars <= ord("9")), chars - ord("0"), value)
-    present = chars != 0  # numpy pads shorter strings with NUL bytes on the right
-    length = present.sum(axis=1, keepdims=True)
-    power = length - 1 - np.arange(width)[None, :]
-    shifted = np.where(present, value << (4 * np.maximum(power, 0)), 0)
-    return np.asarray(shifted.sum(axis=1), dtype=np.int64)
+def _decode_hex(digits: pa.StringArray) -> NDArray[np.int64]:
+    """Hexadecimal strings (validated, without ``0x``) to integers, vectorised over the bytes
+    of the Arrow string buffer: each digit is shifted by 4 bits per digit after it."""
+    _, offsets_buffer, data_buffer = digits.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[
+        digits.offset : digits.offset + len(digits) + 1
+    ].astype(np.int64)
+    chars = np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0] : offsets[-1]].astype(np.int64)
+    offsets -= offsets[0]
+    value = np.where(chars >= ord("a"), chars - (ord("a") - 10), chars)
+    value = np.where((chars >= ord("A")) & (chars < ord("a")), chars - (ord("A") - 10), value)
+    value = np.where(chars <= ord("9"), chars - ord("0"), value)
+    row = np.repeat(np.arange(len(digits)), np.diff(offsets))
+    after = offsets[row + 1] - 1 - np.arange(chars.shape[0])  # digits after this one
+    return np.asarray(np.add.reduceat(value << (4 * after), offsets[:-1]), dtype=np.int64)
 
 
 def _ops(path: Path, column: pa.ChunkedArray) -> NDArray[np.uint8]:
