@@ -30,10 +30,17 @@ def exact_rb_curve(
     tokens: NDArray[np.float64],
     min_rate: float,
     threads: int = 1,
+    method: str = "auto",
 ) -> tuple[
-    NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int, int
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    int,
+    int,
+    str,
 ]:
-    """``(rates, buckets, work, duration, passes, evaluations)`` of the exact r-b curve."""
+    """``(rates, buckets, work, duration, passes, evaluations, method)`` of the exact curve."""
 
 def prune_rb_curve(
     rates: NDArray[np.float64], buckets: NDArray[np.float64], k: int

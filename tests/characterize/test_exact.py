@@ -124,3 +124,28 @@ def test_exact_curve_of_a_million_requests_matches_dense_rbgen() -> None:
     t = bursty_trace(1_000_000, 8)
     tokens = LinkModel(Stage.NET_OUT, 125e6).tokens(t)
     assert_matches_dense_grid(t.time, tokens, float(tokens.sum() / t.duration))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_methods_agree_on_bursty_traces(seed: int) -> None:
+    t = bursty_trace(4000, 20 + seed)
+    tokens = LinkModel(Stage.NET_OUT, 125e6).tokens(t)
+    mean = float(tokens.sum() / t.duration)
+    a = exact_rb_points(t.time, tokens, mean, method="tangents")
+    h = exact_rb_points(t.time, tokens, mean, method="hull")
+    assert (a.method, h.method) == ("tangents", "hull")
+    assert h.rates == pytest.approx(a.rates, rel=1e-12)
+    assert h.buckets == pytest.approx(a.buckets, rel=1e-12)
+
+
+def test_exact_auto_switches_to_hull_for_concave_arrivals() -> None:
+    # decelerating arrivals: every request is a breakpoint of the curve
+    n = 3000
+    time = np.arange(n, dtype=float) ** 2 / n
+    tokens = np.full(n, 1e-3)
+    mean = float(tokens.sum() / time[-1])
+    e = exact_rb_points(time, tokens, mean)
+    assert e.method == "hull" and len(e.rates) > n // 2 - 10
+    assert_matches_dense_grid(time, tokens, mean)
+    with pytest.raises(ValueError, match="method"):
+        exact_rb_points(time, tokens, mean, method="grid")

@@ -4,6 +4,7 @@
 //! the core works.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tailbound_core::rb;
 
@@ -45,10 +46,11 @@ fn rbgen_argmax<'py>(
     Ok((b.into_pyarray(py), first.into_pyarray(py), last.into_pyarray(py)))
 }
 
-/// The exact curve: `(rates, buckets, work, duration, passes, evaluations)`, where
-/// `work - r * duration` is the line of the segment starting at each vertex.
+/// The exact curve: `(rates, buckets, work, duration, passes, evaluations, method)`, where
+/// `work - r * duration` is the line of the segment starting at each vertex and `method` the
+/// route that produced it (`"tangents"` or `"hull"`).
 #[pyfunction]
-#[pyo3(signature = (time, tokens, min_rate, threads = 1))]
+#[pyo3(signature = (time, tokens, min_rate, threads = 1, method = "auto"))]
 #[allow(clippy::type_complexity)]
 fn exact_rb_curve<'py>(
     py: Python<'py>,
@@ -56,9 +58,29 @@ fn exact_rb_curve<'py>(
     tokens: PyReadonlyArray1<'py, f64>,
     min_rate: f64,
     threads: usize,
-) -> PyResult<(F64Array<'py>, F64Array<'py>, F64Array<'py>, F64Array<'py>, usize, usize)> {
+    method: &str,
+) -> PyResult<(
+    F64Array<'py>,
+    F64Array<'py>,
+    F64Array<'py>,
+    F64Array<'py>,
+    usize,
+    usize,
+    &'static str,
+)> {
+    let method = match method {
+        "auto" => rb::Method::Auto,
+        "tangents" => rb::Method::Tangents,
+        "hull" => rb::Method::Hull,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "method must be 'auto', 'tangents' or 'hull', not {other:?}"
+            )))
+        }
+    };
     let (t, w) = (time.as_slice()?, tokens.as_slice()?);
-    let c = py.detach(|| rb::exact_rb_curve(t, w, min_rate, threads)).map_err(to_py)?;
+    let c =
+        py.detach(|| rb::exact_rb_curve_with(t, w, min_rate, threads, method)).map_err(to_py)?;
     let work: Vec<f64> = c.tangents.iter().map(|l| l.work).collect();
     let duration: Vec<f64> = c.tangents.iter().map(|l| l.duration).collect();
     Ok((
@@ -68,6 +90,7 @@ fn exact_rb_curve<'py>(
         duration.into_pyarray(py),
         c.passes,
         c.evaluations,
+        if c.method == rb::Method::Hull { "hull" } else { "tangents" },
     ))
 }
 

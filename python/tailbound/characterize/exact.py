@@ -5,7 +5,10 @@ The Rust core (``crates/tailbound-core/src/rb/exact.rs``) finds all its breakpoi
 mean rate and the peak rate by intersecting tangents: evaluate ``b`` and the interval attaining
 it at two rates, intersect the two tangent lines ``W − r·D``, evaluate at the intersection, and
 recurse where ``b`` lies above the tangents. Every level of the recursion is one multi-rate pass
-over the trace. See ``docs/characterize.md``.
+over the trace. When a curve has hundreds of breakpoints (cumulative work that is a smooth
+concave function of time), ``method="auto"`` hands over to a divide-and-conquer route over the
+trace (``rb/hull.rs``, ``O(n log² n)``) that gives the same curve without evaluating rates. See
+``docs/characterize.md``.
 """
 
 from __future__ import annotations
@@ -34,12 +37,23 @@ class ExactResult:
     duration: NDArray[np.float64]
     passes: int
     evaluations: int
+    method: str
 
 
 def exact_rb_points(
-    time: ArrayLike, tokens: ArrayLike, min_rate: float, *, threads: int = 1
+    time: ArrayLike,
+    tokens: ArrayLike,
+    min_rate: float,
+    *,
+    threads: int = 1,
+    method: str = "auto",
 ) -> ExactResult:
     """The exact curve of requests at ``time`` (s) with ``tokens`` (s of work) from ``min_rate``.
+
+    ``method``: ``"tangents"`` (tangent intersections, batched passes of rbGen), ``"hull"``
+    (divide and conquer over the trace) or ``"auto"`` (tangents, switching to the hull route
+    when a recursion level has more than 128 rates to evaluate). All give the same curve;
+    :attr:`ExactResult.method` says which one ran.
 
     Examples
     --------
@@ -52,10 +66,10 @@ def exact_rb_points(
 
     t = np.ascontiguousarray(time, dtype=np.float64)
     w = np.ascontiguousarray(tokens, dtype=np.float64)
-    rates, buckets, work, duration, passes, evaluations = _core.exact_rb_curve(
-        t, w, float(min_rate), threads
+    rates, buckets, work, duration, passes, evaluations, used = _core.exact_rb_curve(
+        t, w, float(min_rate), threads, method
     )
-    return ExactResult(rates, buckets, work, duration, passes, evaluations)
+    return ExactResult(rates, buckets, work, duration, passes, evaluations, used)
 
 
 def exact_rb_curve(trace: Trace, model: object, *, threads: int = 1) -> RbCurve:

@@ -23,11 +23,28 @@
 //! neighbouring tangents is below that tolerance, or below the rounding of the Lindley recursion
 //! that picks the arg-max (about `n · ε` relative for a busy period of `n` requests).
 
+use super::hull::hull_lines;
 use super::rbgen::{argmax_unchecked, validate};
 use crate::{Error, Result};
 
 /// A new tangent must beat the known ones by this fraction of `W + r D` to count.
 pub const RELATIVE_TOLERANCE: f64 = 1e-12;
+
+/// With [`Method::Auto`], a recursion level with more intersections than this to evaluate
+/// hands over to the divide-and-conquer route: the curve has hundreds of breakpoints, and
+/// every further level would cost a pass per 32 of them.
+pub const AUTO_SWITCH: usize = 128;
+
+/// How to find the exact curve; all give the same curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Tangents and intersections, batched per level (the method of this module).
+    Tangents,
+    /// Divide and conquer over the trace ([`super::hull`]), `O(n log² n)` for any curve.
+    Hull,
+    /// Tangents while the curve has few breakpoints, then divide and conquer.
+    Auto,
+}
 
 /// A tangent of the r-b curve: requests `first..=last` carry `work` seconds of work over
 /// `duration` seconds (`t_last - t_first`); the line is `b = work - r · duration`.
@@ -58,17 +75,19 @@ pub struct ExactCurve {
     pub passes: usize,
     /// Rates evaluated in all.
     pub evaluations: usize,
+    /// The method that produced the curve ([`Method::Tangents`] or [`Method::Hull`]).
+    pub method: Method,
 }
 
 /// Prefix sums of the tokens with Neumaier compensation: `work(i, j)` is accurate to a few
 /// ulps of the interval's own work rather than of the whole trace's.
-struct PrefixWork {
+pub(crate) struct PrefixWork {
     hi: Vec<f64>,
     lo: Vec<f64>,
 }
 
 impl PrefixWork {
-    fn new(tokens: &[f64]) -> Self {
+    pub(crate) fn new(tokens: &[f64]) -> Self {
         let mut hi = Vec::with_capacity(tokens.len() + 1);
         let mut lo = Vec::with_capacity(tokens.len() + 1);
         let (mut sum, mut compensation) = (0.0f64, 0.0f64);
@@ -85,8 +104,13 @@ impl PrefixWork {
     }
 
     /// Tokens of requests `first..=last`.
-    fn work(&self, first: usize, last: usize) -> f64 {
+    pub(crate) fn work(&self, first: usize, last: usize) -> f64 {
         (self.hi[last + 1] - self.hi[first]) + (self.lo[last + 1] - self.lo[first])
+    }
+
+    /// Tokens of the requests before request `k`.
+    pub(crate) fn before(&self, k: usize) -> f64 {
+        self.hi[k] + self.lo[k]
     }
 }
 
@@ -106,6 +130,17 @@ pub fn exact_rb_curve(
     min_rate: f64,
     threads: usize,
 ) -> Result<ExactCurve> {
+    exact_rb_curve_with(time, tokens, min_rate, threads, Method::Auto)
+}
+
+/// [`exact_rb_curve`] with a chosen [`Method`].
+pub fn exact_rb_curve_with(
+    time: &[f64],
+    tokens: &[f64],
+    min_rate: f64,
+    threads: usize,
+    method: Method,
+) -> Result<ExactCurve> {
     validate(time, tokens, &[min_rate])?;
     if time.is_empty() {
         return Err(Error::Invalid("the exact r-b curve needs at least one request".into()));
@@ -117,15 +152,33 @@ pub fn exact_rb_curve(
         first,
         last,
     };
+    let mut curve = ExactCurve {
+        rates: vec![],
+        buckets: vec![],
+        tangents: vec![],
+        passes: 0,
+        evaluations: 0,
+        method: Method::Tangents,
+    };
+    if method == Method::Hull {
+        curve.method = Method::Hull;
+        envelope(hull_lines(time, &prefix, min_rate), min_rate, &mut curve);
+        return Ok(curve);
+    }
     let first = tangent(argmax_unchecked(time, tokens, &[min_rate], threads)[0]);
-    let mut curve =
-        ExactCurve { rates: vec![], buckets: vec![], tangents: vec![], passes: 1, evaluations: 1 };
+    curve.passes = 1;
+    curve.evaluations = 1;
     let mut found = vec![first];
     if first.duration > 0.0 {
         let flat = instant_tangent(time, &prefix);
         found.push(flat);
         let mut pending = vec![(first, flat)];
         while !pending.is_empty() {
+            if method == Method::Auto && pending.len() > AUTO_SWITCH {
+                curve.method = Method::Hull;
+                found = hull_lines(time, &prefix, min_rate);
+                break;
+            }
             let rates: Vec<f64> = pending.iter().map(|(a, c)| intersection(a, c)).collect();
             let tangents = argmax_unchecked(time, tokens, &rates, threads);
             curve.passes += 1;
@@ -174,7 +227,22 @@ fn instant_tangent(time: &[f64], prefix: &PrefixWork) -> Tangent {
 }
 
 /// The upper envelope of `lines` on `[min_rate, ∞)` into `curve`'s vertices and tangents.
-fn envelope(mut lines: Vec<Tangent>, min_rate: f64, curve: &mut ExactCurve) {
+fn envelope(lines: Vec<Tangent>, min_rate: f64, curve: &mut ExactCurve) {
+    let (hull, starts) = upper_envelope(lines, min_rate);
+    let mut buckets: Vec<f64> = hull.iter().zip(&starts).map(|(l, &r)| l.at(r)).collect();
+    // Rounding may raise a vertex by an ulp above its left neighbour; b is non-increasing.
+    for k in 1..buckets.len() {
+        buckets[k] = buckets[k].min(buckets[k - 1]);
+    }
+    curve.rates = starts;
+    curve.buckets = buckets;
+    curve.tangents = hull;
+}
+
+/// The lines of the upper envelope of `lines` (values `work − r · duration`) on
+/// `[min_rate, ∞)`, in order, with the rate from which each one leads (the first is `min_rate`).
+/// Lines of equal duration keep the one with the most work. `O(m log m)`.
+pub(crate) fn upper_envelope(mut lines: Vec<Tangent>, min_rate: f64) -> (Vec<Tangent>, Vec<f64>) {
     // Steepest first: the envelope runs through lines in order of decreasing duration.
     lines.sort_by(|a, b| b.duration.total_cmp(&a.duration).then(b.work.total_cmp(&a.work)));
     let mut hull: Vec<Tangent> = Vec::with_capacity(lines.len());
@@ -200,14 +268,7 @@ fn envelope(mut lines: Vec<Tangent>, min_rate: f64, curve: &mut ExactCurve) {
             starts.pop();
         }
     }
-    let mut buckets: Vec<f64> = hull.iter().zip(&starts).map(|(l, &r)| l.at(r)).collect();
-    // Rounding may raise a vertex by an ulp above its left neighbour; b is non-increasing.
-    for k in 1..buckets.len() {
-        buckets[k] = buckets[k].min(buckets[k - 1]);
-    }
-    curve.rates = starts;
-    curve.buckets = buckets;
-    curve.tangents = hull;
+    (hull, starts)
 }
 
 #[cfg(test)]
@@ -278,6 +339,42 @@ mod tests {
             for (k, &b) in at_vertices.iter().enumerate() {
                 assert!((c.buckets[k] - b).abs() <= 1e-12 * (1.0 + b), "seed {seed} vertex {k}");
             }
+        }
+    }
+
+    #[test]
+    fn exact_methods_agree() {
+        for seed in 1..30 {
+            let (time, tokens) = trace(700, seed);
+            let mean = tokens.iter().sum::<f64>() / time.last().unwrap();
+            for min_rate in [0.0, mean, 3.0 * mean] {
+                let a = exact_rb_curve_with(&time, &tokens, min_rate, 1, Method::Tangents).unwrap();
+                let h = exact_rb_curve_with(&time, &tokens, min_rate, 1, Method::Hull).unwrap();
+                assert_eq!(h.method, Method::Hull);
+                assert_eq!(a.rates.len(), h.rates.len(), "seed {seed}");
+                for k in 0..a.rates.len() {
+                    let tol = 1e-12 * (1.0 + a.rates[k]);
+                    assert!((a.rates[k] - h.rates[k]).abs() <= tol, "seed {seed} vertex {k}");
+                    assert!((a.buckets[k] - h.buckets[k]).abs() <= 1e-12 * (1.0 + a.buckets[k]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exact_auto_switches_on_many_breakpoints() {
+        // decelerating arrivals: cumulative work is concave, every request is a breakpoint
+        let n = 2000;
+        let time: Vec<f64> = (0..n).map(|k| (k * k) as f64 / n as f64).collect();
+        let tokens = vec![1e-3; n];
+        let mean = 1e-3 * n as f64 / time[n - 1];
+        let auto = exact_rb_curve(&time, &tokens, mean, 1).unwrap();
+        assert_eq!(auto.method, Method::Hull);
+        let tangents = exact_rb_curve_with(&time, &tokens, mean, 1, Method::Tangents).unwrap();
+        assert_eq!(auto.rates.len(), tangents.rates.len());
+        assert!(auto.rates.len() > 900);
+        for (a, b) in auto.buckets.iter().zip(&tangents.buckets) {
+            assert!((a - b).abs() <= 1e-12 * (1.0 + b));
         }
     }
 

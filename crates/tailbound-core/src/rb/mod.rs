@@ -4,9 +4,10 @@
 //! rates as utilisations of the stage.
 
 pub mod exact;
+pub mod hull;
 pub mod prune;
 pub mod rbgen;
 
-pub use exact::{exact_rb_curve, ExactCurve, Tangent};
+pub use exact::{exact_rb_curve, exact_rb_curve_with, ExactCurve, Method, Tangent};
 pub use prune::prune;
 pub use rbgen::{rbgen, rbgen_argmax, CHUNK};
