@@ -98,14 +98,25 @@ def bench_rbgen(n: int, rates_count: int, numpy_rates: int) -> None:
 
 
 def bench_exact_synthetic(n: int) -> None:
-    t, w = synthetic(n, seed=1)
-    mean = float(w.sum() / t[-1])
-    e, seconds = timed(exact_rb_points, t, w, mean)
-    cpu = LAST_CPU_S[0]
-    print(f"### Exact curve, synthetic trace of {n:,} requests\n")
-    print("| points | passes | rates evaluated | wall (s) | CPU (s) |")
-    print("|---:|---:|---:|---:|---:|")
-    print(f"| {len(e.rates)} | {e.passes} | {e.evaluations} | {seconds:.3f} | {cpu:.3f} |\n")
+    bursty = synthetic(n, seed=1)
+    # decelerating arrivals: cumulative work concave in time, every other request a breakpoint
+    concave = (np.arange(n, dtype=float) ** 2 / n, np.full(n, 1e-3))
+    cases = [
+        ("bursty", bursty, "auto"),
+        ("bursty", bursty, "hull"),
+        ("concave (adversarial)", concave, "auto"),
+    ]
+    print(f"### Exact curve, synthetic traces of {n:,} requests\n")
+    print("| trace | method | used | points | passes | rates evaluated | wall (s) | CPU (s) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for name, (t, w), method in cases:
+        mean = float(w.sum() / t[-1])
+        e, seconds = timed(exact_rb_points, t, w, mean, method=method)
+        print(
+            f"| {name} | {method} | {e.method} | {len(e.rates):,} | {e.passes} | {e.evaluations} "
+            f"| {seconds:.3f} | {LAST_CPU_S[0]:.3f} |"
+        )
+    print()
 
 
 def wc62_models() -> dict[Stage, object]:
