@@ -59,11 +59,13 @@ small_traces = st.integers(1, 25).flatmap(
 
 
 @settings(max_examples=150, deadline=None)
-@given(small_traces, st.floats(0.0, 3.0))
-def test_exact_curve_equals_brute_force_on_small_traces(trace: tuple, min_rate: float) -> None:
+@given(small_traces, st.floats(0.0, 3.0), st.sampled_from(["tangents", "hull"]))
+def test_exact_curve_equals_brute_force_on_small_traces(
+    trace: tuple, min_rate: float, method: str
+) -> None:
     time = np.array(trace[0], dtype=float) / 10
     tokens = np.array(trace[1], dtype=float) / 8
-    e = exact_rb_points(time, tokens, min_rate)
+    e = exact_rb_points(time, tokens, min_rate, method=method)
     grid = np.concatenate([np.linspace(min_rate, min_rate + 20, 400), e.rates])
     brute = rbgen_brute_force(time, tokens, grid)
     exact = np.interp(grid, e.rates, e.buckets)

@@ -72,14 +72,17 @@ def exact_rb_points(
     return ExactResult(rates, buckets, work, duration, passes, evaluations, used)
 
 
-def exact_rb_curve(trace: Trace, model: object, *, threads: int = 1) -> RbCurve:
+def exact_rb_curve(
+    trace: Trace, model: object, *, threads: int = 1, method: str = "auto"
+) -> RbCurve:
     """The exact r-b curve of ``trace`` at the stage of ``model`` (a token model).
 
     Its points are the mean rate (total work ÷ the trace's duration) and every breakpoint above
     it, up to the peak rate, above which the curve stays at its last bucket (the most work
-    arriving at one instant). Between points the curve is linear, exactly.
+    arriving at one instant). Between points the curve is linear, exactly. ``method`` as in
+    :func:`exact_rb_points`.
     """
     tokens = model.tokens(trace)  # type: ignore[attr-defined]
     mean = mean_rate(tokens, trace.duration)
-    result = exact_rb_points(trace.time, tokens, mean, threads=threads)
+    result = exact_rb_points(trace.time, tokens, mean, threads=threads, method=method)
     return RbCurve(result.rates, result.buckets, mean, getattr(model, "stage", None), trace.name)
