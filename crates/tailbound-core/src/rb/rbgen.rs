@@ -16,7 +16,8 @@ use crate::{Error, Result};
 
 /// Rates handled per pass over the trace. 32 rates keep the state of the arg-max variant in 24
 /// of the 32 AVX-512 registers (checked in the assembly: the loop has no loads or stores of
-/// state); a standalone timing of 8, 16, 32 and 64 rates per pass favoured 32.
+/// state). In a standalone timing of 8, 16, 32 and 64 rates per pass (on a loaded machine, so
+/// noisy) 32 and 64 were fastest; 64 would not fit the arg-max state in registers.
 pub const CHUNK: usize = 32;
 
 /// Passes with at most this many rates left use a narrower kernel: one AVX-512 register per
