@@ -110,3 +110,65 @@ def test_rbcurve_csv_errors_name_line(tmp_path: Path) -> None:
 def test_rbcurve_rejects_malformed_points(rates: list, buckets: list) -> None:
     with pytest.raises(ValueError):
         RbCurve(np.array(rates), np.array(buckets), 0.1)
+
+
+random_traces = st.integers(1, 300).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(0, 100), min_size=n, max_size=n).map(sorted),
+        st.lists(st.floats(0, 0.5), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_traces, st.lists(st.floats(0, 20), min_size=0, max_size=70), st.integers(1, 3))
+def test_rbgen_rust_equals_numpy_reference(trace: tuple, rates: list[float], threads: int) -> None:
+    time, tokens = trace
+    expected = rbgen_numpy(time, tokens, rates)
+    got = rbgen(time, tokens, rates, threads=threads)
+    assert got.shape == expected.shape
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("time", "tokens", "rates", "message"),
+    [
+        ([0.0, 1.0], [1.0], [0.5], "tokens has 1"),
+        ([1.0, 0.0], [1.0, 1.0], [0.5], "non-decreasing"),
+        ([0.0], [-1.0], [0.5], "tokens"),
+        ([0.0], [1.0], [np.nan], "rates"),
+    ],
+)
+def test_rbgen_rejects_bad_arrays(time: list, tokens: list, rates: list, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        rbgen(time, tokens, rates)
+
+
+def test_rbcurve_token_buckets_and_segments() -> None:
+    c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([2.0, 1.0, 0.75]), 0.1)
+    rates, buckets = c.token_buckets()
+    assert rates.tolist() == [0.1, 0.5, 1.0] and buckets.tolist() == [2.0, 1.0, 0.75]
+    slopes, intercepts = c.segments()
+    assert slopes.tolist() == pytest.approx([-2.5, -0.5])
+    assert intercepts.tolist() == pytest.approx([2.25, 1.25])
+    # every vertex lies on or above every segment line: the lines describe the convex curve
+    lines = intercepts[:, None] + slopes[:, None] * rates[None, :]
+    assert np.all(buckets[None, :] >= lines - 1e-12)
+    assert c.peak_rate == 1.0
+
+
+def test_rb_curve_exact_flag_rejects_rates() -> None:
+    t = Trace.from_arrays(time=[0.0, 1.0], op=[0, 0], size=[4096, 4096])
+    with pytest.raises(ValueError, match="not both"):
+        rb_curve(t, LinkModel(Stage.NET_OUT, 125e6), [0.5], exact=True)
+
+
+def test_rbcurve_clipped_ends_at_max_rate_and_stays_above() -> None:
+    c = RbCurve(np.array([0.1, 0.5, 4.0]), np.array([2.0, 1.0, 0.5]), 0.1, name="x")
+    d = c.clipped(1.0)
+    assert d.rates.tolist() == [0.1, 0.5, 1.0] and d.name == "x"
+    r = np.linspace(0.1, 10, 200)
+    assert np.all(d.bucket_at(r) >= c.bucket_at(r))
+    assert c.clipped(5.0) is c
+    with pytest.raises(ValueError):
+        c.clipped(0.1)

@@ -19,19 +19,31 @@ from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 
 
-def rbgen(time: ArrayLike, tokens: ArrayLike, rates: ArrayLike) -> NDArray[np.float64]:
+def rbgen(
+    time: ArrayLike, tokens: ArrayLike, rates: ArrayLike, *, threads: int = 1
+) -> NDArray[np.float64]:
     """Bucket size (s of work) per rate for requests arriving at ``time`` with ``tokens``.
 
-    Thesis Algorithm 2.1: one pass over the trace for all rates.
+    Thesis Algorithm 2.1, in Rust (``crates/tailbound-core/src/rb/rbgen.rs``): one pass over the
+    trace per chunk of 32 rates, vectorised over the rates. ``time`` is in seconds and
+    non-decreasing, ``tokens`` in seconds of work, ``rates`` are utilisations; ``threads > 1``
+    splits the rates over threads. :func:`tailbound.characterize.reference.rbgen_numpy` computes
+    the same by another route.
 
     Examples
     --------
     >>> rbgen([0.0, 1.0, 1.5], [1.0, 1.0, 1.0], [0.5, 1.0, 4.0]).tolist()
     [2.25, 1.5, 1.0]
     """
-    from tailbound.characterize.reference import rbgen_numpy
+    from tailbound import _core
 
-    return rbgen_numpy(time, tokens, rates)
+    t, w = _as_f64(time), _as_f64(tokens)
+    r = np.atleast_1d(_as_f64(rates))
+    return _core.rbgen(t, w, r, threads)
+
+
+def _as_f64(values: ArrayLike) -> NDArray[np.float64]:
+    return np.ascontiguousarray(values, dtype=np.float64)
 
 
 def wc_rate_grid(mean_rate: float, *, top: float = 1.0, count: int = 1000) -> NDArray[np.float64]:
@@ -108,6 +120,62 @@ class RbCurve:
             self.name,
         )
 
+    @property
+    def peak_rate(self) -> float:
+        """The largest rate of the curve; for an exact curve the rate above which ``b`` is flat."""
+        return float(self.rates[-1])
+
+    def token_buckets(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The curve as token buckets ``(rates, buckets)``: each vertex is one bucket that lets
+        the workload through undelayed; :meth:`arrival_curve` is their minimum."""
+        return self.rates.copy(), self.buckets.copy()
+
+    def segments(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The lines ``b = intercept + slope · r`` through neighbouring vertices, for LPs.
+
+        By convexity, "on or above every line" (with ``r`` at least the first rate) is "on or
+        above the curve" (WorkloadCompactor paper §2.3.1). A single-point curve gives the flat
+        line through it.
+
+        Examples
+        --------
+        >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([2.0, 1.0, 1.0]), 0.1)
+        >>> [s.tolist() for s in c.segments()]
+        [[-2.5, 0.0], [2.25, 1.0]]
+        """
+        if len(self) == 1:
+            return np.zeros(1), self.buckets.copy()
+        slopes = np.diff(self.buckets) / np.diff(self.rates)
+        return slopes, self.buckets[:-1] - slopes * self.rates[:-1]
+
+    def clipped(self, max_rate: float) -> RbCurve:
+        """The curve on rates up to ``max_rate``, ending at the vertex ``(max_rate, b(max_rate))``.
+
+        Safe: ``b`` is non-increasing, so holding ``b(max_rate)`` above ``max_rate`` stays on or
+        above the curve. Used to cut an exact curve, whose peak rate may be far above 1, to the
+        rates a stage can grant.
+
+        Examples
+        --------
+        >>> c = RbCurve(np.array([0.1, 0.5, 4.0]), np.array([2.0, 1.0, 0.5]), 0.1)
+        >>> c.clipped(1.0).rates.tolist(), c.clipped(1.0).buckets.tolist()
+        ([0.1, 0.5, 1.0], [2.0, 1.0, 0.9285714285714286])
+        """
+        if not max_rate > self.rates[0]:
+            raise ValueError(f"clipped: max_rate {max_rate} is not above the first rate")
+        keep = self.rates < max_rate
+        if keep.all():
+            return self
+        rates = np.append(self.rates[keep], max_rate)
+        buckets = np.append(self.buckets[keep], self.bucket_at(max_rate))
+        return RbCurve(rates, buckets, self.mean_rate, self.stage, self.name)
+
+    def pruned(self, k: int) -> RbCurve:
+        """At most ``k`` segments, never below this curve; see :func:`prune`."""
+        from tailbound.characterize.prune import prune
+
+        return prune(self, k)
+
     def to_csv(self, path: str | Path) -> None:
         """Write ``rate,bucket_s`` rows sorted by rate, atomically."""
         path = Path(path)
@@ -155,16 +223,36 @@ class RbCurve:
         )
 
 
-def rb_curve(trace: Trace, model: object, rates: ArrayLike | None = None) -> RbCurve:
+def mean_rate(tokens: NDArray[np.float64], duration_s: float) -> float:
+    """Total work ÷ duration (a utilisation); the total work itself for a zero-length trace."""
+    total = float(tokens.sum())
+    return total / duration_s if duration_s > 0 else total
+
+
+def rb_curve(
+    trace: Trace,
+    model: object,
+    rates: ArrayLike | None = None,
+    *,
+    exact: bool = False,
+    threads: int = 1,
+) -> RbCurve:
     """The r-b curve of ``trace`` at the stage of ``model`` (a token model).
 
-    ``rates`` defaults to :func:`wc_rate_grid` from 1.0 down to the mean rate.
+    ``rates`` defaults to :func:`wc_rate_grid` from 1.0 down to the mean rate. With
+    ``exact=True`` the curve is :func:`~tailbound.characterize.exact.exact_rb_curve` instead
+    (``rates`` must then be ``None``).
     """
+    if exact:
+        if rates is not None:
+            raise ValueError("rb_curve: give either rates or exact=True, not both")
+        from tailbound.characterize.exact import exact_rb_curve
+
+        return exact_rb_curve(trace, model, threads=threads)
     tokens = model.tokens(trace)  # type: ignore[attr-defined]
-    duration = trace.duration
-    mean = float(tokens.sum() / duration) if duration > 0 else float(tokens.sum())
+    mean = mean_rate(tokens, trace.duration)
     grid = wc_rate_grid(mean) if rates is None else np.asarray(rates, dtype=np.float64)
-    buckets = rbgen(trace.time, tokens, grid)
+    buckets = rbgen(trace.time, tokens, grid, threads=threads)
     # Tiny increases from floating-point rounding in rbGen would break monotonicity.
     buckets = np.minimum.accumulate(buckets)
     return RbCurve(grid, buckets, mean, getattr(model, "stage", None), trace.name)

@@ -1,0 +1,236 @@
+"""``tailbound characterize``: r-b curves and burstiness statistics of trace files.
+
+For every trace and stage it prints a table row (requests, duration, mean rate, peak-to-mean
+ratio at 1 s, C² of inter-arrival times, bucket sizes at a few rates), writes the r-b curve to
+``DIR/<trace-stem>.<stage>.rb.csv`` (header ``rate,bucket_s``: rates as utilisations of the stage,
+buckets in seconds of work, sorted by rate) and plots the trace's curves to
+``DIR/<trace-stem>.rb.png``.
+
+Rates: the WorkloadCompactor grid by default (1.0 down to the mean rate in steps of 0.001);
+``--rates N``: N rates evenly spaced from the mean rate to 1.0 (both included); ``--exact``: the
+exact curve (every breakpoint), ended at ``--max-rate`` (default 1.0: the exact curve's peak rate
+can be far above what a stage can grant; holding ``b(1.0)`` beyond is safe).
+``--safety-margin X`` scales each curve by X (work × X) and ``--prune K`` then keeps at most K
+segments, never below the curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tailbound.stages import Stage
+
+if TYPE_CHECKING:
+    from tailbound.characterize import BurstinessSummary, RbCurve
+    from tailbound.traces import Trace
+
+#: Rates at which the table shows the bucket size.
+TABLE_RATES = (0.2, 0.5, 1.0)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _positive_or_inf(text: str) -> float:
+    if text.strip().lower() in ("inf", "infinity"):
+        return float("inf")
+    return _positive_float(text)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register the ``characterize`` verb."""
+    parser = subparsers.add_parser(
+        "characterize",
+        help="r-b curves and burstiness statistics of traces",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("traces", nargs="+", metavar="TRACE", type=Path, help="trace files")
+    parser.add_argument(
+        "--stage",
+        action="append",
+        choices=[s.value for s in Stage],
+        help="stage to characterise; repeat for several "
+        "(default: net_in and net_out, and storage when --profile is given)",
+    )
+    parser.add_argument("--profile", type=Path, metavar="FILE", help="SSD profile JSON")
+    parser.add_argument(
+        "--link-bandwidth",
+        type=_positive_float,
+        default=125_000_000.0,
+        metavar="BYTES_PER_S",
+        help="network link bandwidth (default 125000000, 1 Gb/s)",
+    )
+    rates = parser.add_mutually_exclusive_group()
+    rates.add_argument(
+        "--rates",
+        type=_positive_int,
+        metavar="N",
+        help="N rates evenly spaced from the mean rate to 1.0 (default: the WorkloadCompactor "
+        "grid, 1.0 down to the mean in steps of 0.001)",
+    )
+    rates.add_argument("--exact", action="store_true", help="the exact curve, every breakpoint")
+    parser.add_argument(
+        "--max-rate",
+        type=_positive_or_inf,
+        default=1.0,
+        metavar="R",
+        help="end exact curves at rate R, holding b(R) above it (default 1.0, the whole stage; "
+        "'inf' keeps every breakpoint up to the peak rate)",
+    )
+    parser.add_argument("--prune", type=_positive_int, metavar="K", help="keep at most K segments")
+    parser.add_argument(
+        "--safety-margin",
+        type=_positive_float,
+        default=1.0,
+        metavar="X",
+        help="scale the curves by X (WorkloadCompactor used 1.1; default 1)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("rb-curves"), metavar="DIR", help="output folder"
+    )
+    parser.add_argument(
+        "--format", default=None, help="trace format (default: detected from the file)"
+    )
+    parser.add_argument(
+        "--threads", type=_positive_int, default=1, help="threads for rbGen (default 1)"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Characterise every trace; returns the exit code."""
+    from tqdm import tqdm
+
+    from tailbound.characterize import burstiness
+    from tailbound.traces.readers import read_trace
+
+    models = _models(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for path in tqdm(args.traces, desc="characterize", unit="trace", disable=len(args.traces) < 4):
+        trace = read_trace(path, args.format)
+        stem = path.stem
+        curves = {}
+        for stage, model in models.items():
+            curve = _curve(trace, model, args)
+            curve.to_csv(args.out / f"{stem}.{stage.value}.rb.csv")
+            curves[stage] = curve
+            rows.append(_row(trace, stage, curve, burstiness(trace, model)))
+        _plot(curves, trace.name, args.out / f"{stem}.rb.png")
+    _print_table(rows)
+    print(f"wrote {len(rows)} curves and {len(args.traces)} plots to {args.out}")
+    return 0
+
+
+def _models(args: argparse.Namespace) -> dict[Stage, object]:
+    from tailbound.profiles import SsdProfile, stage_model
+
+    profile = SsdProfile.load(args.profile) if args.profile is not None else None
+    if args.stage:
+        stages = [Stage(s) for s in dict.fromkeys(args.stage)]
+    else:
+        stages = [Stage.NET_IN, Stage.NET_OUT] + ([Stage.STORAGE] if profile else [])
+    return {
+        stage: stage_model(stage, link_bandwidth_bytes_per_s=args.link_bandwidth, profile=profile)
+        for stage in stages
+    }
+
+
+def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
+    import numpy as np
+
+    from tailbound.characterize import mean_rate, rb_curve
+
+    if args.exact:
+        curve = rb_curve(trace, model, exact=True, threads=args.threads)
+        if args.max_rate > curve.rates[0]:
+            curve = curve.clipped(args.max_rate)
+    elif args.rates is not None:
+        mean = mean_rate(model.tokens(trace), trace.duration)  # type: ignore[attr-defined]
+        grid = np.unique(np.linspace(mean, 1.0, args.rates)) if mean < 1.0 else np.array([mean])
+        curve = rb_curve(trace, model, grid, threads=args.threads)
+    else:
+        curve = rb_curve(trace, model, threads=args.threads)
+    if args.safety_margin != 1.0:
+        curve = curve.scaled(args.safety_margin)
+    if args.prune is not None:
+        curve = curve.pruned(args.prune)
+    return curve
+
+
+def _row(trace: Trace, stage: Stage, curve: RbCurve, stats: BurstinessSummary) -> list[str]:
+    buckets = curve.bucket_at(list(TABLE_RATES)).tolist()
+    return [
+        trace.name,
+        stage.value,
+        str(len(trace)),
+        f"{trace.duration:.1f}",
+        f"{curve.mean_rate:.4g}",
+        f"{stats.peak_to_mean_at(1.0):.1f}",
+        f"{stats.interarrival_c2:.2f}",
+        str(len(curve)),
+        *("-" if b == float("inf") else f"{1e3 * b:.3g}" for b in buckets),
+    ]
+
+
+def _print_table(rows: list[list[str]]) -> None:
+    header = [
+        "trace",
+        "stage",
+        "requests",
+        "duration_s",
+        "mean_rate",
+        "peak/mean@1s",
+        "C2",
+        "points",
+        *(f"b@{r}_ms" for r in TABLE_RATES),
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    for line in [header, *rows]:
+        print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
+    sys.stdout.flush()
+
+
+def _plot(curves: dict[Stage, RbCurve], name: str, path: Path) -> None:
+    """The curves of one trace, bucket (ms of work, log scale) against rate; written atomically."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6, 4), layout="constrained")
+    axes = figure.add_subplot()
+    for stage, curve in curves.items():
+        positive = curve.buckets > 0
+        axes.plot(
+            curve.rates[positive],
+            1e3 * curve.buckets[positive],
+            marker="." if len(curve) < 50 else None,
+            label=f"{stage.value} ({len(curve)} points)",
+        )
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("rate r (utilisation of the stage)")
+    axes.set_ylabel("bucket b (ms of work)")
+    axes.set_title(f"r-b curves of {name}")
+    axes.legend()
+    tmp = path.with_name(path.name + ".tmp")
+    figure.savefig(tmp, format="png", dpi=100)
+    tmp.replace(path)
