@@ -16,7 +16,6 @@ create_exception!(
 );
 
 /// Convert a core error into the matching Python exception.
-#[allow(dead_code)] // used by the first binding module; removed when one lands
 pub fn to_py(err: Error) -> PyErr {
     match err {
         Error::Parse { line, field, message } => ParseError::new_err((line, field, message)),
