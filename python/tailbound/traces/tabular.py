@@ -190,6 +190,9 @@ def _trace_from_table(
     def col(c: Column, role: str) -> str:
         return _resolve(t.table, t.path, c, role)
 
+    if t.rows.shape[0] == 0:
+        raise TraceFormatError(t.path, "the trace has no requests")
+
     times, origin = _times(t, col(time, "time"), time_unit, rebase)
     n = times.shape[0]
     ops = (
@@ -243,7 +246,10 @@ def _csv_table(path: Path, header: bool, delimiter: str) -> _Table:
     # A blank line is a row of nulls (ignore_empty_lines=False keeps line numbers exact): drop it.
     blank = np.ones(table.num_rows, dtype=bool)
     for column in table.columns:
-        blank &= column.is_null().to_numpy(zero_copy_only=False)
+        empty = column.is_null()
+        if pa.types.is_string(column.type):
+            empty = pc.or_(empty, pc.equal(pc.utf8_trim_whitespace(column), ""))
+        blank &= empty.to_numpy(zero_copy_only=False)
     rows = np.flatnonzero(~blank).astype(np.int64)
     return _Table(path, table, 2 if header else 1, rows)
 
@@ -251,8 +257,8 @@ def _csv_table(path: Path, header: bool, delimiter: str) -> _Table:
 def read_csv(
     path: Path,
     *,
-    time: Column,
-    size: Column,
+    time: Column | None = None,
+    size: Column | None = None,
     op: Column | None = None,
     offset: Column | None = None,
     source: Column | None = None,
@@ -282,6 +288,11 @@ def read_csv(
     >>> t.time.tolist(), t.op.tolist(), t.size.tolist()
     ([0.0, 0.0025], [0, 1], [4096, 512])
     """
+    if time is None or size is None:
+        raise TraceFormatError(
+            path,
+            "a generic CSV needs its columns named: time= and size= (and op=, offset=, source=)",
+        )
     return _trace_from_table(
         _csv_table(path, header, delimiter),
         time=time,
