@@ -58,7 +58,7 @@ pub fn parse(data: &[u8]) -> Result<LlmColumns> {
         cols.context_tokens.push(parse_i64_nonneg(context, line_no, FIELDS[1])?);
         cols.generated_tokens.push(parse_i64_nonneg(generated, line_no, FIELDS[2])?);
     }
-    (cols.time, cols.origin_s) = rebase_ticks(&ns, NS_PER_S);
+    (cols.time, cols.origin_s) = rebase_ticks(&ns, NS_PER_S, 0);
     Ok(cols)
 }
 

@@ -67,15 +67,16 @@ impl TraceColumns {
 
 /// Rebase integer timestamps counted in `ticks_per_s` ticks since an epoch: time zero becomes the
 /// earliest timestamp. Returns the times in seconds and the earliest timestamp in seconds since
-/// the epoch, split into whole seconds and a fraction so that 64-bit tick counts near 2^63 lose no
-/// more precision than the final `f64` must.
-fn rebase_ticks(ticks: &[i64], ticks_per_s: i64) -> (Vec<f64>, f64) {
+/// a later epoch `epoch_shift_s` seconds after the ticks' own (FILETIME to Unix, say). The whole
+/// seconds are shifted as integers before the fraction is added, so that 64-bit tick counts lose
+/// no more precision than the final `f64` must.
+fn rebase_ticks(ticks: &[i64], ticks_per_s: i64, epoch_shift_s: i64) -> (Vec<f64>, f64) {
     let Some(&first) = ticks.iter().min() else {
         return (Vec::new(), 0.0);
     };
     let scale = ticks_per_s as f64;
     let time = ticks.iter().map(|&t| (t - first) as f64 / scale).collect();
-    let whole = first.div_euclid(ticks_per_s) as f64;
+    let whole = (first.div_euclid(ticks_per_s) - epoch_shift_s) as f64;
     let frac = first.rem_euclid(ticks_per_s) as f64 / scale;
     (time, whole + frac)
 }
@@ -86,7 +87,7 @@ mod tests {
 
     #[test]
     fn rebase_ticks_counts_from_the_earliest() {
-        let (time, origin) = rebase_ticks(&[30, 10, 25], 10);
+        let (time, origin) = rebase_ticks(&[30, 10, 25], 10, 0);
         assert_eq!(time, vec![2.0, 0.0, 1.5]);
         assert_eq!(origin, 1.0);
     }
@@ -95,8 +96,15 @@ mod tests {
     fn rebase_ticks_keeps_sub_second_origin_of_large_counts() {
         // 1.7e18 ns plus 123 ns: `t as f64` alone would round the 123 ns away (its ulp is 256).
         let t = 1_700_000_000_000_000_123_i64;
-        let (_, origin) = rebase_ticks(&[t], 1_000_000_000);
+        let (_, origin) = rebase_ticks(&[t], 1_000_000_000, 0);
         assert_eq!(origin, 1_700_000_000.0 + 123e-9);
         assert!(origin > 1_700_000_000.0);
+    }
+
+    #[test]
+    fn rebase_ticks_shifts_whole_seconds_before_adding_the_fraction() {
+        // 9 ticks after the shifted epoch: (whole + frac) - shift would round the 0.9 µs away.
+        let (_, origin) = rebase_ticks(&[116_444_736_000_000_009], 10_000_000, 11_644_473_600);
+        assert_eq!(origin, 9e-7);
     }
 }

@@ -41,9 +41,7 @@ pub fn parse(data: &[u8]) -> Result<TraceColumns> {
         offsets.push(parse_i64_nonneg(offset, line_no, FIELDS[4])?);
         cols.size.push(parse_size(size, line_no, FIELDS[5])?);
     }
-    let (time, first_s) = rebase_ticks(&ticks, TICKS_PER_S);
-    cols.time = time;
-    cols.origin_s = if ticks.is_empty() { 0.0 } else { first_s - FILETIME_TO_UNIX_S as f64 };
+    (cols.time, cols.origin_s) = rebase_ticks(&ticks, TICKS_PER_S, FILETIME_TO_UNIX_S);
     Ok(cols)
 }
 

@@ -140,9 +140,7 @@ pub fn parse(data: &[u8], skip_other: bool) -> Result<TraceColumns> {
         offsets.push(offset);
         ticks.push(ts);
     }
-    let (time, origin_s) = rebase_ticks(&ticks, 1_000_000);
-    cols.time = time;
-    cols.origin_s = origin_s;
+    (cols.time, cols.origin_s) = rebase_ticks(&ticks, 1_000_000, 0);
     Ok(cols)
 }
 
