@@ -11,9 +11,10 @@ from tailbound.traces import Trace
 
 #: The shared data folder beside the project (never copied into the repository): the first
 #: ``shared/data`` among the ancestors, so that git worktrees nested deeper find it too.
+_HERE = Path(__file__).resolve()
 DATA = next(
-    (p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared/data").is_dir()),
-    Path(__file__).resolve().parents[1].parent / "shared" / "data",
+    (p / "shared" / "data" for p in _HERE.parents if (p / "shared" / "data").is_dir()),
+    _HERE.parents[1].parent / "shared" / "data",
 )
 
 
