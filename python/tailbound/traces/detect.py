@@ -3,7 +3,7 @@
 The rules, in order (``docs/traces.md`` has the reasoning):
 
 1. ``PAR1`` magic → ``parquet``.
-2. Binary content (a NUL byte, or bytes that are not text, in the first 64 KiB) → ``vscsi`` when
+2. Binary content (a NUL byte in the first 64 KiB) → ``vscsi`` when
    the first (up to 8) records all carry a VSCSI version byte (1 in byte 15 of 32-byte records,
    or 2 in byte 3 of 40-byte records) and one of them a SCSI read or write opcode; anything else
    binary is an error.
@@ -39,13 +39,9 @@ _SCSI_DATA_OPCODES = {0x08, 0x28, 0xA8, 0x88, 0x0A, 0x2A, 0xAA, 0x8A}
 
 
 def _is_binary(head: bytes) -> bool:
-    if b"\0" in head:
-        return True
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return e.start < len(head) - 4  # a character cut at the end of the sample is still text
-    return False
+    # Text traces never hold NUL; binary records always do (the high bytes of their 64-bit
+    # fields). Other non-ASCII bytes (a Latin-1 host name, say) do not make a file binary.
+    return b"\0" in head
 
 
 def _vscsi_version(head: bytes) -> int | None:
