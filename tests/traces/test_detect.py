@@ -31,6 +31,10 @@ CASES: list[tuple[str, str | bytes]] = [
     ("mqsim", "11413000 0 657728 16 1\n11565000 1 31244784 64 0\n"),
     ("azure-llm", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n"),
     ("csv", "time,op,size\n0.1,R,4096\n"),
+    (
+        "azure-llm",
+        b"\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,1,1\n",
+    ),
     ("vscsi", _v1(0x28) + _v1(0x2A)),
     ("vscsi", _v1(0x2A, serial=0x0200_0001) * 3),  # a serial that looks like a v2 header
     ("vscsi", _v1(0x00) + _v1(0x28)),  # a TEST UNIT READY first

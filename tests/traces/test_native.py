@@ -112,3 +112,11 @@ def test_native_registry_lists_options() -> None:
         "csv",
         "parquet",
     }
+
+
+def test_native_text_readers_skip_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,1,2\n"
+    )
+    assert read_trace(path).size.tolist() == [3]

@@ -86,6 +86,7 @@ def detect_format(path: str | Path) -> str:
         raise TraceFormatError(path, f"cannot read the file: {e.strerror or e}") from None
     complete = len(head) <= SNIFF_BYTES
     head = head[:SNIFF_BYTES]
+    head = head.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark, as spreadsheets write
     if not head:
         raise TraceFormatError(path, "the file is empty")
     if head.startswith(b"PAR1"):

@@ -4,8 +4,10 @@
 use crate::{Error, Result};
 
 /// The non-blank lines of `data` with their 1-based line numbers, without the line terminator
-/// (`\n` or `\r\n`). Blank lines (only spaces, tabs or `\r`) are skipped but still counted.
+/// (`\n` or `\r\n`) or a leading UTF-8 byte-order mark (spreadsheets write one). Blank lines
+/// (only spaces, tabs or `\r`) are skipped but still counted.
 pub(crate) fn lines(data: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
     let data = data.strip_suffix(b"\n").unwrap_or(data);
     data.split(|&b| b == b'\n')
         .enumerate()
@@ -198,6 +200,7 @@ mod tests {
         assert_eq!(got, vec![(1, &b"a"[..]), (4, &b"b"[..]), (5, &b"c"[..])]);
         assert_eq!(lines(b"a\n").count(), 1);
         assert_eq!(lines(b"").count(), 0);
+        assert_eq!(lines(b"\xef\xbb\xbfa\n").next(), Some((1, &b"a"[..])));
     }
 
     #[test]
