@@ -131,28 +131,41 @@ def _times(t: _Table, name: str, unit: str, rebase: bool) -> tuple[NDArray[np.fl
     return seconds, 0.0
 
 
+def _op_key(value: object) -> str:
+    """How an op value is compared: its text, stripped and lower-cased (``1.0`` as ``1``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().lower()
+
+
 def _ops(
     t: _Table, name: str, reads: Sequence[object], writes: Sequence[object]
 ) -> NDArray[np.uint8]:
-    """Column ``name`` as :class:`Op` codes: text of the value, without regard to case or
-    surrounding spaces, matched against ``reads`` and ``writes``."""
-    read_set = {str(v).strip().lower() for v in reads}
-    write_set = {str(v).strip().lower() for v in writes}
+    """Column ``name`` as :class:`Op` codes, matching each value's text without regard to case
+    or surrounding spaces against ``reads`` and ``writes``. The column is dictionary-encoded
+    first, so only its distinct values are compared."""
+    read_set = {_op_key(v) for v in reads}
+    write_set = {_op_key(v) for v in writes}
     if read_set & write_set:
         raise ValueError(f"op values {sorted(read_set & write_set)} are both read and write")
     array = t.column(name)
     _no_nulls(t, array, name)
-    text = pc.utf8_lower(pc.utf8_trim_whitespace(pc.cast(array, pa.string())))
-    is_read = pc.is_in(text, value_set=pa.array(sorted(read_set), pa.string()))
-    is_write = pc.is_in(text, value_set=pa.array(sorted(write_set), pa.string()))
-    is_read_np = is_read.to_numpy(zero_copy_only=False)
-    known = is_read_np | is_write.to_numpy(zero_copy_only=False)
-    row = _first(~known)
+    encoded = array.dictionary_encode()
+    unknown = 2
+    codes = np.array(
+        [
+            Op.READ if key in read_set else Op.WRITE if key in write_set else unknown
+            for key in map(_op_key, encoded.dictionary.to_pylist())
+        ],
+        dtype=np.uint8,
+    )
+    ops = codes[encoded.indices.to_numpy(zero_copy_only=False)]
+    row = _first(ops == unknown)
     if row is not None:
         expected = ", ".join(map(repr, sorted(read_set))) + " (read) or "
         expected += ", ".join(map(repr, sorted(write_set))) + " (write)"
         raise t.fail(row, name, f"unknown op {_show(array, row)}, expected {expected}")
-    return np.where(is_read_np, Op.READ, Op.WRITE).astype(np.uint8)
+    return ops
 
 
 def _resolve(table: pa.Table, path: Path, column: Column, role: str) -> str:
@@ -228,14 +241,23 @@ def _csv_table(path: Path, header: bool, delimiter: str) -> _Table:
         invalid.append((row.number, row.expected_columns, row.actual_columns))
         return "error"
 
-    try:
-        table = pacsv.read_csv(
+    def read(use_threads: bool) -> pa.Table:
+        return pacsv.read_csv(
             path,
-            read_options=pacsv.ReadOptions(use_threads=False, autogenerate_column_names=not header),
+            read_options=pacsv.ReadOptions(
+                use_threads=use_threads, autogenerate_column_names=not header
+            ),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, ignore_empty_lines=False, invalid_row_handler=on_invalid
             ),
         )
+
+    try:
+        try:
+            table = read(use_threads=True)
+        except pa.ArrowInvalid:
+            invalid.clear()
+            table = read(use_threads=False)  # only a single thread knows the rows' numbers
     except pa.ArrowInvalid as e:
         if invalid:
             line, expected, actual = invalid[0]
