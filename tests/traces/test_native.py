@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tailbound.errors import TraceFormatError
 from tailbound.traces import FORMATS, Op, read_azure_llm_requests, read_trace
 
 
@@ -54,8 +55,9 @@ def test_native_ascii_rw_values_are_options(tmp_path: Path) -> None:
 def test_native_ascii_bad_options(tmp_path: Path, options: dict, message: str) -> None:
     path = tmp_path / "t.txt"
     path.write_text("1 0 0 1 1\n")
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(TraceFormatError, match=message) as info:
         read_trace(path, format="disksim", **options)
+    assert info.value.path == str(path)
 
 
 def test_native_vscsi_other_commands_option(
@@ -67,7 +69,7 @@ def test_native_vscsi_other_commands_option(
     with caplog.at_level(logging.INFO, logger="tailbound.traces.native"):
         assert len(read_trace(path)) == 1
     assert "skipped 1 SCSI commands" in caplog.text
-    with pytest.raises(ValueError, match="other_commands must be"):
+    with pytest.raises(TraceFormatError, match="other_commands must be"):
         read_trace(path, other_commands="ignore")
 
 
@@ -86,7 +88,7 @@ def test_native_azure_requests_keep_both_token_counts(tmp_path: Path) -> None:
     assert requests.generated_tokens.tolist() == [1, 3, 2]
     assert requests.trace.size.tolist() == [101, 303, 202]
     assert np.all(requests.trace.op == Op.READ)
-    with pytest.raises(ValueError, match="size must be"):
+    with pytest.raises(TraceFormatError, match="size must be"):
         read_trace(path, size="bytes")
 
 

@@ -148,7 +148,7 @@ def test_readers_directory_and_unknown_format(tmp_path: Path) -> None:
     path.write_text("1,0x1,DiskRead\n")
     with pytest.raises(TraceFormatError, match="unknown format 'nope'; known formats: wc, msr"):
         read_trace(path, format="nope")
-    with pytest.raises(TypeError, match="format 'wc' has no option 'time_unit'"):
+    with pytest.raises(TraceFormatError, match="format 'wc' has no option 'time_unit'"):
         read_trace(path, time_unit="ms")
 
 

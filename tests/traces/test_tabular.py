@@ -124,9 +124,9 @@ def test_tabular_csv_mapping_errors(tmp_path: Path) -> None:
         read_trace(path, time="t", size="bytes")
     with pytest.raises(TraceFormatError, match="time column index 5 is out of range"):
         read_trace(path, time=5, size="size")
-    with pytest.raises(ValueError, match="both read and write"):
+    with pytest.raises(TraceFormatError, match="both read and write"):
         read_trace(path, time="t", size="size", op="t", read_values=[0], write_values=[0])
-    with pytest.raises(ValueError, match="unknown time unit 'h'"):
+    with pytest.raises(TraceFormatError, match="unknown time unit 'h'"):
         read_trace(path, time="t", size="size", time_unit="h")
     with pytest.raises(TraceFormatError, match="a generic CSV needs its columns named"):
         read_trace(path)

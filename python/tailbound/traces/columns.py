@@ -18,8 +18,9 @@ from tailbound.traces.trace import Trace
 TIME_UNITS: dict[str, float] = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 
-def units_per_second(unit: str) -> float:
-    """How many ``unit`` make a second (``"ms"`` → 1000).
+def units_per_second(unit: str, path: Path | None = None) -> float:
+    """How many ``unit`` make a second (``"ms"`` → 1000); an unknown unit is a
+    :class:`TraceFormatError` on ``path`` naming the ``time_unit`` option.
 
     >>> units_per_second("us")
     1000000.0
@@ -28,17 +29,23 @@ def units_per_second(unit: str) -> float:
         return TIME_UNITS[unit]
     except KeyError:
         known = ", ".join(TIME_UNITS)
-        raise ValueError(f"unknown time unit {unit!r}; known units: {known}") from None
+        message = f"unknown time unit {unit!r}; known units: {known}"
+        raise TraceFormatError(path, message, field="time_unit") from None
 
 
 @contextmanager
 def parse_errors(path: Path) -> Iterator[None]:
-    """Re-raise the core's ``ParseError`` and OS errors as :class:`TraceFormatError` on ``path``."""
+    """Re-raise the core's ``ParseError``, its ``ValueError`` for a bad option (sector size,
+    read and write values) and OS errors as :class:`TraceFormatError` on ``path``."""
     try:
         yield
     except _core.ParseError as e:
         line, field, message = e.args
         raise TraceFormatError(path, message, line=line, field=field) from None
+    except TraceFormatError:
+        raise
+    except ValueError as e:
+        raise TraceFormatError(path, f"invalid option: {e}") from None
     except OSError as e:
         raise TraceFormatError(path, f"cannot read the file: {e.strerror or e}") from None
 

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound import _core
+from tailbound.errors import TraceFormatError
 from tailbound.traces.columns import make_trace, parse_errors, units_per_second
 from tailbound.traces.trace import Op, Trace
 
@@ -82,7 +83,7 @@ def read_disksim(
     conventions (milliseconds, 512-byte sectors, 1 read, 0 write); :func:`read_mqsim` has
     MQSim's.
     """
-    per_s = units_per_second(time_unit)
+    per_s = units_per_second(time_unit, path)
     with parse_errors(path):
         columns = _core.parse_ascii(path, per_s, sector_bytes, read_value, write_value)
     return _from_columns(path, columns, name, duration_s)
@@ -138,7 +139,8 @@ def read_vscsi(
     clock (microseconds since the host booted, not a Unix time).
     """
     if other_commands not in ("skip", "error"):
-        raise ValueError(f"other_commands must be 'skip' or 'error', got {other_commands!r}")
+        message = f"other_commands must be 'skip' or 'error', got {other_commands!r}"
+        raise TraceFormatError(path, message, field="other_commands")
     with parse_errors(path):
         columns = _core.parse_vscsi(path, other_commands == "skip")
     skipped = columns[6]
@@ -176,7 +178,8 @@ def read_azure_llm_requests(
     ``origin_s`` its Unix time (the timestamps are UTC).
     """
     if size not in ("total", "context", "generated"):
-        raise ValueError(f"size must be 'total', 'context' or 'generated', got {size!r}")
+        message = f"size must be 'total', 'context' or 'generated', got {size!r}"
+        raise TraceFormatError(path, message, field="size")
     with parse_errors(path):
         time, context, generated, origin_s = _core.parse_azure_llm(path)
     sizes = {"total": context + generated, "context": context, "generated": generated}[size]

@@ -72,7 +72,8 @@ def read_trace(path: str | os.PathLike[str], format: str | None = None, **option
     column mapping of ``csv``. Every reader accepts ``name`` and ``duration_s``.
 
     Raises :class:`TraceFormatError` naming the file, line and field of malformed input, and for
-    a missing or empty file or an unknown format.
+    a missing or empty file, an unknown format, or an option the format does not have or whose
+    value it cannot use (naming the option as the field).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "trace0000.txt"
@@ -94,8 +95,9 @@ def read_trace(path: str | os.PathLike[str], format: str | None = None, **option
         )
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
-        raise TypeError(
+        raise TraceFormatError(
+            path,
             f"format {name!r} has no option {', '.join(map(repr, unknown))}; "
-            f"its options are {', '.join(spec.options)}"
+            f"its options are {', '.join(spec.options)}",
         )
     return spec.reader(path, **options)

@@ -121,7 +121,7 @@ def _times(t: _Table, name: str, unit: str, rebase: bool) -> tuple[NDArray[np.fl
         origin = first // 1_000_000_000 + (first % 1_000_000_000) / 1e9
         return (ns - first) / 1e9, origin
     seconds = _numbers(t, name).to_numpy(zero_copy_only=False).astype(np.float64)
-    seconds = seconds / units_per_second(unit)
+    seconds = seconds / units_per_second(unit, t.path)
     row = _first(~np.isfinite(seconds))
     if row is not None:
         raise t.fail(row, name, f"not a finite time: {_show(array, row)}")
@@ -147,7 +147,8 @@ def _ops(
     read_set = {_op_key(v) for v in reads}
     write_set = {_op_key(v) for v in writes}
     if read_set & write_set:
-        raise ValueError(f"op values {sorted(read_set & write_set)} are both read and write")
+        both = sorted(read_set & write_set)
+        raise TraceFormatError(t.path, f"op values {both} are both read and write", field="op")
     array = t.column(name)
     _no_nulls(t, array, name)
     encoded = array.dictionary_encode()
