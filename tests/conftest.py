@@ -9,8 +9,13 @@ import pytest
 
 from tailbound.traces import Trace
 
-#: The shared data folder beside the project (never copied into the repository).
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: The shared data folder beside the project (never copied into the repository): the first
+#: ``shared/data`` among the ancestors, so that git worktrees nested deeper find it too.
+_HERE = Path(__file__).resolve()
+DATA = next(
+    (p / "shared" / "data" for p in _HERE.parents if (p / "shared" / "data").is_dir()),
+    _HERE.parents[1].parent / "shared" / "data",
+)
 
 
 @pytest.fixture(scope="session")

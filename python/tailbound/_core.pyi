@@ -1,13 +1,16 @@
 """Type stubs of the compiled module ``tailbound._core`` (checked by ``mypy.stubtest``)."""
 
+import os
+
+import numpy as np
+from numpy.typing import NDArray
+
 __version__: str
 
 class ParseError(ValueError):
     """A malformed record: ``args`` are ``(line, field, message)``."""
 
 # --- r-b curves (crates/tailbound-py/src/rb.rs) ---------------------------------------------------
-import numpy as np  # noqa: E402
-from numpy.typing import NDArray  # noqa: E402
 
 def rbgen(
     time: NDArray[np.float64],
@@ -46,3 +49,31 @@ def prune_rb_curve(
     rates: NDArray[np.float64], buckets: NDArray[np.float64], k: int
 ) -> NDArray[np.int64]:
     """Indices of the vertices kept when pruning to at most ``k`` segments."""
+# ---- traces: parsers of tailbound_core::parse (see tailbound.traces.readers) ----------------
+
+
+#: ``(time, op, size, offset | None, source | None, origin_s, skipped)``
+_Columns = tuple[
+    NDArray[np.float64],
+    NDArray[np.uint8],
+    NDArray[np.int64],
+    NDArray[np.int64] | None,
+    NDArray[np.int32] | None,
+    float,
+    int,
+]
+
+def parse_wc(path: str | os.PathLike[str]) -> _Columns: ...
+def parse_msr(path: str | os.PathLike[str]) -> _Columns: ...
+def parse_ascii(
+    path: str | os.PathLike[str],
+    time_units_per_s: float,
+    sector_bytes: int,
+    read_value: int,
+    write_value: int,
+) -> _Columns: ...
+def parse_spc(path: str | os.PathLike[str]) -> _Columns: ...
+def parse_vscsi(path: str | os.PathLike[str], skip_other: bool) -> _Columns: ...
+def parse_azure_llm(
+    path: str | os.PathLike[str],
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], float]: ...

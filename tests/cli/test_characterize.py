@@ -74,11 +74,11 @@ def test_characterize_stage_option(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("100,0x10,DiskRead\n200,0x10\n", "line 2: expected 3 comma-separated fields"),
+        ("100,0x10,DiskRead\n200,0x10\n", "line 2, field op: missing: expected 3 fields"),
         ("100,0x10,DiskRead\n200,12,DiskRead\n", "line 2, field size"),
         ("100,0x10,DiskRead\nabc,0x10,DiskRead\n", "line 2, field arrival_ns"),
         ("100,0x10,DiskRead\n200,0x10,Delete\n", "line 2, field op"),
-        ("", "no requests"),
+        ("", "the file is empty"),
     ],
 )
 def test_characterize_bad_trace_is_one_line_error(

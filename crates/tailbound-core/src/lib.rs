@@ -5,6 +5,7 @@
 //! The Python package reaches these functions through the thin `tailbound-py` binding.
 
 pub mod error;
+pub mod parse;
+pub mod rb;
 
 pub use error::{Error, Result};
-pub mod rb;

@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 mod error;
+mod parse;
 mod rb;
 
 /// The compiled core of tailbound.
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     error::register(m)?;
     rb::register(m)?;
+    parse::register(m)?;
     Ok(())
 }

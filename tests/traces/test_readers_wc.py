@@ -5,7 +5,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tailbound.errors import TraceFormatError
 from tailbound.traces.readers import read_trace
 
 
@@ -24,10 +23,3 @@ def test_read_trace_decodes_hex_like_int(tmp_path: Path) -> None:
     path = tmp_path / "h.txt"
     path.write_text("".join(f"{i},{hex(s)},Get\n" for i, s in enumerate(sizes)))
     assert read_trace(path).size.tolist() == sizes.tolist()
-
-
-def test_read_trace_errors(tmp_path: Path) -> None:
-    with pytest.raises(TraceFormatError, match="cannot read"):
-        read_trace(tmp_path / "missing.txt")
-    with pytest.raises(TraceFormatError, match="unknown format"):
-        read_trace(tmp_path / "missing.txt", format="spc")
