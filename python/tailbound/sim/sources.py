@@ -1,0 +1,98 @@
+"""Where a scenario's workload traces come from: a trace file, or a synthetic generator so that
+examples run on a fresh clone without the shared data.
+
+``{"path": "trace0001.txt", "format": "wc"}`` reads a file (relative paths are relative to the
+scenario file). ``{"synthetic": {"kind": "poisson", "rate": 200, "duration_s": 60, "seed": 1}}``
+generates Poisson arrivals (optional ``size_bytes`` default 4096, ``read_fraction`` default 1.0);
+``{"synthetic": {"kind": "sequential", "requests": 1000, "size_bytes": 1048576, "op": "read"}}``
+is the request list of a closed-loop file copy (thesis Table 3.1, workload L).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tailbound.errors import TraceFormatError
+from tailbound.sim.fields import Fields
+from tailbound.traces.trace import Op, Trace
+
+
+def read_wc_trace(path: Path) -> Trace:
+    """Read a WorkloadCompactor CSV trace (``arrival_ns,0xHEXSIZE,DiskRead|DiskWrite``).
+
+    TODO(traces): stand-in until ``tailbound.traces.read_trace`` lands on main; replaced by it
+    when importable (see :func:`read_trace_file`).
+    """
+    try:
+        rows = np.loadtxt(path, delimiter=",", dtype=str, ndmin=2)
+    except (OSError, ValueError) as e:
+        raise TraceFormatError(path, f"cannot read: {e}") from None
+    if rows.shape[0] == 0 or rows.shape[1] != 3:
+        raise TraceFormatError(path, "expected 3 columns: arrival_ns, size (hex), DiskRead|DiskWrite")
+    try:
+        time = rows[:, 0].astype(np.int64) / 1e9
+        size = np.array([int(s, 16) for s in rows[:, 1]], dtype=np.int64)
+    except ValueError as e:
+        raise TraceFormatError(path, f"malformed number: {e}") from None
+    kind = rows[:, 2]
+    bad = ~np.isin(kind, ["DiskRead", "DiskWrite"])
+    if bad.any():
+        line = int(np.argmax(bad)) + 1
+        raise TraceFormatError(path, f"unknown operation {kind[line - 1]!r}", line=line, field="op")
+    op = np.where(kind == "DiskRead", Op.READ, Op.WRITE)
+    return Trace.from_arrays(time=time, op=op, size=size, name=path.stem, path=str(path))
+
+
+def read_trace_file(path: Path, format: str | None) -> Trace:
+    """Read a trace with the project's readers when present, else the WC stand-in."""
+    try:
+        from tailbound.traces import read_trace  # type: ignore[attr-defined, unused-ignore]
+    except ImportError:
+        if format not in (None, "wc"):
+            raise TraceFormatError(path, f"format {format!r} needs tailbound.traces.read_trace") from None
+        return read_wc_trace(path)
+    return read_trace(path, format)  # type: ignore[no-any-return, unused-ignore]
+
+
+def synthetic_trace(spec: Fields, name: str) -> Trace:
+    """A generated trace (see the module docstring).
+
+    TODO(synth): the Poisson generator stands in for ``tailbound.traces`` synthetic generators.
+    """
+    kind = spec.choice("kind", ("poisson", "sequential"))
+    size = spec.integer("size_bytes", 4096, low=0)
+    if kind == "poisson":
+        spec.check_keys({"kind", "rate", "duration_s", "seed", "size_bytes", "read_fraction"})
+        rate = spec.number("rate", low=0.0, low_open=True)
+        duration = spec.number("duration_s", low=0.0, low_open=True)
+        reads = spec.number("read_fraction", 1.0, high=1.0)
+        rng = np.random.default_rng(spec.integer("seed", 0))
+        n = int(rng.poisson(rate * duration))
+        time = np.sort(rng.uniform(0.0, duration, size=max(n, 1)))
+        op = np.where(rng.uniform(size=time.size) < reads, Op.READ, Op.WRITE)
+        return Trace.from_arrays(
+            time=time, op=op, size=np.full(time.size, size), duration_s=duration, name=name
+        )
+    spec.check_keys({"kind", "requests", "size_bytes", "op"})
+    n = spec.integer("requests", low=1)
+    op_name = spec.choice("op", ("read", "write"), "read")
+    op_value = Op.READ if op_name == "read" else Op.WRITE
+    return Trace.from_arrays(
+        time=np.zeros(n), op=np.full(n, op_value), size=np.full(n, size), name=name
+    )
+
+
+def load_source(spec: Fields, base: Path, name: str) -> Trace:
+    """The trace a workload's ``trace`` table describes."""
+    if spec.has("synthetic"):
+        spec.check_keys({"synthetic"})
+        return synthetic_trace(spec.table("synthetic"), name)
+    spec.check_keys({"path", "format"})
+    path = Path(spec.string("path"))
+    path = path if path.is_absolute() else base / path
+    fmt = spec.raw("format")
+    if fmt is not None and not isinstance(fmt, str):
+        raise spec.error("format", f"expected a format name, got {fmt!r}")
+    return read_trace_file(path, fmt)
