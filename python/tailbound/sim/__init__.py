@@ -10,7 +10,7 @@
 from tailbound.sim.plan import PlanEntry, scenario_from_plan
 from tailbound.sim.results import SimResults, Slo, WorkloadResult, percentile
 from tailbound.sim.scenario import Scenario
-from tailbound.sim.simulator import Requests, Simulator, shape
+from tailbound.sim.simulator import Requests, Simulator, shape, single_queue
 
 __all__ = [
     "PlanEntry",
@@ -23,4 +23,5 @@ __all__ = [
     "percentile",
     "scenario_from_plan",
     "shape",
+    "single_queue",
 ]

@@ -147,3 +147,50 @@ def shape(
     [0.0, 0.0, 2.0]
     """
     return _core.shape(_f64(arrival), _f64(cost), [(float(r), float(b)) for r, b in buckets])
+
+
+def single_queue(
+    arrivals: Sequence[NDArray[np.float64]],
+    work: Sequence[NDArray[np.float64]],
+    *,
+    scheduler: Mapping[str, Any] | None = None,
+    mpl: int = 1,
+    names: Sequence[str] | None = None,
+    slos: Sequence[Slo | None] | None = None,
+) -> Simulator:
+    """One device queue shared by several open-loop workloads: the queueing-theory setting.
+
+    Workload ``i`` issues requests at ``arrivals[i]`` needing ``work[i]`` seconds of service each;
+    the device serves up to ``mpl`` at once (processor sharing) in the order of ``scheduler`` (the
+    core's scheduler config, default FIFO). The stage time of each request is its queueing plus
+    service time.
+
+    >>> sim = single_queue([np.array([0.0, 0.5])], [np.array([1.0, 1.0])])
+    >>> sim.run()
+    >>> sim.results().workloads[0].latency.tolist()
+    [1.0, 1.5]
+    """
+    n = len(arrivals)
+    names = list(names) if names is not None else [f"w{i}" for i in range(n)]
+    config = {
+        "topology": {
+            "devices": [
+                {"read_mpl": mpl, "write_mpl": mpl, "scheduler": dict(scheduler or {"kind": "fifo"})}
+            ]
+        },
+        "workloads": [{"route": [{"device": 0}], "issue": "open"}] * n,
+    }
+    requests = [
+        Requests(
+            arrival=_f64(a), op=np.zeros(len(a), np.uint8), size=np.zeros(len(a)), cost=[_f64(w)]
+        )
+        for a, w in zip(arrivals, work, strict=True)
+    ]
+    return Simulator(
+        config,
+        requests,
+        names=names,
+        stage_names=[("storage",)] * n,
+        slos=slos,
+        queues={"device": ("device", 0)},
+    )

@@ -100,6 +100,16 @@ impl Device {
         self.scheduler.enqueue(id, workload, work, now);
     }
 
+    /// Whether a request of either operation would be admitted by count and bytes. The
+    /// dispatcher asks its scheduler only then: the scheduler's choice is final, so asking early
+    /// would commit to a request before a more important one arrives.
+    fn has_room(&self) -> bool {
+        self.in_service[0] < self.spec.read_mpl
+            && self.in_service[1] < self.spec.write_mpl
+            && self.bytes[0] < self.spec.max_read_bytes
+            && self.bytes[1] < self.spec.max_write_bytes
+    }
+
     fn fits(&self, op: usize, size: f64) -> bool {
         let (mpl, max_bytes) = if op == 0 {
             (self.spec.read_mpl, self.spec.max_read_bytes)
@@ -118,6 +128,7 @@ impl Device {
         loop {
             let item = match self.staged.take() {
                 Some(item) => item,
+                None if !self.has_room() => break,
                 None => match self.scheduler.dequeue(now) {
                     Dequeue::Ready(item) => item,
                     Dequeue::Future(t) => {

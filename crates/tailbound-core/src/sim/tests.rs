@@ -130,3 +130,16 @@ fn sim_rejects_bad_routes_and_arrays() {
     assert!(Simulation::new(&c.topology, c.workloads.clone(), vec![reqs(&[0.0], &[1.0])]).is_err());
     assert!(SimConfig::from_json(r#"{"topology": {}, "workloads": [], "extra": 1}"#).is_err());
 }
+
+#[test]
+fn sim_device_chooses_next_request_only_when_it_has_room() {
+    // MPL 1: two low-priority requests at 0, a high-priority one at 0.5; the dispatcher must not
+    // have committed to the second low one while the first was in service
+    let config = r#"{"topology": {"devices": [{"scheduler":
+        {"kind": "priority", "priority": [0, 1]}}]},
+        "workloads": [{"route": [{"device": 0}], "issue": "open"},
+                      {"route": [{"device": 0}], "issue": "open"}]}"#;
+    let mut sim = build(config, vec![reqs(&[0.0, 0.0], &[1.0, 1.0]), reqs(&[0.5], &[1.0])]);
+    sim.run(f64::INFINITY);
+    assert_eq!(sim.records().exit, vec![1.0, 3.0, 2.0]);
+}
