@@ -39,7 +39,10 @@ pub struct Device {
     finishing: BinaryHeap<Reverse<TagKey>>,
     virtual_time: f64,
     last: f64,
+    /// Generation of the pending completion event; events of older generations are stale.
     generation: u64,
+    /// Time of the pending completion event (infinite if none).
+    pending: f64,
     wake_at: f64,
 }
 
@@ -68,6 +71,7 @@ impl Device {
             virtual_time: 0.0,
             last: 0.0,
             generation: 0,
+            pending: f64::INFINITY,
             wake_at: f64::INFINITY,
         })
     }
@@ -75,11 +79,6 @@ impl Device {
     /// Seconds added after service.
     pub fn base_latency(&self) -> f64 {
         self.spec.base_latency
-    }
-
-    /// The generation of the latest completion scheduled (older completion events are stale).
-    pub fn generation(&self) -> u64 {
-        self.generation
     }
 
     fn dispatched(&self) -> u32 {
@@ -153,18 +152,27 @@ impl Device {
             self.finishing.push(Reverse(TagKey(self.virtual_time + item.cost, item.id)));
             changed = true;
         }
-        Next { completion: if changed { self.next_completion(now) } else { None }, wake }
+        Next { completion: if changed { self.reschedule(now) } else { None }, wake }
     }
 
-    fn next_completion(&mut self, now: f64) -> Option<(f64, u64)> {
-        self.generation += 1;
+    /// The completion event to schedule, if the earliest finish is now sooner than the pending
+    /// event. A later finish (more requests sharing the device) keeps the pending event: it
+    /// fires early, completes nothing and reschedules, which costs fewer heap operations than
+    /// rescheduling on every dispatch.
+    fn reschedule(&mut self, now: f64) -> Option<(f64, u64)> {
         let Reverse(TagKey(finish, _)) = *self.finishing.peek()?;
         let n = f64::from(self.dispatched());
-        Some((now + ((finish - self.virtual_time) * n).max(0.0), self.generation))
+        let at = now + ((finish - self.virtual_time) * n).max(0.0);
+        if at < self.pending {
+            self.generation += 1;
+            self.pending = at;
+            return Some((at, self.generation));
+        }
+        None
     }
 
     /// A completion event of `generation` fired at `now`: the finished requests go to `done`
-    /// (none if the event is stale); then dispatch more.
+    /// (none if the event is stale or early); then dispatch more.
     pub fn complete(
         &mut self,
         generation: u64,
@@ -176,15 +184,16 @@ impl Device {
         if generation != self.generation {
             return Next::default();
         }
+        self.pending = f64::INFINITY;
         self.advance(now);
-        let mut first = true;
+        let n = f64::from(self.dispatched());
         while let Some(&Reverse(TagKey(finish, id))) = self.finishing.peek() {
-            // the event was scheduled for the earliest finisher: it leaves even if rounding left
-            // it a hair short, so the clock cannot stall
-            if !first && finish > self.virtual_time + FINISH_EPS {
+            // due, or so close that the clock cannot advance to it (rounding must not stall)
+            let due = finish <= self.virtual_time + FINISH_EPS
+                || now + (finish - self.virtual_time) * n <= now;
+            if !due {
                 break;
             }
-            first = false;
             self.finishing.pop();
             let op = usize::from(ops[id as usize]);
             self.in_service[op] -= 1;
@@ -196,7 +205,7 @@ impl Device {
         }
         let mut next = self.dispatch(now, ops, sizes);
         if next.completion.is_none() {
-            next.completion = self.next_completion(now);
+            next.completion = self.reschedule(now);
         }
         next
     }
