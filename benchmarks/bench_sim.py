@@ -43,10 +43,19 @@ def three_stage(traces: list[Any]) -> dict[str, Any]:
         "devices": [{"name": "ssd", "host": "server", "profile": str(DATA / "profile_ssd.json")}],
         "workloads": [],
     }
-    scenario = Scenario.from_dict(doc | {"workloads": [
-        {"name": "placeholder", "client": "client0", "device": "ssd",
-         "trace": {"synthetic": {"kind": "sequential", "requests": 1}}}
-    ]})
+    scenario = Scenario.from_dict(
+        doc
+        | {
+            "workloads": [
+                {
+                    "name": "placeholder",
+                    "client": "client0",
+                    "device": "ssd",
+                    "trace": {"synthetic": {"kind": "sequential", "requests": 1}},
+                }
+            ]
+        }
+    )
     # replace the placeholder by the real traces (the scenario format reads files by path; here
     # the traces are already in memory, so build the workloads directly)
     from dataclasses import replace
@@ -95,7 +104,9 @@ def timed(run: Any) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def rust_single_queue(arrival: np.ndarray, work: np.ndarray) -> tuple[float, float, int, np.ndarray]:
+def rust_single_queue(
+    arrival: np.ndarray, work: np.ndarray
+) -> tuple[float, float, int, np.ndarray]:
     from tailbound.sim import single_queue
 
     sim = single_queue([arrival], [work])
@@ -162,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         f"three-stage p99.9 latency {full['p999_ms']:.2f} ms; "
         f"wall-clock speed-up {simpy_wall / rust_wall:.0f}×"
     )
+
 
 if __name__ == "__main__":
     main()

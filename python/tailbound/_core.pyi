@@ -6,9 +6,12 @@ class ParseError(ValueError):
     """A malformed record: ``args`` are ``(line, field, message)``."""
 
 # --- sim: the trace-driven simulator (crates/tailbound-py/src/sim.rs) ---
-import numpy as np
-from numpy.typing import NDArray
+from typing import final  # noqa: E402
 
+import numpy as np  # noqa: E402
+from numpy.typing import NDArray  # noqa: E402
+
+@final
 class Simulation:
     """A configured simulation of links, devices and workloads."""
 

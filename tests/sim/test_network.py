@@ -15,7 +15,9 @@ def one_message(bandwidths: list[float], props: list[float], size: float, mtu: f
     config = {
         "topology": {
             "mtu": mtu,
-            "links": [{"bandwidth": c, "propagation": d} for c, d in zip(bandwidths, props, strict=True)],
+            "links": [
+                {"bandwidth": c, "propagation": d} for c, d in zip(bandwidths, props, strict=True)
+            ],
         },
         "workloads": [{"route": [{"net": list(range(len(bandwidths)))}], "issue": "open"}],
     }
@@ -25,7 +27,9 @@ def one_message(bandwidths: list[float], props: list[float], size: float, mtu: f
     return float(sim.results()["m"].latency[0])
 
 
-def store_and_forward(bandwidths: list[float], props: list[float], size: float, mtu: float) -> float:
+def store_and_forward(
+    bandwidths: list[float], props: list[float], size: float, mtu: float
+) -> float:
     """Reference: packet k leaves hop h at f[h][k] = max(arrival at h, f[h][k−1]) + L_k / C_h."""
     n = max(1, math.ceil(size / mtu))
     lengths = [mtu] * (n - 1) + [size - mtu * (n - 1)]
@@ -79,7 +83,9 @@ def test_network_priority_interleaves_at_packet_boundaries() -> None:
         return Requests(np.array([t]), np.zeros(1, np.uint8), np.zeros(1), [np.array([size])])
 
     sim = Simulator(
-        config, [req(0.0, 150_000.0), req(10.5, 1500.0)], names=["bulk", "urgent"],
+        config,
+        [req(0.0, 150_000.0), req(10.5, 1500.0)],
+        names=["bulk", "urgent"],
         stage_names=[("net_in",)] * 2,
     )
     sim.run()

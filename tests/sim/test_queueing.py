@@ -39,9 +39,7 @@ def test_queueing_mm1_mean_and_tail() -> None:
     for t in (1.0, 5.0, 10.0):
         assert np.mean(w > t) == pytest.approx(lam * math.exp(-(1 - lam) * t), abs=0.01)
     # the sojourn time is exponential with rate μ − λ: its 99th percentile is ln(100)/0.3
-    assert np.quantile(w + 0, 0.99) == pytest.approx(
-        math.log(100 * lam) / (1 - lam), rel=0.06
-    )
+    assert np.quantile(w + 0, 0.99) == pytest.approx(math.log(100 * lam) / (1 - lam), rel=0.06)
 
 
 def md1_wait_cdf(t: float, lam: float) -> float:
@@ -49,7 +47,7 @@ def md1_wait_cdf(t: float, lam: float) -> float:
     P(W ≤ t) = (1 − ρ) Σ_{k=0}^{⌊t⌋} (λ(k − t))^k / k! · e^{−λ(k − t)}."""
     return (1 - lam) * sum(
         (lam * (k - t)) ** k / math.factorial(k) * math.exp(-lam * (k - t))
-        for k in range(int(math.floor(t)) + 1)
+        for k in range(math.floor(t) + 1)
     )
 
 

@@ -29,14 +29,24 @@ def small_doc() -> dict[str, Any]:
                 "client": "c0",
                 "device": "mem",
                 "slo": {"latency_s": 0.01, "percentile": 0.99},
-                "trace": {"synthetic": {"kind": "poisson", "rate": 100, "duration_s": 5, "seed": 1}},
+                "trace": {
+                    "synthetic": {"kind": "poisson", "rate": 100, "duration_s": 5, "seed": 1}
+                },
             },
             {
                 "name": "B",
                 "client": "c1",
                 "server": "s0",
-                "trace": {"synthetic": {"kind": "poisson", "rate": 50, "duration_s": 5, "seed": 2,
-                                        "size_bytes": 65536, "read_fraction": 0.0}},
+                "trace": {
+                    "synthetic": {
+                        "kind": "poisson",
+                        "rate": 50,
+                        "duration_s": 5,
+                        "seed": 2,
+                        "size_bytes": 65536,
+                        "read_fraction": 0.0,
+                    }
+                },
             },
         ],
     }
@@ -92,15 +102,26 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> None:
         ("workloads.0.slo.percentile", 1.5, "workloads[0].slo.percentile"),
         ("workloads.0.slo.latency_s", -1, "workloads[0].slo.latency_s"),
         ("workloads.0.trace", {"synthetic": {"kind": "zipf"}}, "workloads[0].trace.synthetic.kind"),
-        ("workloads.0.issue", {"closed": {"outstanding": 0}}, "workloads[0].issue.closed.outstanding"),
+        (
+            "workloads.0.issue",
+            {"closed": {"outstanding": 0}},
+            "workloads[0].issue.closed.outstanding",
+        ),
         ("workloads.0.colour", "red", "workloads[0].colour"),
         ("devices.0.host", "c9", "devices[0].host"),
         ("network", {"mtu_bytes": 0}, "network.mtu_bytes"),
         ("queues", [{"queue": "s0.sideways", "kind": "fifo"}], "queues[0].queue"),
         ("queues", [{"queue": "mem", "kind": "lottery"}], "queues[0].kind"),
-        ("queues", [{"queue": "mem", "kind": "priority", "priority": {"Z": 1}}], "queues[0].priority.Z"),
-        ("queues", [{"queue": "mem", "kind": "priority", "buckets": {"A": [[0.5]]}}],
-         "queues[0].buckets.A"),
+        (
+            "queues",
+            [{"queue": "mem", "kind": "priority", "priority": {"Z": 1}}],
+            "queues[0].priority.Z",
+        ),
+        (
+            "queues",
+            [{"queue": "mem", "kind": "priority", "buckets": {"A": [[0.5]]}}],
+            "queues[0].buckets.A",
+        ),
         ("queues", [{"queue": "mem", "kind": "sfq", "weight": {"A": 0}}], "queues[0].weight"),
     ],
 )
@@ -127,15 +148,26 @@ def test_scenario_unreadable_files(tmp_path: Path) -> None:
 def test_scenario_from_plan_configures_every_queue_on_the_route() -> None:
     doc = small_doc()
     plan = [
-        PlanEntry("A", "mem", priority={"net_in": 2, "storage": 2, "net_out": 2},
-                  buckets={"net_in": [(0.5, 0.001)], "net_out": [(0.2, 0.002), (0.9, 0.0001)]},
-                  bound_s=0.005),
+        PlanEntry(
+            "A",
+            "mem",
+            priority={"net_in": 2, "storage": 2, "net_out": 2},
+            buckets={"net_in": [(0.5, 0.001)], "net_out": [(0.2, 0.002), (0.9, 0.0001)]},
+            bound_s=0.005,
+        ),
         PlanEntry("B", "mem", priority={"net_in": 1, "net_out": 1}),
     ]
     planned = scenario_from_plan(doc, plan)
     queues = {q["queue"]: q for q in planned["queues"]}
-    assert set(queues) == {"c0.egress", "c0.ingress", "c1.egress", "c1.ingress", "s0.ingress",
-                           "s0.egress", "mem"}
+    assert set(queues) == {
+        "c0.egress",
+        "c0.ingress",
+        "c1.egress",
+        "c1.ingress",
+        "s0.ingress",
+        "s0.egress",
+        "mem",
+    }
     assert queues["c0.egress"]["buckets"] == {"A": [[0.5, 0.001]]}
     assert queues["s0.egress"]["buckets"] == {"A": [[0.2, 0.002], [0.9, 0.0001]]}
     assert queues["s0.ingress"]["priority"] == {"A": 2, "B": 1}

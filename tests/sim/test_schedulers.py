@@ -28,8 +28,10 @@ def served_by(sim: Any, t: float) -> list[int]:
     ("scheduler", "expected_share"),
     [
         ({"kind": "sfq", "weight": [1.0, 2.0, 5.0]}, [1 / 8, 2 / 8, 5 / 8]),
-        ({"kind": "dwrr", "class": [0, 1, 2], "weight": [1.0, 2.0, 5.0], "quantum": 0.002},
-         [1 / 8, 2 / 8, 5 / 8]),
+        (
+            {"kind": "dwrr", "class": [0, 1, 2], "weight": [1.0, 2.0, 5.0], "quantum": 0.002},
+            [1 / 8, 2 / 8, 5 / 8],
+        ),
         # simultaneous arrivals of different workloads are issued in turn, so FIFO alternates
         ({"kind": "fifo"}, [1 / 3, 1 / 3, 1 / 3]),
         ({"kind": "priority", "priority": [0, 2, 1]}, [0.0, 1.0, 0.0]),
@@ -66,15 +68,23 @@ def test_scheduler_demotion_serves_excess_after_everyone() -> None:
     buckets = [[[0.1, 0.05]], []]
     for mode, expect_idle_finish in (("demotion", 1.0), ("shaping", 0.95 / 0.1 + 0.01)):
         sim = single_queue(
-            [burst[0]], [burst[1]],
-            scheduler={"kind": "priority", "priority": [1], "buckets": buckets[:1],
-                       "demotion": mode == "demotion"},
+            [burst[0]],
+            [burst[1]],
+            scheduler={
+                "kind": "priority",
+                "priority": [1],
+                "buckets": buckets[:1],
+                "demotion": mode == "demotion",
+            },
         )
         sim.run()
-        assert sim.results().workloads[0].latency.max() == pytest.approx(expect_idle_finish, rel=1e-6)
+        assert sim.results().workloads[0].latency.max() == pytest.approx(
+            expect_idle_finish, rel=1e-6
+        )
     other = (np.zeros(10), np.full(10, 0.01))
     sim = single_queue(
-        [burst[0], other[0]], [burst[1], other[1]],
+        [burst[0], other[0]],
+        [burst[1], other[1]],
         scheduler={"kind": "priority", "priority": [1, 0], "buckets": buckets, "demotion": True},
     )
     sim.run()

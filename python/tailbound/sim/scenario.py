@@ -221,8 +221,18 @@ class Scenario:
         if q is None:
             return {"kind": "fifo"}
         q.check_keys(
-            {"queue", "kind", "mode", "priority", "buckets", "weight", "class", "class_weight",
-             "quantum_s", "deadline_s"}
+            {
+                "queue",
+                "kind",
+                "mode",
+                "priority",
+                "buckets",
+                "weight",
+                "class",
+                "class_weight",
+                "quantum_s",
+                "deadline_s",
+            }
         )
         kind = q.choice("kind", SCHEDULER_KINDS)
         names = [w.name for w in self.workloads]
@@ -290,8 +300,17 @@ def _positive(q: Fields, key: str, values: list[Any], *, strict: bool = True) ->
 
 def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     d.check_keys(
-        {"name", "host", "kind", "profile", "read_mpl", "write_mpl", "max_read_bytes",
-         "max_write_bytes", "base_latency_s"}
+        {
+            "name",
+            "host",
+            "kind",
+            "profile",
+            "read_mpl",
+            "write_mpl",
+            "max_read_bytes",
+            "max_write_bytes",
+            "base_latency_s",
+        }
     )
     host = d.string("host")
     if host not in hosts:
@@ -345,7 +364,9 @@ def _workload(w: Fields, hosts: list[str], devices: tuple[Device, ...], base: Pa
     raw_issue = w.raw("issue", "open")
     if raw_issue != "open":
         if not isinstance(raw_issue, Mapping) or set(raw_issue) != {"closed"}:
-            raise w.error("issue", f'expected "open" or {{closed = {{outstanding = N}}}}, got {raw_issue!r}')
+            raise w.error(
+                "issue", f'expected "open" or {{closed = {{outstanding = N}}}}, got {raw_issue!r}'
+            )
         c = Fields(raw_issue["closed"], w.path, w.at("issue.closed"))
         c.check_keys({"outstanding"})
         issue = {"closed": {"outstanding": c.integer("outstanding", low=1)}}

@@ -175,7 +175,11 @@ def single_queue(
     config = {
         "topology": {
             "devices": [
-                {"read_mpl": mpl, "write_mpl": mpl, "scheduler": dict(scheduler or {"kind": "fifo"})}
+                {
+                    "read_mpl": mpl,
+                    "write_mpl": mpl,
+                    "scheduler": dict(scheduler or {"kind": "fifo"}),
+                }
             ]
         },
         "workloads": [{"route": [{"device": 0}], "issue": "open"}] * n,

@@ -30,7 +30,9 @@ def read_wc_trace(path: Path) -> Trace:
     except (OSError, ValueError) as e:
         raise TraceFormatError(path, f"cannot read: {e}") from None
     if rows.shape[0] == 0 or rows.shape[1] != 3:
-        raise TraceFormatError(path, "expected 3 columns: arrival_ns, size (hex), DiskRead|DiskWrite")
+        raise TraceFormatError(
+            path, "expected 3 columns: arrival_ns, size (hex), DiskRead|DiskWrite"
+        )
     try:
         time = rows[:, 0].astype(np.int64) / 1e9
         size = np.array([int(s, 16) for s in rows[:, 1]], dtype=np.int64)
@@ -51,7 +53,9 @@ def read_trace_file(path: Path, format: str | None) -> Trace:
         from tailbound.traces import read_trace  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         if format not in (None, "wc"):
-            raise TraceFormatError(path, f"format {format!r} needs tailbound.traces.read_trace") from None
+            raise TraceFormatError(
+                path, f"format {format!r} needs tailbound.traces.read_trace"
+            ) from None
         return read_wc_trace(path)
     return read_trace(path, format)  # type: ignore[no-any-return, unused-ignore]
 
