@@ -17,6 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
+from tailbound.profiles.disk import DiskModel, DiskProfile
+from tailbound.profiles.jsonio import read_json
 from tailbound.stages import Stage
 from tailbound.traces.trace import Op, Trace
 
@@ -229,12 +231,33 @@ def stage_model(
     stage: Stage,
     *,
     link_bandwidth_bytes_per_s: float = 125_000_000.0,
-    profile: SsdProfile | None = None,
+    profile: SsdProfile | DiskProfile | None = None,
     messages: MessageSizes | None = None,
 ) -> TokenModel:
-    """The token model of ``stage``: a link for the network stages, the SSD for storage."""
+    """The token model of ``stage``: a link for the network stages, the device for storage."""
     if stage == Stage.STORAGE:
         if profile is None:
             raise ConfigError(None, "the storage stage needs a device profile (--profile FILE)")
+        if isinstance(profile, DiskProfile):
+            return DiskModel(profile)
         return SsdModel(profile)
     return LinkModel(stage, link_bandwidth_bytes_per_s, messages or MessageSizes())
+
+
+#: The device profile types a profile JSON's ``type`` field may name.
+PROFILE_TYPES: dict[str, type[SsdProfile] | type[DiskProfile]] = {
+    "storageSSD": SsdProfile,
+    "storageDisk": DiskProfile,
+}
+
+
+def load_profile(path: str | Path) -> SsdProfile | DiskProfile:
+    """Read a device profile JSON, choosing the SSD or disk form by its ``type`` field."""
+    document = read_json(path)
+    if not isinstance(document, dict):
+        raise ConfigError(path, "the profile must be a JSON object")
+    kind = document.get("type")
+    if kind not in PROFILE_TYPES:
+        known = ", ".join(PROFILE_TYPES)
+        raise ConfigError(path, f"unknown profile type {kind!r} (known: {known})", field="type")
+    return PROFILE_TYPES[kind].from_json(document, path=str(path))
