@@ -26,47 +26,34 @@ if not DATA.exists():
     DATA = Path("/work/shared/data/wc62")
 
 
-def load_traces(count: int) -> list[Any]:
-    # TODO(traces): stand-in reader until tailbound.traces.read_trace lands; read_trace_file
-    # uses it when importable.
-    from tailbound.sim.sources import read_trace_file
+def wc62_scenario(count: int) -> Any:
+    """The scenario: ``count`` traces, each from its own client host, to one SSD server.
 
-    return [read_trace_file(DATA / "traces" / f"trace{i:04d}.txt", "wc") for i in range(count)]
-
-
-def three_stage(traces: list[Any]) -> dict[str, Any]:
+    Traces are read by ``tailbound.sim.sources.read_trace_file`` (TODO(traces): the project's
+    ``read_trace`` when it has landed, a small WC reader until then).
+    """
     from tailbound.sim import Scenario
 
-    doc = {
-        "network": {"bandwidth_bytes_per_s": 125_000_000, "mtu_bytes": 1500},
-        "hosts": [{"name": f"client{i}"} for i in range(len(traces))] + [{"name": "server"}],
-        "devices": [{"name": "ssd", "host": "server", "profile": str(DATA / "profile_ssd.json")}],
-        "workloads": [],
-    }
-    scenario = Scenario.from_dict(
-        doc
-        | {
+    return Scenario.from_dict(
+        {
+            "network": {"bandwidth_bytes_per_s": 125_000_000, "mtu_bytes": 1500},
+            "hosts": [{"name": f"client{i}"} for i in range(count)] + [{"name": "server"}],
+            "devices": [{"name": "ssd", "host": "server", "profile": "profile_ssd.json"}],
             "workloads": [
                 {
-                    "name": "placeholder",
-                    "client": "client0",
+                    "name": f"trace{i:04d}",
+                    "client": f"client{i}",
                     "device": "ssd",
-                    "trace": {"synthetic": {"kind": "sequential", "requests": 1}},
+                    "trace": {"path": f"traces/trace{i:04d}.txt", "format": "wc"},
                 }
-            ]
-        }
+                for i in range(count)
+            ],
+        },
+        base=DATA,
     )
-    # replace the placeholder by the real traces (the scenario format reads files by path; here
-    # the traces are already in memory, so build the workloads directly)
-    from dataclasses import replace
 
-    from tailbound.sim.scenario import Workload
 
-    workloads = tuple(
-        Workload(t.name, t, f"client{i}", "server", "ssd", None, "open")
-        for i, t in enumerate(traces)
-    )
-    scenario = replace(scenario, workloads=workloads)
+def three_stage(scenario: Any) -> dict[str, Any]:
     start = time.perf_counter()
     sim = scenario.simulator()
     built = time.perf_counter()
@@ -143,10 +130,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces", type=int, default=62)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    traces = load_traces(args.traces)
+    scenario = wc62_scenario(args.traces)
     load_s = time.perf_counter() - t0
+    traces = [w.trace for w in scenario.workloads]
     n = sum(len(t) for t in traces)
-    full = three_stage(traces)
+    full = three_stage(scenario)
     arrival, work = merged_single_queue(traces)
     rust_wall, rust_cpu, rust_events, rust_lat = rust_single_queue(arrival, work)
     simpy_wall, simpy_cpu, simpy_lat = simpy_single_queue(arrival, work)

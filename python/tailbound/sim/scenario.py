@@ -7,7 +7,8 @@ queues are FIFO). A storage request's route is ``net_in`` (client egress, server
 device (``storage``), then ``net_out`` (server egress, client ingress); a key-value workload with
 a server but no device skips the device stage. Per-stage costs come from the token models:
 message bytes by :class:`~tailbound.profiles.MessageSizes`, device work by
-:class:`~tailbound.profiles.SsdModel` (a ``memory`` device does no work). The format is
+:class:`~tailbound.profiles.SsdModel` or :class:`~tailbound.profiles.disk.DiskModel` (a
+``memory`` device does no work). The format is
 documented with an example in ``docs/simulator.md``.
 """
 
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from tailbound.errors import ConfigError
-from tailbound.profiles.tokens import MessageSizes, SsdModel, SsdProfile
+from tailbound.profiles.disk import DiskModel, DiskProfile
+from tailbound.profiles.tokens import MessageSizes, SsdModel, SsdProfile, TokenModel
 from tailbound.sim.fields import Fields
 from tailbound.sim.results import Slo
 from tailbound.sim.simulator import Requests, Simulator
@@ -36,11 +38,12 @@ SCHEDULER_KINDS = ("fifo", "priority", "dwrr", "sfq", "edf")
 
 @dataclass(frozen=True)
 class Device:
-    """A device on a server host; ``profile`` is ``None`` for a memory device (no work)."""
+    """A device on a server host: its token model gives each request's work in seconds
+    (``SsdModel``, ``DiskModel``), ``None`` for a memory device (no work)."""
 
     name: str
     host: str
-    profile: SsdProfile | None
+    model: TokenModel | None
     limits: dict[str, float]
     base_latency_s: float
 
@@ -204,11 +207,7 @@ class Scenario:
         if w.device is not None:
             device = self.devices[device_of[w.device]]
             route.append({"device": device_of[w.device]})
-            work = (
-                SsdModel(device.profile).tokens(t)
-                if device.profile is not None
-                else np.zeros(len(t))
-            )
+            work = device.model.tokens(t) if device.model is not None else np.zeros(len(t))
             cost.append(work)
             stages.append(Stage.STORAGE.value)
         route.append({"net": net_out})
@@ -315,12 +314,16 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     host = d.string("host")
     if host not in hosts:
         raise d.error("host", f"no host {host!r}")
-    kind = d.choice("kind", ("ssd", "memory"), "ssd")
-    profile = None
+    kind = d.choice("kind", ("ssd", "disk", "memory"), "ssd")
+    model: TokenModel | None = None
     defaults: dict[str, float] = {"read_mpl": 1, "write_mpl": 1}
+    if kind == "disk":
+        p = Path(d.string("profile"))
+        model = DiskModel(DiskProfile.load(p if p.is_absolute() else base / p))
     if kind == "ssd":
         p = Path(d.string("profile"))
         profile = SsdProfile.load(p if p.is_absolute() else base / p)
+        model = SsdModel(profile)
         defaults = {
             "read_mpl": profile.read_mpl,
             "write_mpl": profile.write_mpl,
@@ -333,7 +336,7 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     for key in ("max_read_bytes", "max_write_bytes"):
         if d.has(key) or key in defaults:
             limits[key] = d.number(key, defaults.get(key), low_open=True)
-    return Device(d.string("name"), host, profile, limits, d.number("base_latency_s", 0.0))
+    return Device(d.string("name"), host, model, limits, d.number("base_latency_s", 0.0))
 
 
 def _workload(w: Fields, hosts: list[str], devices: tuple[Device, ...], base: Path) -> Workload:

@@ -3,7 +3,11 @@ examples run on a fresh clone without the shared data.
 
 ``{"path": "trace0001.txt", "format": "wc"}`` reads a file (relative paths are relative to the
 scenario file). ``{"synthetic": {"kind": "poisson", "rate": 200, "duration_s": 60, "seed": 1}}``
-generates Poisson arrivals (optional ``size_bytes`` default 4096, ``read_fraction`` default 1.0);
+generates Poisson arrivals with ``tailbound.traces.synthetic`` (optional ``size_bytes`` default
+4096, ``read_fraction`` default 1.0);
+``{"synthetic": {"kind": "onoff", "rate": 200, "c2": 20, ...}}`` generates on/off bursts with
+inter-arrival C² ``c2``; both take ``span_bytes`` (random offsets in a volume of that size, or
+sequential runs with ``mean_run_length``) for disk models.
 ``{"synthetic": {"kind": "sequential", "requests": 1000, "size_bytes": 1048576, "op": "read"}}``
 is the request list of a closed-loop file copy (thesis Table 3.1, workload L).
 """
@@ -11,6 +15,7 @@ is the request list of a closed-loop file copy (thesis Table 3.1, workload L).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,31 +66,43 @@ def read_trace_file(path: Path, format: str | None) -> Trace:
 
 
 def synthetic_trace(spec: Fields, name: str) -> Trace:
-    """A generated trace (see the module docstring).
+    """A generated trace (see the module docstring), by ``tailbound.traces.synthetic``."""
+    from tailbound.traces.sizes import FixedSize, RandomOffsets, SequentialRuns
+    from tailbound.traces.synthetic import onoff_trace, poisson_trace
 
-    TODO(synth): the Poisson generator stands in for ``tailbound.traces`` synthetic generators.
-    """
-    kind = spec.choice("kind", ("poisson", "sequential"))
-    size = spec.integer("size_bytes", 4096, low=0)
-    if kind == "poisson":
-        spec.check_keys({"kind", "rate", "duration_s", "seed", "size_bytes", "read_fraction"})
-        rate = spec.number("rate", low=0.0, low_open=True)
-        duration = spec.number("duration_s", low=0.0, low_open=True)
-        reads = spec.number("read_fraction", 1.0, high=1.0)
-        rng = np.random.default_rng(spec.integer("seed", 0))
-        n = int(rng.poisson(rate * duration))
-        time = np.sort(rng.uniform(0.0, duration, size=max(n, 1)))
-        op = np.where(rng.uniform(size=time.size) < reads, Op.READ, Op.WRITE)
+    kind = spec.choice("kind", ("poisson", "onoff", "sequential"))
+    size = spec.integer("size_bytes", 4096, low=1)
+    if kind == "sequential":
+        spec.check_keys({"kind", "requests", "size_bytes", "op"})
+        n = spec.integer("requests", low=1)
+        op_value = Op.READ if spec.choice("op", ("read", "write"), "read") == "read" else Op.WRITE
         return Trace.from_arrays(
-            time=time, op=op, size=np.full(time.size, size), duration_s=duration, name=name
+            time=np.zeros(n),
+            op=np.full(n, op_value),
+            size=np.full(n, size),
+            offset=np.arange(n, dtype=np.int64) * size,
+            name=name,
         )
-    spec.check_keys({"kind", "requests", "size_bytes", "op"})
-    n = spec.integer("requests", low=1)
-    op_name = spec.choice("op", ("read", "write"), "read")
-    op_value = Op.READ if op_name == "read" else Op.WRITE
-    return Trace.from_arrays(
-        time=np.zeros(n), op=np.full(n, op_value), size=np.full(n, size), name=name
-    )
+    common = {"kind", "rate", "duration_s", "seed", "size_bytes", "read_fraction", "span_bytes"}
+    spec.check_keys(common | ({"c2"} if kind == "onoff" else set()) | {"mean_run_length"})
+    rate = spec.number("rate", low=0.0, low_open=True)
+    duration = spec.number("duration_s", low=0.0, low_open=True)
+    options: dict[str, Any] = {
+        "seed": spec.integer("seed", 0),
+        "sizes": FixedSize(size),
+        "read_fraction": spec.number("read_fraction", 1.0, high=1.0),
+        "name": name,
+    }
+    if spec.has("span_bytes"):
+        span = spec.integer("span_bytes", low=1)
+        options["offsets"] = (
+            SequentialRuns(span, spec.number("mean_run_length", low=1.0))
+            if spec.has("mean_run_length")
+            else RandomOffsets(span)
+        )
+    if kind == "onoff":
+        return onoff_trace(rate, spec.number("c2", low=1.0), duration, **options)
+    return poisson_trace(rate, duration, **options)
 
 
 def load_source(spec: Fields, base: Path, name: str) -> Trace:
