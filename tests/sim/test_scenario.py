@@ -214,18 +214,30 @@ def test_scenario_disk_device_serves_model_tokens(tmp_path: Path) -> None:
     """A closed-loop sequential copy on a disk: one request at a time, so each request's storage
     time is exactly its disk-model work — transfer only once the access is sequential."""
     profile = {
-        "type": "storageDisk", "rpm": 7200, "trackToTrackSeekTime": 0.001,
-        "averageSeekTime": 0.0085, "fullStrokeSeekTime": 0.018,
-        "capacityBytes": 10**12, "transferBandwidth": 150_000_000, "sequentialHistory": 4,
+        "type": "storageDisk",
+        "rpm": 7200,
+        "trackToTrackSeekTime": 0.001,
+        "averageSeekTime": 0.0085,
+        "fullStrokeSeekTime": 0.018,
+        "capacityBytes": 10**12,
+        "transferBandwidth": 150_000_000,
+        "sequentialHistory": 4,
     }
     (tmp_path / "disk.json").write_text(json.dumps(profile))
     doc = {
         "hosts": [{"name": "c"}, {"name": "s"}],
         "devices": [{"name": "hdd", "host": "s", "kind": "disk", "profile": "disk.json"}],
-        "workloads": [{
-            "name": "L", "client": "c", "device": "hdd", "issue": {"closed": {"outstanding": 1}},
-            "trace": {"synthetic": {"kind": "sequential", "requests": 50, "size_bytes": 150_000}},
-        }],
+        "workloads": [
+            {
+                "name": "L",
+                "client": "c",
+                "device": "hdd",
+                "issue": {"closed": {"outstanding": 1}},
+                "trace": {
+                    "synthetic": {"kind": "sequential", "requests": 50, "size_bytes": 150_000}
+                },
+            }
+        ],
     }
     sim = Scenario.from_dict(doc, base=tmp_path).simulator()
     sim.run()
@@ -236,8 +248,9 @@ def test_scenario_disk_device_serves_model_tokens(tmp_path: Path) -> None:
 
 def test_scenario_onoff_source_is_bursty() -> None:
     doc = small_doc()
-    doc["workloads"][0]["trace"] = {"synthetic": {"kind": "onoff", "rate": 200, "c2": 20,
-                                                  "duration_s": 5, "seed": 3}}
+    doc["workloads"][0]["trace"] = {
+        "synthetic": {"kind": "onoff", "rate": 200, "c2": 20, "duration_s": 5, "seed": 3}
+    }
     scenario = Scenario.from_dict(doc)
     gaps = np.diff(scenario.workloads[0].trace.time)
     assert gaps.var() / gaps.mean() ** 2 > 5

@@ -19,6 +19,9 @@ def add_parser(subparsers: Any) -> None:
         "--plot", type=Path, default=None, help="tail-latency plot (default: SCENARIO stem + .png)"
     )
     parser.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    parser.add_argument(
+        "--window-s", type=float, default=180.0, help="sliding window of the worst-window column"
+    )
     parser.add_argument("--until", type=float, default=None, help="stop at this simulated time")
     parser.set_defaults(run=run)
 
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     sim.run(args.until if args.until is not None else scenario.duration_s)
     wall = time.perf_counter() - start
     results = sim.results()
-    print(results.table())
+    print(results.table(args.window_s))
     print(f"\n{results.events} events in {wall:.3f} s ({results.events / max(wall, 1e-9):,.0f}/s)")
     if not args.no_plot:
         out = args.plot or args.scenario.with_suffix(".png")

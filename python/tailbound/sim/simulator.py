@@ -107,6 +107,17 @@ class Simulator:
 
         ``name`` is ``"priority"`` (int, larger is more important), ``"weight"``, ``"deadline"``
         (seconds) or ``"buckets"`` (a list of ``(rate, size_s)`` pairs; empty means unlimited).
+
+        The periodic control hook: run a period, read the results, change, continue.
+
+        >>> sim = single_queue([np.zeros(4), np.zeros(4)], [np.ones(4), np.ones(4)],
+        ...                    scheduler={"kind": "priority", "priority": [1, 0]},
+        ...                    names=["A", "B"])
+        >>> sim.run(1.5)                      # A's first request done, A's second in service
+        >>> sim.set_param("device", "B", "priority", 2)
+        >>> sim.run()
+        >>> sim.results()["B"].latency.tolist()  # B overtakes A's remaining two requests
+        [3.0, 4.0, 5.0, 6.0]
         """
         kind, index = self.queues[queue] if isinstance(queue, str) else queue
         w = self.names.index(workload) if isinstance(workload, str) else int(workload)
