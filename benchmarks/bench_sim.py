@@ -26,31 +26,43 @@ if not DATA.exists():
     DATA = Path("/work/shared/data/wc62")
 
 
-def wc62_scenario(count: int) -> Any:
+def wc62_doc(count: int) -> dict[str, Any]:
     """The scenario: ``count`` traces, each from its own client host, to one SSD server.
 
     Traces are read by ``tailbound.sim.sources.read_trace_file`` (TODO(traces): the project's
     ``read_trace`` when it has landed, a small WC reader until then).
     """
-    from tailbound.sim import Scenario
+    return {
+        "network": {"bandwidth_bytes_per_s": 125_000_000, "mtu_bytes": 1500},
+        "hosts": [{"name": f"client{i}"} for i in range(count)] + [{"name": "server"}],
+        "devices": [{"name": "ssd", "host": "server", "profile": "profile_ssd.json"}],
+        "workloads": [
+            {
+                "name": f"trace{i:04d}",
+                "client": f"client{i}",
+                "device": "ssd",
+                "trace": {"path": f"traces/trace{i:04d}.txt", "format": "wc"},
+            }
+            for i in range(count)
+        ],
+    }
 
-    return Scenario.from_dict(
-        {
-            "network": {"bandwidth_bytes_per_s": 125_000_000, "mtu_bytes": 1500},
-            "hosts": [{"name": f"client{i}"} for i in range(count)] + [{"name": "server"}],
-            "devices": [{"name": "ssd", "host": "server", "profile": "profile_ssd.json"}],
-            "workloads": [
-                {
-                    "name": f"trace{i:04d}",
-                    "client": f"client{i}",
-                    "device": "ssd",
-                    "trace": {"path": f"traces/trace{i:04d}.txt", "format": "wc"},
-                }
-                for i in range(count)
-            ],
-        },
-        base=DATA,
-    )
+
+def with_priorities(doc: dict[str, Any]) -> dict[str, Any]:
+    """The same scenario through a plan: four priority levels and a demotion bucket per stage
+    at every queue (the scheduler with the most work per dequeue)."""
+    from tailbound.sim import PlanEntry, scenario_from_plan
+
+    plan = [
+        PlanEntry(
+            w["name"],
+            "ssd",
+            priority={s: i % 4 for s in ("net_in", "storage", "net_out")},
+            buckets={s: [(0.05, 0.01)] for s in ("net_in", "storage", "net_out")},
+        )
+        for i, w in enumerate(doc["workloads"])
+    ]
+    return scenario_from_plan(doc, plan, mode="demotion")
 
 
 def three_stage(scenario: Any) -> dict[str, Any]:
@@ -130,11 +142,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces", type=int, default=62)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    scenario = wc62_scenario(args.traces)
+    from tailbound.sim import Scenario
+
+    doc = wc62_doc(args.traces)
+    scenario = Scenario.from_dict(doc, base=DATA)
     load_s = time.perf_counter() - t0
     traces = [w.trace for w in scenario.workloads]
     n = sum(len(t) for t in traces)
     full = three_stage(scenario)
+    prio = three_stage(Scenario.from_dict(with_priorities(doc), base=DATA))
     arrival, work = merged_single_queue(traces)
     rust_wall, rust_cpu, rust_events, rust_lat = rust_single_queue(arrival, work)
     simpy_wall, simpy_cpu, simpy_lat = simpy_single_queue(arrival, work)
@@ -150,6 +166,11 @@ def main(argv: list[str] | None = None) -> None:
         f"| three stages, {len(traces)} clients → 1 SSD server, FIFO | {full['requests']:,} "
         f"| {full['events']:,} | {full['run_s']:.2f} | {full['cpu_s']:.2f} "
         f"| {full['events'] / full['cpu_s']:,.0f} | |"
+    )
+    print(
+        f"| three stages, priority + demotion buckets at every queue | {prio['requests']:,} "
+        f"| {prio['events']:,} | {prio['run_s']:.2f} | {prio['cpu_s']:.2f} "
+        f"| {prio['events'] / prio['cpu_s']:,.0f} | |"
     )
     print(
         f"| single FIFO queue, Rust kernel | {n:,} | {rust_events:,} | {rust_wall:.3f} "

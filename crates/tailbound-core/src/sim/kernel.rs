@@ -19,11 +19,15 @@ pub enum Urgency {
     Wake = 3,
 }
 
+/// Bits of the sequence number in an entry's key; the urgency sits above them.
+const SEQ_BITS: u32 = 56;
+
+/// A heap entry: `key = urgency << 56 | seq`, so one integer comparison orders both (the entry
+/// stays 32 bytes with a 16-byte event, which keeps heap operations cheap).
 #[derive(Debug)]
 struct Entry<E> {
     time: f64,
-    urgency: Urgency,
-    seq: u64,
+    key: u64,
     event: E,
 }
 
@@ -40,10 +44,7 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.time
-            .total_cmp(&other.time)
-            .then(self.urgency.cmp(&other.urgency))
-            .then(self.seq.cmp(&other.seq))
+        self.time.total_cmp(&other.time).then(self.key.cmp(&other.key))
     }
 }
 
@@ -81,7 +82,9 @@ impl<E> Kernel<E> {
     /// Schedule `event` at `time` (never before now: a past time is clamped to now).
     pub fn schedule(&mut self, time: f64, urgency: Urgency, event: E) {
         let time = time.max(self.now);
-        self.heap.push(Reverse(Entry { time, urgency, seq: self.seq, event }));
+        debug_assert!(self.seq < 1 << SEQ_BITS);
+        let key = ((urgency as u64) << SEQ_BITS) | self.seq;
+        self.heap.push(Reverse(Entry { time, key, event }));
         self.seq += 1;
     }
 

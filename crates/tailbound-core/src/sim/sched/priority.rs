@@ -35,14 +35,30 @@ struct Class {
     queue: VecDeque<(Item, u64)>,
     priority: i64,
     buckets: BucketSet,
+    /// When the head fits every bucket. Only this workload's own service charges its buckets,
+    /// so the time stays valid until the head or the buckets change; computing it then spares
+    /// every dequeue the bucket arithmetic.
+    head_ready: f64,
+}
+
+impl Class {
+    fn refresh(&mut self, now: f64) {
+        self.head_ready = match self.queue.front() {
+            Some((head, _)) => self.buckets.ready_at(head.cost, now),
+            None => f64::INFINITY,
+        };
+    }
 }
 
 /// Strict priority with per-workload FIFO queues and optional token buckets.
 #[derive(Debug)]
 pub struct Priority {
     classes: Vec<Class>,
-    /// Workload indices grouped by level, most important level first.
-    levels: Vec<Vec<usize>>,
+    /// Per level, most important first: the workloads with a non-empty queue (so a dequeue
+    /// looks at busy workloads only, whatever the number of workloads).
+    active: Vec<Vec<usize>>,
+    /// Each workload's level index (0 is the most important level).
+    level_of: Vec<usize>,
     mode: LimitMode,
     seq: u64,
     len: usize,
@@ -55,24 +71,29 @@ impl Priority {
             .into_iter()
             .zip(buckets)
             .map(|(p, b)| {
-                Ok(Class { queue: VecDeque::new(), priority: p, buckets: BucketSet::new(&b)? })
+                let buckets = BucketSet::new(&b)?;
+                Ok(Class { queue: VecDeque::new(), priority: p, buckets, head_ready: 0.0 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut s = Self { classes, levels: Vec::new(), mode, seq: 0, len: 0 };
+        let mut s =
+            Self { classes, active: Vec::new(), level_of: Vec::new(), mode, seq: 0, len: 0 };
         s.regroup();
         Ok(s)
     }
 
     fn regroup(&mut self) {
-        let mut order: Vec<usize> = (0..self.classes.len()).collect();
-        order.sort_by_key(|&w| std::cmp::Reverse(self.classes[w].priority));
-        self.levels.clear();
-        for w in order {
-            match self.levels.last_mut() {
-                Some(level) if self.classes[level[0]].priority == self.classes[w].priority => {
-                    level.push(w)
-                }
-                _ => self.levels.push(vec![w]),
+        let mut levels: Vec<i64> = self.classes.iter().map(|c| c.priority).collect();
+        levels.sort_unstable_by(|a, b| b.cmp(a));
+        levels.dedup();
+        self.level_of = self
+            .classes
+            .iter()
+            .map(|c| levels.iter().position(|&p| p == c.priority).expect("level exists"))
+            .collect();
+        self.active = vec![Vec::new(); levels.len()];
+        for (w, class) in self.classes.iter().enumerate() {
+            if !class.queue.is_empty() {
+                self.active[self.level_of[w]].push(w);
             }
         }
     }
@@ -83,6 +104,12 @@ impl Priority {
         if charge {
             class.buckets.charge(item.cost, now);
         }
+        class.refresh(now);
+        if class.queue.is_empty() {
+            let level = &mut self.active[self.level_of[w]];
+            let at = level.iter().position(|&x| x == w).expect("busy workload is active");
+            level.swap_remove(at);
+        }
         self.len -= 1;
         Dequeue::Ready(item)
     }
@@ -90,8 +117,14 @@ impl Priority {
 
 impl Scheduler for Priority {
     fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
+        let w = workload as usize;
         let item = Item { id, workload, cost, arrival: now };
-        self.classes[workload as usize].queue.push_back((item, self.seq));
+        let was_empty = self.classes[w].queue.is_empty();
+        self.classes[w].queue.push_back((item, self.seq));
+        if was_empty {
+            self.active[self.level_of[w]].push(w);
+            self.classes[w].refresh(now);
+        }
         self.seq += 1;
         self.len += 1;
     }
@@ -102,12 +135,12 @@ impl Scheduler for Priority {
         }
         let mut next_ready = f64::INFINITY;
         let mut demoted: Option<(u64, usize)> = None;
-        for level in &self.levels {
+        for level in &self.active {
             let mut best: Option<(u64, usize)> = None;
             for &w in level {
                 let class = &self.classes[w];
-                let Some(&(head, seq)) = class.queue.front() else { continue };
-                let ready = class.buckets.ready_at(head.cost, now);
+                let &(_, seq) = class.queue.front().expect("active queues are non-empty");
+                let ready = class.head_ready;
                 if ready <= now {
                     if best.is_none_or(|(s, _)| seq < s) {
                         best = Some((seq, w));
@@ -141,7 +174,11 @@ impl Scheduler for Priority {
                 self.classes[w].priority = p;
                 self.regroup();
             }
-            Param::Buckets(pairs) => self.classes[w].buckets = BucketSet::new(&pairs)?,
+            Param::Buckets(pairs) => {
+                self.classes[w].buckets = BucketSet::new(&pairs)?;
+                // a fresh set starts empty, so the head fits whenever it is asked
+                self.classes[w].refresh(f64::NEG_INFINITY);
+            }
             other => return unsupported("priority", &other),
         }
         Ok(())
