@@ -122,10 +122,12 @@ class Simulator:
         kind, index = self.queues[queue] if isinstance(queue, str) else queue
         w = self.names.index(workload) if isinstance(workload, str) else int(workload)
         if name == "buckets":
-            assert not isinstance(value, int | float)
+            if isinstance(value, int | float):
+                raise TypeError("buckets take a list of (rate, size_s) pairs")
             values = [float(x) for pair in value for x in pair]
         else:
-            assert isinstance(value, int | float)
+            if not isinstance(value, int | float):
+                raise TypeError(f"{name} takes one number")
             values = [float(value)]
         self._core.set_param(kind, int(index), w, name, values)
 
