@@ -2,8 +2,7 @@
 //! ordered by `(time, priority, sequence number)`, so that two runs with the same inputs pop the
 //! same events in the same order, always.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
 
 /// The order of simultaneous events: smaller runs first. Completions run before arrivals at the
 /// same instant, so a server freed at `t` can take an item that arrives at `t`.
@@ -48,10 +47,65 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// A 4-ary min-heap: half the depth of a binary heap, and the four children of a node share a
+/// cache line or two, which makes the kernel's pop (its hottest operation) cheaper.
+#[derive(Debug)]
+struct QuadHeap<E> {
+    items: Vec<Entry<E>>,
+}
+
+impl<E> QuadHeap<E> {
+    fn push(&mut self, entry: Entry<E>) {
+        let mut i = self.items.len();
+        self.items.push(entry);
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            if self.items[i] >= self.items[parent] {
+                break;
+            }
+            self.items.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn peek(&self) -> Option<&Entry<E>> {
+        self.items.first()
+    }
+
+    fn pop(&mut self) -> Option<Entry<E>> {
+        let last = self.items.pop()?;
+        if self.items.is_empty() {
+            return Some(last);
+        }
+        let top = std::mem::replace(&mut self.items[0], last);
+        let n = self.items.len();
+        let mut i = 0;
+        loop {
+            let first = 4 * i + 1;
+            if first >= n {
+                break;
+            }
+            let end = (first + 4).min(n);
+            let mut best = first;
+            for c in first + 1..end {
+                if self.items[c] < self.items[best] {
+                    best = c;
+                }
+            }
+            if self.items[best] >= self.items[i] {
+                break;
+            }
+            self.items.swap(i, best);
+            i = best;
+        }
+        Some(top)
+    }
+}
+
 /// An event heap with a virtual clock.
 #[derive(Debug)]
 pub struct Kernel<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
+    heap: QuadHeap<E>,
     now: f64,
     seq: u64,
     processed: u64,
@@ -59,7 +113,7 @@ pub struct Kernel<E> {
 
 impl<E> Default for Kernel<E> {
     fn default() -> Self {
-        Self { heap: BinaryHeap::new(), now: 0.0, seq: 0, processed: 0 }
+        Self { heap: QuadHeap { items: Vec::new() }, now: 0.0, seq: 0, processed: 0 }
     }
 }
 
@@ -84,13 +138,13 @@ impl<E> Kernel<E> {
         let time = time.max(self.now);
         debug_assert!(self.seq < 1 << SEQ_BITS);
         let key = ((urgency as u64) << SEQ_BITS) | self.seq;
-        self.heap.push(Reverse(Entry { time, key, event }));
+        self.heap.push(Entry { time, key, event });
         self.seq += 1;
     }
 
     /// The time of the next event, if any.
     pub fn peek(&self) -> Option<f64> {
-        self.heap.peek().map(|Reverse(e)| e.time)
+        self.heap.peek().map(|e| e.time)
     }
 
     /// Pop the next event if it is due at or before `until`, advancing the clock to its time.
@@ -98,7 +152,7 @@ impl<E> Kernel<E> {
         if self.peek()? > until {
             return None;
         }
-        let Reverse(entry) = self.heap.pop()?;
+        let entry = self.heap.pop()?;
         self.now = entry.time;
         self.processed += 1;
         Some(entry.event)
@@ -131,6 +185,22 @@ mod tests {
         assert_eq!(order, vec!["done", "arrival-a", "arrival-b", "wake", "late"]);
         assert_eq!(k.now(), 2.0);
         assert_eq!(k.processed(), 5);
+    }
+
+    #[test]
+    fn kernel_heap_pops_in_order_whatever_the_push_order() {
+        let mut k = Kernel::new();
+        let times: Vec<f64> = (0..1000).map(|i| ((i * 7919) % 1000) as f64 / 10.0).collect();
+        for (i, &t) in times.iter().enumerate() {
+            k.schedule(t, Urgency::Arrival, i);
+        }
+        let mut popped = Vec::new();
+        while let Some(i) = k.step(f64::INFINITY) {
+            popped.push((times[i], i));
+        }
+        let mut expected: Vec<(f64, usize)> = times.iter().copied().zip(0..).collect();
+        expected.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        assert_eq!(popped, expected);
     }
 
     #[test]
