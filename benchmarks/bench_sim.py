@@ -140,7 +140,7 @@ def simpy_single_queue(arrival: np.ndarray, work: np.ndarray) -> tuple[float, fl
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--traces", type=int, default=62)
-    args = parser.parse_args(argv)
+    args = parser.parse_args([] if argv is None else argv)
     t0 = time.perf_counter()
     from tailbound.sim import Scenario
 
@@ -185,4 +185,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])
