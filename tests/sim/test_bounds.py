@@ -15,6 +15,7 @@ is 0 for the lowest level). Traffic is made conforming by the simulator's own sh
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,3 +104,19 @@ def test_static_priority_bound_is_nearly_attained() -> None:
             bound = (sizes[i:].sum() + lower) / (1.0 - rates[i + 1 :].sum())
             ratio = max(ratio, float(res.latency.max()) / bound)
     assert 0.8 < ratio <= 1.0
+
+
+@pytest.mark.parametrize("buckets", [[(0.3, 0.01)], [(0.5, 0.02), (0.2, 0.05)]])
+def test_shaping_scheduler_serves_conforming_stream(buckets: list[tuple[float, float]]) -> None:
+    """The rate limiter inside a queue's scheduler (shaping mode): at an exclusive device the
+    service starts (exit − work) of a bursty workload conform to every bucket."""
+    rng = np.random.default_rng(11)
+    arrival = bursty_arrivals(rng, 5000)
+    work = rng.uniform(1e-4, 4e-3, arrival.size)
+    sched = {"kind": "priority", "priority": [0], "buckets": [[list(b) for b in buckets]]}
+    sim = single_queue([arrival], [work], scheduler=sched)
+    sim.run()
+    start = sim.results().workloads[0].exit[:, 0] - work
+    for r, b in buckets:
+        assert max_excess(start, work, r) <= b + 1e-9
+    assert max_excess(arrival, work, buckets[0][0]) > buckets[0][1]  # the input did not conform
