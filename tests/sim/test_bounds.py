@@ -120,3 +120,55 @@ def test_shaping_scheduler_serves_conforming_stream(buckets: list[tuple[float, f
     for r, b in buckets:
         assert max_excess(start, work, r) <= b + 1e-9
     assert max_excess(arrival, work, buckets[0][0]) > buckets[0][1]  # the input did not conform
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    priorities=st.lists(st.integers(0, 2), min_size=2, max_size=3),
+    load=st.floats(0.3, 0.95),
+)
+def test_static_priority_bound_holds_at_a_link(seed: int, priorities: list[int], load: float):
+    """The same bound at a link, where the server is non-preemptive per packet: a message's
+    tokens are its transmission time, the blocking term is one packet (MTU / bandwidth)."""
+    from tailbound.sim import Requests, Simulator
+
+    rng = np.random.default_rng(seed)
+    c, mtu = 125e6, 1500.0
+    n = len(priorities)
+    rates = rng.dirichlet(np.ones(n)) * load
+    sizes = rng.uniform(2e-4, 2e-3, n)  # seconds of link time
+    requests, works = [], []
+    for r, b in zip(rates, sizes, strict=True):
+        arrival = np.cumsum(
+            np.where(rng.uniform(size=2000) < 0.05, rng.exponential(0.05, 2000), 0.0)
+        )
+        nbytes = rng.uniform(100.0, b * c, arrival.size)
+        work = nbytes / c
+        requests.append(
+            Requests(
+                shape(arrival, work, [(r, b)]),
+                np.zeros(arrival.size, np.uint8),
+                np.zeros(arrival.size),
+                [nbytes],
+            )
+        )
+        works.append(work)
+    config = {
+        "topology": {
+            "mtu": mtu,
+            "links": [{"bandwidth": c, "scheduler": {"kind": "priority", "priority": priorities}}],
+        },
+        "workloads": [{"route": [{"net": [0]}], "issue": "open"}] * n,
+    }
+    sim = Simulator(
+        config, requests, names=[str(i) for i in range(n)], stage_names=[("net_in",)] * n
+    )
+    sim.run()
+    for i, res in enumerate(sim.results().workloads):
+        p = priorities[i]
+        same_or_higher = sum(b for b, q in zip(sizes, priorities, strict=True) if q >= p)
+        higher_rate = sum(r for r, q in zip(rates, priorities, strict=True) if q > p)
+        blocking = mtu / c if any(q < p for q in priorities) else 0.0
+        bound = (same_or_higher + blocking) / (1.0 - higher_rate)
+        assert float(res.latency.max()) <= bound + 1e-12, (priorities, rates, sizes, seed)
