@@ -1,6 +1,7 @@
 """Type stubs of the compiled module ``tailbound._core`` (checked by ``mypy.stubtest``)."""
 
 import os
+from typing import final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,8 +50,8 @@ def prune_rb_curve(
     rates: NDArray[np.float64], buckets: NDArray[np.float64], k: int
 ) -> NDArray[np.int64]:
     """Indices of the vertices kept when pruning to at most ``k`` segments."""
-# ---- traces: parsers of tailbound_core::parse (see tailbound.traces.readers) ----------------
 
+# ---- traces: parsers of tailbound_core::parse (see tailbound.traces.readers) ----------------
 
 #: ``(time, op, size, offset | None, source | None, origin_s, skipped)``
 _Columns = tuple[
@@ -77,3 +78,32 @@ def parse_vscsi(path: str | os.PathLike[str], skip_other: bool) -> _Columns: ...
 def parse_azure_llm(
     path: str | os.PathLike[str],
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], float]: ...
+
+# --- sim: the trace-driven simulator (crates/tailbound-py/src/sim.rs) ---
+
+@final
+class Simulation:
+    """A configured simulation of links, devices and workloads."""
+
+    def __new__(
+        cls,
+        config_json: str,
+        arrival: list[NDArray[np.float64]],
+        op: list[NDArray[np.uint8]],
+        size: list[NDArray[np.float64]],
+        cost: list[list[NDArray[np.float64]]],
+    ) -> Simulation: ...
+    def run(self, until: float) -> int: ...
+    @property
+    def now(self) -> float: ...
+    @property
+    def events(self) -> int: ...
+    def set_param(
+        self, kind: str, index: int, workload: int, name: str, values: list[float]
+    ) -> None: ...
+    def records(self) -> tuple[NDArray[np.float64], NDArray[np.float64], int]: ...
+    def workload_ranges(self) -> list[tuple[int, int]]: ...
+
+def shape(
+    arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
+) -> NDArray[np.float64]: ...

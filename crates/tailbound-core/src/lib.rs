@@ -7,5 +7,6 @@
 pub mod error;
 pub mod parse;
 pub mod rb;
+pub mod sim;
 
 pub use error::{Error, Result};

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 mod error;
 mod parse;
 mod rb;
+mod sim;
 
 /// The compiled core of tailbound.
 #[pymodule]
@@ -16,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     rb::register(m)?;
     parse::register(m)?;
+    sim::register(m)?;
     Ok(())
 }

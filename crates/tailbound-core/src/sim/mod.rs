@@ -1,0 +1,27 @@
+//! A trace-driven discrete-event simulator of shared storage and network (thesis ch. 2,
+//! Fig. 1.1, Fig. 4.1): hosts' links, a non-blocking switch, storage devices, and the schedulers
+//! the documents enforce, replaying workloads open or closed loop, deterministically.
+//!
+//! - `kernel`: the event heap ordered by (time, urgency, sequence number);
+//! - `sched`: the schedulers behind one trait with injected time;
+//! - `link`, `device`: the two kinds of queue;
+//! - `topology`, `workload`: what is simulated; `config`: their JSON form;
+//! - `engine`: the simulation itself with `run(until)` and the control hook;
+//! - `results`: per-request records.
+
+pub mod config;
+pub mod device;
+pub mod engine;
+pub mod kernel;
+pub mod link;
+pub mod results;
+pub mod sched;
+pub mod topology;
+pub mod workload;
+
+pub use config::SimConfig;
+pub use engine::{Queue, Simulation};
+pub use results::Records;
+
+#[cfg(test)]
+mod tests;

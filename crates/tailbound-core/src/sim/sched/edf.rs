@@ -1,0 +1,102 @@
+//! Earliest deadline first: an item's deadline is its arrival plus its workload's relative
+//! deadline (the SLO latency); the earliest deadline is served first, ties in arrival order.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::{check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey};
+use crate::error::{Error, Result};
+
+#[derive(Debug)]
+struct Entry(TagKey, Item);
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+/// Earliest deadline first.
+#[derive(Debug)]
+pub struct Edf {
+    deadline: Vec<f64>,
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+}
+
+fn check_deadline(d: f64) -> Result<f64> {
+    if d >= 0.0 && d.is_finite() {
+        Ok(d)
+    } else {
+        Err(Error::Invalid(format!("a relative deadline must be >= 0 seconds, got {d}")))
+    }
+}
+
+impl Edf {
+    /// Relative deadline `deadline[w]` in seconds per workload.
+    pub fn new(deadline: Vec<f64>) -> Result<Self> {
+        let deadline = deadline.into_iter().map(check_deadline).collect::<Result<Vec<_>>>()?;
+        Ok(Self { deadline, heap: BinaryHeap::new(), seq: 0 })
+    }
+}
+
+impl Scheduler for Edf {
+    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
+        let due = now + self.deadline[workload as usize];
+        let item = Item { id, workload, cost, arrival: now };
+        self.heap.push(Reverse(Entry(TagKey(due, self.seq), item)));
+        self.seq += 1;
+    }
+
+    fn dequeue(&mut self, _now: f64) -> Dequeue {
+        match self.heap.pop() {
+            Some(Reverse(Entry(_, item))) => Dequeue::Ready(item),
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    fn set_param(&mut self, workload: u32, param: Param) -> Result<()> {
+        let w = check_workload(workload, self.deadline.len())?;
+        match param {
+            Param::Deadline(d) => self.deadline[w] = check_deadline(d)?,
+            other => return unsupported("edf", &other),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edf_serves_earliest_deadline() {
+        let mut s = Edf::new(vec![0.010, 0.001]).unwrap();
+        s.enqueue(1, 0, 1.0, 0.0); // due 0.010
+        s.enqueue(2, 1, 1.0, 0.005); // due 0.006
+        s.enqueue(3, 1, 1.0, 0.0095); // due 0.0105
+        let order: Vec<u64> = (0..3)
+            .map(|_| match s.dequeue(0.01) {
+                Dequeue::Ready(i) => i.id,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(order, vec![2, 1, 3]);
+        assert!(s.set_param(0, Param::Deadline(-1.0)).is_err());
+    }
+}

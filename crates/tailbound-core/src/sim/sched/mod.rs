@@ -1,0 +1,160 @@
+//! Schedulers: pluggable queues with injected time (STYLE.md lesson 8, dmclock's interface).
+//!
+//! Every queue of the simulator (a link's output port or a device's dispatcher) owns one
+//! `Box<dyn Scheduler>`. The queue calls [`Scheduler::enqueue`] when an item arrives and
+//! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is
+//! eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
+//! passed in, so the same code runs under the simulator's virtual clock and a gateway's real clock.
+//!
+//! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
+//! token-bucket rates are utilisations and bucket sizes are seconds of work.
+
+mod bucket;
+mod dwrr;
+mod edf;
+mod fifo;
+mod priority;
+mod sfq;
+
+pub use bucket::{shape, BucketSet, TokenBucket};
+pub use dwrr::Dwrr;
+pub use edf::Edf;
+pub use fifo::Fifo;
+pub use priority::{LimitMode, Priority};
+pub use sfq::Sfq;
+
+use crate::error::{Error, Result};
+
+/// One unit of work waiting at a queue: a packet at a link, a request at a device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Item {
+    /// The simulator's identifier of the item (opaque to the scheduler).
+    pub id: u64,
+    /// The workload the item belongs to (index into the scheduler's per-workload settings).
+    pub workload: u32,
+    /// Seconds of exclusive service the item needs at this queue (its tokens).
+    pub cost: f64,
+    /// The time the item was enqueued.
+    pub arrival: f64,
+}
+
+/// The answer of [`Scheduler::dequeue`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Dequeue {
+    /// Serve this item now.
+    Ready(Item),
+    /// Items are waiting but none is eligible before this time (ask again then).
+    Future(f64),
+    /// Nothing is waiting.
+    Empty,
+}
+
+/// A parameter a control policy may change while the simulation runs (Cake, Aequitas, PSLO).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// Strict-priority level; larger is more important.
+    Priority(i64),
+    /// Share weight of a fair-queueing scheduler (positive).
+    Weight(f64),
+    /// Token buckets `(rate as utilisation, size in seconds of work)`; empty means unlimited.
+    Buckets(Vec<(f64, f64)>),
+    /// Relative deadline of an EDF scheduler in seconds (the SLO latency).
+    Deadline(f64),
+}
+
+/// A queueing discipline with injected time.
+pub trait Scheduler: Send + Sync {
+    /// Add an item of `workload` with `cost` seconds of work, arriving at `now`.
+    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64);
+    /// Choose the next item to serve at `now`.
+    fn dequeue(&mut self, now: f64) -> Dequeue;
+    /// Number of waiting items.
+    fn len(&self) -> usize;
+    /// Whether nothing is waiting.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Change one workload's parameter; schedulers reject parameters they do not have.
+    fn set_param(&mut self, workload: u32, param: Param) -> Result<()>;
+}
+
+/// Reject a parameter a scheduler does not have.
+pub(crate) fn unsupported(scheduler: &str, param: &Param) -> Result<()> {
+    Err(Error::Invalid(format!("the {scheduler} scheduler has no parameter {param:?}")))
+}
+
+/// Check a workload index against the number of workloads a scheduler was built for.
+pub(crate) fn check_workload(workload: u32, n: usize) -> Result<usize> {
+    let w = workload as usize;
+    if w >= n {
+        return Err(Error::Invalid(format!("workload {workload} out of range (0..{n})")));
+    }
+    Ok(w)
+}
+
+/// The configuration of a scheduler, as the scenario describes it (one entry per workload).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SchedulerSpec {
+    /// First come, first served.
+    Fifo,
+    /// Strict priority with per-workload FIFO queues and optional token buckets per workload.
+    Priority { priority: Vec<i64>, buckets: Vec<Vec<(f64, f64)>>, mode: LimitMode },
+    /// Deficit weighted round robin over classes (`class[w]` of workload `w`, `weight[c]` of class
+    /// `c`); `quantum` is the work in seconds a class of weight 1 may send per round.
+    Dwrr { class: Vec<u32>, weight: Vec<f64>, quantum: f64 },
+    /// Start-time fair queueing with a weight per workload.
+    Sfq { weight: Vec<f64> },
+    /// Earliest deadline first, deadline = arrival + `deadline[w]`.
+    Edf { deadline: Vec<f64> },
+}
+
+impl SchedulerSpec {
+    /// Build the scheduler for `n` workloads, validating the per-workload vectors.
+    pub fn build(&self, n: usize) -> Result<Box<dyn Scheduler>> {
+        let len = |name: &str, got: usize| -> Result<()> {
+            if got != n {
+                return Err(Error::Invalid(format!("{name} has {got} entries, expected {n}")));
+            }
+            Ok(())
+        };
+        Ok(match self {
+            SchedulerSpec::Fifo => Box::new(Fifo::new()),
+            SchedulerSpec::Priority { priority, buckets, mode } => {
+                len("priority", priority.len())?;
+                len("buckets", buckets.len())?;
+                Box::new(Priority::new(priority.clone(), buckets.clone(), *mode)?)
+            }
+            SchedulerSpec::Dwrr { class, weight, quantum } => {
+                len("class", class.len())?;
+                Box::new(Dwrr::new(class.clone(), weight.clone(), *quantum)?)
+            }
+            SchedulerSpec::Sfq { weight } => {
+                len("weight", weight.len())?;
+                Box::new(Sfq::new(weight.clone())?)
+            }
+            SchedulerSpec::Edf { deadline } => {
+                len("deadline", deadline.len())?;
+                Box::new(Edf::new(deadline.clone())?)
+            }
+        })
+    }
+}
+
+/// A heap key `(tag, sequence)` ordered by `f64::total_cmp` then sequence, smallest first when
+/// wrapped in `Reverse`. The sequence number breaks ties deterministically (arrival order).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TagKey(pub f64, pub u64);
+
+impl Eq for TagKey {}
+
+impl PartialOrd for TagKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TagKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}

@@ -1,0 +1,47 @@
+"""``tailbound simulate SCENARIO``: replay a scenario's workloads through the simulator, print a
+per-workload table (SLO, achieved percentile, met) and write a tail-latency plot."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="replay a scenario (topology, workloads, schedulers) and check its SLOs",
+        description=__doc__,
+    )
+    parser.add_argument("scenario", type=Path, help="scenario file (.toml or .json)")
+    parser.add_argument(
+        "--plot", type=Path, default=None, help="tail-latency plot (default: SCENARIO stem + .png)"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    parser.add_argument(
+        "--window-s", type=float, default=180.0, help="sliding window of the worst-window column"
+    )
+    parser.add_argument("--until", type=float, default=None, help="stop at this simulated time")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from tailbound.sim import Scenario
+    from tailbound.sim.plot import plot_tail
+
+    scenario = Scenario.load(args.scenario)
+    sim = scenario.simulator()
+    start = time.perf_counter()
+    sim.run(args.until if args.until is not None else scenario.duration_s)
+    wall = time.perf_counter() - start
+    results = sim.results()
+    print(results.table(args.window_s))
+    print(f"\n{results.events} events in {wall:.3f} s ({results.events / max(wall, 1e-9):,.0f}/s)")
+    if not args.no_plot:
+        out = args.plot or args.scenario.with_suffix(".png")
+        print(f"plot: {plot_tail(results, out)}")
+    missed = [w.name for w in results.workloads if w.slo_met is False]
+    return 1 if missed else 0

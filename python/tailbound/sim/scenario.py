@@ -1,0 +1,377 @@
+"""Scenarios: a topology, workloads and per-queue schedulers in one TOML or JSON file.
+
+A scenario names hosts (each has a NIC: an egress link to the non-blocking switch and an ingress
+link from it), devices on server hosts, workloads (trace, SLO, client host, device or server) and
+the scheduler of any queue (``<host>.egress``, ``<host>.ingress`` or a device name; unlisted
+queues are FIFO). A storage request's route is ``net_in`` (client egress, server ingress), the
+device (``storage``), then ``net_out`` (server egress, client ingress); a key-value workload with
+a server but no device skips the device stage. Per-stage costs come from the token models:
+message bytes by :class:`~tailbound.profiles.MessageSizes`, device work by
+:class:`~tailbound.profiles.SsdModel` or :class:`~tailbound.profiles.disk.DiskModel` (a
+``memory`` device does no work). The format is
+documented with an example in ``docs/simulator.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailbound.errors import ConfigError
+from tailbound.profiles.disk import DiskModel, DiskProfile
+from tailbound.profiles.tokens import MessageSizes, SsdModel, SsdProfile, TokenModel
+from tailbound.sim.fields import Fields
+from tailbound.sim.results import Slo
+from tailbound.sim.simulator import Requests, Simulator
+from tailbound.sim.sources import load_source
+from tailbound.stages import Stage
+from tailbound.traces.trace import Trace
+
+SCHEDULER_KINDS = ("fifo", "priority", "dwrr", "sfq", "edf")
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device on a server host: its token model gives each request's work in seconds
+    (``SsdModel``, ``DiskModel``), ``None`` for a memory device (no work)."""
+
+    name: str
+    host: str
+    model: TokenModel | None
+    limits: dict[str, float]
+    base_latency_s: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload: its trace, where it runs, its SLO and how it issues requests."""
+
+    name: str
+    trace: Trace
+    client: str
+    server: str
+    device: str | None
+    slo: Slo | None
+    issue: Any
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A loaded scenario (see the module docstring)."""
+
+    path: str | None
+    bandwidth: dict[str, float]
+    mtu: float
+    propagation_s: float
+    messages: MessageSizes
+    hosts: tuple[str, ...]
+    devices: tuple[Device, ...]
+    workloads: tuple[Workload, ...]
+    queues: dict[str, Fields]
+    duration_s: float
+
+    @classmethod
+    def load(cls, path: str | Path) -> Scenario:
+        """Read a ``.toml`` or ``.json`` scenario file."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise ConfigError(path, f"cannot read the scenario: {e.strerror}") from None
+        try:
+            doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+            raise ConfigError(path, f"not valid {path.suffix[1:].upper() or 'JSON'}: {e}") from None
+        return cls.from_dict(doc, path=str(path), base=path.parent)
+
+    @classmethod
+    def from_dict(
+        cls, doc: Mapping[str, Any], *, path: str | None = None, base: Path | None = None
+    ) -> Scenario:
+        """Build a scenario from its parsed document; relative paths resolve against ``base``."""
+        top = Fields(doc, path, "")
+        top.check_keys({"network", "hosts", "devices", "workloads", "queues", "duration_s"})
+        base = base or Path.cwd()
+        net = Fields(doc.get("network", {}), path, "network")
+        net.check_keys({"bandwidth_bytes_per_s", "mtu_bytes", "propagation_s", "messages"})
+        default_bw = net.number("bandwidth_bytes_per_s", 125_000_000.0, low_open=True)
+        messages = MessageSizes()
+        if net.has("messages"):
+            m = net.table("messages")
+            m.check_keys({"overhead_bytes", "small_factor", "large_factor"})
+            messages = MessageSizes(
+                m.number("overhead_bytes", 200.0),
+                m.number("small_factor", 0.025),
+                m.number("large_factor", 1.1),
+            )
+        hosts: list[str] = []
+        bandwidth: dict[str, float] = {}
+        for h in top.tables("hosts"):
+            h.check_keys({"name", "bandwidth_bytes_per_s"})
+            name = h.string("name")
+            if name in bandwidth:
+                raise h.error("name", f"duplicate host {name!r}")
+            hosts.append(name)
+            bandwidth[name] = h.number("bandwidth_bytes_per_s", default_bw, low_open=True)
+        devices = tuple(_device(d, hosts, base) for d in top.tables("devices"))
+        names = [d.name for d in devices]
+        if len(set(names)) != len(names):
+            raise top.error("devices", "device names must be unique")
+        workloads = tuple(_workload(w, hosts, devices, base) for w in top.tables("workloads"))
+        if not workloads:
+            raise top.error("workloads", "a scenario needs at least one workload")
+        if len({w.name for w in workloads}) != len(workloads):
+            raise top.error("workloads", "workload names must be unique")
+        queue_names = {f"{h}.{d}" for h in hosts for d in ("egress", "ingress")} | set(names)
+        queues: dict[str, Fields] = {}
+        for q in top.tables("queues"):
+            name = q.string("queue")
+            if name not in queue_names:
+                raise q.error("queue", f"no queue {name!r} (known: {sorted(queue_names)})")
+            queues[name] = q
+        return cls(
+            path=path,
+            bandwidth=bandwidth,
+            mtu=net.number("mtu_bytes", 1500.0, low_open=True),
+            propagation_s=net.number("propagation_s", 0.0),
+            messages=messages,
+            hosts=tuple(hosts),
+            devices=devices,
+            workloads=workloads,
+            queues=queues,
+            duration_s=top.number("duration_s", float("inf"), low_open=True),
+        )
+
+    # ------------------------------------------------------------------------------- building
+    def simulator(self) -> Simulator:
+        """The configured simulation (per-stage costs from the token models, whole arrays)."""
+        link_of = {}
+        links = []
+        for i, h in enumerate(self.hosts):
+            for j, direction in enumerate(("egress", "ingress")):
+                link_of[f"{h}.{direction}"] = 2 * i + j
+                links.append(
+                    {
+                        "bandwidth": self.bandwidth[h],
+                        "propagation": self.propagation_s,
+                        "scheduler": self._scheduler(f"{h}.{direction}"),
+                    }
+                )
+        device_of = {d.name: i for i, d in enumerate(self.devices)}
+        devices = [
+            {**d.limits, "base_latency": d.base_latency_s, "scheduler": self._scheduler(d.name)}
+            for d in self.devices
+        ]
+        specs, requests, stage_names = [], [], []
+        for w in self.workloads:
+            route, cost, stages = self._route(w, link_of, device_of)
+            specs.append({"route": route, "issue": w.issue})
+            t = w.trace
+            requests.append(Requests(t.time, t.op, t.size.astype(np.float64), cost))
+            stage_names.append(stages)
+        queues = {name: ("link", i) for name, i in link_of.items()}
+        queues |= {name: ("device", i) for name, i in device_of.items()}
+        config = {
+            "topology": {"mtu": self.mtu, "links": links, "devices": devices},
+            "workloads": specs,
+        }
+        try:
+            return Simulator(
+                config,
+                requests,
+                names=[w.name for w in self.workloads],
+                stage_names=stage_names,
+                slos=[w.slo for w in self.workloads],
+                queues=queues,
+            )
+        except ValueError as e:
+            raise ConfigError(self.path, str(e)) from None
+
+    def _route(
+        self, w: Workload, link_of: dict[str, int], device_of: dict[str, int]
+    ) -> tuple[list[Any], list[np.ndarray], tuple[str, ...]]:
+        t = w.trace
+        net_in = [link_of[f"{w.client}.egress"], link_of[f"{w.server}.ingress"]]
+        net_out = [link_of[f"{w.server}.egress"], link_of[f"{w.client}.ingress"]]
+        if w.client == w.server:  # a local workload does not cross the network
+            net_in, net_out = [], []
+        route: list[Any] = [{"net": net_in}]
+        cost = [self.messages.request_bytes(t)]
+        stages = [Stage.NET_IN.value]
+        if w.device is not None:
+            device = self.devices[device_of[w.device]]
+            route.append({"device": device_of[w.device]})
+            work = device.model.tokens(t) if device.model is not None else np.zeros(len(t))
+            cost.append(work)
+            stages.append(Stage.STORAGE.value)
+        route.append({"net": net_out})
+        cost.append(self.messages.response_bytes(t))
+        stages.append(Stage.NET_OUT.value)
+        return route, cost, tuple(stages)
+
+    def _scheduler(self, queue: str) -> dict[str, Any]:
+        q = self.queues.get(queue)
+        if q is None:
+            return {"kind": "fifo"}
+        q.check_keys(
+            {
+                "queue",
+                "kind",
+                "mode",
+                "priority",
+                "buckets",
+                "weight",
+                "class",
+                "class_weight",
+                "quantum_s",
+                "deadline_s",
+            }
+        )
+        kind = q.choice("kind", SCHEDULER_KINDS)
+        names = [w.name for w in self.workloads]
+
+        def per_workload(key: str, default: Any) -> list[Any]:
+            table = q.raw(key, {})
+            if not isinstance(table, Mapping):
+                raise q.error(key, f"expected a table keyed by workload name, got {table!r}")
+            for k in table:
+                if k not in names:
+                    raise q.error(f"{key}.{k}", f"no workload {k!r}")
+            return [table.get(n, default(n) if callable(default) else default) for n in names]
+
+        if kind == "fifo":
+            return {"kind": "fifo"}
+        if kind == "priority":
+            priority = per_workload("priority", 0)
+            buckets = per_workload("buckets", [])
+            for n, p, b in zip(names, priority, buckets, strict=True):
+                if not isinstance(p, int) or isinstance(p, bool):
+                    raise q.error(f"priority.{n}", f"expected an integer, got {p!r}")
+                if not isinstance(b, list) or not all(_is_pair(x) for x in b):
+                    raise q.error(f"buckets.{n}", f"expected a list of [rate, size_s], got {b!r}")
+            mode = q.choice("mode", ("shaping", "demotion"), "shaping")
+            return {
+                "kind": "priority",
+                "priority": priority,
+                "buckets": [[[float(r), float(s)] for r, s in b] for b in buckets],
+                "demotion": mode == "demotion",
+            }
+        if kind == "sfq":
+            return {"kind": "sfq", "weight": _positive(q, "weight", per_workload("weight", 1.0))}
+        if kind == "edf":
+            slo_of = {w.name: (w.slo.latency_s if w.slo else 1.0) for w in self.workloads}
+            deadline = per_workload("deadline_s", lambda n: slo_of[n])
+            return {"kind": "edf", "deadline": _positive(q, "deadline_s", deadline, strict=False)}
+        classes = per_workload("class", "default")
+        class_names = sorted(set(map(str, classes)))
+        cw = q.raw("class_weight", {})
+        if not isinstance(cw, Mapping):
+            raise q.error("class_weight", "expected a table keyed by class name")
+        weights = [cw.get(c, 1.0) for c in class_names]
+        return {
+            "kind": "dwrr",
+            "class": [class_names.index(str(c)) for c in classes],
+            "weight": _positive(q, "class_weight", weights),
+            "quantum": q.number("quantum_s", 0.001, low_open=True),
+        }
+
+
+def _is_pair(x: Any) -> bool:
+    return (
+        isinstance(x, list | tuple)
+        and len(x) == 2
+        and all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in x)
+    )
+
+
+def _positive(q: Fields, key: str, values: list[Any], *, strict: bool = True) -> list[float]:
+    for v in values:
+        if not isinstance(v, int | float) or isinstance(v, bool) or v < 0 or (strict and v == 0):
+            raise q.error(key, f"expected positive numbers, got {v!r}")
+    return [float(v) for v in values]
+
+
+def _device(d: Fields, hosts: list[str], base: Path) -> Device:
+    d.check_keys(
+        {
+            "name",
+            "host",
+            "kind",
+            "profile",
+            "read_mpl",
+            "write_mpl",
+            "max_read_bytes",
+            "max_write_bytes",
+            "base_latency_s",
+        }
+    )
+    host = d.string("host")
+    if host not in hosts:
+        raise d.error("host", f"no host {host!r}")
+    kind = d.choice("kind", ("ssd", "disk", "memory"), "ssd")
+    model: TokenModel | None = None
+    defaults: dict[str, float] = {"read_mpl": 1, "write_mpl": 1}
+    if kind == "disk":
+        p = Path(d.string("profile"))
+        model = DiskModel(DiskProfile.load(p if p.is_absolute() else base / p))
+    if kind == "ssd":
+        p = Path(d.string("profile"))
+        profile = SsdProfile.load(p if p.is_absolute() else base / p)
+        model = SsdModel(profile)
+        defaults = {
+            "read_mpl": profile.read_mpl,
+            "write_mpl": profile.write_mpl,
+            "max_read_bytes": profile.max_outstanding_read_bytes,
+            "max_write_bytes": profile.max_outstanding_write_bytes,
+        }
+    limits: dict[str, float] = {}
+    for key in ("read_mpl", "write_mpl"):
+        limits[key] = d.integer(key, int(defaults[key]), low=1)
+    for key in ("max_read_bytes", "max_write_bytes"):
+        if d.has(key) or key in defaults:
+            limits[key] = d.number(key, defaults.get(key), low_open=True)
+    return Device(d.string("name"), host, model, limits, d.number("base_latency_s", 0.0))
+
+
+def _workload(w: Fields, hosts: list[str], devices: tuple[Device, ...], base: Path) -> Workload:
+    w.check_keys({"name", "client", "server", "device", "trace", "slo", "issue"})
+    name = w.string("name")
+    client = w.string("client")
+    if client not in hosts:
+        raise w.error("client", f"no host {client!r}")
+    device = w.raw("device")
+    server = w.raw("server")
+    if device is not None:
+        match = [d for d in devices if d.name == device]
+        if not match:
+            raise w.error("device", f"no device {device!r}")
+        server = server or match[0].host
+        if server != match[0].host:
+            raise w.error("server", f"device {device!r} is on host {match[0].host!r}")
+    if not isinstance(server, str) or server not in hosts:
+        raise w.error("server", f"a workload needs a device or a server host, got {server!r}")
+    slo = None
+    if w.has("slo"):
+        s = w.table("slo")
+        s.check_keys({"latency_s", "percentile"})
+        slo = Slo(
+            s.number("latency_s", low_open=True), s.number("percentile", low_open=True, high=1.0)
+        )
+    issue: Any = "open"
+    raw_issue = w.raw("issue", "open")
+    if raw_issue != "open":
+        if not isinstance(raw_issue, Mapping) or set(raw_issue) != {"closed"}:
+            raise w.error(
+                "issue", f'expected "open" or {{closed = {{outstanding = N}}}}, got {raw_issue!r}'
+            )
+        c = Fields(raw_issue["closed"], w.path, w.at("issue.closed"))
+        c.check_keys({"outstanding"})
+        issue = {"closed": {"outstanding": c.integer("outstanding", low=1)}}
+    trace = load_source(w.table("trace"), base, name)
+    return Workload(name, trace, client, server, device, slo, issue)

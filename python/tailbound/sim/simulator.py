@@ -1,0 +1,213 @@
+"""The Python face of the Rust simulation kernel (``crates/tailbound-core/src/sim``).
+
+:class:`Simulator` takes the core's configuration as a plain dict (topology: links, devices,
+schedulers; workloads: route and issue discipline) and each workload's requests as whole arrays
+(:class:`Requests`), runs with ``run(until)`` and exposes the control hook ``set_param`` so a
+policy (Cake, Aequitas, PSLO) can run a period, read :meth:`Simulator.results`, change weights,
+priorities or limits and continue.
+
+Example: two requests of 1 ms of work at a FIFO device, open loop.
+
+>>> import numpy as np
+>>> config = {"topology": {"devices": [{}]},
+...           "workloads": [{"route": [{"device": 0}], "issue": "open"}]}
+>>> req = Requests(arrival=np.array([0.0, 0.0]), op=np.zeros(2, np.uint8),
+...                size=np.zeros(2), cost=[np.array([0.001, 0.001])])
+>>> sim = Simulator(config, [req], names=["A"], stage_names=[("storage",)])
+>>> sim.run()
+>>> sim.results()["A"].latency.round(6).tolist()
+[0.001, 0.002]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound import _core
+from tailbound.sim.results import SimResults, Slo, WorkloadResult
+
+
+@dataclass(frozen=True)
+class Requests:
+    """One workload's requests as columns.
+
+    ``arrival`` in seconds (non-decreasing; for a closed-loop workload only the first matters),
+    ``op`` 0 read / 1 write, ``size`` in bytes (counts against a device's outstanding-bytes limit),
+    and per stage of the route one ``cost`` array: message bytes for a network stage, seconds of
+    work for a device stage.
+    """
+
+    arrival: NDArray[np.float64]
+    op: NDArray[np.uint8]
+    size: NDArray[np.float64]
+    cost: Sequence[NDArray[np.float64]] = field(default_factory=list)
+
+
+def _f64(a: Any) -> NDArray[np.float64]:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+class Simulator:
+    """A configured simulation (see the module docstring for the configuration's form).
+
+    ``queues`` maps names (``"server0.ingress"``, ``"ssd0"``) to ``("link" | "device", index)`` so
+    that :meth:`set_param` can name a queue; indices work too.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        requests: Sequence[Requests],
+        *,
+        names: Sequence[str],
+        stage_names: Sequence[Sequence[str]],
+        slos: Sequence[Slo | None] | None = None,
+        queues: Mapping[str, tuple[str, int]] | None = None,
+    ) -> None:
+        self.names = list(names)
+        self.stage_names = [tuple(s) for s in stage_names]
+        self.slos = list(slos) if slos is not None else [None] * len(self.names)
+        self.queues = dict(queues or {})
+        self._core = _core.Simulation(
+            json.dumps(config),
+            [_f64(r.arrival) for r in requests],
+            [np.ascontiguousarray(r.op, dtype=np.uint8) for r in requests],
+            [_f64(r.size) for r in requests],
+            [[_f64(c) for c in r.cost] for r in requests],
+        )
+
+    def run(self, until: float = float("inf")) -> None:
+        """Process every event up to ``until`` seconds of simulated time."""
+        self._core.run(float(until))
+
+    @property
+    def now(self) -> float:
+        """Simulated time in seconds."""
+        return float(self._core.now)
+
+    @property
+    def events(self) -> int:
+        """Events processed so far."""
+        return int(self._core.events)
+
+    def set_param(
+        self,
+        queue: str | tuple[str, int],
+        workload: str | int,
+        name: str,
+        value: float | Sequence[tuple[float, float]],
+    ) -> None:
+        """Change a workload's scheduler parameter at a queue, effective now.
+
+        ``name`` is ``"priority"`` (int, larger is more important), ``"weight"``, ``"deadline"``
+        (seconds) or ``"buckets"`` (a list of ``(rate, size_s)`` pairs; empty means unlimited).
+
+        The periodic control hook: run a period, read the results, change, continue.
+
+        >>> sim = single_queue([np.zeros(4), np.zeros(4)], [np.ones(4), np.ones(4)],
+        ...                    scheduler={"kind": "priority", "priority": [1, 0]},
+        ...                    names=["A", "B"])
+        >>> sim.run(1.5)                      # A's first request done, A's second in service
+        >>> sim.set_param("device", "B", "priority", 2)
+        >>> sim.run()
+        >>> sim.results()["B"].latency.tolist()  # B overtakes A's remaining two requests
+        [3.0, 4.0, 5.0, 6.0]
+        """
+        kind, index = self.queues[queue] if isinstance(queue, str) else queue
+        w = self.names.index(workload) if isinstance(workload, str) else int(workload)
+        if name == "buckets":
+            if isinstance(value, int | float):
+                raise TypeError("buckets take a list of (rate, size_s) pairs")
+            values = [float(x) for pair in value for x in pair]
+        else:
+            if not isinstance(value, int | float):
+                raise TypeError(f"{name} takes one number")
+            values = [float(value)]
+        self._core.set_param(kind, int(index), w, name, values)
+
+    def results(self) -> SimResults:
+        """Every workload's records so far."""
+        issue, exit_flat, stages = self._core.records()
+        exit_ = exit_flat.reshape(-1, stages)
+        out = []
+        for w, (a, b) in enumerate(self._core.workload_ranges()):
+            out.append(
+                WorkloadResult(
+                    name=self.names[w],
+                    stages=self.stage_names[w],
+                    issue=issue[a:b],
+                    exit=exit_[a:b],
+                    slo=self.slos[w],
+                )
+            )
+        return SimResults(workloads=tuple(out), events=self.events, now=self.now)
+
+
+def shape(
+    arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: Sequence[tuple[float, float]]
+) -> NDArray[np.float64]:
+    """Release times of a FIFO token-bucket shaper (requests need room in every bucket).
+
+    ``cost`` is each request's tokens (seconds of work), buckets are ``(rate, size_s)``.
+
+    >>> shape(np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0]), [(0.5, 2.0)]).tolist()
+    [0.0, 0.0, 2.0]
+    """
+    return _core.shape(_f64(arrival), _f64(cost), [(float(r), float(b)) for r, b in buckets])
+
+
+def single_queue(
+    arrivals: Sequence[NDArray[np.float64]],
+    work: Sequence[NDArray[np.float64]],
+    *,
+    scheduler: Mapping[str, Any] | None = None,
+    mpl: int = 1,
+    names: Sequence[str] | None = None,
+    slos: Sequence[Slo | None] | None = None,
+) -> Simulator:
+    """One device queue shared by several open-loop workloads: the queueing-theory setting.
+
+    Workload ``i`` issues requests at ``arrivals[i]`` needing ``work[i]`` seconds of service each;
+    the device serves up to ``mpl`` at once (processor sharing) in the order of ``scheduler`` (the
+    core's scheduler config, default FIFO). The stage time of each request is its queueing plus
+    service time.
+
+    >>> sim = single_queue([np.array([0.0, 0.5])], [np.array([1.0, 1.0])])
+    >>> sim.run()
+    >>> sim.results().workloads[0].latency.tolist()
+    [1.0, 1.5]
+    """
+    n = len(arrivals)
+    names = list(names) if names is not None else [f"w{i}" for i in range(n)]
+    config = {
+        "topology": {
+            "devices": [
+                {
+                    "read_mpl": mpl,
+                    "write_mpl": mpl,
+                    "scheduler": dict(scheduler or {"kind": "fifo"}),
+                }
+            ]
+        },
+        "workloads": [{"route": [{"device": 0}], "issue": "open"}] * n,
+    }
+    requests = [
+        Requests(
+            arrival=_f64(a), op=np.zeros(len(a), np.uint8), size=np.zeros(len(a)), cost=[_f64(w)]
+        )
+        for a, w in zip(arrivals, work, strict=True)
+    ]
+    return Simulator(
+        config,
+        requests,
+        names=names,
+        stage_names=[("storage",)] * n,
+        slos=slos,
+        queues={"device": ("device", 0)},
+    )
