@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from tailbound.characterize import RbCurve
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids, slos
+from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
 
 _INF = highspy.kHighsInf
@@ -56,6 +57,24 @@ def segment_rows(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float6
     return -slope, b[:-1] - slope * r[:-1]
 
 
+@lru_cache(maxsize=65536)
+def tenant_block(workload: Workload) -> tuple[NDArray[np.float64], ...]:
+    """A tenant's part of the LP, cached: column bounds of its six columns
+    ``(r_in, b_in, r_st, b_st, r_out, b_out)`` and its r-b curve rows (local rate column,
+    coefficient of ``r``, right-hand side)."""
+    lower, upper = np.zeros(6), np.zeros(6)
+    cols, coefs, rhss = [], [], []
+    for s, stage in enumerate(STORAGE_PATH):
+        curve = workload.curves[stage]
+        lower[2 * s], upper[2 * s] = curve.rates[0], RATE_CAP
+        lower[2 * s + 1], upper[2 * s + 1] = curve.buckets[-1], workload.slo_s * SLO_SCALE
+        coef, rhs = segment_rows(curve)
+        cols.append(np.full(len(coef), 2 * s, dtype=np.int64))
+        coefs.append(coef)
+        rhss.append(rhs)
+    return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
+
+
 class _Rows:
     """Row-wise sparse constraint matrix under construction."""
 
@@ -76,33 +95,30 @@ class _Rows:
         self.nnz += len(cols)
 
 
-def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[highspy.HighsLp, list[tuple[float, int]]]:
+def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tuple[float, int]]]:
     """The LP of the tenants on one server (see the module docstring), and the ``(SLO, device)``
     of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns."""
     n = len(tenants)
     q = queue_ids(tenants)
     slo = slos(tenants)
-    scaled = slo * SLO_SCALE
     n_rb = 6 * n
 
     def r_col(j: int, s: int) -> int:
         return 6 * j + 2 * s
 
-    col_lower = np.zeros(n_rb)
-    col_upper = np.zeros(n_rb)
+    blocks = [tenant_block(t.workload) for t in tenants]
+    col_lower = np.concatenate([blk[0] for blk in blocks])
+    col_upper = np.concatenate([blk[1] for blk in blocks])
+    # r-b curve rows, two non-zeros each: coef·r + 1·b >= rhs
+    r_cols = np.concatenate([blk[2] + 6 * j for j, blk in enumerate(blocks)])
     rows = _Rows()
-    for j, t in enumerate(tenants):
-        for s, stage in enumerate(STORAGE_PATH):
-            curve = t.workload.curves[stage]
-            rc = r_col(j, s)
-            col_lower[rc] = curve.rates[0]
-            col_upper[rc] = RATE_CAP
-            col_lower[rc + 1] = curve.buckets[-1]
-            col_upper[rc + 1] = scaled[j]
-            coef, rhs = segment_rows(curve)
-            pair = np.array([rc, rc + 1])
-            for k in range(len(coef)):
-                rows.add(pair, np.array([coef[k], 1.0]), float(rhs[k]), _INF)
+    rows.starts = (2 * np.arange(len(r_cols))).tolist()
+    rows.index = [np.column_stack([r_cols, r_cols + 1]).reshape(-1).astype(np.int32)]
+    coef = np.concatenate([blk[3] for blk in blocks])
+    rows.value = [np.column_stack([coef, np.ones(len(r_cols))]).reshape(-1)]
+    rows.lower = np.concatenate([blk[4] for blk in blocks]).tolist()
+    rows.upper = [_INF] * len(r_cols)
+    rows.nnz = 2 * len(r_cols)
     # capacity of every queue (Eq. 5.4)
     for queue in range(2 + devices):
         members = np.argwhere(q == queue)
@@ -128,21 +144,61 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[highspy.HighsLp, 
             cols = np.append(np.array(b_cols, dtype=np.int64), rv)
             rows.add(cols, np.append(np.ones(len(b_cols)), slo_p), -_INF, slo_p)
     n_col = n_rb + len(r_vars)
-    lp = highspy.HighsLp()
-    lp.num_col_ = n_col
-    lp.num_row_ = len(rows.lower)
     cost = np.zeros(n_col)
     cost[0:n_rb:2] = 1.0
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.append(col_lower, np.zeros(len(r_vars)))
-    lp.col_upper_ = np.append(col_upper, np.full(len(r_vars), RATE_CAP))
-    lp.row_lower_ = np.array(rows.lower)
-    lp.row_upper_ = np.array(rows.upper)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.array([*rows.starts, rows.nnz], dtype=np.int32)
-    lp.a_matrix_.index_ = np.concatenate(rows.index) if rows.index else np.zeros(0, np.int32)
-    lp.a_matrix_.value_ = np.concatenate(rows.value) if rows.value else np.zeros(0)
-    return lp, r_vars
+    return LpArrays(
+        cost=cost,
+        col_lower=np.append(col_lower, np.zeros(len(r_vars))),
+        col_upper=np.append(col_upper, np.full(len(r_vars), RATE_CAP)),
+        row_lower=np.array(rows.lower),
+        row_upper=np.array(rows.upper),
+        start=np.array([*rows.starts, rows.nnz], dtype=np.int32),
+        index=np.concatenate(rows.index).astype(np.int32),
+        value=np.concatenate(rows.value),
+    ), r_vars
+
+
+@dataclass(frozen=True)
+class LpArrays:
+    """An LP ``min cost·x, row_lower <= A x <= row_upper, col_lower <= x <= col_upper`` with
+    ``A`` row-wise sparse (``start``, ``index``, ``value``)."""
+
+    cost: NDArray[np.float64]
+    col_lower: NDArray[np.float64]
+    col_upper: NDArray[np.float64]
+    row_lower: NDArray[np.float64]
+    row_upper: NDArray[np.float64]
+    start: NDArray[np.int32]
+    index: NDArray[np.int32]
+    value: NDArray[np.float64]
+
+    def dense(self) -> NDArray[np.float64]:
+        """``A`` as a dense matrix (for tests)."""
+        a = np.zeros((len(self.row_lower), len(self.cost)))
+        for i in range(len(self.row_lower)):
+            lo, hi = self.start[i], self.start[i + 1]
+            a[i, self.index[lo:hi]] = self.value[lo:hi]
+        return a
+
+    def pass_to(self, h: highspy.Highs) -> None:
+        """Hand the LP to a HiGHS instance (numpy arrays passed as they are)."""
+        h.passModel(
+            len(self.cost),
+            len(self.row_lower),
+            len(self.value),
+            int(highspy.MatrixFormat.kRowwise),
+            int(highspy.ObjSense.kMinimize),
+            0.0,
+            self.cost,
+            self.col_lower,
+            self.col_upper,
+            self.row_lower,
+            self.row_upper,
+            self.start,
+            self.index,
+            self.value,
+            np.zeros(len(self.cost), dtype=np.int32),  # all continuous
+        )
 
 
 _solver: highspy.Highs | None = None
@@ -153,6 +209,8 @@ def _highs() -> highspy.Highs:
     if _solver is None:
         _solver = highspy.Highs()
         _solver.setOptionValue("output_flag", False)
+        # the LPs are small (a few hundred rows): presolve costs more than it saves
+        _solver.setOptionValue("presolve", "off")
     return _solver
 
 
@@ -180,7 +238,7 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
                 return None
     lp, r_vars = build_lp(tenants, devices)
     h = _highs()
-    h.passModel(lp)
+    lp.pass_to(h)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
