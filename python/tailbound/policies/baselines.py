@@ -35,8 +35,9 @@ def effective_bandwidth_rate(curve: RbCurve, delay_s: float) -> float:
     Examples
     --------
     >>> c = RbCurve(np.array([0.1, 1.0]), np.array([0.02, 0.0]), 0.1)
-    >>> round(effective_bandwidth_rate(c, 0.1), 6)  # a 20 ms burst cleared within 100 ms
-    0.2
+    >>> # α(t) = min(t, 0.02 + 0.1 t): the 20 ms burst arrives at full rate within 22.2 ms;
+    >>> round(effective_bandwidth_rate(c, 0.1), 6)  # cleared 100 ms later: 0.0222 / 0.1222
+    0.181818
     """
     xs, ys, tail = arrival_points(curve)
     if delay_s <= 0:

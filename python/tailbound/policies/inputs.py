@@ -95,7 +95,8 @@ def load_tenants(path: str | Path) -> list[TenantConfig]:
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
     >>> p = os.path.join(d, "tenants.json")
-    >>> _ = open(p, "w").write('{"tenants": [{"name": "A", "slo_s": "fast", "trace": "a.txt"}]}')
+    >>> with open(p, "w") as f:
+    ...     _ = f.write('{"tenants": [{"name": "A", "slo_s": "fast", "trace": "a.txt"}]}')
     >>> load_tenants(p)
     Traceback (most recent call last):
     ...
