@@ -21,16 +21,26 @@ def plans(draw: st.DrawFn) -> Plan:
     tenants = []
     for i in range(n):
         limits = {
-            s: StageLimit(draw(numbers), draw(numbers),
-                          None if s == Stage.STORAGE else draw(st.floats(1.0, 1e10)))
+            s: StageLimit(
+                draw(numbers),
+                draw(numbers),
+                None if s == Stage.STORAGE else draw(st.floats(1.0, 1e10)),
+            )
             for s in STORAGE_PATH
         }
-        tenants.append(TenantPlan(
-            name=f"t{i}", slo_s=draw(st.floats(0.001, 5.0)), server=draw(names),
-            device=draw(names), priority={s: draw(st.integers(0, 4)) for s in STORAGE_PATH},
-            limits=limits, latency_bound_s=draw(numbers),
-            client_host=draw(st.none() | names), client_vm=draw(st.none() | names),
-        ))
+        tenants.append(
+            TenantPlan(
+                name=f"t{i}",
+                slo_s=draw(st.floats(0.001, 5.0)),
+                server=draw(names),
+                device=draw(names),
+                priority={s: draw(st.integers(0, 4)) for s in STORAGE_PATH},
+                limits=limits,
+                latency_bound_s=draw(numbers),
+                client_host=draw(st.none() | names),
+                client_vm=draw(st.none() | names),
+            )
+        )
     return Plan("workloadcompactor", draw(st.integers(0, 20)), tenants, ["x"], 1.1, {"k": 1})
 
 
@@ -42,8 +52,11 @@ def test_plan_json_round_trips(plan: Plan) -> None:
 
 def test_plan_save_is_atomic_and_loads(tmp_path: Path) -> None:
     limits = {s: StageLimit(0.1, 0.01, 125e6 if s != Stage.STORAGE else None) for s in STORAGE_PATH}
-    plan = Plan("knee", 1, [TenantPlan("a", 0.1, "s0", "ssd0", dict.fromkeys(STORAGE_PATH, 0),
-                                       limits, 0.05)])
+    plan = Plan(
+        "knee",
+        1,
+        [TenantPlan("a", 0.1, "s0", "ssd0", dict.fromkeys(STORAGE_PATH, 0), limits, 0.05)],
+    )
     path = tmp_path / "plan.json"
     plan.save(path)
     assert Plan.load(path) == plan
@@ -58,16 +71,21 @@ def test_plan_save_is_atomic_and_loads(tmp_path: Path) -> None:
     [
         (lambda d: d.pop("tenants"), "tenants"),
         (lambda d: d["tenants"][0].update(server=3), "tenants[0].server"),
-        (lambda d: d["tenants"][0]["stages"]["storage"].update(rate="x"),
-         "tenants[0].stages.storage.rate"),
+        (
+            lambda d: d["tenants"][0]["stages"]["storage"].update(rate="x"),
+            "tenants[0].stages.storage.rate",
+        ),
         (lambda d: d["tenants"][0]["priority"].pop("net_out"), "tenants[0].priority.net_out"),
         (lambda d: d.update(version=9), "format"),
     ],
 )
 def test_plan_errors_name_the_field(mutate, field: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     limits = {s: StageLimit(0.1, 0.01) for s in STORAGE_PATH}
-    plan = Plan("knee", 1, [TenantPlan("a", 0.1, "s0", "ssd0", dict.fromkeys(STORAGE_PATH, 0),
-                                       limits, 0.05)])
+    plan = Plan(
+        "knee",
+        1,
+        [TenantPlan("a", 0.1, "s0", "ssd0", dict.fromkeys(STORAGE_PATH, 0), limits, 0.05)],
+    )
     doc = plan.to_json()
     mutate(doc)
     path = tmp_path / "bad.json"

@@ -153,9 +153,7 @@ class Plan:
         if not isinstance(document, dict):
             raise ConfigError(path, "a plan must be a JSON object")
         if document.get("format") != FORMAT or document.get("version") != VERSION:
-            raise ConfigError(
-                path, f"expected format {FORMAT!r} version {VERSION}", field="format"
-            )
+            raise ConfigError(path, f"expected format {FORMAT!r} version {VERSION}", field="format")
         tenants_doc = reader.get(document, "tenants", list)
         tenants = [reader.tenant(t, f"tenants[{i}]") for i, t in enumerate(tenants_doc)]
         return cls(
@@ -197,8 +195,9 @@ class _Reader:
         for stage in STORAGE_PATH:
             p = priority_doc.get(str(stage))
             if not isinstance(p, int) or isinstance(p, bool):
-                raise ConfigError(self.path, f"expected an integer, got {p!r}",
-                                  field=f"{w}priority.{stage}")
+                raise ConfigError(
+                    self.path, f"expected an integer, got {p!r}", field=f"{w}priority.{stage}"
+                )
             priority[stage] = p
             limit = stages_doc.get(str(stage))
             lw = f"{w}stages.{stage}."

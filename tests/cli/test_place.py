@@ -11,8 +11,9 @@ from tailbound.plan import Plan
 
 def write_tenants(tmp_path: Path, wc62_dir: Path, indices: list[int]) -> Path:
     doc = json.loads((wc62_dir / "tenants.json").read_text())
-    chosen = [dict(doc["tenants"][i], trace=str(wc62_dir / doc["tenants"][i]["trace"]))
-              for i in indices]
+    chosen = [
+        dict(doc["tenants"][i], trace=str(wc62_dir / doc["tenants"][i]["trace"])) for i in indices
+    ]
     path = tmp_path / "tenants.json"
     path.write_text(json.dumps({"tenants": chosen}))
     return path
@@ -21,9 +22,21 @@ def write_tenants(tmp_path: Path, wc62_dir: Path, indices: list[int]) -> Path:
 def test_place_writes_a_plan(tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture) -> None:
     tenants = write_tenants(tmp_path, wc62_dir, [2, 4, 13])
     out = tmp_path / "plan.json"
-    code = main(["place", "--tenants", str(tenants), "--cluster", str(wc62_dir / "cluster.json"),
-                 "--profile", str(wc62_dir / "profile_ssd.json"), "--fast-first-fit",
-                 "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "place",
+            "--tenants",
+            str(tenants),
+            "--cluster",
+            str(wc62_dir / "cluster.json"),
+            "--profile",
+            str(wc62_dir / "profile_ssd.json"),
+            "--fast-first-fit",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     plan = Plan.load(out)
     assert len(plan.tenants) == 3 and plan.servers_used >= 1
@@ -43,8 +56,19 @@ def test_place_bad_options_are_one_line_errors(
     tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture, args: list[str], message: str
 ) -> None:
     tenants = write_tenants(tmp_path, wc62_dir, [2])
-    code = main(["place", "--tenants", str(tenants), "--cluster", str(wc62_dir / "cluster.json"),
-                 "--profile", str(wc62_dir / "profile_ssd.json"), "--quiet", *args])
+    code = main(
+        [
+            "place",
+            "--tenants",
+            str(tenants),
+            "--cluster",
+            str(wc62_dir / "cluster.json"),
+            "--profile",
+            str(wc62_dir / "profile_ssd.json"),
+            "--quiet",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
@@ -54,8 +78,18 @@ def test_place_bad_tenants_file_names_file_and_field(
 ) -> None:
     bad = tmp_path / "tenants.json"
     bad.write_text('{"tenants": [{"name": "A", "slo_s": -1, "trace": "a.txt"}]}')
-    code = main(["place", "--tenants", str(bad), "--cluster", str(wc62_dir / "cluster.json"),
-                 "--profile", str(wc62_dir / "profile_ssd.json"), "--quiet"])
+    code = main(
+        [
+            "place",
+            "--tenants",
+            str(bad),
+            "--cluster",
+            str(wc62_dir / "cluster.json"),
+            "--profile",
+            str(wc62_dir / "profile_ssd.json"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert str(bad) in err and "tenants[0].slo_s" in err
@@ -67,8 +101,19 @@ def test_place_bad_events_name_the_line(
     tenants = write_tenants(tmp_path, wc62_dir, [2])
     events = tmp_path / "events.csv"
     events.write_text("0,addClient\n0,delClient\n0,delClient\n")
-    code = main(["place", "--tenants", str(tenants), "--cluster", str(wc62_dir / "cluster.json"),
-                 "--profile", str(wc62_dir / "profile_ssd.json"), "--events", str(events),
-                 "--quiet"])
+    code = main(
+        [
+            "place",
+            "--tenants",
+            str(tenants),
+            "--cluster",
+            str(wc62_dir / "cluster.json"),
+            "--profile",
+            str(wc62_dir / "profile_ssd.json"),
+            "--events",
+            str(events),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and "line 3" in err and "not present" in err

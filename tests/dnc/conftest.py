@@ -29,6 +29,7 @@ def convex_curves(draw: st.DrawFn):  # type: ignore[no-untyped-def]
     slopes = sorted(draw(st.lists(rates, min_size=n, max_size=n)))
     if draw(st.booleans()):
         slopes = [0.0, *slopes]
-    durations = draw(st.lists(st.floats(0.1, 3.0), min_size=len(slopes) - 1,
-                              max_size=len(slopes) - 1))
+    durations = draw(
+        st.lists(st.floats(0.1, 3.0), min_size=len(slopes) - 1, max_size=len(slopes) - 1)
+    )
     return convex_service(slopes, durations)

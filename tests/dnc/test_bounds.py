@@ -49,8 +49,10 @@ def test_multi_stage_delay_eq_5_5_example() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 0.1), st.floats(0, 0.95)), min_size=3, max_size=3),
-       st.floats(0, 0.05))
+@given(
+    st.lists(st.tuples(st.floats(0, 0.1), st.floats(0, 0.95)), min_size=3, max_size=3),
+    st.floats(0, 0.05),
+)
 def test_relaxation_eq_5_6_is_conservative(stages: list, extra: float) -> None:
     loads = [StageLoad(b, r) for b, r in stages]
     bound = min(max(r for _, r in stages) + extra, 0.999)

@@ -32,8 +32,13 @@ def test_curve_values_at_zero_and_after() -> None:
 
 @pytest.mark.parametrize(
     ("xs", "ys", "tail"),
-    [([1.0], [0.0], 1.0), ([0.0, 0.0], [0.0, 1.0], 1.0), ([0.0, 1.0], [2.0, 1.0], 1.0),
-     ([0.0], [0.0], -1.0), ([0.0], [np.inf], 1.0)],
+    [
+        ([1.0], [0.0], 1.0),
+        ([0.0, 0.0], [0.0, 1.0], 1.0),
+        ([0.0, 1.0], [2.0, 1.0], 1.0),
+        ([0.0], [0.0], -1.0),
+        ([0.0], [np.inf], 1.0),
+    ],
 )
 def test_curve_rejects_bad_shapes(xs: list[float], ys: list[float], tail: float) -> None:
     with pytest.raises(ValueError):

@@ -27,7 +27,9 @@ from .conftest import concave_curves, convex_curves, rate_latencies, token_bucke
         (TokenBucket(2.0, 1.0), RateLatency(1.0, 0.0), math.inf, math.inf),
     ],
 )
-def test_deviations_worked_examples(alpha: Curve, beta: Curve, delay: float, backlog: float) -> None:
+def test_deviations_worked_examples(
+    alpha: Curve, beta: Curve, delay: float, backlog: float
+) -> None:
     assert horizontal_deviation(alpha, beta) == delay
     assert horizontal_deviation(alpha, beta, fast=False) == pytest.approx(delay)
     assert vertical_deviation(alpha, beta) == backlog

@@ -7,7 +7,6 @@ files' sizes and modification times). The fast tests use a subset: the 12 smalle
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -82,8 +81,11 @@ def _characterize(
     if cache is not None:
         curves = {
             w.name: {
-                str(s): [w.curves[s].rates.tolist(), w.curves[s].buckets.tolist(),
-                         w.curves[s].mean_rate]
+                str(s): [
+                    w.curves[s].rates.tolist(),
+                    w.curves[s].buckets.tolist(),
+                    w.curves[s].mean_rate,
+                ]
                 for s in STORAGE_PATH
             }
             for w in workloads

@@ -8,13 +8,21 @@ from tailbound.policies.placement import Placer, place
 from tailbound.policies.workload import Workload
 from tailbound.policies.workloadcompactor import make_policy
 
-POLICIES = ["workloadcompactor", "effective-bandwidth", "average-rate:1.5", "average-rate:2", "knee"]
+POLICIES = [
+    "workloadcompactor",
+    "effective-bandwidth",
+    "average-rate:1.5",
+    "average-rate:2",
+    "knee",
+]
 
 
 def small_cluster(servers: int = 12, devices: int = 1) -> ClusterConfig:
     return ClusterConfig(
         125e6,
-        tuple(ServerConfig(f"s{i}", tuple(f"ssd{d}" for d in range(devices))) for i in range(servers)),
+        tuple(
+            ServerConfig(f"s{i}", tuple(f"ssd{d}" for d in range(devices))) for i in range(servers)
+        ),
     )
 
 
@@ -63,7 +71,11 @@ def test_departure_reoptimises_the_server(wc62_subset: list[Workload]) -> None:
 
 
 def test_events_replay_arrivals_and_departures(wc62_subset: list[Workload]) -> None:
-    events = [Event(i, "add") for i in range(6)] + [Event(2, "del"), Event(2, "add"), Event(0, "del")]
+    events = [Event(i, "add") for i in range(6)] + [
+        Event(2, "del"),
+        Event(2, "add"),
+        Event(0, "del"),
+    ]
     result = place(wc62_subset, small_cluster(), make_policy("workloadcompactor"), events=events)
     names = {p.workload.name for s in result.servers for p in s.tenants}
     assert names == {w.name for w in wc62_subset[1:6]}
@@ -83,10 +95,12 @@ def test_several_devices_share_the_server_link(wc62_subset: list[Workload]) -> N
 
 
 def test_grow_adds_servers_and_rejects_what_fits_nowhere(wc62_subset: list[Workload]) -> None:
-    result = place(wc62_subset, small_cluster(servers=1), make_policy("workloadcompactor"),
-                   grow=True)
+    result = place(
+        wc62_subset, small_cluster(servers=1), make_policy("workloadcompactor"), grow=True
+    )
     assert not result.rejected and len(result.servers) >= result.servers_used
     impossible = wc62_subset[0].with_slo(1e-6, "impossible")
-    result = place([impossible], small_cluster(servers=1), make_policy("workloadcompactor"),
-                   grow=True)
+    result = place(
+        [impossible], small_cluster(servers=1), make_policy("workloadcompactor"), grow=True
+    )
     assert result.rejected == ["impossible"] and len(result.servers) == 1

@@ -11,8 +11,9 @@ from tailbound.policies.rbprune import prune
 @st.composite
 def convex_rb_curves(draw: st.DrawFn) -> RbCurve:
     n = draw(st.integers(2, 60))
-    rates = np.sort(np.unique(np.round(draw(st.lists(st.floats(0.01, 1.0), min_size=n,
-                                                             max_size=n)), 6)))
+    rates = np.sort(
+        np.unique(np.round(draw(st.lists(st.floats(0.01, 1.0), min_size=n, max_size=n)), 6))
+    )
     if len(rates) < 2:
         rates = np.array([0.1, 1.0])
     # a convex decreasing b(r): max of lines with negative slopes

@@ -26,18 +26,26 @@ def test_queue_delays_fast_path_matches_general_operators(wc62_subset: list[Work
     for j in range(6):
         for s in range(3):
             same = q[:, s] == q[j, s]
-            level = [TokenBucket(rate[k, s], bucket[k, s]) for k in np.flatnonzero(same & (slo == slo[j]))]
-            higher = [TokenBucket(rate[k, s], bucket[k, s]) for k in np.flatnonzero(same & (slo < slo[j]))]
+            level = [
+                TokenBucket(rate[k, s], bucket[k, s])
+                for k in np.flatnonzero(same & (slo == slo[j]))
+            ]
+            higher = [
+                TokenBucket(rate[k, s], bucket[k, s]) for k in np.flatnonzero(same & (slo < slo[j]))
+            ]
             # Eq. 5.1's numerator counts higher buckets too: the general route sees them as the
             # burst the leftover service must first clear
-            assert fast[j, s] == pytest.approx(static_priority_delay_general(level, higher), abs=1e-9)
+            assert fast[j, s] == pytest.approx(
+                static_priority_delay_general(level, higher), abs=1e-9
+            )
 
 
 def test_shaper_delays_match_the_general_operator(wc62_subset: list[Workload]) -> None:
     tenants = [Placed(w) for w in wc62_subset[:4]]
     rng = np.random.default_rng(5)
-    rate = np.array([[w.workload.mean(s) * rng.uniform(1.0, 4.0) for s in STORAGE_PATH]
-                     for w in tenants])
+    rate = np.array(
+        [[w.workload.mean(s) * rng.uniform(1.0, 4.0) for s in STORAGE_PATH] for w in tenants]
+    )
     bucket = rng.uniform(0.0, 0.005, (4, 3))
     fast = shaper_delays(tenants, rate, bucket)
     for j, t in enumerate(tenants):
@@ -46,7 +54,9 @@ def test_shaper_delays_match_the_general_operator(wc62_subset: list[Workload]) -
             from tailbound.dnc import token_bucket_min
 
             alpha = token_bucket_min(c.rates, c.buckets)
-            assert fast[j, s] == pytest.approx(shaper_delay(alpha, rate[j, s], bucket[j, s]), abs=1e-9)
+            assert fast[j, s] == pytest.approx(
+                shaper_delay(alpha, rate[j, s], bucket[j, s]), abs=1e-9
+            )
 
 
 def test_latency_bound_zero_shaper_delay_on_the_curve(wc62_subset: list[Workload]) -> None:

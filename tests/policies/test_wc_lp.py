@@ -16,7 +16,9 @@ def groups(workloads: list[Workload]) -> list[list[Placed]]:
     out = []
     for size in (1, 2, 3, 4):
         for start in range(0, len(workloads) - size + 1, 3):
-            out.append([Placed(w, device=k % 2) for k, w in enumerate(workloads[start:start + size])])
+            out.append(
+                [Placed(w, device=k % 2) for k, w in enumerate(workloads[start : start + size])]
+            )
     return out
 
 
@@ -29,8 +31,13 @@ def test_lp_solutions_satisfy_every_constraint(wc62_subset: list[Workload]) -> N
             continue
         solved += 1
         x = np.concatenate(
-            [np.column_stack([sol.rate, sol.bucket]).reshape(len(tenants), 2, 3)
-             .transpose(0, 2, 1).reshape(-1), list(sol.rate_bounds.values())]
+            [
+                np.column_stack([sol.rate, sol.bucket])
+                .reshape(len(tenants), 2, 3)
+                .transpose(0, 2, 1)
+                .reshape(-1),
+                list(sol.rate_bounds.values()),
+            ]
         )
         ax = lp.dense() @ x
         assert np.all(ax >= lp.row_lower - 1e-7) and np.all(ax <= lp.row_upper + 1e-7)
@@ -57,10 +64,12 @@ def test_lp_relaxation_is_conservative_for_the_exact_bound(wc62_subset: list[Wor
             loads = []
             for s in range(3):
                 same = q[:, s] == q[j, s]
-                loads.append(StageLoad(
-                    float(sol.bucket[same & (slo <= slo[j]), s].sum()),
-                    float(sol.rate[same & (slo < slo[j]), s].sum()),
-                ))
+                loads.append(
+                    StageLoad(
+                        float(sol.bucket[same & (slo <= slo[j]), s].sum()),
+                        float(sol.rate[same & (slo < slo[j]), s].sum()),
+                    )
+                )
             assert multi_stage_delay(loads) <= slo[j] * SLO_SCALE + 1e-7
 
 

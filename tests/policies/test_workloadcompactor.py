@@ -46,8 +46,7 @@ def test_workloadcompactor_reference_run_at_most_11_servers(
     wc62_all: list[Workload], wc62_cluster: ClusterConfig
 ) -> None:
     for fff in (False, True):
-        result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"),
-                       fast_first_fit=fff)
+        result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=fff)
         assert not result.rejected
         assert result.servers_used <= REFERENCE_SERVERS
         check_plan_bounds(result, wc62_cluster)

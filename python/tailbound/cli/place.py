@@ -74,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
         return trace
 
     start = time.perf_counter()
-    with tqdm(total=len(tenants), desc="r-b curves", unit="tenant", disable=args.quiet,
-              file=sys.stderr) as bar:
+    with tqdm(
+        total=len(tenants), desc="r-b curves", unit="tenant", disable=args.quiet, file=sys.stderr
+    ) as bar:
         workloads = characterize_all(
             tenants,
             read,
@@ -86,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
         )
     curves_s = time.perf_counter() - start
     steps = len(events) if events is not None else len(workloads)
-    with tqdm(total=steps, desc="placement", unit="event", disable=args.quiet,
-              file=sys.stderr) as bar:
+    with tqdm(
+        total=steps, desc="placement", unit="event", disable=args.quiet, file=sys.stderr
+    ) as bar:
         result = place(
             workloads,
             cluster,

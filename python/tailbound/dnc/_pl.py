@@ -8,6 +8,7 @@ it may decrease or be negative (differences of curves).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -170,7 +171,7 @@ def lower_envelope(parts: list[Partial], points: NDArray[np.float64]) -> Raw:
             out_y.append(y)
 
     bounds = [*pts.tolist(), np.inf]
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in pairwise(bounds):
         stack = [(a, b)]
         while stack:
             t0, t1 = stack.pop()

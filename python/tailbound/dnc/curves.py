@@ -16,6 +16,7 @@ arrival curve of several buckets (a workload's r-b curve read as an arrival curv
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -219,7 +220,9 @@ def constant_rate(rate: float) -> RateLatency:
     return RateLatency(rate, 0.0)
 
 
-def token_bucket_min(rates: Sequence[float] | ArrayLike, buckets: Sequence[float] | ArrayLike) -> Curve:
+def token_bucket_min(
+    rates: Sequence[float] | ArrayLike, buckets: Sequence[float] | ArrayLike
+) -> Curve:
     """The concave arrival curve ``α(t) = min_i (r_i t + b_i)`` (thesis §3.2.3).
 
     Redundant buckets (never the minimum for any ``t > 0``) are dropped.
@@ -261,7 +264,7 @@ def token_bucket_min(rates: Sequence[float] | ArrayLike, buckets: Sequence[float
         return TokenBucket(*lines[0])
     xs = [0.0]
     ys = [lines[0][1]]
-    for (r1, b1), (r2, b2) in zip(lines, lines[1:], strict=False):
+    for (r1, b1), (r2, b2) in pairwise(lines):
         x = (b2 - b1) / (r1 - r2)
         xs.append(x)
         ys.append(b1 + r1 * x)
@@ -281,7 +284,7 @@ def convex_service(rates: Sequence[float], durations: Sequence[float]) -> Curve:
     """
     if len(durations) != len(rates) - 1 or any(d <= 0 for d in durations):
         raise ValueError("convex_service needs len(rates) - 1 positive durations")
-    if any(b < a for a, b in zip(rates, rates[1:], strict=False)):
+    if any(b < a for a, b in pairwise(rates)):
         raise ValueError("a convex service curve needs non-decreasing rates")
     xs = np.concatenate([[0.0], np.cumsum(durations)])
     ys = np.concatenate([[0.0], np.cumsum(np.asarray(rates[:-1]) * np.asarray(durations))])

@@ -97,10 +97,11 @@ def load_tenants(path: str | Path) -> list[TenantConfig]:
     >>> p = os.path.join(d, "tenants.json")
     >>> with open(p, "w") as f:
     ...     _ = f.write('{"tenants": [{"name": "A", "slo_s": "fast", "trace": "a.txt"}]}')
-    >>> load_tenants(p)
-    Traceback (most recent call last):
-    ...
-    tailbound.errors.ConfigError: ...tenants.json, field tenants[0].slo_s: expected a positive number, got 'fast'
+    >>> try:
+    ...     load_tenants(p)
+    ... except ConfigError as e:
+    ...     print(e.field, "|", e.message)
+    tenants[0].slo_s | expected a positive number, got 'fast'
     """
     path = Path(path)
     document = _load_json(path)
@@ -121,11 +122,16 @@ def load_tenants(path: str | Path) -> list[TenantConfig]:
         names.add(name)
         slo = _positive(path, item.get("slo_s"), f"{where}.slo_s")
         percentile = item.get("percentile", 0.999)
-        if isinstance(percentile, bool) or not isinstance(percentile, int | float) or not (
-            0 < percentile <= 1
+        if (
+            isinstance(percentile, bool)
+            or not isinstance(percentile, int | float)
+            or not (0 < percentile <= 1)
         ):
-            raise ConfigError(path, f"expected a number in (0, 1], got {percentile!r}",
-                              field=f"{where}.percentile")
+            raise ConfigError(
+                path,
+                f"expected a number in (0, 1], got {percentile!r}",
+                field=f"{where}.percentile",
+            )
         trace = item.get("trace")
         if not isinstance(trace, str) or not trace:
             raise ConfigError(path, f"expected a trace path, got {trace!r}", field=f"{where}.trace")
@@ -140,8 +146,9 @@ def load_cluster(path: str | Path) -> ClusterConfig:
     document = _load_json(path)
     if not isinstance(document, dict):
         raise ConfigError(path, "the cluster must be a JSON object")
-    bandwidth = _positive(path, document.get("link_bandwidth_bytes_per_s"),
-                          "link_bandwidth_bytes_per_s")
+    bandwidth = _positive(
+        path, document.get("link_bandwidth_bytes_per_s"), "link_bandwidth_bytes_per_s"
+    )
     servers_doc = document.get("server_hosts")
     if not isinstance(servers_doc, list) or not servers_doc:
         raise ConfigError(path, "expected a non-empty list", field="server_hosts")
@@ -150,12 +157,19 @@ def load_cluster(path: str | Path) -> ClusterConfig:
         name = s.get("name") if isinstance(s, dict) else None
         devices = s.get("devices") if isinstance(s, dict) else None
         if not isinstance(name, str) or not name:
-            raise ConfigError(path, f"expected a name, got {name!r}", field=f"server_hosts[{i}].name")
-        if not isinstance(devices, list) or not devices or not all(
-            isinstance(d, str) for d in devices
+            raise ConfigError(
+                path, f"expected a name, got {name!r}", field=f"server_hosts[{i}].name"
+            )
+        if (
+            not isinstance(devices, list)
+            or not devices
+            or not all(isinstance(d, str) for d in devices)
         ):
-            raise ConfigError(path, "expected a non-empty list of device names",
-                              field=f"server_hosts[{i}].devices")
+            raise ConfigError(
+                path,
+                "expected a non-empty list of device names",
+                field=f"server_hosts[{i}].devices",
+            )
         servers.append(ServerConfig(name, tuple(devices)))
     clients = []
     for i, c in enumerate(document.get("client_hosts", [])):
@@ -184,12 +198,14 @@ def load_events(path: str | Path, tenant_count: int) -> list[Event]:
         parts = [p.strip() for p in line.split(",")]
         where = f"line {number}"
         if len(parts) != 2 or not parts[0].isdigit() or parts[1] not in kinds:
-            raise ConfigError(path, f"expected 'index,addClient|delClient', got {line!r}",
-                              field=where)
+            raise ConfigError(
+                path, f"expected 'index,addClient|delClient', got {line!r}", field=where
+            )
         index, kind = int(parts[0]), kinds[parts[1]]
         if index >= tenant_count:
-            raise ConfigError(path, f"tenant index {index} but only {tenant_count} tenants",
-                              field=where)
+            raise ConfigError(
+                path, f"tenant index {index} but only {tenant_count} tenants", field=where
+            )
         if kind == "add" and index in present:
             raise ConfigError(path, f"tenant {index} arrives twice", field=where)
         if kind == "del" and index not in present:

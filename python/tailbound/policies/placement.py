@@ -35,7 +35,10 @@ from tailbound.stages import STORAGE_PATH
 class Policy(Protocol):
     """Configures the tenants of one server, or says they do not fit together."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The policy's name as the ``place`` command spells it."""
+        ...
 
     def configure(self, tenants: Sequence[Placed], devices: int) -> Limits | None:
         """Rate limits ``(rate, bucket)``, each ``(n, 3)``, for ``tenants`` or ``None``."""

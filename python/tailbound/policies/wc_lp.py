@@ -103,7 +103,7 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     slo = slos(tenants)
     n_rb = 6 * n
 
-    def r_col(j: int, s: int) -> int:
+    def r_col(j: int | np.integer, s: int | np.integer) -> int:
         return 6 * j + 2 * s
 
     blocks = [tenant_block(t.workload) for t in tenants]

@@ -29,7 +29,7 @@ WC_OPS: dict[str, Op] = {
 }
 
 
-def read_trace(path: str | Path, format: str | None = None) -> Trace:  # noqa: A002 - API name
+def read_trace(path: str | Path, format: str | None = None) -> Trace:
     """Read the trace at ``path``; ``format`` is ``"wc"`` or ``None`` (guess: ``wc``).
 
     Examples
