@@ -98,3 +98,21 @@ def test_lp_priorities_let_a_loose_tenant_take_the_burst() -> None:
     # the tight tenant's relaxed bound: its own buckets only (nothing above it)
     assert sol.bucket[0].sum() <= 0.02 * SLO_SCALE + 1e-9
     assert pytest.approx(sol.objective) == float(sol.rate.sum())
+
+
+def test_screen_never_rejects_a_feasible_lp(wc62_subset: list[Workload]) -> None:
+    # certainly_infeasible is a proof of infeasibility: whenever it says so, the LP must agree
+    rng = np.random.default_rng(11)
+    slo_choices = [0.05, 0.1, 0.25, 1.0]
+    said, agreed = 0, 0
+    for _ in range(150):
+        k = int(rng.integers(1, 7))
+        chosen = rng.choice(len(wc62_subset), k, replace=False)
+        tenants = [
+            Placed(wc62_subset[i].with_slo(float(rng.choice(slo_choices)), f"t{n}"), int(n % 2))
+            for n, i in enumerate(chosen)
+        ]
+        if wc_lp.certainly_infeasible(tenants, k - 1):
+            said += 1
+            agreed += wc_lp.solve(tenants, devices=2) is None
+    assert said == agreed and said > 0

@@ -30,8 +30,13 @@ from tailbound.traces.readers import read_trace
 #: The SLOs of thesis Fig. 5.4 (seconds).
 FIG54_SLOS = (0.1, 0.15, 0.25, 0.5, 1.0)
 #: The policies compared in Fig. 5.4, WorkloadCompactor first.
-POLICIES = ("workloadcompactor", "effective-bandwidth", "average-rate:1.5", "average-rate:2",
-            "knee")
+POLICIES = (
+    "workloadcompactor",
+    "effective-bandwidth",
+    "average-rate:1.5",
+    "average-rate:2",
+    "knee",
+)
 
 
 def find_wc62(explicit: Path | None = None) -> Path:
@@ -131,9 +136,7 @@ def resample(
         factor = float(rng.uniform(*scale))
         slo = float(rng.choice(slos)) if slos is not None else base.slo_s
         curves = (
-            {s: c.scaled(factor) for s, c in base.curves.items()}
-            if factor != 1.0
-            else base.curves
+            {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
         )
         w = Workload(f"{base.name}#{len(out)}", slo, curves)
         if fits_alone(w):
@@ -165,8 +168,7 @@ def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) ->
     def fmt(v: Any) -> str:
         return f"{v:.3g}" if isinstance(v, float) else str(v)
 
-    lines = [f"### {title}", "", "| " + " | ".join(columns) + " |",
-             "|" + "---|" * len(columns)]
+    lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in columns) + " |" for r in rows]
     text = "\n".join(lines) + "\n"
     _write_atomic(out / f"{name}.md", text)

@@ -50,9 +50,7 @@ def run(workloads: Sequence[Workload], seed: int) -> list[dict[str, object]]:
     for slo in FIG54_SLOS:
         pool = [w.with_slo(slo) for w in workloads]
         scenarios.append((f"same SLO {slo * 1000:.0f} ms", pool))
-    scenarios.append(
-        ("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads])
-    )
+    scenarios.append(("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads]))
     for label, candidates in scenarios:
         alone_wc = [w for w in candidates if fits_alone(w)]
         pool = [w for w in alone_wc if fits_alone_everywhere(w)]
@@ -72,8 +70,11 @@ def run(workloads: Sequence[Workload], seed: int) -> list[dict[str, object]]:
             row[f"{policy} servers"] = result.servers_used
             row[f"{policy} normalised"] = round(result.servers_used / max(wc_servers, 1), 3)
             row[f"{policy} rejected"] = len(result.rejected)
-            print(f"{label}: {policy} {result.servers_used} servers, {len(result.rejected)} "
-                  f"rejected, {time.perf_counter() - start:.1f} s", file=sys.stderr)
+            print(
+                f"{label}: {policy} {result.servers_used} servers, {len(result.rejected)} "
+                f"rejected, {time.perf_counter() - start:.1f} s",
+                file=sys.stderr,
+            )
         rows.append(row)
     return rows
 

@@ -40,19 +40,34 @@ class Policy(Protocol):
         """The policy's name as the ``place`` command spells it."""
         ...
 
-    def configure(self, tenants: Sequence[Placed], devices: int) -> Limits | None:
-        """Rate limits ``(rate, bucket)``, each ``(n, 3)``, for ``tenants`` or ``None``."""
+    def configure(
+        self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
+    ) -> Limits | None:
+        """Rate limits ``(rate, bucket)``, each ``(n, 3)``, for ``tenants`` or ``None``;
+        ``newcomer`` is the index of the tenant just added, if any."""
         ...
 
 
 @dataclass
 class WorkloadCompactorPolicy:
-    """Joint rate limits from the server's LP, then the exact latency check."""
+    """Joint rate limits from the server's LP, then the exact latency check.
+
+    Before solving, :func:`~tailbound.policies.wc_lp.certainly_infeasible` looks for a cheap
+    proof that the LP has no solution (exact: it never skips a feasible LP, so placements are
+    the same with or without it; ``screen=False`` turns it off).
+    """
 
     name: str = "workloadcompactor"
+    screen: bool = True
     lp_solves: int = 0
+    screened: int = 0
 
-    def configure(self, tenants: Sequence[Placed], devices: int) -> Limits | None:
+    def configure(
+        self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
+    ) -> Limits | None:
+        if self.screen and newcomer is not None and wc_lp.certainly_infeasible(tenants, newcomer):
+            self.screened += 1
+            return None
         self.lp_solves += 1
         solution = wc_lp.solve(tenants, devices)
         if solution is None or not check(tenants, solution.rate, solution.bucket, devices):
@@ -77,7 +92,9 @@ class FixedPolicy:
             self._cache[key] = self.baseline.choose(workload)
         return self._cache[key]
 
-    def configure(self, tenants: Sequence[Placed], devices: int) -> Limits | None:
+    def configure(
+        self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
+    ) -> Limits | None:
         chosen = [self.limits(t.workload) for t in tenants]
         if any(c is None for c in chosen):
             return None
@@ -202,7 +219,7 @@ class Placer:
                 server = self.servers[i]
                 tenants = [*server.tenants, Placed(workload, device)]
                 self.calls += 1
-                limits = self.policy.configure(tenants, server.devices)
+                limits = self.policy.configure(tenants, server.devices, len(tenants) - 1)
                 if limits is not None:
                     server.tenants = tenants
                     server.rate, server.bucket = limits

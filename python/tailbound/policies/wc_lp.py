@@ -252,3 +252,72 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     bucket = np.maximum(rb[:, :, 1], 0.0)
     bounds = {key: float(x[6 * n + i]) for i, key in enumerate(r_vars)}
     return LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+
+
+@lru_cache(maxsize=65536)
+def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each stage's r-b curve points with ``r <= 0.999`` plus the point at ``r = 0.999``,
+    padded to one length: rates and buckets, shape ``(3, K)`` (padding: ``r = 0, b = inf``)."""
+    rs, bs = [], []
+    for stage in STORAGE_PATH:
+        c = workload.curves[stage]
+        keep = c.rates < RATE_CAP
+        r = np.append(c.rates[keep], RATE_CAP)
+        b = np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP)))
+        rs.append(r)
+        bs.append(b)
+    k = max(len(r) for r in rs)
+    rates = np.zeros((3, k))
+    buckets = np.full((3, k), np.inf)
+    for s in range(3):
+        rates[s, : len(rs[s])] = rs[s]
+        buckets[s, : len(bs[s])] = bs[s]
+    return rates, buckets
+
+
+#: Weights ``w`` of the three queues in ``R_p >= Σ_q w_q Σ_{higher at q} r`` (each a convex
+#: combination, so implied by Eq. 5.7's three rate-bound rows).
+_WEIGHTS = np.array([[1 / 3, 1 / 3, 1 / 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
+    """A cheap proof that the server's LP has no solution (so it need not be solved).
+
+    For a level ``p`` and path ``π``, Eq. 5.7 and the rate-bound rows imply, for any weights
+    ``w_q >= 0`` summing to 1, ``Σ b + SLO'_p Σ_q w_q Σ_{higher at q} r <= SLO'_p``; with every
+    ``b_js >= f_js(r_js)`` (its convex r-b curve) the left side is at least
+    ``Σ_{j at p} min_r f_js(r) + Σ_{j higher} min_r (f_js(r) + SLO'_p w_q r)`` over
+    ``r <= 0.999`` — attained at a curve point. If that lower bound exceeds ``SLO'_p`` for some
+    level and path the LP is infeasible. Only the levels at or below the newcomer's priority are
+    checked (the newcomer does not enter the others' constraints). Never wrong, sometimes
+    inconclusive (returns ``False`` and the LP decides).
+    """
+    n = len(tenants)
+    slo = slos(tenants)
+    q = queue_ids(tenants)
+    verts = [_vertices(t.workload) for t in tenants]
+    k = max(v[0].shape[1] for v in verts)
+    rates = np.zeros((n, 3, k))
+    buckets = np.full((n, 3, k), np.inf)
+    for j, (r, b) in enumerate(verts):
+        rates[j, :, : r.shape[1]] = r
+        buckets[j, :, : b.shape[1]] = b
+    bmin = buckets.min(axis=2)  # (n, 3)
+    for level in np.unique(slo[slo >= slo[newcomer]]):
+        scaled = float(level) * SLO_SCALE
+        at = slo == level
+        higher = slo < level
+        # min_r f(r) + c r per tenant, stage and weight: (W, n, 3)
+        c = scaled * _WEIGHTS[:, None, :, None]  # (W, 1, 3, 1)
+        hmin = (buckets[None] + c * rates[None]).min(axis=3)
+        for device in np.unique(q[at, STORAGE_IDX] - 2):
+            path = np.array([0, 2 + device, 1])
+            on = q == path[None, :]  # (n, 3): tenant j's stage s is on this path's queue
+            own = (bmin * (on & at[:, None])).sum()
+            above = (hmin * (on & higher[:, None])[None]).sum(axis=(1, 2))  # (W,)
+            if own + above.max() > scaled * (1 + 1e-9):
+                return True
+    return False
+
+
+STORAGE_IDX = 1
