@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,13 +58,13 @@ def run(workloads: Sequence[Workload], events: Sequence[Event]) -> list[dict[str
     return rows
 
 
-def plot(rows: list[dict[str, object]], path: Path) -> None:
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
     x = np.arange(len(rows))
-    ax.bar(x - 0.2, [float(r["peak normalised"]) for r in rows], 0.4, label="peak")  # type: ignore[arg-type]
-    ax.bar(x + 0.2, [float(r["final normalised"]) for r in rows], 0.4, label="final")  # type: ignore[arg-type]
+    ax.bar(x - 0.2, [float(r["peak normalised"]) for r in rows], 0.4, label="peak")
+    ax.bar(x + 0.2, [float(r["final normalised"]) for r in rows], 0.4, label="final")
     ax.set_xticks(x, [str(r["policy"]) for r in rows], fontsize=8)
     ax.set_ylabel("servers / WorkloadCompactor's")
     ax.axhline(1.0, color="black", linewidth=0.5)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,21 +81,21 @@ def run(workloads: Sequence[Workload], seed: int) -> list[dict[str, object]]:
     return rows
 
 
-def plot(rows: list[dict[str, object]], path: object) -> None:
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.16
     x = np.arange(len(rows))
     for k, policy in enumerate(POLICIES):
-        values = [float(r[f"{policy} normalised"]) for r in rows]  # type: ignore[arg-type]
+        values = [float(r[f"{policy} normalised"]) for r in rows]
         ax.bar(x + (k - 2) * width, values, width, label=policy)
     ax.set_xticks(x, [f"{r['scenario']}\n({r['workloads']} workloads)" for r in rows], fontsize=8)
     ax.set_ylabel("servers / WorkloadCompactor's")
     ax.axhline(1.0, color="black", linewidth=0.5)
     ax.legend(fontsize=8)
     ax.set_title("Servers needed, normalised to WorkloadCompactor (thesis Fig. 5.4)")
-    save_plot(fig, path)  # type: ignore[arg-type]
+    save_plot(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
