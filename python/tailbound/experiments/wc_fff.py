@@ -53,14 +53,14 @@ def run(
             "workloads": n,
             "fff servers": fff.servers_used,
             "fff seconds": round(fff.seconds, 2),
-            "fff LPs": fff.configure_calls,
+            "fff tries": fff.configure_calls,
         }
         if n <= first_fit_max:
             ff = place(chosen, server_cluster(), make_policy("workloadcompactor"), grow=True)
             row |= {
                 "first-fit servers": ff.servers_used,
                 "first-fit seconds": round(ff.seconds, 2),
-                "first-fit LPs": ff.configure_calls,
+                "first-fit tries": ff.configure_calls,
                 "speed-up": round(ff.seconds / max(fff.seconds, 1e-9), 1),
                 "extra servers (%)": round(100 * (fff.servers_used / ff.servers_used - 1), 1),
             }
