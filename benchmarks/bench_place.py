@@ -61,14 +61,22 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---|")
     print(f"| read 62 traces (s) | {read_s:.2f} | | |")
     print(f"| 186 r-b curves (s) | {curves_s:.1f} | | |")
-    print(f"| LP + first-fit (s) | {ff.seconds:.2f} | {REFERENCE_PLACEMENT_S} | "
-          f"{ff.seconds / REFERENCE_PLACEMENT_S:.2f}× |")
-    print(f"| LP + fast-first-fit (s) | {fff.seconds:.2f} | {REFERENCE_FFF_S} | "
-          f"{fff.seconds / REFERENCE_FFF_S:.2f}× |")
-    print(f"| end to end, both placements (s) | {total_s:.1f} | {REFERENCE_TOTAL_S:.0f} | "
-          f"{total_s / REFERENCE_TOTAL_S:.2f}× |")
-    print(f"| servers (first-fit / fast-first-fit) | {ff.servers_used} / {fff.servers_used} | "
-          f"{REFERENCE_SERVERS} | |")
+    print(
+        f"| LP + first-fit (s) | {ff.seconds:.2f} | {REFERENCE_PLACEMENT_S} | "
+        f"{ff.seconds / REFERENCE_PLACEMENT_S:.2f}× |"
+    )
+    print(
+        f"| LP + fast-first-fit (s) | {fff.seconds:.2f} | {REFERENCE_FFF_S} | "
+        f"{fff.seconds / REFERENCE_FFF_S:.2f}× |"
+    )
+    print(
+        f"| end to end, both placements (s) | {total_s:.1f} | {REFERENCE_TOTAL_S:.0f} | "
+        f"{total_s / REFERENCE_TOTAL_S:.2f}× |"
+    )
+    print(
+        f"| servers (first-fit / fast-first-fit) | {ff.servers_used} / {fff.servers_used} | "
+        f"{REFERENCE_SERVERS} | |"
+    )
     sys.stdout.flush()
 
     rng = np.random.default_rng(0)
@@ -78,22 +86,33 @@ def main(argv: list[str] | None = None) -> None:
     policy = WorkloadCompactorPolicy()
     big = place(synthetic, server_cluster(), policy, fast_first_fit=True, grow=True)
     small_fff_policy = WorkloadCompactorPolicy()
-    small_fff = place(synthetic[: args.first_fit], server_cluster(), small_fff_policy,
-                      fast_first_fit=True, grow=True)
-    small_ff = place(synthetic[: args.first_fit], server_cluster(), WorkloadCompactorPolicy(),
-                     grow=True)
+    small_fff = place(
+        synthetic[: args.first_fit],
+        server_cluster(),
+        small_fff_policy,
+        fast_first_fit=True,
+        grow=True,
+    )
+    small_ff = place(
+        synthetic[: args.first_fit], server_cluster(), WorkloadCompactorPolicy(), grow=True
+    )
     print()
     print("| synthetic tenants | tenants | servers | seconds | LPs solved | screened | vs |")
     print("|---|---|---|---|---|---|---|")
-    print(f"| fast-first-fit | {args.tenants} | {big.servers_used} | {big.seconds:.1f} | "
-          f"{policy.lp_solves} | {policy.screened} | target {TARGET_SYNTHETIC_S:.0f} s: "
-          f"{big.seconds / TARGET_SYNTHETIC_S:.2f}× |")
-    print(f"| fast-first-fit | {args.first_fit} | {small_fff.servers_used} | "
-          f"{small_fff.seconds:.1f} | {small_fff_policy.lp_solves} | "
-          f"{small_fff_policy.screened} | first-fit {small_ff.seconds / small_fff.seconds:.1f}× "
-          f"slower |")
-    print(f"| first-fit | {args.first_fit} | {small_ff.servers_used} | {small_ff.seconds:.1f} | "
-          f"| | |")
+    print(
+        f"| fast-first-fit | {args.tenants} | {big.servers_used} | {big.seconds:.1f} | "
+        f"{policy.lp_solves} | {policy.screened} | target {TARGET_SYNTHETIC_S:.0f} s: "
+        f"{big.seconds / TARGET_SYNTHETIC_S:.2f}× |"
+    )
+    print(
+        f"| fast-first-fit | {args.first_fit} | {small_fff.servers_used} | "
+        f"{small_fff.seconds:.1f} | {small_fff_policy.lp_solves} | "
+        f"{small_fff_policy.screened} | first-fit {small_ff.seconds / small_fff.seconds:.1f}× "
+        f"slower |"
+    )
+    print(
+        f"| first-fit | {args.first_fit} | {small_ff.servers_used} | {small_ff.seconds:.1f} | | | |"
+    )
     print(f"\n(preparing {args.tenants} synthetic tenants, each checked alone: {prepare_s:.1f} s)")
 
 
