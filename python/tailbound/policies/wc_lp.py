@@ -278,19 +278,24 @@ def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float
 #: Weights ``w`` of the three queues in ``R_p >= Σ_q w_q Σ_{higher at q} r`` (each a convex
 #: combination, so implied by Eq. 5.7's three rate-bound rows).
 _WEIGHTS = np.array([[1 / 3, 1 / 3, 1 / 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+#: Multipliers of the capacity rows (Eq. 5.4), in units of ``SLO'_p``.
+_LAMBDAS = np.array([0.0, 0.5, 2.0])
 
 
 def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
     """A cheap proof that the server's LP has no solution (so it need not be solved).
 
-    For a level ``p`` and path ``π``, Eq. 5.7 and the rate-bound rows imply, for any weights
-    ``w_q >= 0`` summing to 1, ``Σ b + SLO'_p Σ_q w_q Σ_{higher at q} r <= SLO'_p``; with every
-    ``b_js >= f_js(r_js)`` (its convex r-b curve) the left side is at least
-    ``Σ_{j at p} min_r f_js(r) + Σ_{j higher} min_r (f_js(r) + SLO'_p w_q r)`` over
-    ``r <= 0.999`` — attained at a curve point. If that lower bound exceeds ``SLO'_p`` for some
-    level and path the LP is infeasible. Only the levels at or below the newcomer's priority are
-    checked (the newcomer does not enter the others' constraints). Never wrong, sometimes
-    inconclusive (returns ``False`` and the LP decides).
+    Weak duality on the constraints of one level ``p`` and path ``π``: Eq. 5.7 with the
+    rate-bound rows gives, for convex weights ``w`` over the path's three queues,
+    ``Σ_{j,s in} b_js + SLO'_p Σ_s w_s Σ_{j higher at s} r_js <= SLO'_p``; the capacity rows give
+    ``Σ_{j in at s} r_js <= A_s = 0.999 − Σ_{j lower at s} ρ_js`` (lower tenants run at least at
+    their mean rate ``ρ``). Adding ``λ SLO'_p`` times the capacity rows and using
+    ``b_js >= f_js(r_js)`` (the convex r-b curve), every feasible point has
+    ``Σ_{j,s in} min_r [f_js(r) + (SLO'_p w_s [j higher] + λ SLO'_p) r] − λ SLO'_p Σ_s A_s
+    <= SLO'_p``; the minima are at curve points with ``r <= 0.999``. If the left side exceeds
+    ``SLO'_p`` for some ``w``, ``λ`` (a small grid) the LP is infeasible. Only the levels at or
+    below the newcomer's priority are checked (the newcomer does not enter the others' rows).
+    Never wrong; sometimes inconclusive (then the LP decides).
     """
     n = len(tenants)
     slo = slos(tenants)
@@ -302,20 +307,24 @@ def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
     for j, (r, b) in enumerate(verts):
         rates[j, :, : r.shape[1]] = r
         buckets[j, :, : b.shape[1]] = b
-    bmin = buckets.min(axis=2)  # (n, 3)
+    means = rates[:, :, 0]
     for level in np.unique(slo[slo >= slo[newcomer]]):
         scaled = float(level) * SLO_SCALE
-        at = slo == level
-        higher = slo < level
-        # min_r f(r) + c r per tenant, stage and weight: (W, n, 3)
-        c = scaled * _WEIGHTS[:, None, :, None]  # (W, 1, 3, 1)
-        hmin = (buckets[None] + c * rates[None]).min(axis=3)
-        for device in np.unique(q[at, STORAGE_IDX] - 2):
+        higher = (slo < level)[:, None, None, None, None]
+        # cost of r per tenant, stage, weight, multiplier: (n, 3, W, L, 1)
+        c = scaled * (
+            _WEIGHTS.T[None, :, :, None, None] * higher + _LAMBDAS[None, None, None, :, None]
+        )
+        hmin = (buckets[:, :, None, None, :] + c * rates[:, :, None, None, :]).min(axis=4)
+        for device in np.unique(q[slo == level, STORAGE_IDX] - 2):
             path = np.array([0, 2 + device, 1])
             on = q == path[None, :]  # (n, 3): tenant j's stage s is on this path's queue
-            own = (bmin * (on & at[:, None])).sum()
-            above = (hmin * (on & higher[:, None])[None]).sum(axis=(1, 2))  # (W,)
-            if own + above.max() > scaled * (1 + 1e-9):
+            inside = on & (slo <= level)[:, None]
+            lower = on & (slo > level)[:, None]
+            avail = RATE_CAP * 3 - float((means * lower).sum())
+            total = (hmin * inside[:, :, None, None]).sum(axis=(0, 1))  # (W, L)
+            total = total - scaled * _LAMBDAS[None, :] * avail
+            if float(total.max()) > scaled * (1 + 1e-9):
                 return True
     return False
 
