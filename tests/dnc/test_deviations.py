@@ -57,7 +57,8 @@ def test_horizontal_deviation_is_the_smallest_shift(a: Curve, b: Curve) -> None:
     # identity: h = inf{d >= 0 : α(t) <= β(t + d) for all t}
     assume(a.tail < b.tail)
     h = horizontal_deviation(a, b, fast=False)
-    t = np.concatenate([np.linspace(1e-9, 5.0, 200001), np.linspace(5.0, 40.0, 4001)])
+    end = float(max(a.xs[-1], b.xs[-1])) + 10.0
+    t = np.concatenate([np.linspace(1e-9, 5.0, 200001), np.linspace(5.0, end, 4001), a.xs[1:]])
     assert np.all(a(t) <= b(t + h) + 1e-7)
     if h > 1e-3:
         assert np.any(a(t) > b(t + h - 1e-3) + 1e-12)
