@@ -65,3 +65,33 @@ def test_latency_bound_zero_shaper_delay_on_the_curve(wc62_subset: list[Workload
     bucket = np.array([[w.curves[s].buckets[-1] for s in STORAGE_PATH]])
     bound = latency_bounds([Placed(w)], rate, bucket)
     assert bound[0] == pytest.approx(bucket.sum())  # alone: Eq. 5.1 is its own bucket
+
+
+def test_latency_bounds_equal_the_dnc_tenant_latency(wc62_subset: list[Workload]) -> None:
+    from tailbound.dnc import StageLoad, StageShaping, tenant_latency, token_bucket_min
+
+    rng = np.random.default_rng(9)
+    tenants = [Placed(w, device=k % 2) for k, w in enumerate(wc62_subset[:5])]
+    rate = np.array(
+        [[t.workload.mean(s) * rng.uniform(1.0, 3.0) for s in STORAGE_PATH] for t in tenants]
+    )
+    bucket = rng.uniform(0.0, 0.01, (5, 3))
+    fast = latency_bounds(tenants, rate, bucket)
+    q, slo = queue_ids(tenants), slos(tenants)
+    for j, t in enumerate(tenants):
+        stages = []
+        for s, stage in enumerate(STORAGE_PATH):
+            same = q[:, s] == q[j, s]
+            c = t.workload.curves[stage]
+            stages.append(
+                StageShaping(
+                    StageLoad(
+                        float(bucket[same & (slo <= slo[j]), s].sum()),
+                        float(rate[same & (slo < slo[j]), s].sum()),
+                    ),
+                    token_bucket_min(c.rates, c.buckets),
+                    float(rate[j, s]),
+                    float(bucket[j, s]),
+                )
+            )
+        assert fast[j] == pytest.approx(tenant_latency(stages), rel=1e-9, abs=1e-12)

@@ -5,18 +5,21 @@
 - :mod:`tailbound.dnc.operators` — min, sum, min-plus convolution and deconvolution, horizontal
   and vertical deviation, static-priority leftover service, output bound.
 - :mod:`tailbound.dnc.bounds` — the static-priority delay bound (Eq. 5.1), its multi-stage sum
-  (Eq. 5.5) and relaxation (Eq. 5.6), a two-hop path, the delay in a token-bucket shaper.
+  (Eq. 5.5) and relaxation (Eq. 5.6), a two-hop path, the delay in a token-bucket shaper, a
+  tenant's total latency.
 """
 
 from tailbound.dnc.bounds import (
     Hop,
     StageLoad,
+    StageShaping,
     multi_stage_delay,
     rb_arrival_curve,
     relaxed_multi_stage_delay,
     shaper_delay,
     static_priority_delay,
     static_priority_delay_general,
+    tenant_latency,
     two_hop_delay,
 )
 from tailbound.dnc.curves import (
@@ -45,6 +48,7 @@ __all__ = [
     "Hop",
     "RateLatency",
     "StageLoad",
+    "StageShaping",
     "TokenBucket",
     "aggregate",
     "constant_rate",
@@ -63,6 +67,7 @@ __all__ = [
     "shaper_delay",
     "static_priority_delay",
     "static_priority_delay_general",
+    "tenant_latency",
     "token_bucket_min",
     "two_hop_delay",
     "vertical_deviation",

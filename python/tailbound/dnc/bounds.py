@@ -188,3 +188,30 @@ def _shaped_output(arrival: Curve, service: Curve, line: RateLatency) -> Curve:
 
 def _not_convex(service: Curve) -> Curve:
     raise ValueError(f"two_hop_delay needs convex leftover service curves, got {service!r}")
+
+
+@dataclass(frozen=True)
+class StageShaping:
+    """A workload at one stage: what its queue holds (:class:`StageLoad`), its arrival curve
+    (from its r-b curve) and the token bucket ``(rate, bucket)`` it is shaped by there."""
+
+    load: StageLoad
+    arrival: Curve
+    rate: float
+    bucket: float
+
+
+def tenant_latency(stages: Sequence[StageShaping]) -> float:
+    """A tenant's predicted worst-case latency (s): the DNC bound through its queues (Eq. 5.5)
+    plus the delay in its own token-bucket shaper at each stage (thesis §5.2.1; the
+    WorkloadCompactor system's ``calcFlowLatency``).
+
+    Examples
+    --------
+    >>> alpha = TokenBucket(0.1, 0.02)
+    >>> on_curve = StageShaping(StageLoad(0.03, 0.4), alpha, 0.1, 0.02)    # 50 ms queueing
+    >>> smoothed = StageShaping(StageLoad(0.0, 0.0), alpha, 0.2, 0.0)       # 100 ms shaping
+    >>> round(tenant_latency([on_curve, smoothed]), 12)
+    0.15
+    """
+    return float(sum(s.load.delay() + shaper_delay(s.arrival, s.rate, s.bucket) for s in stages))
