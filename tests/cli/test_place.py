@@ -117,3 +117,29 @@ def test_place_bad_events_name_the_line(
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and "line 3" in err and "not present" in err
+
+
+def test_place_from_half_a_trace_uses_the_safety_margin(tmp_path: Path, wc62_dir: Path) -> None:
+    tenants = write_tenants(tmp_path, wc62_dir, [2, 13])
+    out = tmp_path / "plan.json"
+    code = main(
+        [
+            "place",
+            "--tenants",
+            str(tenants),
+            "--cluster",
+            str(wc62_dir / "cluster.json"),
+            "--profile",
+            str(wc62_dir / "profile_ssd.json"),
+            "--half",
+            "first",
+            "--policy",
+            "knee",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    plan = Plan.load(out)
+    assert plan.safety_margin == 1.1 and plan.policy == "knee" and plan.meta["half"] == "first"
