@@ -103,9 +103,6 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     slo = slos(tenants)
     n_rb = 6 * n
 
-    def r_col(j: int | np.integer, s: int | np.integer) -> int:
-        return 6 * j + 2 * s
-
     blocks = [tenant_block(t.workload) for t in tenants]
     col_lower = np.concatenate([blk[0] for blk in blocks])
     col_upper = np.concatenate([blk[1] for blk in blocks])
@@ -119,30 +116,29 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     rows.lower = np.concatenate([blk[4] for blk in blocks]).tolist()
     rows.upper = [_INF] * len(r_cols)
     rows.nnz = 2 * len(r_cols)
+    # the rate column of every (tenant, stage): (n, 3)
+    rc = 6 * np.arange(n)[:, None] + 2 * np.arange(3)[None, :]
     # capacity of every queue (Eq. 5.4)
-    for queue in range(2 + devices):
-        members = np.argwhere(q == queue)
-        if len(members):
-            cols = np.array([r_col(j, s) for j, s in members])
-            rows.add(cols, np.ones(len(cols)), -_INF, RATE_CAP)
+    for queue in np.unique(q):
+        cols = rc[q == queue]
+        rows.add(cols, np.ones(len(cols)), -_INF, RATE_CAP)
     # Eq. 5.7 per priority level and path
     r_vars: list[tuple[float, int]] = []
+    devices_of = np.array([t.device for t in tenants])
     for level in np.unique(slo):
-        for device in sorted({t.device for t, s in zip(tenants, slo, strict=True) if s == level}):
+        for device in np.unique(devices_of[slo == level]).tolist():
             rv = n_rb + len(r_vars)
             r_vars.append((float(level), device))
-            path_queues = (0, 2 + device, 1)
-            b_cols: list[int] = []
-            for s, queue in zip((0, 1, 2), path_queues, strict=True):
-                at_q = q[:, s] == queue
-                higher = np.flatnonzero(at_q & (slo < level))
+            on = q == np.array([0, 2 + device, 1])[None, :]  # (n, 3) on this path's queues
+            for s in range(3):
+                higher = rc[on[:, s] & (slo < level), s]
                 if len(higher):
-                    cols = np.append([r_col(j, s) for j in higher], rv)
-                    rows.add(cols, np.append(np.ones(len(higher)), -1.0), -_INF, 0.0)
-                b_cols.extend(r_col(j, s) + 1 for j in np.flatnonzero(at_q & (slo <= level)))
+                    rows.add(
+                        np.append(higher, rv), np.append(np.ones(len(higher)), -1.0), -_INF, 0.0
+                    )
+            b_cols = (rc + 1)[on & (slo <= level)[:, None]]
             slo_p = float(level) * SLO_SCALE
-            cols = np.append(np.array(b_cols, dtype=np.int64), rv)
-            rows.add(cols, np.append(np.ones(len(b_cols)), slo_p), -_INF, slo_p)
+            rows.add(np.append(b_cols, rv), np.append(np.ones(len(b_cols)), slo_p), -_INF, slo_p)
     n_col = n_rb + len(r_vars)
     cost = np.zeros(n_col)
     cost[0:n_rb:2] = 1.0
