@@ -250,24 +250,23 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     return LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
 
 
+_K = 16  # points per stage in the screen's arrays (12 segments + the 0.999 point fit)
+
+
 @lru_cache(maxsize=65536)
 def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each stage's r-b curve points with ``r <= 0.999`` plus the point at ``r = 0.999``,
-    padded to one length: rates and buckets, shape ``(3, K)`` (padding: ``r = 0, b = inf``)."""
+    padded to a common length: rates and buckets, shape ``(3, K)`` (padding repeats the last
+    point, which changes no minimum)."""
     rs, bs = [], []
     for stage in STORAGE_PATH:
         c = workload.curves[stage]
         keep = c.rates < RATE_CAP
-        r = np.append(c.rates[keep], RATE_CAP)
-        b = np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP)))
-        rs.append(r)
-        bs.append(b)
-    k = max(len(r) for r in rs)
-    rates = np.zeros((3, k))
-    buckets = np.full((3, k), np.inf)
-    for s in range(3):
-        rates[s, : len(rs[s])] = rs[s]
-        buckets[s, : len(bs[s])] = bs[s]
+        rs.append(np.append(c.rates[keep], RATE_CAP))
+        bs.append(np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP))))
+    k = max(_K, *(len(r) for r in rs))
+    rates = np.array([np.pad(r, (0, k - len(r)), mode="edge") for r in rs])
+    buckets = np.array([np.pad(b, (0, k - len(b)), mode="edge") for b in bs])
     return rates, buckets
 
 
@@ -293,16 +292,20 @@ def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
     below the newcomer's priority are checked (the newcomer does not enter the others' rows).
     Never wrong; sometimes inconclusive (then the LP decides).
     """
-    n = len(tenants)
     slo = slos(tenants)
     q = queue_ids(tenants)
     verts = [_vertices(t.workload) for t in tenants]
-    k = max(v[0].shape[1] for v in verts)
-    rates = np.zeros((n, 3, k))
-    buckets = np.full((n, 3, k), np.inf)
-    for j, (r, b) in enumerate(verts):
-        rates[j, :, : r.shape[1]] = r
-        buckets[j, :, : b.shape[1]] = b
+    if len({v[0].shape[1] for v in verts}) > 1:  # a curve with more points than _K: pad all
+        k = max(v[0].shape[1] for v in verts)
+        verts = [
+            (
+                np.pad(r, ((0, 0), (0, k - r.shape[1])), mode="edge"),
+                np.pad(b, ((0, 0), (0, k - b.shape[1])), mode="edge"),
+            )
+            for r, b in verts
+        ]
+    rates = np.stack([v[0] for v in verts])
+    buckets = np.stack([v[1] for v in verts])
     means = rates[:, :, 0]
     for level in np.unique(slo[slo >= slo[newcomer]]):
         scaled = float(level) * SLO_SCALE
