@@ -69,7 +69,7 @@ def run(
                 [
                     "first-fit servers",
                     "first-fit seconds",
-                    "first-fit LPs",
+                    "first-fit tries",
                     "speed-up",
                     "extra servers (%)",
                 ],
