@@ -93,3 +93,9 @@ def test_plan_errors_name_the_field(mutate, field: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         Plan.load(path)
     assert info.value.field == field and str(path) in str(info.value)
+
+
+def test_plan_file_is_world_readable(tmp_path: Path) -> None:
+    plan = Plan("knee", 0, [])
+    plan.save(tmp_path / "p.json")
+    assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644

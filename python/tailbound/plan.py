@@ -130,6 +130,7 @@ class Plan:
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(text + "\n")
+            os.chmod(tmp, 0o644)  # mkstemp creates 0600; a plan is an ordinary file
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -149,6 +149,7 @@ def _write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -163,6 +164,7 @@ def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) ->
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
         writer.writerows(rows)
+    os.chmod(f.name, 0o644)
     os.replace(f.name, out / f"{name}.csv")
 
     def fmt(v: Any) -> str:
