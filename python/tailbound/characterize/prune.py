@@ -6,9 +6,15 @@ is still a feasible token bucket. The Rust core (``crates/tailbound-core/src/rb/
 chooses the subset that minimises the area added between the two curves, exactly by dynamic
 programming over the vertices (after greedy thinning when there are more than 1,500).
 WorkloadCompactor keeps at most 12 segments.
+
+Curves from rbGen are convex; a curve read from a file need not be. For those, any point that a
+kept chord would pass below is put back (and the check repeated), so the result is never below
+the input even then, at the price of more than ``k`` segments.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from tailbound.characterize.rbcurve import RbCurve
 
@@ -30,5 +36,11 @@ def prune(curve: RbCurve, k: int = WC_SEGMENTS) -> RbCurve:
 
     if k < 1:
         raise ValueError(f"prune needs at least one segment, got k={k}")
-    keep = _core.prune_rb_curve(curve.rates, curve.buckets, int(k))
+    keep = np.asarray(_core.prune_rb_curve(curve.rates, curve.buckets, int(k)), dtype=np.int64)
+    while True:
+        chords = np.interp(curve.rates, curve.rates[keep], curve.buckets[keep])
+        below = np.flatnonzero(chords < curve.buckets - 1e-12 * np.maximum(1.0, curve.buckets))
+        if below.size == 0:
+            break
+        keep = np.union1d(keep, below)
     return RbCurve(curve.rates[keep], curve.buckets[keep], curve.mean_rate, curve.stage, curve.name)

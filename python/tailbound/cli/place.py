@@ -1,0 +1,127 @@
+"""``tailbound place``: characterise tenants from their traces and place them with
+WorkloadCompactor or a baseline, writing a :class:`~tailbound.plan.Plan`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "place",
+        help="place tenants on servers with rate limits that meet their SLOs",
+        description=(
+            "Build each tenant's r-b curves from its trace, choose rate limits and placement "
+            "(WorkloadCompactor or a baseline) and write the plan as JSON."
+        ),
+    )
+    parser.add_argument("--tenants", required=True, type=Path, help="tenants.json")
+    parser.add_argument("--cluster", required=True, type=Path, help="cluster.json")
+    parser.add_argument("--profile", required=True, type=Path, help="SSD profile JSON")
+    parser.add_argument(
+        "--policy",
+        default="workloadcompactor",
+        help="workloadcompactor (default), effective-bandwidth, average-rate:K or knee",
+    )
+    parser.add_argument("--fast-first-fit", action="store_true", help="skip near-full servers")
+    parser.add_argument("--events", type=Path, help="arrivals/departures CSV (index,addClient)")
+    parser.add_argument(
+        "--half",
+        choices=("first", "second"),
+        help="characterise from one half of each trace (default safety margin then 1.1)",
+    )
+    parser.add_argument(
+        "--safety-margin", type=float, help="scale the r-b curves (default 1.0, 1.1 with --half)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("plan.json"), help="plan JSON to write")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from tailbound.errors import ConfigError
+    from tailbound.policies.inputs import load_cluster, load_events, load_tenants
+    from tailbound.policies.placement import place
+    from tailbound.policies.workload import characterize_all
+    from tailbound.policies.workloadcompactor import make_policy, to_plan
+    from tailbound.profiles import SsdProfile
+    from tailbound.traces.readers import read_trace
+
+    tenants = load_tenants(args.tenants)
+    cluster = load_cluster(args.cluster)
+    profile = SsdProfile.load(args.profile)
+    events = load_events(args.events, len(tenants)) if args.events else None
+    try:
+        policy = make_policy(args.policy)
+    except ValueError as e:
+        raise ConfigError(None, f"--policy: {e}") from None
+    margin = args.safety_margin if args.safety_margin is not None else (1.1 if args.half else 1.0)
+    if not margin > 0:
+        raise ConfigError(None, f"--safety-margin must be positive, got {margin}")
+
+    def read(config: Any) -> Any:
+        trace = read_trace(config.trace)
+        if args.half == "first":
+            return trace.first_half()
+        if args.half == "second":
+            return trace.second_half()
+        return trace
+
+    start = time.perf_counter()
+    with tqdm(
+        total=len(tenants), desc="r-b curves", unit="tenant", disable=args.quiet, file=sys.stderr
+    ) as bar:
+        workloads = characterize_all(
+            tenants,
+            read,
+            profile=profile,
+            link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+            safety_margin=margin,
+            progress=bar.update,
+        )
+    curves_s = time.perf_counter() - start
+    steps = len(events) if events is not None else len(workloads)
+    with tqdm(
+        total=steps, desc="placement", unit="event", disable=args.quiet, file=sys.stderr
+    ) as bar:
+        result = place(
+            workloads,
+            cluster,
+            policy,
+            fast_first_fit=args.fast_first_fit,
+            events=events,
+            progress=bar.update,
+        )
+    total_s = time.perf_counter() - start
+    plan = to_plan(
+        result,
+        cluster,
+        policy=args.policy,
+        safety_margin=margin,
+        meta={
+            "fast_first_fit": args.fast_first_fit,
+            "peak_servers": result.peak_servers,
+            "configure_calls": result.configure_calls,
+            "curves_s": round(curves_s, 3),
+            "placement_s": round(result.seconds, 3),
+            "half": args.half,
+        },
+    )
+    plan.save(args.out)
+    print(
+        f"{len(plan.tenants)} tenants on {plan.servers_used} servers "
+        f"(peak {result.peak_servers}) with {args.policy}"
+        f"{' + fast-first-fit' if args.fast_first_fit else ''}; "
+        f"{len(plan.rejected)} rejected"
+    )
+    print(
+        f"time: {total_s:.2f} s ({curves_s:.2f} s r-b curves, {result.seconds:.2f} s placement, "
+        f"{result.configure_calls} configurations tried); plan written to {args.out}"
+    )
+    return 0

@@ -1,0 +1,74 @@
+"""Deterministic network calculus (thesis §3.2.3, §5.2.1; Le Boudec & Thiran).
+
+- :mod:`tailbound.dnc.curves` — piecewise-linear curves: token buckets, their minimum (concave
+  arrival curves), rate-latency and convex service curves.
+- :mod:`tailbound.dnc.operators` — min, sum, min-plus convolution and deconvolution, horizontal
+  and vertical deviation, static-priority leftover service, output bound.
+- :mod:`tailbound.dnc.bounds` — the static-priority delay bound (Eq. 5.1), its multi-stage sum
+  (Eq. 5.5) and relaxation (Eq. 5.6), a two-hop path, the delay in a token-bucket shaper, a
+  tenant's total latency.
+"""
+
+from tailbound.dnc.bounds import (
+    Hop,
+    StageLoad,
+    StageShaping,
+    multi_stage_delay,
+    rb_arrival_curve,
+    relaxed_multi_stage_delay,
+    shaper_delay,
+    static_priority_delay,
+    static_priority_delay_general,
+    tenant_latency,
+    two_hop_delay,
+)
+from tailbound.dnc.curves import (
+    Curve,
+    RateLatency,
+    TokenBucket,
+    constant_rate,
+    convex_service,
+    token_bucket_min,
+)
+from tailbound.dnc.operators import (
+    aggregate,
+    convolution,
+    curve_max,
+    curve_min,
+    curve_sum,
+    deconvolution,
+    horizontal_deviation,
+    leftover,
+    output_bound,
+    vertical_deviation,
+)
+
+__all__ = [
+    "Curve",
+    "Hop",
+    "RateLatency",
+    "StageLoad",
+    "StageShaping",
+    "TokenBucket",
+    "aggregate",
+    "constant_rate",
+    "convex_service",
+    "convolution",
+    "curve_max",
+    "curve_min",
+    "curve_sum",
+    "deconvolution",
+    "horizontal_deviation",
+    "leftover",
+    "multi_stage_delay",
+    "output_bound",
+    "rb_arrival_curve",
+    "relaxed_multi_stage_delay",
+    "shaper_delay",
+    "static_priority_delay",
+    "static_priority_delay_general",
+    "tenant_latency",
+    "token_bucket_min",
+    "two_hop_delay",
+    "vertical_deviation",
+]

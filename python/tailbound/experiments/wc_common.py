@@ -1,0 +1,205 @@
+"""Shared pieces of the WorkloadCompactor experiments (``wc_*`` modules): the wc62 workloads
+(characterised once and cached as JSON), resampled synthetic workloads, running a policy, and
+writing a table (CSV and Markdown) and a plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailbound.characterize import RbCurve
+from tailbound.errors import ConfigError
+from tailbound.policies.inputs import ClusterConfig, ServerConfig, load_cluster, load_tenants
+from tailbound.policies.server import Placed, check
+from tailbound.policies.wc_lp import solve
+from tailbound.policies.workload import Workload, characterize_all
+from tailbound.profiles import SsdProfile
+from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.traces.readers import read_trace
+
+#: The SLOs of thesis Fig. 5.4 (seconds).
+FIG54_SLOS = (0.1, 0.15, 0.25, 0.5, 1.0)
+#: The policies compared in Fig. 5.4, WorkloadCompactor first.
+POLICIES = (
+    "workloadcompactor",
+    "effective-bandwidth",
+    "average-rate:1.5",
+    "average-rate:2",
+    "knee",
+)
+
+
+def find_wc62(explicit: Path | None = None) -> Path:
+    """The wc62 folder: ``explicit``, ``$TAILBOUND_DATA/wc62``, or ``shared/data/wc62`` beside
+    the working directory or the package, or any folder above them."""
+    if explicit is not None:
+        return explicit
+    if "TAILBOUND_DATA" in os.environ:
+        return Path(os.environ["TAILBOUND_DATA"]) / "wc62"
+    for start in (Path.cwd(), Path(__file__).resolve()):
+        for parent in [start, *start.parents]:
+            candidate = parent / "shared" / "data" / "wc62"
+            if candidate.is_dir():
+                return candidate
+    raise ConfigError(None, "cannot find shared/data/wc62: pass --data or set TAILBOUND_DATA")
+
+
+def server_cluster(devices: int = 1, servers: int = 1, bandwidth: float = 125e6) -> ClusterConfig:
+    """A cluster of identical servers (placement grows it as needed)."""
+    return ClusterConfig(
+        bandwidth,
+        tuple(
+            ServerConfig(f"server{i:03d}", tuple(f"ssd{d}" for d in range(devices)))
+            for i in range(servers)
+        ),
+    )
+
+
+def load_wc62(data: Path, cache: Path | None) -> tuple[list[Workload], ClusterConfig]:
+    """The 62 workloads with their SLOs from tenants.json, curves cached in ``cache``."""
+    configs = load_tenants(data / "tenants.json")
+    cluster = load_cluster(data / "cluster.json")
+    stamp = [[c.name, c.trace.stat().st_size] for c in configs]
+    if cache is not None and cache.is_file():
+        doc = json.loads(cache.read_text())
+        if doc.get("stamp") == stamp:
+            return [
+                Workload(
+                    c.name,
+                    c.slo_s,
+                    {
+                        Stage(s): RbCurve(np.array(v[0]), np.array(v[1]), v[2], Stage(s), c.name)
+                        for s, v in doc["curves"][c.name].items()
+                    },
+                )
+                for c in configs
+            ], cluster
+    workloads = characterize_all(
+        configs,
+        lambda c: read_trace(c.trace),
+        profile=SsdProfile.load(data / "profile_ssd.json"),
+        link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+    )
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        curves = {
+            w.name: {
+                str(s): [
+                    w.curves[s].rates.tolist(),
+                    w.curves[s].buckets.tolist(),
+                    w.curves[s].mean_rate,
+                ]
+                for s in STORAGE_PATH
+            }
+            for w in workloads
+        }
+        _write_atomic(cache, json.dumps({"stamp": stamp, "curves": curves}))
+    return workloads, cluster
+
+
+def fits_alone(workload: Workload) -> bool:
+    """Whether the workload meets its SLO on a server of its own (thesis §5.4.1: only such
+    workloads are used)."""
+    placed = [Placed(workload)]
+    sol = solve(placed)
+    return sol is not None and check(placed, sol.rate, sol.bucket, 1)
+
+
+def resample(
+    pool: Sequence[Workload],
+    count: int,
+    rng: np.random.Generator,
+    *,
+    slos: Sequence[float] | None = None,
+    scale: tuple[float, float] = (1.0, 1.0),
+) -> list[Workload]:
+    """``count`` synthetic workloads: each a random pool member, its curves scaled by a random
+    factor in ``scale`` (more or less work, same shape), with a random SLO from ``slos`` (or its
+    own), kept only if it meets that SLO alone."""
+    out: list[Workload] = []
+    attempts = 0
+    while len(out) < count:
+        attempts += 1
+        if attempts > 50 * count + 1000:
+            raise RuntimeError("too few resampled workloads meet their SLO alone")
+        base = pool[int(rng.integers(len(pool)))]
+        factor = float(rng.uniform(*scale))
+        slo = float(rng.choice(slos)) if slos is not None else base.slo_s
+        curves = (
+            {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
+        )
+        w = Workload(f"{base.name}#{len(out)}", slo, curves)
+        if fits_alone(w):
+            out.append(w)
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) -> str:
+    """Write ``rows`` as ``name.csv`` and ``name.md`` in ``out``; returns the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    columns = list(rows[0])
+    with tempfile.NamedTemporaryFile("w", dir=out, delete=False, suffix=".tmp", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.chmod(f.name, 0o644)
+    os.replace(f.name, out / f"{name}.csv")
+
+    def fmt(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in columns) + " |" for r in rows]
+    text = "\n".join(lines) + "\n"
+    _write_atomic(out / f"{name}.md", text)
+    return text
+
+
+def save_plot(fig: Any, path: Path) -> None:
+    """Save a matplotlib figure atomically."""
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    os.replace(tmp, path)
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """The options every ``wc_*`` experiment takes."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
+    p.add_argument("--data", type=Path, help="the wc62 folder (default: shared/data/wc62)")
+    p.add_argument("--cache", type=Path, help="curve cache JSON (default: OUT/wc62-curves.json)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def setup(args: argparse.Namespace) -> tuple[list[Workload], ClusterConfig]:
+    """Load the wc62 workloads for an experiment's arguments."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    data = find_wc62(args.data)
+    cache = args.cache or args.out / "wc62-curves.json"
+    print(f"wc62 curves from {data} (cache {cache})", file=sys.stderr)
+    return load_wc62(data, cache)

@@ -1,0 +1,87 @@
+"""Thesis Fig. 5.10 / §5.4.5: workloads arriving and departing.
+
+Replays the wc62 arrival/departure sequence (``events.csv``: 186 arrivals, 124 departures) with
+WorkloadCompactor and with each baseline, on the wc62 cluster's servers (grown if needed), and
+reports the peak and final number of servers in use, normalised to WorkloadCompactor. The
+WorkloadCompactor system ended this sequence with the 62 tenants on 11 servers. Workloads that a
+baseline cannot place even on an empty server are counted as rejected.
+
+Run: ``python -m tailbound.experiments.wc_departures --out DIR``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailbound.experiments.wc_common import (
+    POLICIES,
+    find_wc62,
+    parser,
+    save_plot,
+    server_cluster,
+    setup,
+    write_table,
+)
+from tailbound.policies.inputs import Event, load_events
+from tailbound.policies.placement import place
+from tailbound.policies.workload import Workload
+from tailbound.policies.workloadcompactor import make_policy
+
+
+def run(workloads: Sequence[Workload], events: Sequence[Event]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    wc_peak = wc_final = 1
+    for policy in POLICIES:
+        result = place(
+            workloads, server_cluster(servers=12), make_policy(policy), events=events, grow=True
+        )
+        if policy == "workloadcompactor":
+            wc_peak, wc_final = result.peak_servers, max(result.servers_used, 1)
+        rows.append(
+            {
+                "policy": policy,
+                "peak servers": result.peak_servers,
+                "final servers": result.servers_used,
+                "peak normalised": round(result.peak_servers / wc_peak, 3),
+                "final normalised": round(result.servers_used / wc_final, 3),
+                "tenants at the end": sum(len(s.tenants) for s in result.servers),
+                "rejected arrivals": len(result.rejected),
+                "seconds": round(result.seconds, 2),
+            }
+        )
+        print(rows[-1], file=sys.stderr)
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [float(r["peak normalised"]) for r in rows], 0.4, label="peak")
+    ax.bar(x + 0.2, [float(r["final normalised"]) for r in rows], 0.4, label="final")
+    ax.set_xticks(x, [str(r["policy"]) for r in rows], fontsize=8)
+    ax.set_ylabel("servers / WorkloadCompactor's")
+    ax.axhline(1.0, color="black", linewidth=0.5)
+    ax.legend()
+    ax.set_title("Arrivals and departures of wc62/events.csv (thesis Fig. 5.10)")
+    save_plot(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    workloads, _ = setup(args)
+    events = load_events(find_wc62(args.data) / "events.csv", len(workloads))
+    rows = run(workloads, events)
+    print(write_table(args.out, "wc_departures", rows, "Arrivals and departures (events.csv)"))
+    plot(rows, args.out / "wc_departures.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

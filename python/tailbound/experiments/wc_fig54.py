@@ -1,0 +1,121 @@
+"""Thesis Fig. 5.4 / paper Fig. 6: servers each rate-limit choice needs, normalised to
+WorkloadCompactor, in "same SLO" runs (100, 150, 250, 500, 1000 ms) and a "random SLO" run.
+
+Each run takes the wc62 workloads that meet the SLO on a server of their own under every policy
+(a baseline's fixed ``(r, b)`` can miss an SLO that WorkloadCompactor meets alone; such workloads
+would be rejected and make the counts incomparable, so they are left out, and the table says how
+many), in a random order (seed), and places them first-fit on as many servers as needed with
+WorkloadCompactor and with each baseline (effective bandwidth, 1.5× and 2× average rate, knee of
+the r-b curve).
+
+Run: ``python -m tailbound.experiments.wc_fig54 --out DIR [--count N]`` (writes
+``wc_fig54.csv``, ``.md``, ``.png``); ``--count`` draws N workloads with replacement from the
+eligible pool instead of using each once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailbound.experiments.wc_common import (
+    FIG54_SLOS,
+    POLICIES,
+    fits_alone,
+    parser,
+    save_plot,
+    server_cluster,
+    setup,
+    write_table,
+)
+from tailbound.policies.placement import place
+from tailbound.policies.server import Placed
+from tailbound.policies.workload import Workload
+from tailbound.policies.workloadcompactor import make_policy
+
+
+def fits_alone_everywhere(workload: Workload) -> bool:
+    """Meets its SLO alone under WorkloadCompactor and under every baseline."""
+    return fits_alone(workload) and all(
+        make_policy(p).configure([Placed(workload)], 1) is not None for p in POLICIES[1:]
+    )
+
+
+def run(
+    workloads: Sequence[Workload], seed: int, count: int | None = None
+) -> list[dict[str, object]]:
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, object]] = []
+    scenarios: list[tuple[str, list[Workload]]] = []
+    for slo in FIG54_SLOS:
+        pool = [w.with_slo(slo) for w in workloads]
+        scenarios.append((f"same SLO {slo * 1000:.0f} ms", pool))
+    scenarios.append(("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads]))
+    for label, candidates in scenarios:
+        alone_wc = [w for w in candidates if fits_alone(w)]
+        pool = [w for w in alone_wc if fits_alone_everywhere(w)]
+        if count is None or not pool:
+            chosen = [pool[i] for i in rng.permutation(len(pool))]
+        else:  # draw with replacement, as the paper's 62–85-workload runs from its traces
+            chosen = [
+                pool[int(i)].with_slo(pool[int(i)].slo_s, f"{pool[int(i)].name}#{k}")
+                for k, i in enumerate(rng.integers(len(pool), size=count))
+            ]
+        row: dict[str, object] = {
+            "scenario": label,
+            "workloads": len(chosen),
+            "left out (a baseline misses the SLO alone)": len(alone_wc) - len(pool),
+        }
+        wc_servers = 0
+        for policy in POLICIES:
+            start = time.perf_counter()
+            result = place(chosen, server_cluster(), make_policy(policy), grow=True)
+            if policy == "workloadcompactor":
+                wc_servers = result.servers_used
+            row[f"{policy} servers"] = result.servers_used
+            row[f"{policy} normalised"] = round(result.servers_used / max(wc_servers, 1), 3)
+            row[f"{policy} rejected"] = len(result.rejected)
+            print(
+                f"{label}: {policy} {result.servers_used} servers, {len(result.rejected)} "
+                f"rejected, {time.perf_counter() - start:.1f} s",
+                file=sys.stderr,
+            )
+        rows.append(row)
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.16
+    x = np.arange(len(rows))
+    for k, policy in enumerate(POLICIES):
+        values = [float(r[f"{policy} normalised"]) for r in rows]
+        ax.bar(x + (k - 2) * width, values, width, label=policy)
+    ax.set_xticks(x, [f"{r['scenario']}\n({r['workloads']} workloads)" for r in rows], fontsize=8)
+    ax.set_ylabel("servers / WorkloadCompactor's")
+    ax.axhline(1.0, color="black", linewidth=0.5)
+    ax.legend(fontsize=8)
+    ax.set_title("Servers needed, normalised to WorkloadCompactor (thesis Fig. 5.4)")
+    save_plot(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--count", type=int, help="draw this many workloads (with replacement)")
+    args = p.parse_args(argv)
+    workloads, _ = setup(args)
+    rows = run(workloads, args.seed, args.count)
+    print(write_table(args.out, "wc_fig54", rows, "Fig. 5.4: servers per policy"))
+    plot(rows, args.out / "wc_fig54.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Thesis Fig. 5.11 / §5.4.6: 1–4 SSDs per server sharing one network link.
+
+Resampled wc62 workloads with random SLOs (as in :mod:`~tailbound.experiments.wc_fff`) are
+placed by WorkloadCompactor (fast-first-fit) on servers with 1, 2, 3 and 4 SSDs. With one SSD
+storage is the bottleneck; with more, the shared link becomes it, so the servers used plateau and
+SSDs go unused.
+
+Run: ``python -m tailbound.experiments.wc_ssds --out DIR [--workloads 500]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailbound.experiments.wc_common import (
+    FIG54_SLOS,
+    parser,
+    resample,
+    save_plot,
+    server_cluster,
+    setup,
+    write_table,
+)
+from tailbound.policies.placement import place
+from tailbound.policies.workload import Workload
+from tailbound.policies.workloadcompactor import make_policy
+
+
+def run(workloads: Sequence[Workload], count: int, seed: int) -> list[dict[str, object]]:
+    rng = np.random.default_rng(seed)
+    chosen = resample(workloads, count, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
+    rows: list[dict[str, object]] = []
+    for devices in (1, 2, 3, 4):
+        result = place(
+            chosen,
+            server_cluster(devices=devices),
+            make_policy("workloadcompactor"),
+            fast_first_fit=True,
+            grow=True,
+        )
+        used = [s for s in result.servers if s.tenants]
+        ssds = sum(len({t.device for t in s.tenants}) for s in used)
+        link = np.mean([max(s.rate[:, 0].sum(), s.rate[:, 2].sum()) for s in used])
+        storage = np.mean([s.rate[:, 1].sum() / len({t.device for t in s.tenants}) for s in used])
+        rows.append(
+            {
+                "SSDs per server": devices,
+                "workloads": count,
+                "servers": len(used),
+                "SSDs used": ssds,
+                "mean link rate sum": round(float(link), 3),
+                "mean SSD rate sum": round(float(storage), 3),
+                "seconds": round(result.seconds, 1),
+            }
+        )
+        print(rows[-1], file=sys.stderr)
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    x = [r["SSDs per server"] for r in rows]
+    ax.plot(x, [r["servers"] for r in rows], "o-", label="servers")
+    ax.plot(x, [r["SSDs used"] for r in rows], "s-", label="SSDs used")
+    ax.set_xlabel("SSDs per server")
+    ax.set_xticks(x)
+    ax.set_ylabel("count")
+    ax.legend()
+    ax.set_title("Several SSDs per server (thesis Fig. 5.11)")
+    save_plot(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--workloads", type=int, default=500)
+    args = p.parse_args(argv)
+    workloads, _ = setup(args)
+    rows = run(workloads, args.workloads, args.seed)
+    print(write_table(args.out, "wc_ssds", rows, "SSDs per server"))
+    plot(rows, args.out / "wc_ssds.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""wcPlacer: first-fit and fast-first-fit placement, arrivals and departures (thesis §5.2.3).
+
+Servers are tried in order, and on each server its devices in order (a server with several
+devices shares one link, Fig. 5.11). A policy decides whether the newcomer fits on a server and
+returns the rate limits of every tenant there:
+
+- :class:`WorkloadCompactorPolicy` re-solves the server's LP (:mod:`tailbound.policies.wc_lp`),
+  re-optimising every co-located tenant's ``(r, b)``, and checks the result with the exact
+  bound (wcLatencyChecker);
+- :class:`FixedPolicy` gives each tenant the fixed ``(r, b)`` of a baseline and checks.
+
+Fast-first-fit skips, without solving anything, a (server, device) where the configured rates of
+a queue plus the newcomer's mean rate would exceed the queue's capacity (0.999, Eq. 5.4). On a
+departure the policy re-configures the server the tenant left.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.policies import wc_lp
+from tailbound.policies.baselines import Baseline, Limits
+from tailbound.policies.inputs import ClusterConfig, Event, ServerConfig
+from tailbound.policies.server import RATE_CAP, Placed, check, latency_bounds
+from tailbound.policies.workload import Workload
+from tailbound.stages import STORAGE_PATH
+
+
+class Policy(Protocol):
+    """Configures the tenants of one server, or says they do not fit together."""
+
+    @property
+    def name(self) -> str:
+        """The policy's name as the ``place`` command spells it."""
+        ...
+
+    def configure(
+        self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
+    ) -> Limits | None:
+        """Rate limits ``(rate, bucket)``, each ``(n, 3)``, for ``tenants`` or ``None``;
+        ``newcomer`` is the index of the tenant just added, if any."""
+        ...
+
+
+@dataclass
+class WorkloadCompactorPolicy:
+    """Joint rate limits from the server's LP, then the exact latency check.
+
+    Before solving, :func:`~tailbound.policies.wc_lp.certainly_infeasible` looks for a cheap
+    proof that the LP has no solution (exact: it never skips a feasible LP, so placements are
+    the same with or without it; ``screen=False`` turns it off).
+    """
+
+    name: str = "workloadcompactor"
+    screen: bool = True
+    lp_solves: int = 0
+    screened: int = 0
+
+    def configure(
+        self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
+    ) -> Limits | None:
+        if self.screen and newcomer is not None and wc_lp.certainly_infeasible(tenants, newcomer):
+            self.screened += 1
+            return None
+        self.lp_solves += 1
+        solution = wc_lp.solve(tenants, devices)
+        if solution is None or not check(tenants, solution.rate, solution.bucket, devices):
+            return None
+        return solution.rate, solution.bucket
+
+
+@dataclass
+class FixedPolicy:
+    """Each tenant keeps the ``(r, b)`` its baseline chose alone (cached per workload)."""
+
+    baseline: Baseline
+    _cache: dict[int, Limits | None] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.baseline.name
+
+    def limits(self, workload: Workload) -> Limits | None:
+        key = id(workload)
+        if key not in self._cache:
+            self._cache[key] = self.baseline.choose(workload)
+        return self._cache[key]
+
+    def configure(
+        self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
+    ) -> Limits | None:
+        chosen = [self.limits(t.workload) for t in tenants]
+        if any(c is None for c in chosen):
+            return None
+        rate = np.array([c[0] for c in chosen if c is not None])
+        bucket = np.array([c[1] for c in chosen if c is not None])
+        if not check(tenants, rate, bucket, devices):
+            return None
+        return rate, bucket
+
+
+@dataclass
+class Server:
+    """A server's tenants and their current limits."""
+
+    config: ServerConfig
+    tenants: list[Placed] = field(default_factory=list)
+    rate: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 3)))
+    bucket: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 3)))
+
+    @property
+    def devices(self) -> int:
+        return len(self.config.devices)
+
+    def bounds(self) -> NDArray[np.float64]:
+        """Each tenant's predicted latency bound (s)."""
+        return latency_bounds(self.tenants, self.rate, self.bucket)
+
+
+@dataclass
+class PlacementResult:
+    """Where every tenant went: the servers (in cluster order), who could not be placed, the
+    peak number of servers in use, and how much work it took."""
+
+    servers: list[Server]
+    rejected: list[str]
+    peak_servers: int
+    configure_calls: int
+    seconds: float
+
+    @property
+    def servers_used(self) -> int:
+        """Servers with at least one tenant now."""
+        return sum(1 for s in self.servers if s.tenants)
+
+    def placed(self) -> dict[str, tuple[int, Placed, int]]:
+        """Tenant name → (server index, placement, row in the server's limits)."""
+        return {
+            p.workload.name: (i, p, row)
+            for i, s in enumerate(self.servers)
+            for row, p in enumerate(s.tenants)
+        }
+
+
+class Placer:
+    """Places workloads one by one onto a cluster with a policy.
+
+    ``grow=True`` adds servers like the last one when all are full (scalability experiments);
+    otherwise a workload that fits nowhere is rejected.
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        policy: Policy,
+        *,
+        fast_first_fit: bool = False,
+        grow: bool = False,
+    ) -> None:
+        self.cluster = cluster
+        self.policy = policy
+        self.fast_first_fit = fast_first_fit
+        self.grow = grow
+        self.servers = [Server(c) for c in cluster.servers]
+        self.max_devices = max(len(c.devices) for c in cluster.servers)
+        # configured rate sums per server: [net_in, net_out, storage_0..]; NaN for absent devices
+        self.sums = np.full((len(self.servers), 2 + self.max_devices), np.nan)
+        for i, s in enumerate(self.servers):
+            self.sums[i, : 2 + s.devices] = 0.0
+        self.where: dict[str, int] = {}
+        self.rejected: list[str] = []
+        self.peak = 0
+        self.calls = 0
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _add_server(self) -> None:
+        template = self.cluster.servers[-1]
+        config = ServerConfig(f"server{len(self.servers):03d}", template.devices)
+        self.servers.append(Server(config))
+        row = np.full((1, self.sums.shape[1]), np.nan)
+        row[0, : 2 + len(template.devices)] = 0.0
+        self.sums = np.vstack([self.sums, row])
+
+    def _update(self, i: int) -> None:
+        s = self.servers[i]
+        sums = np.zeros(2 + s.devices)
+        if s.tenants:
+            devices = np.array([t.device for t in s.tenants])
+            sums[0] = s.rate[:, 0].sum()
+            sums[1] = s.rate[:, 2].sum()
+            np.add.at(sums, 2 + devices, s.rate[:, 1])
+        self.sums[i, : 2 + s.devices] = sums
+        self.peak = max(self.peak, sum(1 for x in self.servers if x.tenants))
+
+    def _candidates(self, workload: Workload) -> list[tuple[int, int]]:
+        """(server, device) pairs in first-fit order, filtered by fast-first-fit."""
+        n, d = len(self.servers), self.max_devices
+        if not self.fast_first_fit:
+            return [(i, k) for i in range(n) for k in range(self.servers[i].devices)]
+        mean = np.array([workload.mean(s) for s in STORAGE_PATH])
+        ok_net = (self.sums[:, 0] + mean[0] <= RATE_CAP) & (self.sums[:, 1] + mean[2] <= RATE_CAP)
+        ok = ok_net[:, None] & (self.sums[:, 2:] + mean[1] <= RATE_CAP)  # NaN compares False
+        servers, devices = np.nonzero(ok.reshape(n, d))
+        return list(zip(servers.tolist(), devices.tolist(), strict=True))
+
+    # ------------------------------------------------------------------ events
+    def add(self, workload: Workload) -> int | None:
+        """Place ``workload`` on the first (server, device) where it fits; its server index."""
+        if workload.name in self.where:
+            raise ValueError(f"tenant {workload.name!r} is already placed")
+        while True:
+            for i, device in self._candidates(workload):
+                server = self.servers[i]
+                tenants = [*server.tenants, Placed(workload, device)]
+                self.calls += 1
+                limits = self.policy.configure(tenants, server.devices, len(tenants) - 1)
+                if limits is not None:
+                    server.tenants = tenants
+                    server.rate, server.bucket = limits
+                    self.where[workload.name] = i
+                    self._update(i)
+                    return i
+            if not self.grow or (self.servers and not self.servers[-1].tenants):
+                # an empty server did not take it: it fits nowhere
+                self.rejected.append(workload.name)
+                return None
+            self._add_server()
+
+    def remove(self, name: str) -> None:
+        """Remove a tenant and re-configure the server it left."""
+        i = self.where.pop(name)
+        server = self.servers[i]
+        keep = [k for k, t in enumerate(server.tenants) if t.workload.name != name]
+        server.tenants = [server.tenants[k] for k in keep]
+        server.rate, server.bucket = server.rate[keep], server.bucket[keep]
+        if server.tenants:
+            self.calls += 1
+            limits = self.policy.configure(server.tenants, server.devices)
+            if limits is not None:  # fewer tenants always fit; keep the old limits otherwise
+                server.rate, server.bucket = limits
+        self._update(i)
+
+    def result(self, seconds: float) -> PlacementResult:
+        return PlacementResult(self.servers, self.rejected, self.peak, self.calls, seconds)
+
+
+def place(
+    workloads: Sequence[Workload],
+    cluster: ClusterConfig,
+    policy: Policy,
+    *,
+    fast_first_fit: bool = False,
+    events: Sequence[Event] | None = None,
+    grow: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> PlacementResult:
+    """Place ``workloads`` in order (or replay ``events``, whose indices refer to
+    ``workloads``); ``progress(1)`` after each event."""
+    start = time.perf_counter()
+    placer = Placer(cluster, policy, fast_first_fit=fast_first_fit, grow=grow)
+    steps = events if events is not None else [Event(i, "add") for i in range(len(workloads))]
+    for event in steps:
+        w = workloads[event.tenant]
+        if event.kind == "add":
+            placer.add(w)
+        elif w.name in placer.where:
+            placer.remove(w.name)
+        if progress is not None:
+            progress(1)
+    return placer.result(time.perf_counter() - start)

@@ -1,0 +1,131 @@
+"""The tenants of one storage server and the queues they share (thesis §5.2, Fig. 5.11).
+
+A server has one network link (queues ``net_in`` and ``net_out``, shared by every tenant on the
+server) and one storage queue per device. A tenant's path is ``net_in → storage[d] → net_out``.
+Queue capacities are 1 (rates are utilisations of the queue).
+
+:func:`latency_bounds` is the wcLatencyChecker (thesis §5.2.1): a tenant's bound is the sum over
+its three queues of Eq. 5.1 (Eq. 5.5) plus the delay in its own token-bucket shaper at each stage
+(zero when its ``(r, b)`` lies on or above its r-b curve).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.characterize import RbCurve
+from tailbound.dnc.curves import token_bucket_min
+from tailbound.policies.workload import Workload
+from tailbound.stages import STORAGE_PATH
+
+#: The reference system's guard against rounding: SLOs ×0.999 inside the LP, rates ≤ 0.999.
+SLO_SCALE = 0.999
+RATE_CAP = 0.999
+
+NET_IN, STORAGE, NET_OUT = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)
+class Placed:
+    """A workload on a device (index into the server's devices)."""
+
+    workload: Workload
+    device: int = 0
+
+
+def queue_ids(tenants: Sequence[Placed]) -> NDArray[np.int64]:
+    """Queue of each tenant at each stage, shape ``(n, 3)``: ``net_in`` is 0, ``net_out`` 1,
+    device ``d``'s storage queue ``2 + d``."""
+    q = np.empty((len(tenants), 3), dtype=np.int64)
+    q[:, NET_IN] = 0
+    q[:, NET_OUT] = 1
+    q[:, STORAGE] = [2 + t.device for t in tenants]
+    return q
+
+
+def slos(tenants: Sequence[Placed]) -> NDArray[np.float64]:
+    """SLO of each tenant in seconds."""
+    return np.array([t.workload.slo_s for t in tenants], dtype=np.float64)
+
+
+@lru_cache(maxsize=65536)
+def arrival_points(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Breakpoints ``(xs, ys)`` and tail rate of the arrival curve ``min_i (r_i t + b_i)`` of an
+    r-b curve (cached per curve object)."""
+    alpha = token_bucket_min(curve.rates, curve.buckets)
+    return alpha.xs, alpha.ys, alpha.tail
+
+
+def shaper_delays(
+    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Delay of each tenant in its own token-bucket shaper at each stage, shape ``(n, 3)``:
+    ``h(α, r t + b) = max_i ((α(x_i) − b)/r − x_i)+`` over the breakpoints of the concave
+    arrival curve ``α`` (infinite if ``r`` is below the mean rate). Equals
+    :func:`tailbound.dnc.shaper_delay` (the general operator), tested."""
+    out = np.zeros((len(tenants), 3))
+    for j, t in enumerate(tenants):
+        for s, stage in enumerate(STORAGE_PATH):
+            xs, ys, tail = arrival_points(t.workload.curves[stage])
+            r, b = rate[j, s], bucket[j, s]
+            if tail > r * (1 + 1e-12) + 1e-15:
+                out[j, s] = np.inf
+            elif r <= 0:
+                out[j, s] = 0.0 if ys[-1] <= b else np.inf
+            else:
+                out[j, s] = max(0.0, float(np.max((ys - b) / r - xs)))
+    return out
+
+
+def queue_delays(
+    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Eq. 5.1 for each tenant at each of its queues, shape ``(n, 3)``:
+    ``Σ_{k same queue, SLO_k <= SLO_j} b_k / (1 − Σ_{k same queue, SLO_k < SLO_j} r_k)``."""
+    q = queue_ids(tenants)
+    slo = slos(tenants)
+    at_or_above = slo[None, :] <= slo[:, None]  # [j, k]: k's priority >= j's
+    above = slo[None, :] < slo[:, None]
+    out = np.empty((len(tenants), 3))
+    for s in range(3):
+        same = q[:, s][:, None] == q[:, s][None, :]
+        b_sum = (same & at_or_above) @ bucket[:, s]
+        r_sum = (same & above) @ rate[:, s]
+        with np.errstate(divide="ignore"):
+            out[:, s] = np.where(r_sum < 1.0, b_sum / np.maximum(1.0 - r_sum, 1e-300), np.inf)
+    return out
+
+
+def latency_bounds(
+    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each tenant's predicted worst-case latency (s): Eq. 5.5 plus its shaper delays."""
+    if not tenants:
+        return np.zeros(0)
+    return (queue_delays(tenants, rate, bucket) + shaper_delays(tenants, rate, bucket)).sum(axis=1)
+
+
+def queue_rate_sums(
+    tenants: Sequence[Placed], rate: NDArray[np.float64], devices: int
+) -> NDArray[np.float64]:
+    """Sum of configured rates per queue: ``[net_in, net_out, storage_0, ...]``."""
+    sums = np.zeros(2 + devices)
+    if tenants:
+        q = queue_ids(tenants)
+        for s in range(3):
+            np.add.at(sums, q[:, s], rate[:, s])
+    return sums
+
+
+def check(
+    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64], devices: int
+) -> bool:
+    """The wcLatencyChecker: every queue within capacity (Eq. 5.4) and every bound <= SLO."""
+    if np.any(queue_rate_sums(tenants, rate, devices) > RATE_CAP + 1e-9):
+        return False
+    return bool(np.all(latency_bounds(tenants, rate, bucket) <= slos(tenants) * (1 + 1e-9)))

@@ -1,0 +1,331 @@
+"""wcOptimizer: the per-server linear program that chooses every tenant's ``(r, b)`` at every
+stage jointly (thesis §5.2.2; paper §2.3.1), solved with HiGHS.
+
+Variables, for tenant ``j`` at stage ``s`` (``net_in``, ``storage``, ``net_out``): ``r_js``
+(utilisation) and ``b_js`` (seconds of work); for each priority level ``p`` and each path ``π``
+(one per device) that carries a tenant of level ``p``: ``R_pπ``. Constraints:
+
+- r-b curve: for each segment ``k`` of ``j``'s (convex) curve at ``s``, with points
+  ``(ρ_k, β_k)`` and slope ``σ_k < 0``: ``b_js − σ_k r_js >= β_k − σ_k ρ_k``; and
+  ``r_js >= ρ_0`` (the mean rate), ``b_js >= β_last``.
+- capacity (Eq. 5.4): ``Σ_{j at queue q} r_jq <= 0.999`` for every queue.
+- the rate bound of level ``p`` on path ``π``: ``Σ_{j at q, SLO_j < SLO_p} r_jq <= R_pπ`` for
+  each queue ``q`` of ``π``.
+- the relaxed multi-stage SLO (Eq. 5.7): ``Σ_{q in π} Σ_{j at q, SLO_j <= SLO_p} b_jq
+  + SLO'_p R_pπ <= SLO'_p`` with ``SLO' = 0.999 SLO``.
+- bounds ``0 <= r <= 0.999``, ``0 <= b <= SLO'_j``, ``0 <= R <= 0.999``.
+
+Objective: minimise ``Σ r`` (the thesis: "the specific choice of objective function is not
+critical"). Infeasible means the tenants cannot share the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import highspy
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.characterize import RbCurve
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids, slos
+from tailbound.policies.workload import Workload
+from tailbound.stages import STORAGE_PATH
+
+_INF = highspy.kHighsInf
+
+
+@dataclass(frozen=True)
+class LpSolution:
+    """Rates and buckets chosen for each tenant and stage, shape ``(n, 3)``, and the ``R_p``."""
+
+    rate: NDArray[np.float64]
+    bucket: NDArray[np.float64]
+    rate_bounds: dict[tuple[float, int], float]
+    objective: float
+
+
+@lru_cache(maxsize=65536)
+def segment_rows(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(−σ_k, β_k − σ_k ρ_k)`` per segment: the rows ``b − σ_k r >= rhs_k`` (cached)."""
+    r, b = curve.rates, curve.buckets
+    if len(r) < 2:
+        return np.zeros(0), np.zeros(0)
+    slope = np.diff(b) / np.diff(r)
+    return -slope, b[:-1] - slope * r[:-1]
+
+
+@lru_cache(maxsize=65536)
+def tenant_block(workload: Workload) -> tuple[NDArray[np.float64], ...]:
+    """A tenant's part of the LP, cached: column bounds of its six columns
+    ``(r_in, b_in, r_st, b_st, r_out, b_out)`` and its r-b curve rows (local rate column,
+    coefficient of ``r``, right-hand side)."""
+    lower, upper = np.zeros(6), np.zeros(6)
+    cols, coefs, rhss = [], [], []
+    for s, stage in enumerate(STORAGE_PATH):
+        curve = workload.curves[stage]
+        lower[2 * s], upper[2 * s] = curve.rates[0], RATE_CAP
+        lower[2 * s + 1], upper[2 * s + 1] = curve.buckets[-1], workload.slo_s * SLO_SCALE
+        coef, rhs = segment_rows(curve)
+        cols.append(np.full(len(coef), 2 * s, dtype=np.int64))
+        coefs.append(coef)
+        rhss.append(rhs)
+    return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
+
+
+class _Rows:
+    """Row-wise sparse constraint matrix under construction."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.index: list[NDArray[np.int64]] = []
+        self.value: list[NDArray[np.float64]] = []
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.nnz = 0
+
+    def add(self, cols: NDArray[np.int64], vals: NDArray[np.float64], lo: float, hi: float) -> None:
+        self.starts.append(self.nnz)
+        self.index.append(np.asarray(cols, dtype=np.int32))
+        self.value.append(np.asarray(vals, dtype=np.float64))
+        self.lower.append(lo)
+        self.upper.append(hi)
+        self.nnz += len(cols)
+
+
+def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tuple[float, int]]]:
+    """The LP of the tenants on one server (see the module docstring), and the ``(SLO, device)``
+    of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns."""
+    n = len(tenants)
+    q = queue_ids(tenants)
+    slo = slos(tenants)
+    n_rb = 6 * n
+
+    blocks = [tenant_block(t.workload) for t in tenants]
+    col_lower = np.concatenate([blk[0] for blk in blocks])
+    col_upper = np.concatenate([blk[1] for blk in blocks])
+    # r-b curve rows, two non-zeros each: coef·r + 1·b >= rhs
+    r_cols = np.concatenate([blk[2] + 6 * j for j, blk in enumerate(blocks)])
+    rows = _Rows()
+    rows.starts = (2 * np.arange(len(r_cols))).tolist()
+    rows.index = [np.column_stack([r_cols, r_cols + 1]).reshape(-1).astype(np.int32)]
+    coef = np.concatenate([blk[3] for blk in blocks])
+    rows.value = [np.column_stack([coef, np.ones(len(r_cols))]).reshape(-1)]
+    rows.lower = np.concatenate([blk[4] for blk in blocks]).tolist()
+    rows.upper = [_INF] * len(r_cols)
+    rows.nnz = 2 * len(r_cols)
+    # the rate column of every (tenant, stage): (n, 3)
+    rc = 6 * np.arange(n)[:, None] + 2 * np.arange(3)[None, :]
+    # capacity of every queue (Eq. 5.4)
+    for queue in np.unique(q):
+        cols = rc[q == queue]
+        rows.add(cols, np.ones(len(cols)), -_INF, RATE_CAP)
+    # Eq. 5.7 per priority level and path
+    r_vars: list[tuple[float, int]] = []
+    devices_of = np.array([t.device for t in tenants])
+    for level in np.unique(slo):
+        for device in np.unique(devices_of[slo == level]).tolist():
+            rv = n_rb + len(r_vars)
+            r_vars.append((float(level), device))
+            on = q == np.array([0, 2 + device, 1])[None, :]  # (n, 3) on this path's queues
+            for s in range(3):
+                higher = rc[on[:, s] & (slo < level), s]
+                if len(higher):
+                    rows.add(
+                        np.append(higher, rv), np.append(np.ones(len(higher)), -1.0), -_INF, 0.0
+                    )
+            b_cols = (rc + 1)[on & (slo <= level)[:, None]]
+            slo_p = float(level) * SLO_SCALE
+            rows.add(np.append(b_cols, rv), np.append(np.ones(len(b_cols)), slo_p), -_INF, slo_p)
+    n_col = n_rb + len(r_vars)
+    cost = np.zeros(n_col)
+    cost[0:n_rb:2] = 1.0
+    return LpArrays(
+        cost=cost,
+        col_lower=np.append(col_lower, np.zeros(len(r_vars))),
+        col_upper=np.append(col_upper, np.full(len(r_vars), RATE_CAP)),
+        row_lower=np.array(rows.lower),
+        row_upper=np.array(rows.upper),
+        start=np.array([*rows.starts, rows.nnz], dtype=np.int32),
+        index=np.concatenate(rows.index).astype(np.int32),
+        value=np.concatenate(rows.value),
+    ), r_vars
+
+
+@dataclass(frozen=True)
+class LpArrays:
+    """An LP ``min cost·x, row_lower <= A x <= row_upper, col_lower <= x <= col_upper`` with
+    ``A`` row-wise sparse (``start``, ``index``, ``value``)."""
+
+    cost: NDArray[np.float64]
+    col_lower: NDArray[np.float64]
+    col_upper: NDArray[np.float64]
+    row_lower: NDArray[np.float64]
+    row_upper: NDArray[np.float64]
+    start: NDArray[np.int32]
+    index: NDArray[np.int32]
+    value: NDArray[np.float64]
+
+    def dense(self) -> NDArray[np.float64]:
+        """``A`` as a dense matrix (for tests)."""
+        a = np.zeros((len(self.row_lower), len(self.cost)))
+        for i in range(len(self.row_lower)):
+            lo, hi = self.start[i], self.start[i + 1]
+            a[i, self.index[lo:hi]] = self.value[lo:hi]
+        return a
+
+    def pass_to(self, h: highspy.Highs) -> None:
+        """Hand the LP to a HiGHS instance (numpy arrays passed as they are)."""
+        h.passModel(
+            len(self.cost),
+            len(self.row_lower),
+            len(self.value),
+            int(highspy.MatrixFormat.kRowwise),
+            int(highspy.ObjSense.kMinimize),
+            0.0,
+            self.cost,
+            self.col_lower,
+            self.col_upper,
+            self.row_lower,
+            self.row_upper,
+            self.start,
+            self.index,
+            self.value,
+            np.zeros(len(self.cost), dtype=np.int32),  # all continuous
+        )
+
+
+_solver: highspy.Highs | None = None
+
+
+def _highs() -> highspy.Highs:
+    global _solver
+    if _solver is None:
+        _solver = highspy.Highs()
+        _solver.setOptionValue("output_flag", False)
+        # the LPs are small (a few hundred rows): presolve costs more than it saves
+        _solver.setOptionValue("presolve", "off")
+    return _solver
+
+
+def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
+    """Solve the server's LP; ``None`` when infeasible (the tenants do not fit together).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tailbound.characterize import RbCurve
+    >>> from tailbound.policies.workload import Workload
+    >>> from tailbound.stages import STORAGE_PATH
+    >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
+    >>> w = Workload("w", 1.0, {s: c for s in STORAGE_PATH})
+    >>> sol = solve([Placed(w), Placed(w.with_slo(1.0, "v"))])
+    >>> sol.rate.round(3).tolist()  # a loose SLO: both stay at their mean rate
+    [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1]]
+    >>> tight = [Placed(w.with_slo(0.1, name)) for name in "abc"]
+    >>> solve(tight[:2]).rate.round(3).tolist()  # 100 ms: rates rise so buckets shrink
+    [[0.5, 0.499, 0.103], [0.499, 0.5, 0.5]]
+    >>> solve(tight) is None  # three such tenants cannot share a server
+    True
+    """
+    for t in tenants:
+        for stage in STORAGE_PATH:
+            c = t.workload.curves[stage]
+            if c.rates[0] > RATE_CAP or c.buckets[-1] > t.workload.slo_s * SLO_SCALE:
+                return None
+    lp, r_vars = build_lp(tenants, devices)
+    h = _highs()
+    lp.pass_to(h)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = np.array(h.getSolution().col_value)
+    n = len(tenants)
+    rb = x[: 6 * n].reshape(n, 3, 2)
+    rate = np.clip(rb[:, :, 0], 0.0, RATE_CAP)
+    bucket = np.maximum(rb[:, :, 1], 0.0)
+    bounds = {key: float(x[6 * n + i]) for i, key in enumerate(r_vars)}
+    return LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+
+
+_K = 16  # points per stage in the screen's arrays (12 segments + the 0.999 point fit)
+
+
+@lru_cache(maxsize=65536)
+def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each stage's r-b curve points with ``r <= 0.999`` plus the point at ``r = 0.999``,
+    padded to a common length: rates and buckets, shape ``(3, K)`` (padding repeats the last
+    point, which changes no minimum)."""
+    rs, bs = [], []
+    for stage in STORAGE_PATH:
+        c = workload.curves[stage]
+        keep = c.rates < RATE_CAP
+        rs.append(np.append(c.rates[keep], RATE_CAP))
+        bs.append(np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP))))
+    k = max(_K, *(len(r) for r in rs))
+    rates = np.array([np.pad(r, (0, k - len(r)), mode="edge") for r in rs])
+    buckets = np.array([np.pad(b, (0, k - len(b)), mode="edge") for b in bs])
+    return rates, buckets
+
+
+#: Weights ``w`` of the three queues in ``R_p >= Σ_q w_q Σ_{higher at q} r`` (each a convex
+#: combination, so implied by Eq. 5.7's three rate-bound rows).
+_WEIGHTS = np.array([[1 / 3, 1 / 3, 1 / 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+#: Multipliers of the capacity rows (Eq. 5.4), in units of ``SLO'_p``.
+_LAMBDAS = np.array([0.0, 0.5, 2.0])
+
+
+def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
+    """A cheap proof that the server's LP has no solution (so it need not be solved).
+
+    Weak duality on the constraints of one level ``p`` and path ``π``: Eq. 5.7 with the
+    rate-bound rows gives, for convex weights ``w`` over the path's three queues,
+    ``Σ_{j,s in} b_js + SLO'_p Σ_s w_s Σ_{j higher at s} r_js <= SLO'_p``; the capacity rows give
+    ``Σ_{j in at s} r_js <= A_s = 0.999 − Σ_{j lower at s} ρ_js`` (lower tenants run at least at
+    their mean rate ``ρ``). Adding ``λ SLO'_p`` times the capacity rows and using
+    ``b_js >= f_js(r_js)`` (the convex r-b curve), every feasible point has
+    ``Σ_{j,s in} min_r [f_js(r) + (SLO'_p w_s [j higher] + λ SLO'_p) r] − λ SLO'_p Σ_s A_s
+    <= SLO'_p``; the minima are at curve points with ``r <= 0.999``. If the left side exceeds
+    ``SLO'_p`` for some ``w``, ``λ`` (a small grid) the LP is infeasible. Only the levels at or
+    below the newcomer's priority are checked (the newcomer does not enter the others' rows).
+    Never wrong; sometimes inconclusive (then the LP decides).
+    """
+    slo = slos(tenants)
+    q = queue_ids(tenants)
+    verts = [_vertices(t.workload) for t in tenants]
+    if len({v[0].shape[1] for v in verts}) > 1:  # a curve with more points than _K: pad all
+        k = max(v[0].shape[1] for v in verts)
+        verts = [
+            (
+                np.pad(r, ((0, 0), (0, k - r.shape[1])), mode="edge"),
+                np.pad(b, ((0, 0), (0, k - b.shape[1])), mode="edge"),
+            )
+            for r, b in verts
+        ]
+    rates = np.stack([v[0] for v in verts])
+    buckets = np.stack([v[1] for v in verts])
+    means = rates[:, :, 0]
+    for level in np.unique(slo[slo >= slo[newcomer]]):
+        scaled = float(level) * SLO_SCALE
+        higher = (slo < level)[:, None, None, None, None]
+        # cost of r per tenant, stage, weight, multiplier: (n, 3, W, L, 1)
+        c = scaled * (
+            _WEIGHTS.T[None, :, :, None, None] * higher + _LAMBDAS[None, None, None, :, None]
+        )
+        hmin = (buckets[:, :, None, None, :] + c * rates[:, :, None, None, :]).min(axis=4)
+        for device in np.unique(q[slo == level, STORAGE_IDX] - 2):
+            path = np.array([0, 2 + device, 1])
+            on = q == path[None, :]  # (n, 3): tenant j's stage s is on this path's queue
+            inside = on & (slo <= level)[:, None]
+            lower = on & (slo > level)[:, None]
+            avail = RATE_CAP * 3 - float((means * lower).sum())
+            total = (hmin * inside[:, :, None, None]).sum(axis=(0, 1))  # (W, L)
+            total = total - scaled * _LAMBDAS[None, :] * avail
+            if float(total.max()) > scaled * (1 + 1e-9):
+                return True
+    return False
+
+
+STORAGE_IDX = 1

@@ -1,0 +1,97 @@
+"""A workload as placement policies see it: its SLO and an r-b curve per stage.
+
+:func:`characterize` turns a tenant's trace into that (thesis §2.3, §5.2): token models for the
+three stages (``net_in`` and ``net_out`` on the server's link, ``storage`` on the SSD profile),
+rbGen on the WorkloadCompactor rate grid, pruning to 12 segments, and the safety margin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from tailbound.characterize import RbCurve, rb_curve
+from tailbound.policies.inputs import TenantConfig
+from tailbound.characterize.prune import prune
+from tailbound.profiles import SsdProfile, stage_model
+from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.traces.trace import Trace
+
+#: Segments the WorkloadCompactor system kept per r-b curve (data/README.md).
+DEFAULT_SEGMENTS = 12
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """A tenant to place: name, SLO ``(slo_s, percentile)`` and an r-b curve per stage.
+
+    The curves are in utilisation of the stage's queue and seconds of work, already scaled by
+    any safety margin and pruned.
+    """
+
+    name: str
+    slo_s: float
+    curves: dict[Stage, RbCurve] = field(repr=False)
+    percentile: float = 0.999
+
+    def mean(self, stage: Stage) -> float:
+        """Long-run utilisation of ``stage`` (the smallest rate on its r-b curve)."""
+        return float(self.curves[stage].mean_rate)
+
+    def with_slo(self, slo_s: float, name: str | None = None) -> Workload:
+        """The same workload with another SLO (the Fig. 5.4 experiments)."""
+        return Workload(name or self.name, slo_s, self.curves, self.percentile)
+
+
+def characterize(
+    config: TenantConfig,
+    trace: Trace,
+    *,
+    profile: SsdProfile,
+    link_bandwidth_bytes_per_s: float,
+    safety_margin: float = 1.0,
+    segments: int = DEFAULT_SEGMENTS,
+) -> Workload:
+    """The :class:`Workload` of one tenant from its trace (thesis §2.3.1, §5.2)."""
+    curves = {}
+    for stage in STORAGE_PATH:
+        model = stage_model(
+            stage, link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, profile=profile
+        )
+        curve = prune(rb_curve(trace, model), segments)
+        curves[stage] = curve.scaled(safety_margin) if safety_margin != 1.0 else curve
+    return Workload(config.name, config.slo_s, curves, config.percentile)
+
+
+def characterize_all(
+    configs: Sequence[TenantConfig],
+    read: Callable[[TenantConfig], Trace],
+    *,
+    profile: SsdProfile,
+    link_bandwidth_bytes_per_s: float,
+    safety_margin: float = 1.0,
+    segments: int = DEFAULT_SEGMENTS,
+    workers: int = 2,
+    progress: Callable[[int], None] | None = None,
+) -> list[Workload]:
+    """:func:`characterize` for every tenant, ``workers`` at a time (numpy releases the GIL in
+    rbGen's array passes), in input order; ``progress(1)`` after each tenant."""
+
+    def one(config: TenantConfig) -> Workload:
+        w = characterize(
+            config,
+            read(config),
+            profile=profile,
+            link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s,
+            safety_margin=safety_margin,
+            segments=segments,
+        )
+        if progress is not None:
+            progress(1)
+        return w
+
+    if workers <= 1:
+        return [one(c) for c in configs]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, configs))

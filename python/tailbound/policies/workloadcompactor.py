@@ -1,0 +1,126 @@
+"""WorkloadCompactor (thesis ch. 5; Zhu, Kozuch, Harchol-Balter, SoCC'17): choose every tenant's
+token-bucket rate limits jointly with its placement, so tenants pack onto few servers while every
+tail-latency SLO holds.
+
+The pieces:
+
+- priorities by SLO (:func:`priority_levels`): tighter SLO, higher priority; equal SLOs share a
+  level (§5.2.1);
+- the per-server LP (:mod:`tailbound.policies.wc_lp`, §5.2.2, Eq. 5.4 and 5.7);
+- the latency check (:func:`tailbound.policies.server.check`, Eq. 5.5 plus shaper delays);
+- first-fit / fast-first-fit placement with re-optimisation on arrival and departure
+  (:mod:`tailbound.policies.placement`, §5.2.3);
+- :func:`make_policy` builds it or one of the baselines by name;
+- :func:`to_plan` turns a placement into the :class:`~tailbound.plan.Plan` hand-off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.policies.baselines import baseline
+from tailbound.policies.inputs import ClusterConfig
+from tailbound.policies.placement import (
+    FixedPolicy,
+    PlacementResult,
+    Policy,
+    WorkloadCompactorPolicy,
+)
+from tailbound.stages import STORAGE_PATH, Stage
+
+#: Policy names the ``place`` command accepts (``average-rate:K`` takes any K > 0).
+POLICIES = ("workloadcompactor", "effective-bandwidth", "average-rate:K", "knee")
+
+
+def make_policy(name: str) -> Policy:
+    """``workloadcompactor``, ``effective-bandwidth``, ``average-rate:K`` or ``knee``."""
+    if name == "workloadcompactor":
+        return WorkloadCompactorPolicy()
+    return FixedPolicy(baseline(name))
+
+
+def priority_levels(slos: Iterable[float]) -> dict[float, int]:
+    """Priority level of each distinct SLO: 0 is the highest (the tightest SLO).
+
+    Examples
+    --------
+    >>> priority_levels([0.45, 0.1, 0.95, 0.1])
+    {0.1: 0, 0.45: 1, 0.95: 2}
+    """
+    return {slo: level for level, slo in enumerate(sorted(set(slos)))}
+
+
+def to_plan(
+    result: PlacementResult,
+    cluster: ClusterConfig,
+    *,
+    policy: str,
+    safety_margin: float,
+    meta: dict[str, object] | None = None,
+) -> Plan:
+    """The :class:`Plan` of a placement: per tenant its server, device, client host, priority
+    and ``(r, b)`` per stage, and its predicted bound."""
+    placed = result.placed()
+    levels = priority_levels(p.workload.slo_s for _, p, _ in placed.values())
+    clients = _client_hosts(result, cluster)
+    capacity = {
+        Stage.NET_IN: cluster.link_bandwidth_bytes_per_s,
+        Stage.STORAGE: None,
+        Stage.NET_OUT: cluster.link_bandwidth_bytes_per_s,
+    }
+    tenants = []
+    bounds = {i: s.bounds() for i, s in enumerate(result.servers) if s.tenants}
+    for name, (i, p, row) in placed.items():
+        server = result.servers[i]
+        limits = {
+            stage: StageLimit(
+                rate=float(server.rate[row, s]),
+                bucket_s=float(server.bucket[row, s]),
+                capacity_per_s=capacity[stage],
+            )
+            for s, stage in enumerate(STORAGE_PATH)
+        }
+        host, vm = clients.get(name, (None, None))
+        tenants.append(
+            TenantPlan(
+                name=name,
+                slo_s=p.workload.slo_s,
+                percentile=p.workload.percentile,
+                server=server.config.name,
+                device=server.config.devices[p.device],
+                client_host=host,
+                client_vm=vm,
+                priority=dict.fromkeys(STORAGE_PATH, levels[p.workload.slo_s]),
+                limits=limits,
+                latency_bound_s=float(bounds[i][row]),
+            )
+        )
+    return Plan(
+        policy=policy,
+        servers_used=result.servers_used,
+        tenants=tenants,
+        rejected=list(result.rejected),
+        safety_margin=safety_margin,
+        meta=dict(meta or {}),
+    )
+
+
+def _client_hosts(
+    result: PlacementResult, cluster: ClusterConfig
+) -> dict[str, tuple[str | None, str | None]]:
+    """Client VMs as the WorkloadCompactor system grouped them: all tenants of a server on one
+    client host of their own, so the client's link carries exactly the server's flows and the
+    two-hop network bound equals Eq. 5.1 at the server's link. Tenants of a server that does not
+    get a host of its own (too few hosts or VMs) get ``None``."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    free = list(cluster.client_hosts)
+    for server in result.servers:
+        if not server.tenants:
+            continue
+        host = next((h for h in free if len(h.vms) >= len(server.tenants)), None)
+        if host is not None:
+            free.remove(host)
+        for k, t in enumerate(server.tenants):
+            out[t.workload.name] = (host.name, host.vms[k]) if host else (None, None)
+    return out

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tailbound.policies.baselines import (
+    average_rate,
+    baseline,
+    effective_bandwidth,
+    effective_bandwidth_rate,
+    knee,
+)
+from tailbound.policies.server import Placed, latency_bounds
+from tailbound.policies.workload import Workload
+from tailbound.stages import STORAGE_PATH
+
+
+def test_effective_bandwidth_meets_the_slo_alone_with_zero_buckets(
+    wc62_subset: list[Workload],
+) -> None:
+    for w in wc62_subset:
+        limits = effective_bandwidth(w)
+        if limits is None:
+            continue
+        rate, bucket = limits
+        assert np.all(bucket == 0)
+        bound = latency_bounds([Placed(w)], rate[None, :], bucket[None, :])[0]
+        assert bound <= w.slo_s * (1 + 1e-9)
+
+
+def test_effective_bandwidth_rate_is_the_smallest(wc62_subset: list[Workload]) -> None:
+    from tailbound.dnc import shaper_delay, token_bucket_min
+
+    c = wc62_subset[0].curves[STORAGE_PATH[1]]
+    alpha = token_bucket_min(c.rates, c.buckets)
+    r = effective_bandwidth_rate(c, 0.05)
+    assert shaper_delay(alpha, r, 0.0) == pytest.approx(0.05, abs=1e-9) or r == c.mean_rate
+    assert shaper_delay(alpha, r * 0.99, 0.0) > 0.05
+
+
+def test_average_rate_reads_the_bucket_off_the_curve(wc62_subset: list[Workload]) -> None:
+    w = wc62_subset[0]
+    limits = average_rate(w, 2.0)
+    assert limits is not None
+    rate, bucket = limits
+    for s, stage in enumerate(STORAGE_PATH):
+        assert rate[s] == pytest.approx(min(2.0 * w.mean(stage), 0.999))
+        assert bucket[s] == pytest.approx(float(w.curves[stage].bucket_at(rate[s])))
+
+
+def test_knee_minimises_rate_plus_bucket(wc62_subset: list[Workload]) -> None:
+    w = wc62_subset[1]
+    limits = knee(w)
+    assert limits is not None
+    rate, bucket = limits
+    for s, stage in enumerate(STORAGE_PATH):
+        c = w.curves[stage]
+        assert rate[s] + bucket[s] <= np.min(np.minimum(c.rates, 0.999) + c.buckets) + 1e-12
+
+
+@pytest.mark.parametrize("name", ["average-rate:x", "average-rate:-1", "wfq"])
+def test_baseline_rejects_unknown_names(name: str) -> None:
+    with pytest.raises(ValueError):
+        baseline(name)

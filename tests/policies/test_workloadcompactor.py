@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tailbound.policies.inputs import ClusterConfig, TenantConfig, load_events
+from tailbound.policies.placement import place
+from tailbound.policies.workload import Workload, characterize_all
+from tailbound.policies.workloadcompactor import make_policy, priority_levels, to_plan
+from tailbound.profiles import SsdProfile
+from tailbound.traces.readers import read_trace
+
+#: The WorkloadCompactor system's own result on wc62 (data/README.md).
+REFERENCE_SERVERS = 11
+REFERENCE_SECONDS = 390.0
+
+
+def test_priority_levels_tighter_slo_higher_priority() -> None:
+    assert priority_levels([0.45, 0.1, 0.95, 0.1, 0.05]) == {0.05: 0, 0.1: 1, 0.45: 2, 0.95: 3}
+
+
+def check_plan_bounds(result, cluster: ClusterConfig) -> None:  # type: ignore[no-untyped-def]
+    plan = to_plan(result, cluster, policy="workloadcompactor", safety_margin=1.0)
+    for t in plan.tenants:
+        assert t.latency_bound_s <= t.slo_s * (1 + 1e-9), t
+        assert t.priority == dict.fromkeys(t.priority, t.priority[next(iter(t.priority))])
+
+
+def test_workloadcompactor_subset_first_fit_and_fast(
+    wc62_subset: list[Workload], wc62_cluster: ClusterConfig
+) -> None:
+    ff = place(wc62_subset, wc62_cluster, make_policy("workloadcompactor"))
+    fff = place(wc62_subset, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=True)
+    assert not ff.rejected and not fff.rejected
+    check_plan_bounds(ff, wc62_cluster)
+    check_plan_bounds(fff, wc62_cluster)
+    eb = place(wc62_subset, wc62_cluster, make_policy("effective-bandwidth"))
+    assert ff.servers_used <= eb.servers_used
+
+
+@pytest.mark.slow
+def test_workloadcompactor_reference_run_at_most_11_servers(
+    wc62_all: list[Workload], wc62_cluster: ClusterConfig
+) -> None:
+    for fff in (False, True):
+        result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=fff)
+        assert not result.rejected
+        assert result.servers_used <= REFERENCE_SERVERS
+        check_plan_bounds(result, wc62_cluster)
+
+
+@pytest.mark.slow
+def test_workloadcompactor_reference_events_end_on_at_most_11_servers(
+    wc62_all: list[Workload], wc62_cluster: ClusterConfig, wc62_dir: Path
+) -> None:
+    events = load_events(wc62_dir / "events.csv", len(wc62_all))
+    result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), events=events)
+    assert not result.rejected
+    assert sum(len(s.tenants) for s in result.servers) == 62
+    assert result.servers_used <= REFERENCE_SERVERS
+    check_plan_bounds(result, wc62_cluster)
+
+
+@pytest.mark.slow
+def test_workloadcompactor_reference_run_end_to_end_faster_than_the_reference(
+    wc62_tenants: list[TenantConfig], wc62_cluster: ClusterConfig, wc62_dir: Path
+) -> None:
+    start = time.perf_counter()
+    workloads = characterize_all(
+        wc62_tenants,
+        lambda c: read_trace(c.trace),
+        profile=SsdProfile.load(wc62_dir / "profile_ssd.json"),
+        link_bandwidth_bytes_per_s=wc62_cluster.link_bandwidth_bytes_per_s,
+    )
+    result = place(workloads, wc62_cluster, make_policy("workloadcompactor"))
+    elapsed = time.perf_counter() - start
+    assert result.servers_used <= REFERENCE_SERVERS and not result.rejected
+    assert elapsed < REFERENCE_SECONDS
+    assert np.isfinite(elapsed)
