@@ -2,9 +2,9 @@
 
 import os
 from typing import final
+
 import numpy as np
 from numpy.typing import NDArray
-
 
 __version__: str
 

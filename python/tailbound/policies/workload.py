@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tailbound.characterize import RbCurve, rb_curve
-from tailbound.policies.inputs import TenantConfig
 from tailbound.characterize.prune import prune
+from tailbound.policies.inputs import TenantConfig
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.trace import Trace
