@@ -75,42 +75,82 @@ class MmppModel:
             mgf = self.p_request * increment + (1.0 - self.p_request)
         return np.where(theta < self.mu, mgf, np.inf)
 
+    def mgf_minus_one(self, theta: Array) -> Array:
+        """``MGF_s(theta) - 1 = p_s theta / (mu_s - theta)`` per state, computed without
+        cancellation; ``inf`` for ``theta >= mu_s``."""
+        theta = np.asarray(theta, dtype=np.float64)[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # mu = inf: a state whose requests carry no work (MGF of 0 work is 1).
+            excess = np.where(np.isinf(self.mu), 0.0, self.p_request * theta / (self.mu - theta))
+        return np.where(theta < self.mu, excess, np.inf)
+
+    def generator(self) -> NDArray[np.float64]:
+        """``G = P - I`` with the diagonal taken as minus the off-diagonal row sums (exact)."""
+        g = self.transition.copy()
+        np.fill_diagonal(g, 0.0)
+        np.fill_diagonal(g, -g.sum(axis=1))
+        return g
+
+    def log_spectral_radius(self, theta: Array) -> Array:
+        """``log sp(diag(MGF(theta)) · P)`` elementwise over ``theta`` (``inf`` where infinite).
+
+        Numerics (our choice): the matrix is ``I + B`` with ``B = diag(MGF) G + diag(MGF - 1)``
+        tiny (per-step probabilities ~1e-5), so the eigenvalues of ``diag(MGF) P`` cluster at 1
+        and a direct eigen-solver loses most digits of ``sp - 1``. We take the largest real
+        eigenvalue ``b`` of the Metzler matrix ``B`` (the Perron root minus one) and return
+        ``log1p(b)``, accurate to rounding.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        excess = self.mgf_minus_one(theta)
+        finite = np.all(np.isfinite(excess), axis=-1)
+        out = np.full(theta.shape, np.inf)
+        rows = excess[finite]  # (k, n)
+        if rows.shape[0] == 0:
+            return out
+        n = self.states
+        g = self.generator()
+        if n == 1:
+            b = rows[:, 0]
+        else:
+            mats = (1.0 + rows)[:, :, None] * g[None, :, :]
+            idx = np.arange(n)
+            mats[:, idx, idx] += rows
+            if n == 2:
+                # Closed form: the larger eigenvalue of a real 2×2 matrix with real spectrum.
+                a, d = mats[:, 0, 0], mats[:, 1, 1]
+                bc = mats[:, 0, 1] * mats[:, 1, 0]
+                b = (a + d) / 2.0 + np.sqrt(((a - d) / 2.0) ** 2 + bc)
+            else:
+                b = np.linalg.eigvals(mats).real.max(axis=-1)
+        out[finite] = np.log1p(b)
+        return out
+
     def spectral_radius(self, theta: Array) -> Array:
         """``sp(diag(MGF(theta)) · P)`` elementwise over ``theta`` (``inf`` where infinite)."""
-        theta = np.asarray(theta, dtype=np.float64)
-        mgf = self.state_mgf(theta)
-        finite = np.all(np.isfinite(mgf), axis=-1)
-        mgf = np.where(finite[..., None], mgf, 1.0)
-        n = self.states
-        if n == 1:
-            radius = mgf[..., 0] * self.transition[0, 0]
-        elif n == 2:
-            # Closed form of the larger eigenvalue of a 2×2 matrix.
-            a = mgf[..., 0] * self.transition[0, 0]
-            d = mgf[..., 1] * self.transition[1, 1]
-            bc = self.transition[0, 1] * self.transition[1, 0] * mgf[..., 0] * mgf[..., 1]
-            root = np.sqrt((a - d) ** 2 + 4.0 * bc)
-            radius = np.maximum(np.abs((a + d + root) / 2.0), np.abs((a + d - root) / 2.0))
-        else:
-            # Eigenvalues only where every state's MGF is finite (the others are infinite).
-            radius = np.full(theta.shape, np.inf)
-            rows = mgf[finite]
-            if rows.shape[0]:
-                matrices = rows[:, :, None] * self.transition[None, :, :]
-                radius[finite] = np.abs(np.linalg.eigvals(matrices)).max(axis=-1)
-        return np.where(finite, radius, np.inf)
+        return np.exp(self.log_spectral_radius(theta))
 
     def rho(self, theta: Array) -> Array:
-        """``rho_A(theta)`` in work per step."""
+        """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step."""
         theta = np.asarray(theta, dtype=np.float64)
-        with np.errstate(divide="ignore"):
-            return np.log(self.spectral_radius(theta)) / theta
+        return self.log_spectral_radius(theta) / theta
 
     def mean_rate(self) -> float:
-        """Long-run mean work per step (stationary distribution · p / mu)."""
-        values, vectors = np.linalg.eig(self.transition.T)
-        pi = np.real(vectors[:, np.argmin(np.abs(values - 1.0))])
-        pi = pi / pi.sum()
+        """Long-run mean work per step (stationary distribution · p / mu).
+
+        A fitted chain can be reducible (a state no interval fell into never changes); its
+        stationary distribution is then taken as the fraction of intervals in each state.
+        """
+        n = self.states
+        if self.state_of_interval is not None:
+            occupancy = np.bincount(self.state_of_interval, minlength=n)
+            pi = occupancy / occupancy.sum()
+            return float(np.sum(pi * self.p_request / self.mu))
+        # pi (P - I) = 0 with sum(pi) = 1: replace one balance equation by the normalisation.
+        system = (self.transition - np.eye(n)).T
+        system[-1, :] = 1.0
+        rhs = np.zeros(n)
+        rhs[-1] = 1.0
+        pi = np.linalg.lstsq(system, rhs, rcond=None)[0]
         return float(np.sum(pi * self.p_request / self.mu))
 
 
