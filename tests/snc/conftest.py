@@ -34,7 +34,9 @@ def write_tenants(tmp_path: Path, data_dir: Path):  # type: ignore[no-untyped-de
         docs = []
         for t in tenants:
             doc = dict(t)
-            doc["trace"] = str(data_dir / "wc62" / "traces" / f"trace{doc.pop('trace_index'):04d}.txt")
+            doc["trace"] = str(
+                data_dir / "wc62" / "traces" / f"trace{doc.pop('trace_index'):04d}.txt"
+            )
             docs.append(doc)
         path = tmp_path / "tenants.json"
         path.write_text(json.dumps({"tenants": docs, **top}))

@@ -90,7 +90,9 @@ def test_convolution_by_hand() -> None:
     r, s = conv.bound(THETAS)
     # rho = max(-3 + t, -5 + t); sigma = 6 + 2t - log(1 - exp(-2 t)) / t
     assert r.tolist() == pytest.approx((-3 + THETAS).tolist())
-    assert s.tolist() == pytest.approx([6 + 2 * t - math.log(1 - math.exp(-2 * t)) / t for t in THETAS])
+    assert s.tolist() == pytest.approx(
+        [6 + 2 * t - math.log(1 - math.exp(-2 * t)) / t for t in THETAS]
+    )
 
 
 def test_convolution_equal_rates_takes_first_one_percent_slower() -> None:

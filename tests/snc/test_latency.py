@@ -57,9 +57,7 @@ def test_holder_dependent_bound_is_no_tighter_than_independent() -> None:
     independent = latency_bound(
         source({1}), Leftover(ConstantService(1 / STEP_S), source({2})), 1e-3
     )
-    dependent = latency_bound(
-        source({1}), Leftover(ConstantService(1 / STEP_S), source({1})), 1e-3
-    )
+    dependent = latency_bound(source({1}), Leftover(ConstantService(1 / STEP_S), source({1})), 1e-3)
     assert dependent > independent
 
 
@@ -74,7 +72,9 @@ def two_state_source() -> MmppModel:
     )
 
 
-def simulate_delays(model: MmppModel, c: float, steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def simulate_delays(
+    model: MmppModel, c: float, steps: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Virtual delay (steps) at every step and at every arrival of the discrete-time FIFO queue
     served at ``c`` work per step: Lindley's recursion, vectorised with prefix minima."""
     rng = np.random.default_rng(seed)
