@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def test_many_levels_use_ten_states_and_search_a() -> None:
     top = lambdas[-1] + a * math.sqrt(lambdas[-1])
     assert top == pytest.approx(10000)
     # consecutive states touch: upper edge of s equals lower edge of s + 1
-    for lo, hi in zip(lambdas, lambdas[1:], strict=False):
+    for lo, hi in itertools.pairwise(lambdas):
         assert lo + a * math.sqrt(lo) == pytest.approx(hi - a * math.sqrt(hi), rel=1e-9, abs=1e-9)
     # the bottom edge reaches the smallest count to the search's precision (0.01 in a)
     bottom = lambdas[0] - a * math.sqrt(lambdas[0])

@@ -21,10 +21,10 @@ that broadcast against ``theta`` to evaluate many candidate parameter sets at on
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 #: Length of one discrete time step in seconds (10 µs, as in the reference implementation).
 STEP_S = 1e-5
@@ -126,7 +126,14 @@ class ConstantService(ServiceBound):
 class FixedBound(Bound):
     """A process given directly by its ``rho`` and ``sigma`` functions (tests, examples)."""
 
-    def __init__(self, rho, sigma=None, *, deps: Iterable[int] = (), arrival: bool = True):  # type: ignore[no-untyped-def]
+    def __init__(
+        self,
+        rho: Callable[[Array], ArrayLike],
+        sigma: Callable[[Array], ArrayLike] | None = None,
+        *,
+        deps: Iterable[int] = (),
+        arrival: bool = True,
+    ) -> None:
         super().__init__(deps)
         self.is_arrival = arrival
         self._rho = rho

@@ -132,8 +132,8 @@ class LatencyBound:
                 n.x, n.y = xs[id(n)][:, None], ys[id(n)][:, None]
             values = self.latency_at_best_theta(count)
             chosen = [(xs[id(n)], ys[id(n)]) for n in nodes]
-            for n, (x, y) in zip(unique, saved, strict=True):
-                n.x, n.y = x, y
+            for n, (old_x, old_y) in zip(unique, saved, strict=True):
+                n.x, n.y = old_x, old_y
             i = int(np.argmin(values))
             if values[i] < best:
                 best = float(values[i])

@@ -6,10 +6,10 @@ direction of a tenant's traffic: its arrival process, its path (one or two queue
 violation probability ``eps``. Three analyses bound a flow's latency:
 
 ``snc_meister`` (Appendix A.4, six steps, proved by Theorem 7) on a two-hop path ``S1 → V1``:
-  ``X`` = other flows on ``S1 → V1`` of priority ≥ ours; ``Y`` = flows from ``S1`` to other second
-  queues, priority ≥ ours; for every other first queue ``Si`` feeding ``V1``: ``Zi`` = its flows into
-  ``V1`` of priority ≥ ours and ``Ri`` = its other flows of priority ≥ the lowest in ``Zi``,
-  departures ``D_Zi = A_Zi ⊘ (Si ⊖ A_Ri)``; then
+  ``X`` = other flows on ``S1 → V1`` of priority ≥ ours; ``Y`` = flows from ``S1`` to other
+  second queues, priority ≥ ours; for every other first queue ``Si`` feeding ``V1``: ``Zi`` = its
+  flows into ``V1`` of priority ≥ ours and ``Ri`` = its other flows of priority ≥ the lowest in
+  ``Zi``, departures ``D_Zi = A_Zi ⊘ (Si ⊖ A_Ri)``; then
   ``S = ((S1 ⊖ A_Y) ⊗ (V1 ⊖ (⊕ D_Zi))) ⊖ A_X`` and ``L = Latency(A_W, S, eps)``. Every aggregate
   uses the dependency-aware :func:`~tailbound.snc.bounds.aggregate_all`. A one-hop path is the
   single-queue case ``S = S1 ⊖ A_X``.
@@ -113,7 +113,8 @@ def snc_meister(net: Network, flow: Flow) -> float:
     second_arrivals: list[Bound] = []
     for queue in sorted(feeders, key=net.queue_order):
         lowest = feeders[queue]
-        shared, non_shared = [], []
+        shared: list[Bound] = []
+        non_shared: list[Bound] = []
         for f in net.flows_at(queue, 0):
             if f.priority <= lowest and f.id != flow.id:
                 (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(

@@ -297,7 +297,7 @@ def build_network(
     by_tenant: list[TenantFlows] = []
     next_id = 0
     for i, t in enumerate(tenants):
-        paths = {
+        paths: dict[str, tuple[str, ...]] = {
             "in": (f"{t.client_host}/egress", f"{t.server_host}/ingress"),
             "out": (f"{t.server_host}/egress", f"{t.client_host}/ingress"),
         }
