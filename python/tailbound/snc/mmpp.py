@@ -31,7 +31,7 @@ Fitting (:func:`fit_mmpp`), the reference implementation's procedure:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,6 +60,9 @@ class MmppModel:
     lambdas: NDArray[np.float64]
     a: float = DEFAULT_A
     state_of_interval: NDArray[np.int64] | None = None
+    # theta -> rho, shared by every analysis using this model: the reference theta search
+    # revisits the same theta values (coarse levels, neighbouring flows) many times.
+    _memo: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def states(self) -> int:
@@ -130,9 +133,17 @@ class MmppModel:
         return np.exp(self.log_spectral_radius(theta))
 
     def rho(self, theta: Array) -> Array:
-        """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step."""
+        """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step (memoised)."""
         theta = np.asarray(theta, dtype=np.float64)
-        return self.log_spectral_radius(theta) / theta
+        flat = theta.ravel()
+        memo = self._memo
+        keys = flat.tolist()
+        missing = [k for k in dict.fromkeys(keys) if k not in memo]
+        if missing:
+            values = np.asarray(missing)
+            computed = self.log_spectral_radius(values) / values
+            memo.update(zip(missing, computed.tolist(), strict=True))
+        return np.array([memo[k] for k in keys], dtype=np.float64).reshape(theta.shape)
 
     def mean_rate(self) -> float:
         """Long-run mean work per step (stationary distribution · p / mu).
