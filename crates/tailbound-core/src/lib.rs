@@ -7,3 +7,4 @@
 pub mod error;
 
 pub use error::{Error, Result};
+pub mod snc;

@@ -6,11 +6,13 @@
 use pyo3::prelude::*;
 
 mod error;
+mod snc;
 
 /// The compiled core of tailbound.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     error::register(m)?;
+    snc::register(m)?;
     Ok(())
 }

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound._core import perron_roots
 from tailbound.snc.bounds import STEP_S, Array, ArrivalBound
 
 INTERVAL_NS = 1_000_000_000
@@ -99,9 +100,9 @@ class MmppModel:
 
         Numerics (our choice): the matrix is ``I + B`` with ``B = diag(MGF) G + diag(MGF - 1)``
         tiny (per-step probabilities ~1e-5), so the eigenvalues of ``diag(MGF) P`` cluster at 1
-        and a direct eigen-solver loses most digits of ``sp - 1``. We take the largest real
-        eigenvalue ``b`` of the Metzler matrix ``B`` (the Perron root minus one) and return
-        ``log1p(b)``, accurate to rounding.
+        and a direct eigen-solver loses digits of ``sp - 1``. We take the largest real
+        eigenvalue ``b`` of the Metzler matrix ``B`` (the Perron root minus one: closed form for
+        two states, shifted inverse iteration in the Rust core beyond) and return ``log1p(b)``.
         """
         theta = np.asarray(theta, dtype=np.float64)
         excess = self.mgf_minus_one(theta)
@@ -111,20 +112,20 @@ class MmppModel:
         if rows.shape[0] == 0:
             return out
         n = self.states
-        g = self.generator()
         if n == 1:
             b = rows[:, 0]
-        else:
+        elif n == 2:
+            # Closed form: the larger eigenvalue of a real 2×2 matrix with real spectrum.
+            g = self.generator()
             mats = (1.0 + rows)[:, :, None] * g[None, :, :]
-            idx = np.arange(n)
-            mats[:, idx, idx] += rows
-            if n == 2:
-                # Closed form: the larger eigenvalue of a real 2×2 matrix with real spectrum.
-                a, d = mats[:, 0, 0], mats[:, 1, 1]
-                bc = mats[:, 0, 1] * mats[:, 1, 0]
-                b = (a + d) / 2.0 + np.sqrt(((a - d) / 2.0) ** 2 + bc)
-            else:
-                b = np.linalg.eigvals(mats).real.max(axis=-1)
+            mats[:, [0, 1], [0, 1]] += rows
+            a, d = mats[:, 0, 0], mats[:, 1, 1]
+            bc = mats[:, 0, 1] * mats[:, 1, 0]
+            b = (a + d) / 2.0 + np.sqrt(((a - d) / 2.0) ** 2 + bc)
+        else:
+            # Shifted inverse iteration in the Rust core (tailbound_core::snc), far cheaper
+            # than a general eigen-solver per theta.
+            b = perron_roots(self.generator(), np.ascontiguousarray(rows))
         out[finite] = np.log1p(b)
         return out
 
