@@ -43,6 +43,7 @@ INTERVAL_NS = 1_000_000_000
 MAX_STATES = 10
 DEFAULT_A = 2.0
 EMPTY_STATE_MU = 1e6
+MEMO_MAX_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,17 @@ class MmppModel:
         return np.exp(self.log_spectral_radius(theta))
 
     def rho(self, theta: Array) -> Array:
-        """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step (memoised)."""
+        """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step.
+
+        Small requests (the ``theta`` search: a few dozen values, revisited by every flow that
+        shares this source) are memoised per ``theta``; large batches (the Hölder search, whose
+        values are all distinct) are computed directly.
+        """
         theta = np.asarray(theta, dtype=np.float64)
-        flat = theta.ravel()
+        if theta.size > MEMO_MAX_BATCH:
+            return self.log_spectral_radius(theta) / theta
         memo = self._memo
-        keys = flat.tolist()
+        keys = theta.ravel().tolist()
         missing = [k for k in dict.fromkeys(keys) if k not in memo]
         if missing:
             values = np.asarray(missing)
