@@ -72,7 +72,15 @@ fn perron_root(b: &[f64], n: usize, ws: &mut Workspace) -> f64 {
     let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(f64::MIN_POSITIVE);
     let mut hi = (0..n).map(|i| b[i * n..(i + 1) * n].iter().sum::<f64>()).fold(f64::MIN, f64::max);
     let mut lo = hi - 2.0 * scale;
-    ws.v.iter_mut().for_each(|x| *x = 1.0);
+    // Warm start: the previous matrix's Perron vector (rows come in increasing theta, so it is
+    // nearly right) gives Collatz–Wielandt bounds before any iteration.
+    if ws.v.iter().all(|x| *x > 0.0 && x.is_finite()) {
+        let (warm_hi, warm_lo) = ratio_bounds(b, n, &ws.v);
+        hi = hi.min(warm_hi);
+        lo = lo.max(warm_lo.min(hi));
+    } else {
+        ws.v.iter_mut().for_each(|x| *x = 1.0);
+    }
     let mut stalled = 0;
     for _ in 0..MAX_ITERATIONS {
         let shift = hi + (1e-3 * (hi - lo)).max(TOLERANCE * scale);
@@ -82,24 +90,10 @@ fn perron_root(b: &[f64], n: usize, ws: &mut Workspace) -> f64 {
             continue;
         }
         let max_w = ws.w.iter().fold(0.0_f64, |m, x| m.max(*x));
-        let (mut new_hi, mut new_lo) = (f64::MIN, f64::MAX);
         for i in 0..n {
-            let wi = (ws.w[i] / max_w).max(f64::MIN_POSITIVE);
-            ws.w[i] = wi;
+            ws.w[i] = (ws.w[i] / max_w).max(f64::MIN_POSITIVE);
         }
-        for i in 0..n {
-            let row = &b[i * n..(i + 1) * n];
-            let bw: f64 = row.iter().zip(&ws.w).map(|(x, y)| x * y).sum();
-            let ratio = bw / ws.w[i];
-            new_hi = new_hi.max(ratio);
-            // The lower bound only steers the shift and the stopping test. Components that have
-            // died out belong to other classes of a reducible chain (their ratio is their own
-            // rate, below r); ignoring them lets the shift converge to r there too. The result
-            // stays the upper bound `hi` either way.
-            if ws.w[i] >= 1e-9 {
-                new_lo = new_lo.min(ratio);
-            }
-        }
+        let (new_hi, new_lo) = ratio_bounds(b, n, &ws.w);
         ws.v.copy_from_slice(&ws.w);
         let improved = hi - new_hi.min(hi);
         hi = new_hi.min(hi);
@@ -116,6 +110,26 @@ fn perron_root(b: &[f64], n: usize, ws: &mut Workspace) -> f64 {
     hi
 }
 
+/// Collatz–Wielandt bounds `(max_i (Bw)_i / w_i, min_i (Bw)_i / w_i)` for a positive `w`.
+///
+/// The lower bound only steers the shift and the stopping test. Components that have died out
+/// belong to other classes of a reducible chain (their ratio is their own rate, below `r`);
+/// ignoring them lets the shift converge to `r` there too. The result is the upper bound either
+/// way.
+fn ratio_bounds(b: &[f64], n: usize, w: &[f64]) -> (f64, f64) {
+    let top = w.iter().fold(0.0_f64, |m, x| m.max(*x));
+    let (mut hi, mut lo) = (f64::MIN, f64::MAX);
+    for i in 0..n {
+        let row = &b[i * n..(i + 1) * n];
+        let ratio = row.iter().zip(w).map(|(x, y)| x * y).sum::<f64>() / w[i];
+        hi = hi.max(ratio);
+        if w[i] >= 1e-9 * top {
+            lo = lo.min(ratio);
+        }
+    }
+    (hi, lo)
+}
+
 /// Solve `(shift I - b) w = v` into `ws.w` by Gaussian elimination without pivoting; false if a
 /// pivot is not positive (the shift is not above the Perron root).
 fn solve_shifted(b: &[f64], n: usize, shift: f64, ws: &mut Workspace) -> bool {
@@ -129,7 +143,7 @@ fn solve_shifted(b: &[f64], n: usize, shift: f64, ws: &mut Workspace) -> bool {
     ws.w.copy_from_slice(&ws.v);
     for k in 0..n {
         let pivot = a[k * n + k];
-        if !(pivot > 0.0) {
+        if pivot.is_nan() || pivot <= 0.0 {
             return false;
         }
         for i in k + 1..n {
