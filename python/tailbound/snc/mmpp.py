@@ -138,12 +138,15 @@ class MmppModel:
         """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step.
 
         Small requests (the ``theta`` search: a few dozen values, revisited by every flow that
-        shares this source) are memoised per ``theta``; large batches (the Hölder search, whose
-        values are all distinct) are computed directly.
+        shares this source) are memoised per ``theta``; large batches (the Hölder search) are
+        computed once per distinct value.
         """
         theta = np.asarray(theta, dtype=np.float64)
         if theta.size > MEMO_MAX_BATCH:
-            return self.log_spectral_radius(theta) / theta
+            # Hölder candidates repeat theta wherever their parameter is 1: evaluate each
+            # distinct value once.
+            values, inverse = np.unique(theta, return_inverse=True)
+            return (self.log_spectral_radius(values) / values)[inverse.reshape(theta.shape)]
         memo = self._memo
         keys = theta.ravel().tolist()
         missing = [k for k in dict.fromkeys(keys) if k not in memo]

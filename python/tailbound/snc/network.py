@@ -64,6 +64,8 @@ class Network:
 
     queues: dict[str, float] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
+    _at: dict[tuple[str, int], list[Flow]] = field(default_factory=dict, repr=False)
+    _order: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add_queue(self, name: str, rate: float) -> None:
         if name in self.queues and self.queues[name] != rate:
@@ -77,13 +79,18 @@ class Network:
             if q not in self.queues:
                 raise ValueError(f"flow {flow.id}: unknown queue {q}")
         self.flows.append(flow)
+        for hop, q in enumerate(flow.path):
+            self._at.setdefault((q, hop), []).append(flow)
 
     def flows_at(self, queue: str, hop: int) -> list[Flow]:
         """Flows whose ``hop``-th queue is ``queue``, in flow order."""
-        return [f for f in self.flows if len(f.path) > hop and f.path[hop] == queue]
+        return self._at.get((queue, hop), [])
 
     def queue_order(self, name: str) -> int:
-        return list(self.queues).index(name)
+        """Position of a queue in insertion order (the reference iterates queues by id)."""
+        if len(self._order) != len(self.queues):
+            self._order = {q: i for i, q in enumerate(self.queues)}
+        return self._order[name]
 
 
 # ------------------------------------------------------------------------------- SNC-Meister
