@@ -56,6 +56,7 @@ class Bound:
         self.y: Param = 1.0
         self.x_range = (1.0, 1.0)
         self.y_range = (1.0, 1.0)
+        self.operands: tuple[Bound, Bound] | None = None
 
     # ------------------------------------------------------------------ Hölder parameters
     def _combine(self, first: Bound, second: Bound) -> None:
@@ -67,6 +68,7 @@ class Bound:
             self.set_x(2.0)
             self.dependent_nodes.append(self)
         self.deps = first.deps | second.deps
+        self.operands = (first, second)
         self.dependent_nodes.extend(first.dependent_nodes)
         self.dependent_nodes.extend(second.dependent_nodes)
 
@@ -84,6 +86,17 @@ class Bound:
     def bound(self, theta: Array) -> tuple[Array, Array]:
         """``(rho(theta), sigma(theta))`` elementwise for an array of ``theta > 0``."""
         raise NotImplementedError
+
+    def pole_of(self, first: Bound, second: Bound) -> Param:
+        """The pole of this node applied to operands ``first`` and ``second``."""
+        return np.minimum(first.pole() / self.x, second.pole() / self.y)
+
+    def pole(self) -> Param:
+        """A ``theta`` at and beyond which the bound is infinite (``inf`` if none is known):
+        the smallest pole of the leaves, divided by the Hölder parameters on the way."""
+        if self.operands is None:
+            return np.inf
+        return self.pole_of(*self.operands)
 
 
 class ServiceBound(Bound):

@@ -80,6 +80,9 @@ class LatencyBound:
         rows = 1 if batch is None else batch
         theta = np.full(rows, INITIAL_THETA)
         step = INITIAL_THETA / DECREASE
+        # Beyond the expression's pole every value is infinite: a level whose grid lies there
+        # (after its first point) ends at its first point without evaluating anything.
+        pole = np.broadcast_to(self.node.pole_of(self.arrival, self.service), (rows, 1))
         while step >= MIN_THETA:
             lo = np.maximum(theta - DECREASE * step, MIN_THETA)
             hi = theta + DECREASE * step
@@ -87,6 +90,10 @@ class LatencyBound:
             increments = np.full((rows, count), step)
             increments[:, 0] = lo
             grid = np.cumsum(increments, axis=1)  # sequential sums, like `x += step`
+            if np.all((grid[:, 1:] >= pole) | (grid[:, 1:] > hi[:, None])):
+                theta = lo
+                step /= DECREASE
+                continue
             values = self.latency_steps(grid)
             values = np.where(grid <= hi[:, None], values, np.inf)
             pick = np.argmin(values, axis=1)

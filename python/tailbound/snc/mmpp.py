@@ -190,6 +190,10 @@ class MmppArrival(ArrivalBound):
         theta = np.asarray(theta, dtype=np.float64)
         return self.model.rho(theta), np.zeros(theta.shape)
 
+    def pole(self) -> float:
+        """Every state's MGF is infinite from ``theta = mu_s`` on."""
+        return float(self.model.mu.min())
+
 
 def interval_counts(arrival_ns: NDArray[np.int64]) -> NDArray[np.int64]:
     """Arrivals per 1-second interval ``[k s, (k+1) s)`` from time 0 to the last arrival."""
