@@ -9,16 +9,35 @@ compare with the reference implementation's figure: 0.16 s for 16 tenants on 4 h
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
 from tailbound.experiments._snc_common import find_data, tenant, tenant_set
 from tailbound.snc.analysis import snc_bound_function
 from tailbound.snc.io import markdown_table
-from tailbound.snc.tenants import FitCache
+from tailbound.snc.mmpp import MmppModel
+from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec
 
 REFERENCE_16_S = 0.16
 SLOS = (0.01, 0.02, 0.05, 0.1)
+
+
+class DistinctFits(FitCache):
+    """Fits once per trace, but gives every tenant its own copy of the model with an empty
+    ``theta`` memo: traces are reused cyclically beyond 62 tenants, and shared memos would make
+    the copies nearly free, flattering the scaling."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies: dict[tuple[str, str], MmppModel] = {}
+
+    def model(self, spec: TenantSpec, direction: str, tset: TenantSet) -> MmppModel:
+        key = (spec.name, direction)
+        if key not in self.copies:
+            fitted = super().model(spec, direction, tset)
+            self.copies[key] = dataclasses.replace(fitted, _memo={})
+        return self.copies[key]
 
 
 def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
@@ -35,17 +54,16 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     largest = int(argv[0]) if argv else 256
     sizes = [n for n in (16, 64, 256, 1000) if n <= largest]
-    cache = FitCache()
     rows = []
     for n in sizes:
+        cache = DistinctFits()
         specs = scenario(n, max(4, n // 4))
         tset = tenant_set(specs, 125e6)
-        fit_before = cache.fit_seconds
         bound = snc_bound_function(tset, "snc-meister", cache)
         start = time.perf_counter()
         bound(specs)
         total = time.perf_counter() - start
-        fit = cache.fit_seconds - fit_before
+        fit = cache.fit_seconds
         seconds = total - fit
         rows.append(
             [
@@ -66,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
                 "bounds s",
                 "ms / tenant",
                 "ours / reference (0.16 s per 16)",
-                "new MMPP fits s",
+                "MMPP fits s",
             ],
             rows,
         )
