@@ -22,7 +22,8 @@ with a device) and its latency is the sum of its flows' bounds (union bound), as
 implementation. Priorities by SLO: dense ranks of ``slo_s``, 0 for the tightest.
 
 Dependencies: tenants sharing a ``group`` are mutually dependent (possibly adversarially
-correlated); each flow's arrival depends on its own flow and on every flow of its group.
+correlated); each flow's arrival depends on its own flow and on every flow of the group's other
+tenants (not on its own tenant's other direction, as in the reference implementation).
 """
 
 from __future__ import annotations
@@ -318,7 +319,10 @@ def build_network(
             net.add_queue(q, 1.0 if direction == "storage" else tset.link_bytes_per_s)
         t = tenants[i]
         flow_id = by_tenant[i].flows[direction]
-        deps = {flow_id} | (group_flows[t.group] if t.group is not None else set())
+        # Its own flow and the flows of the *other* tenants of its group (as the reference's
+        # addDependency does): a tenant's request and response flows stay independent.
+        group = group_flows[t.group] if t.group is not None else set()
+        deps = {flow_id} | (group - set(by_tenant[i].flows.values()))
         arrival = MmppArrival(cache.model(t, direction, tset), deps)
         eps = (1.0 - t.percentile) / len(by_tenant[i].flows)
         net.add_flow(Flow(flow_id, i, path, arrival, priorities[i], eps))
