@@ -5,7 +5,7 @@ server host: every request crosses the client's egress and the server's ingress.
 SLO (one priority level). We report tenant 0's request-direction bound at the 99.9th percentile
 (its flow's share ``eps = 0.001 / 2``) under SNC convolution, SNC hop-by-hop and SNC-Meister,
 and a simple DNC (100th percentile) token-bucket bound (:mod:`._dnc_simple`). The
-link is scaled to 200 Mb/s so that these light traces load it (≈ 1–2% each on average, with
+link is scaled to 500 Mb/s so that these light traces load it (≈ 1–2% each on average, with
 bursts far above).
 
 Run: ``python -m tailbound.experiments.snc_fig47 --out out/experiments``
@@ -40,7 +40,7 @@ from tailbound.snc.tenants import (
     work,
 )
 
-LINK = 25e6  # bytes/s (200 Mb/s)
+LINK = 62.5e6  # bytes/s (500 Mb/s)
 ANALYSES = ("snc-convolution", "snc-hop-by-hop", "snc-meister")
 CURVES = (*ANALYSES, "dnc")
 

@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['dependent'] / TENANTS:.2f}",
             fmt_ms(r["tenant0"]),
             fmt_ms(r["max"]),
+            fmt_ms(r["dnc"]),
             f"{r['seconds']:.2f}",
         ]
         for r in results
