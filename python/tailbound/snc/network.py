@@ -200,8 +200,14 @@ def flow_latencies(net: Network, analysis: str = "snc-meister") -> dict[int, flo
         fn = ANALYSIS_FUNCTIONS[analysis]
     except KeyError:
         raise ValueError(f"unknown analysis {analysis!r}; choose from {ANALYSES}") from None
+    done: dict[int, float] = {}
+    if analysis == "snc-meister":
+        # The independent two-hop case for all flows at once (same numbers, much faster).
+        from tailbound.snc.fast import snc_meister_all
+
+        done = snc_meister_all(net, [f for f in net.flows if len(f.path) == 2]) or {}
     out: dict[int, float] = {}
     for f in net.flows:
-        f.latency = fn(net, f)
+        f.latency = done[f.id] if f.id in done else fn(net, f)
         out[f.id] = f.latency
     return out
