@@ -104,11 +104,17 @@ def _latency_steps(plan: _Plan, theta: Array) -> Array:
     pair_theta = theta[pair_flow] if pairs else np.zeros((0, theta.shape[1]))
     z = np.zeros(pair_theta.shape)
     r = np.zeros(pair_theta.shape)
+    # At and beyond a flow's pole its latency is infinite whatever this source gives: skip them.
+    row_pole = np.broadcast_to(plan.pole[:, None], theta.shape)
+    pair_pole = row_pole[pair_flow] if pairs else np.zeros(pair_theta.shape)
     for key, uses in plan.uses.items():
         model = plan.models[key]
-        rows = [theta[uses[role]] for role in ROLES if uses.get(role)]
-        rows += [pair_theta[uses[role]] for role in ("z", "r") if uses.get(role)]
-        values = model.rho(np.concatenate(rows))
+        parts = [(theta, row_pole, uses[role]) for role in ROLES if uses.get(role)]
+        parts += [(pair_theta, pair_pole, uses[role]) for role in ("z", "r") if uses.get(role)]
+        wanted = np.concatenate([t[i] for t, _, i in parts])
+        needed = wanted < np.concatenate([p[i] for _, p, i in parts])
+        values = np.full(wanted.shape, np.inf)
+        values[needed] = model.rho(wanted[needed])
         at = 0
         for role in ROLES:
             if uses.get(role):
