@@ -177,6 +177,24 @@ def _parse_hex(column: NDArray[np.bytes_], path: Path) -> NDArray[np.int64]:
     return np.where(present, value << (4 * np.maximum(power, 0)), 0).sum(axis=1)
 
 
+def _fixed_width(array: Any, path: Path) -> NDArray[np.bytes_]:
+    """An Arrow binary column as a fixed-width numpy ``S`` array, straight from its buffers."""
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
+    lengths = np.diff(offsets)
+    if np.any(lengths < 3):
+        line = int(np.argmax(lengths < 3)) + 1
+        raise TraceFormatError(path, "size must be hexadecimal 0x…", line=line, field="size")
+    width = int(lengths.max())
+    column = np.arange(width)[None, :]
+    index = np.minimum(offsets[:-1, None] + column, data.size - 1)
+    chars = np.where(column < lengths[:, None], data[index], 0).astype(np.uint8)
+    return np.ascontiguousarray(chars).view(f"S{width}").ravel()
+
+
 def _read_wc_csv(path: Path) -> Requests:
     """PRIVATE stop-gap loader for the wc62 CSV format ``arrival_ns,0xHEX,DiskRead|DiskWrite``.
 
@@ -184,6 +202,7 @@ def _read_wc_csv(path: Path) -> Requests:
     :func:`read_requests` already prefers it when it exists.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pyarrow import csv
 
     try:
@@ -201,9 +220,9 @@ def _read_wc_csv(path: Path) -> Requests:
     if table.num_rows == 0:
         raise TraceFormatError(path, "the trace has no requests")
     ns = table["ns"].to_numpy().astype(np.int64)
-    sizes = np.array(table["size"].to_pylist(), dtype=np.bytes_)
-    op = np.asarray(table["op"].to_numpy(zero_copy_only=False)).astype(str)
-    unknown = (op != "DiskRead") & (op != "DiskWrite")
+    sizes = _fixed_width(table["size"].combine_chunks(), path)
+    is_read = pc.equal(table["op"], "DiskRead").to_numpy(zero_copy_only=False)
+    unknown = ~is_read & ~pc.equal(table["op"], "DiskWrite").to_numpy(zero_copy_only=False)
     if np.any(unknown):
         line = int(np.argmax(unknown)) + 1
         raise TraceFormatError(
@@ -211,8 +230,8 @@ def _read_wc_csv(path: Path) -> Requests:
         )
     if np.any(np.diff(ns) < 0):
         order = np.argsort(ns, kind="stable")
-        ns, sizes, op = ns[order], sizes[order], op[order]
-    return Requests(ns, op == "DiskRead", _parse_hex(sizes, path))
+        ns, sizes, is_read = ns[order], sizes[order], is_read[order]
+    return Requests(ns, is_read, _parse_hex(sizes, path))
 
 
 def read_requests(path: str | Path) -> Requests:
