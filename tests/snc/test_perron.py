@@ -29,7 +29,7 @@ def random_generator(
     return g
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     n=st.integers(3, 10),
     seed=st.integers(0, 2**31),

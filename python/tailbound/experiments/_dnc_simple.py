@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 def min_burst(time_s: NDArray[np.float64], work: NDArray[np.float64], rate: float) -> float:
     """Smallest bucket size (work) for which the arrivals conform to rate ``rate`` (work/s).
 
-    >>> float(min_burst(np.array([0.0, 0.0, 1.0]), np.array([5.0, 5.0, 5.0]), 2.0))
-    10.0
+    >>> float(min_burst(np.array([0.0, 0.0, 1.0]), np.array([5.0, 5.0, 5.0]), 2.0))  # 15 - 2
+    13.0
     """
     cumulative = np.cumsum(work)
     before = cumulative - work  # work strictly before each arrival

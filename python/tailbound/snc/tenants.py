@@ -29,7 +29,6 @@ tenants (not on its own tenant's other direction, as in the reference implementa
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +43,6 @@ from tailbound.snc.mmpp import MmppArrival, MmppModel, fit_mmpp
 from tailbound.snc.network import Flow, Network
 
 LINK_BYTES_PER_S = 125_000_000.0
-ARRIVAL_MODELS = ("reference",)
-DIRECTIONS = ("in", "out", "storage")
 
 
 @dataclass(frozen=True)
@@ -346,12 +343,3 @@ def build_network(
         eps = (1.0 - t.percentile) / len(by_tenant[i].flows)
         net.add_flow(Flow(flow_id, i, path, arrival, priorities[i], eps))
     return net, by_tenant, priorities
-
-
-def check_arrival_model(name: str) -> None:
-    if name not in ARRIVAL_MODELS:
-        raise ConfigError(None, f"unknown arrival model {name!r}; choose from {ARRIVAL_MODELS}")
-
-
-def finite_or_inf(x: float) -> float:
-    return x if math.isfinite(x) else math.inf
