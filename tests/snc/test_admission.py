@@ -50,3 +50,25 @@ def test_snc_meister_admission_on_wc62(write_tenants) -> None:  # type: ignore[n
     assert decisions[2].bound.latency_s > 0.001
     final = bounds([d.tenant for d in decisions if d.admitted])
     assert all(b.meets_slo and math.isfinite(b.latency_s) for b in final)
+
+
+def test_bound_with_storage_device(write_tenants, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    tenants = [
+        {
+            "name": f"t{i}",
+            "slo_s": 0.5,
+            "trace_index": i,
+            "client_host": f"c{i}",
+            "server_host": "s0",
+            "device": "ssd0",
+        }
+        for i in range(3)
+    ]
+    tset = load_tenants(
+        write_tenants(tenants, ssd_profile=str(data_dir / "wc62" / "profile_ssd.json"))
+    )
+    bounds = snc_bound_function(tset)(tset.tenants)
+    for b in bounds:
+        assert b.latency_storage_s is not None and b.latency_storage_s > 0
+        assert b.latency_s == math.fsum([b.latency_in_s, b.latency_out_s, b.latency_storage_s])
+        assert b.to_json()["latency_storage_s"] == b.latency_storage_s
