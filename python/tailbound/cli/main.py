@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from tailbound.errors import TailboundError
 
 #: The verbs, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("characterize", "profile", "simulate", "place", "bound", "admit")
+COMMANDS: tuple[str, ...] = (
+    "demo",
+    "characterize",
+    "profile",
+    "simulate",
+    "place",
+    "bound",
+    "admit",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
