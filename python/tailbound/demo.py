@@ -6,7 +6,9 @@
 3. place the fleet with WorkloadCompactor and the baselines it was compared against, each on as
    few servers as its analysis allows (first-fit);
 4. replay the **second half** of each trace through WorkloadCompactor's plan in the simulator,
-   with its priorities and rate limits, and check every tenant's SLO.
+   with its priorities and rate limits enforced as the thesis' enforcers do (§2.2: priority is
+   honoured within the limits, over-limit requests drop to the lowest priority), and check every
+   tenant's SLO.
 
 Everything runs on data tailbound generates itself: a SATA-class SSD profile
 (:data:`DEMO_SSD`) and 10 Gb/s links with jumbo frames.
@@ -110,6 +112,7 @@ def run_demo(
         profile=DEMO_SSD.to_json(),
         link_bandwidth_bytes_per_s=DEMO_LINK_BYTES_PER_S,
         mtu_bytes=DEMO_MTU_BYTES,
+        mode="demotion",
     )
     seconds["replay"] = time.perf_counter() - start
     progress(f"replayed the second halves through the plan: {seconds['replay']:.2f} s")

@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
     if not v.all_met:
         print(
             f"Missed: {', '.join(v.violations)}. Their second halves are burstier than the first "
-            "halves they were planned from, by more than the 1.1 safety margin covers (the paper "
-            "saw the same without a margin): plan from a longer or more representative trace, "
-            "or raise the margin."
+            "halves they were planned from, by more than the 1.1 safety margin and demotion to "
+            "the lowest priority cover: plan from a longer or more representative trace, or "
+            "raise the margin."
         )
     print(f"Plans, verification.csv and {plot.name} written to {args.out}")
     # The demo shows the outcome; `tailbound simulate` is the command that gates on SLOs.
