@@ -10,7 +10,8 @@ from .conftest import concave_curves, convex_curves, rate_latencies, token_bucke
 
 
 def brute_deconvolution(f: Curve, g: Curve, t: float) -> float:
-    u = np.linspace(0.0, 50.0, 50001)
+    end = float(max(f.xs[-1], g.xs[-1])) + 50.0
+    u = np.concatenate([np.linspace(0.0, end, 50001), f.xs, g.xs])
     return float(np.max(f(t + u) - g(u)))
 
 

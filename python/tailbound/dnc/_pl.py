@@ -154,11 +154,38 @@ def lower_envelope(parts: list[Partial], points: NDArray[np.float64]) -> Raw:
         return values[k], k
 
     def best_line(t0: float, t1: float) -> tuple[float, float]:
-        """The part that is lowest just right of ``t0`` (value at t0, slope)."""
-        mid = t0 + (t1 - t0) * 1e-7 if np.isfinite(t1) else t0 + 1e-7
-        vals = [p.at(mid) for p in parts]
-        k = int(np.argmin(vals))
-        return parts[k].at(t0), parts[k].slope_after(mid)
+        """The part that is lowest just right of ``t0``: the lowest value at ``t0`` among the
+        parts that continue past it, ties broken by the smaller slope (value at t0, slope)."""
+        best: tuple[float, float] | None = None
+        for p in parts:
+            if p.start <= t0 < p.end:
+                v, sl = p.at(t0), p.slope_after(t0)
+                if (
+                    best is None
+                    or v < best[0] - 1e-12 * max(1.0, abs(v))
+                    or (v <= best[0] + 1e-12 * max(1.0, abs(v)) and sl < best[1])
+                ):
+                    best = (v, sl)
+        assert best is not None, "the convolution's parts cover every t > 0"
+        return best
+
+    def left_line(t1: float) -> tuple[float, float]:
+        """The part that is lowest just left of ``t1``: lowest value at ``t1`` among the parts
+        defined before it, ties broken by the larger slope (value at t1, slope)."""
+        best: tuple[float, float] | None = None
+        for p in parts:
+            if p.start < t1 <= p.end:
+                v = p.at(t1)
+                i = max(int(np.searchsorted(p.xs, t1, side="left")) - 1, 0)
+                sl = p.slopes[i]
+                if (
+                    best is None
+                    or v < best[0] - 1e-12 * max(1.0, abs(v))
+                    or (v <= best[0] + 1e-12 * max(1.0, abs(v)) and sl > best[1])
+                ):
+                    best = (v, sl)
+        assert best is not None, "the convolution's parts cover every t > 0"
+        return best
 
     pts = np.unique(points[np.isfinite(points)])
     pts = pts[pts >= 0]
@@ -176,7 +203,7 @@ def lower_envelope(parts: list[Partial], points: NDArray[np.float64]) -> Raw:
         while stack:
             t0, t1 = stack.pop()
             y0, s0 = best_line(t0, t1)
-            emit(t0, y0)
+            emit(t0, min(y0, env(t0)[0]))  # the lowest part at t0 itself
             if not np.isfinite(t1):
                 # refine the final ray: find where another ray overtakes
                 best = None
@@ -193,11 +220,7 @@ def lower_envelope(parts: list[Partial], points: NDArray[np.float64]) -> Raw:
                 out_tail = s0
                 return np.array(out_x), np.array(out_y), float(out_tail)
             # lowest just left of t1
-            left = t1 - (t1 - t0) * 1e-7
-            vals = [p.at(left) for p in parts]
-            k1 = int(np.argmin(vals))
-            s1 = parts[k1].slope_after(left)
-            y1_line = parts[k1].at(t1)
+            y1_line, s1 = left_line(t1)
             if abs(s1 - s0) <= 1e-12 * max(1.0, abs(s0)) or t1 - t0 < 1e-12:
                 continue
             # crossing of the two lines
