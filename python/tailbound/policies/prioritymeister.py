@@ -181,7 +181,8 @@ def prioritize(tenants: Sequence[PmTenant]) -> Prioritized:
     """The prioritizer of thesis §3.2.2.
 
     Repeatedly: every unfinished tenant is tried at the lowest priority among the unfinished
-    ones at each stage it is not yet assigned; one that meets its SLO there is assigned that
+    ones at each stage it is not yet assigned; one that meets its SLO there (a tenant without an
+    SLO, ``slo_s = inf``, always does and goes lowest first) is assigned that
     level at those stages (*choice*: one at a time, the largest slack first, so each gets its
     own level). When none does, the tenant with the smallest violation (latency − SLO) is
     assigned the lowest level only at its stage of smallest latency. Assigned levels are never
@@ -202,9 +203,14 @@ def prioritize(tenants: Sequence[PmTenant]) -> Prioritized:
     todo = {t.name: t for t in tenants}
     pending = {t.name: set(t.stages) for t in tenants}
     while todo:
-        results = {n: _evaluate(tenants, order, t) for n, t in todo.items()}
+        # a tenant without a latency SLO (a throughput tenant) meets it anywhere: no analysis
+        unbounded = [n for n, t in todo.items() if t.slo_s == float("inf")]
+        results = {
+            n: _evaluate(tenants, order, t) if n not in unbounded else {s: 0.0 for s in t.stages}
+            for n, t in todo.items()
+        }
         totals = {n: float(sum(v.values())) for n, v in results.items()}
-        slack = {n: todo[n].slo_s - totals[n] for n in todo}
+        slack = {n: float("inf") if n in unbounded else todo[n].slo_s - totals[n] for n in todo}
         fits = [n for n in todo if slack[n] >= 0]
         if fits:
             name = max(fits, key=lambda n: (slack[n], n))
