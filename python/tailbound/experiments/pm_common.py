@@ -303,9 +303,19 @@ def cake_controller(
 
 
 def run_policy(
-    setup: Setup, policy: str, profile_path: Path, *, k: int = 3, period_s: float = 1.0
+    setup: Setup,
+    policy: str,
+    profile_path: Path,
+    *,
+    k: int = 3,
+    period_s: float = 1.0,
+    declared: Setup | None = None,
 ) -> PolicyRun:
-    """Simulate ``setup`` under ``policy`` (one of :data:`POLICIES`)."""
+    """Simulate ``setup`` under ``policy`` (one of :data:`POLICIES`).
+
+    ``declared`` is what the tenants' traces looked like when PriorityMeister and bySLO
+    configured the system (default: ``setup`` itself); Fig. 3.6 runs a misbehaving trace against
+    the limits of a well-behaved one."""
     devices = [d["name"] for d in setup.devices]
     analysis = None
     if policy in ("ps", "cake"):
@@ -316,7 +326,7 @@ def run_policy(
         queues = [{"queue": d, "kind": "edf", "deadline_s": loose} for d in devices]
     elif policy in ("byslo", "pm"):
         profile = SsdProfile.load(profile_path)
-        tenants = pm_tenants(setup, profile, k)
+        tenants = pm_tenants(declared or setup, profile, k)
         analysis = prioritize(tenants) if policy == "pm" else by_slo(tenants)
         buckets = {t.name: t.buckets for t in tenants} if policy == "pm" else None
         queues = priority_queues(setup, analysis, buckets)

@@ -51,8 +51,14 @@ def build(duration_s: float, seed: int, profile_path: Path, slos=SLOS) -> Setup:
     tenants = []
     for i, (name, (load, c2, size, reads)) in enumerate(WORKLOADS.items()):
         trace = table31_trace(
-            load, c2, duration_s, seed=seed + i, size=size, read_fraction=reads,
-            profile=profile, name=name,
+            load,
+            c2,
+            duration_s,
+            seed=seed + i,
+            size=size,
+            read_fraction=reads,
+            profile=profile,
+            name=name,
         )
         tenants.append(Tenant(name, trace, Slo(slos[name], 0.9999)))
     tenants.append(Tenant("L", file_copy(duration_s), None, outstanding=2))
