@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / "wc62"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/wc62")
+#: The shared data beside the project (``../shared/data``), never copied into the repository.
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wc62"
 
 
 def wc62_doc(count: int) -> dict[str, Any]:
@@ -47,21 +46,37 @@ def wc62_doc(count: int) -> dict[str, Any]:
     }
 
 
-def with_priorities(doc: dict[str, Any]) -> dict[str, Any]:
+def with_priorities(count: int) -> dict[str, Any]:
     """The same scenario through a plan: four priority levels and a demotion bucket per stage
     at every queue (the scheduler with the most work per dequeue)."""
-    from tailbound.sim import PlanEntry, scenario_from_plan
+    from tailbound.plan import Plan, StageLimit, TenantPlan
+    from tailbound.sim import scenario_from_plan
+    from tailbound.stages import STORAGE_PATH
 
-    plan = [
-        PlanEntry(
-            w["name"],
+    limit = StageLimit(0.05, 0.01)
+    tenants = [
+        TenantPlan(
+            f"trace{i:04d}",
+            1.0,
+            "server",
             "ssd",
-            priority={s: i % 4 for s in ("net_in", "storage", "net_out")},
-            buckets={s: [(0.05, 0.01)] for s in ("net_in", "storage", "net_out")},
+            {s: i % 4 for s in STORAGE_PATH},
+            {s: limit for s in STORAGE_PATH},
+            0.0,
+            client_host=f"client{i}",
         )
-        for i, w in enumerate(doc["workloads"])
+        for i in range(count)
     ]
-    return scenario_from_plan(doc, plan, mode="demotion")
+    traces = {
+        t.name: {"path": str(DATA / "traces" / f"{t.name}.txt"), "format": "wc"} for t in tenants
+    }
+    return scenario_from_plan(
+        Plan("benchmark", 1, tenants),
+        traces,
+        profile=DATA / "profile_ssd.json",
+        link_bandwidth_bytes_per_s=125_000_000,
+        mode="demotion",
+    )
 
 
 def three_stage(scenario: Any) -> dict[str, Any]:
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     traces = [w.trace for w in scenario.workloads]
     n = sum(len(t) for t in traces)
     full = three_stage(scenario)
-    prio = three_stage(Scenario.from_dict(with_priorities(doc), base=DATA))
+    prio = three_stage(Scenario.from_dict(with_priorities(args.traces), base=DATA))
     arrival, work = merged_single_queue(traces)
     rust_wall, rust_cpu, rust_events, rust_lat = rust_single_queue(arrival, work)
     simpy_wall, simpy_cpu, simpy_lat = simpy_single_queue(arrival, work)

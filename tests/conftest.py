@@ -25,6 +25,12 @@ def data_dir() -> Path:
     return DATA
 
 
+@pytest.fixture(scope="session")
+def wc62_dir(data_dir: Path) -> Path:
+    """The WorkloadCompactor example data (``shared/data/wc62``)."""
+    return data_dir / "wc62"
+
+
 @pytest.fixture
 def small_trace() -> Trace:
     """Ten requests, mixed reads and writes, with offsets."""

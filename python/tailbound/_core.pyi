@@ -107,3 +107,9 @@ class Simulation:
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...
+
+# --- snc (stochastic network calculus) ---------------------------------------------------------
+def perron_roots(
+    generator: NDArray[np.float64], excess: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Perron roots of ``diag(1 + e) G + diag(e)`` for each row ``e`` of ``excess``."""

@@ -75,8 +75,20 @@ class TenantPlan:
     percentile: float = 0.999
     client_host: str | None = None
     client_vm: str | None = None
+    #: Further buckets per stage beyond ``limits`` (PriorityMeister's multiple rate limiters:
+    #: a request needs room in every bucket of its stage).
+    extra_limits: dict[Stage, tuple[StageLimit, ...]] = field(default_factory=dict)
+
+    def buckets(self, stage: Stage) -> list[tuple[float, float]]:
+        """Every ``(rate, bucket_s)`` enforced at ``stage``, the primary limit first."""
+        limits = (self.limits[stage], *self.extra_limits.get(stage, ()))
+        return [(lim.rate, lim.bucket_s) for lim in limits]
 
     def to_json(self) -> dict[str, Any]:
+        stages: dict[str, dict[str, Any]] = {str(s): self.limits[s].to_json() for s in STORAGE_PATH}
+        for s, extra in self.extra_limits.items():
+            if extra:
+                stages[str(s)]["extra"] = [lim.to_json() for lim in extra]
         return {
             "name": self.name,
             "slo_s": self.slo_s,
@@ -86,7 +98,7 @@ class TenantPlan:
             "client_host": self.client_host,
             "client_vm": self.client_vm,
             "priority": {str(s): self.priority[s] for s in STORAGE_PATH},
-            "stages": {str(s): self.limits[s].to_json() for s in STORAGE_PATH},
+            "stages": stages,
             "latency_bound_s": self.latency_bound_s,
         }
 
@@ -193,6 +205,7 @@ class _Reader:
         stages_doc = self.get(doc, "stages", dict, w)
         priority = {}
         limits = {}
+        extra: dict[Stage, tuple[StageLimit, ...]] = {}
         for stage in STORAGE_PATH:
             p = priority_doc.get(str(stage))
             if not isinstance(p, int) or isinstance(p, bool):
@@ -202,12 +215,12 @@ class _Reader:
             priority[stage] = p
             limit = stages_doc.get(str(stage))
             lw = f"{w}stages.{stage}."
-            rate = self.number(limit, "rate", lw)
-            bucket = self.number(limit, "bucket", lw)
-            capacity = None
-            if isinstance(limit, dict) and "capacity_bytes_per_s" in limit:
-                capacity = self.number(limit, "capacity_bytes_per_s", lw)
-            limits[stage] = StageLimit(rate, bucket, capacity)
+            limits[stage] = self.limit(limit, lw)
+            more = limit.get("extra", []) if isinstance(limit, dict) else []
+            if not isinstance(more, list):
+                raise ConfigError(self.path, f"expected a list, got {more!r}", field=f"{lw}extra")
+            if more:
+                extra[stage] = tuple(self.limit(m, f"{lw}extra[{i}].") for i, m in enumerate(more))
         host = doc.get("client_host")
         vm = doc.get("client_vm")
         return TenantPlan(
@@ -220,5 +233,14 @@ class _Reader:
             client_vm=vm if isinstance(vm, str) else None,
             priority=priority,
             limits=limits,
+            extra_limits=extra,
             latency_bound_s=self.number(doc, "latency_bound_s", w),
         )
+
+    def limit(self, doc: Any, where: str) -> StageLimit:
+        rate = self.number(doc, "rate", where)
+        bucket = self.number(doc, "bucket", where)
+        capacity = None
+        if isinstance(doc, dict) and "capacity_bytes_per_s" in doc:
+            capacity = self.number(doc, "capacity_bytes_per_s", where)
+        return StageLimit(rate, bucket, capacity)

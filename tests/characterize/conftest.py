@@ -2,30 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 from tailbound.traces import Trace
-
-
-def find_shared_data() -> Path | None:
-    """``shared/data`` beside the project or beside any folder above it (git worktrees live
-    one level deeper than the main checkout)."""
-    for folder in Path(__file__).resolve().parents:
-        if (folder / "shared" / "data").is_dir():
-            return folder / "shared" / "data"
-    return None
-
-
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    """Overrides the project-wide fixture to also find the data from a git worktree."""
-    data = find_shared_data()
-    if data is None:
-        pytest.skip("shared data not found beside the project")
-    return data
 
 
 def bursty_trace(n: int, seed: int, name: str = "bursty") -> Trace:

@@ -20,29 +20,6 @@ from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.readers import read_trace
 
 
-def find_shared_data() -> Path | None:
-    """``shared/data`` beside the project or beside any folder above it (a git worktree lives
-    deeper than the main checkout)."""
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "data"
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    found = find_shared_data()
-    if found is None:
-        pytest.skip("shared data not found beside the project")
-    return found
-
-
-@pytest.fixture(scope="session")
-def wc62_dir(data_dir: Path) -> Path:
-    return data_dir / "wc62"
-
-
 @pytest.fixture(scope="session")
 def wc62_cluster(wc62_dir: Path) -> ClusterConfig:
     return load_cluster(wc62_dir / "cluster.json")

@@ -13,7 +13,9 @@ import pytest
 
 from tailbound.cli.main import main
 from tailbound.errors import ConfigError
-from tailbound.sim import PlanEntry, Scenario, scenario_from_plan
+from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.sim import Scenario, scenario_from_plan
+from tailbound.stages import STORAGE_PATH, Stage
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "simulate.toml"
 
@@ -145,20 +147,35 @@ def test_scenario_unreadable_files(tmp_path: Path) -> None:
         Scenario.load(bad)
 
 
+def _tenant(name: str, priority: int, **kwargs: Any) -> TenantPlan:
+    limit = StageLimit(0.5, 0.001)
+    return TenantPlan(
+        name,
+        0.01,
+        "s0",
+        "mem",
+        {s: priority for s in STORAGE_PATH},
+        {s: limit for s in STORAGE_PATH},
+        0.005,
+        **kwargs,
+    )
+
+
+MEMORY_PROFILE = {
+    "bandwidthTable": [{"requestSize": 4096, "readBandwidth": 1e9, "writeBandwidth": 1e9}]
+}
+
+
 def test_scenario_from_plan_configures_every_queue_on_the_route() -> None:
-    doc = small_doc()
-    plan = [
-        PlanEntry(
-            "A",
-            "mem",
-            priority={"net_in": 2, "storage": 2, "net_out": 2},
-            buckets={"net_in": [(0.5, 0.001)], "net_out": [(0.2, 0.002), (0.9, 0.0001)]},
-            bound_s=0.005,
-        ),
-        PlanEntry("B", "mem", priority={"net_in": 1, "net_out": 1}),
-    ]
-    planned = scenario_from_plan(doc, plan)
-    queues = {q["queue"]: q for q in planned["queues"]}
+    extra = {Stage.NET_OUT: (StageLimit(0.9, 0.0001),)}
+    plan = Plan(
+        "test",
+        1,
+        [_tenant("A", 0, client_host="c0", extra_limits=extra), _tenant("B", 1, client_host="c1")],
+    )
+    traces = {w["name"]: w["trace"] for w in small_doc()["workloads"]}
+    doc = scenario_from_plan(plan, traces, profile=MEMORY_PROFILE, link_bandwidth_bytes_per_s=1e8)
+    queues = {q["queue"]: q for q in doc["queues"]}
     assert set(queues) == {
         "c0.egress",
         "c0.ingress",
@@ -166,17 +183,18 @@ def test_scenario_from_plan_configures_every_queue_on_the_route() -> None:
         "c1.ingress",
         "s0.ingress",
         "s0.egress",
-        "mem",
+        "s0.mem",
     }
     assert queues["c0.egress"]["buckets"] == {"A": [[0.5, 0.001]]}
-    assert queues["s0.egress"]["buckets"] == {"A": [[0.2, 0.002], [0.9, 0.0001]]}
-    assert queues["s0.ingress"]["priority"] == {"A": 2, "B": 1}
-    assert doc["workloads"][1].get("device") is None  # the base is not modified
-    sim = Scenario.from_dict(planned).simulator()
+    assert queues["s0.egress"]["buckets"]["A"] == [[0.5, 0.001], [0.9, 0.0001]]
+    assert "A" not in queues["s0.ingress"]["buckets"]  # the sender shapes, not the receiver
+    # plan level 0 is the most important: the simulator's larger number
+    assert queues["s0.ingress"]["priority"] == {"A": 1, "B": 0}
+    sim = Scenario.from_dict(doc).simulator()
     sim.run()
     assert sim.results()["B"].stages == ("net_in", "storage", "net_out")
-    with pytest.raises(ConfigError, match="absent"):
-        scenario_from_plan(doc, [PlanEntry("Z", "mem")])
+    with pytest.raises(ConfigError, match="no trace given"):
+        scenario_from_plan(plan, {}, profile=MEMORY_PROFILE, link_bandwidth_bytes_per_s=1e8)
 
 
 def test_simulate_cli_prints_table_and_writes_plot(tmp_path: Path, capsys: Any) -> None:

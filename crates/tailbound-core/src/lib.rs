@@ -8,5 +8,6 @@ pub mod error;
 pub mod parse;
 pub mod rb;
 pub mod sim;
+pub mod snc;
 
 pub use error::{Error, Result};

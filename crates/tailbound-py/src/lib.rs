@@ -9,6 +9,7 @@ mod error;
 mod parse;
 mod rb;
 mod sim;
+mod snc;
 
 /// The compiled core of tailbound.
 #[pymodule]
@@ -18,5 +19,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rb::register(m)?;
     parse::register(m)?;
     sim::register(m)?;
+    snc::register(m)?;
     Ok(())
 }

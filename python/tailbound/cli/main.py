@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from tailbound.errors import TailboundError
 
 #: The verbs, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("characterize", "profile", "simulate", "place")
+COMMANDS: tuple[str, ...] = ("characterize", "profile", "simulate", "place", "bound", "admit")
 
 
 def build_parser() -> argparse.ArgumentParser:

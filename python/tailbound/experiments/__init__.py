@@ -1,7 +1,11 @@
-"""Experiments: one module per reproduced result, each writing a table and a plot.
+"""Reproductions of the documents' results: one module per figure, each writing a table and a
+plot (``python -m tailbound.experiments.<name> --out DIR``).
 
 WorkloadCompactor (thesis ch. 5): :mod:`~tailbound.experiments.wc_fig54` (servers per policy),
 :mod:`~tailbound.experiments.wc_fff` (fast-first-fit against first-fit),
 :mod:`~tailbound.experiments.wc_departures` (arrivals and departures, Fig. 5.10),
 :mod:`~tailbound.experiments.wc_ssds` (several SSDs per server, Fig. 5.11).
+SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency against tenants),
+:mod:`~tailbound.experiments.snc_fig48` (dependent tenants),
+:mod:`~tailbound.experiments.snc_fig413` (number of nines).
 """

@@ -1,5 +1,5 @@
 """Placement inputs: tenants, the cluster and arrival/departure events, read from the
-WorkloadCompactor files (``/work/shared/data/wc62/``: tenants.json, cluster.json, events.csv).
+WorkloadCompactor files (``../shared/data/wc62/``: tenants.json, cluster.json, events.csv).
 
 Every error names the file and the field at fault (:class:`~tailbound.errors.ConfigError`).
 """

@@ -4,16 +4,15 @@
 - :class:`Simulator` runs the Rust kernel (``run(until)``, ``set_param``, ``results()``);
 - :class:`SimResults` / :class:`WorkloadResult` give latencies, stage times, percentiles,
   sliding-window tails and SLO checks;
-- :func:`scenario_from_plan` turns policies' :class:`PlanEntry` values into a scenario.
+- :func:`scenario_from_plan` turns a :class:`~tailbound.plan.Plan` into a scenario.
 """
 
-from tailbound.sim.plan import PlanEntry, scenario_from_plan
+from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.results import SimResults, Slo, WorkloadResult, percentile
 from tailbound.sim.scenario import Scenario
 from tailbound.sim.simulator import Requests, Simulator, shape, single_queue
 
 __all__ = [
-    "PlanEntry",
     "Requests",
     "Scenario",
     "SimResults",

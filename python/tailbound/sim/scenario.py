@@ -297,6 +297,15 @@ def _positive(q: Fields, key: str, values: list[Any], *, strict: bool = True) ->
     return [float(v) for v in values]
 
 
+def _profile(d: Fields, base: Path, kind: Any) -> Any:
+    """A device's ``profile``: a path (relative to the scenario) or the profile's JSON inline."""
+    raw = d.raw("profile")
+    if isinstance(raw, Mapping):
+        return kind.from_json(raw, path=f"{d.path or '<scenario>'} {d.at('profile')}")
+    p = Path(d.string("profile"))
+    return kind.load(p if p.is_absolute() else base / p)
+
+
 def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     d.check_keys(
         {
@@ -318,11 +327,9 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     model: TokenModel | None = None
     defaults: dict[str, float] = {"read_mpl": 1, "write_mpl": 1}
     if kind == "disk":
-        p = Path(d.string("profile"))
-        model = DiskModel(DiskProfile.load(p if p.is_absolute() else base / p))
+        model = DiskModel(_profile(d, base, DiskProfile))
     if kind == "ssd":
-        p = Path(d.string("profile"))
-        profile = SsdProfile.load(p if p.is_absolute() else base / p)
+        profile = _profile(d, base, SsdProfile)
         model = SsdModel(profile)
         defaults = {
             "read_mpl": profile.read_mpl,

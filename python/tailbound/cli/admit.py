@@ -1,0 +1,57 @@
+"""``tailbound admit``: arrival-order admission control with SNC-Meister."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "admit",
+        help="decide admission of tenants in arrival order (SNC-Meister)",
+        description=(
+            "Tenants arrive in file order; each is admitted only if it and every admitted "
+            "tenant still meet their SLOs (thesis §4.2). Rejected tenants run best effort."
+        ),
+    )
+    parser.add_argument("--tenants", required=True, help="tenants JSON file (arrival order)")
+    parser.add_argument(
+        "--policy",
+        default="snc-meister",
+        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution"],
+        help="bound function deciding admission (default snc-meister)",
+    )
+    parser.add_argument("--out", help="write the decisions as JSON to this file")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tailbound.snc.admission import admit_in_order
+    from tailbound.snc.analysis import snc_bound_function
+    from tailbound.snc.io import fmt_ms, markdown_table, write_json_atomic
+    from tailbound.snc.tenants import load_tenants
+
+    tset = load_tenants(args.tenants)
+    decisions = admit_in_order(tset.tenants, snc_bound_function(tset, args.policy))
+    rows = [
+        [
+            d.tenant.name,
+            "admitted" if d.admitted else "rejected",
+            fmt_ms(d.bound.latency_s),
+            fmt_ms(d.tenant.slo_s),
+            d.tenant.percentile,
+            ", ".join(d.violated),
+        ]
+        for d in decisions
+    ]
+    print(
+        markdown_table(["tenant", "decision", "predicted ms", "SLO ms", "pct", "would miss"], rows)
+    )
+    admitted = sum(d.admitted for d in decisions)
+    print(f"\n{args.policy}: admitted {admitted} of {len(decisions)} tenants")
+    if args.out:
+        write_json_atomic(
+            args.out,
+            {"policy": args.policy, "decisions": [d.to_json() for d in decisions]},
+        )
+    return 0

@@ -1,0 +1,74 @@
+"""Shared helpers of the SNC reproductions: locating the wc62 traces, building tenants, output."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from tailbound.snc.io import markdown_table
+from tailbound.snc.tenants import TenantSet, TenantSpec
+
+#: wc62 traces with a similar, moderate request-direction load (0.1–0.3% of 1 Gb/s each).
+SIMILAR_TRACES = (1, 5, 7, 8, 9, 10, 11, 29, 35, 38, 40, 43, 57, 59, 61, 14)
+
+
+def find_data(explicit: str | None = None) -> Path:
+    """The shared data folder: ``--data``, ``$TAILBOUND_DATA``, or ``shared/data`` beside an
+    ancestor of the working directory or of this file."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("TAILBOUND_DATA"):
+        return Path(os.environ["TAILBOUND_DATA"])
+    for start in (Path.cwd(), Path(__file__).resolve()):
+        for parent in (start, *start.parents):
+            if (parent / "shared" / "data" / "wc62").is_dir():
+                return parent / "shared" / "data"
+    raise SystemExit("cannot find the shared data folder; pass --data or set TAILBOUND_DATA")
+
+
+def trace_path(data: Path, index: int) -> Path:
+    return data / "wc62" / "traces" / f"trace{index:04d}.txt"
+
+
+def tenant(
+    data: Path,
+    name: str,
+    index: int,
+    client: str,
+    server: str,
+    *,
+    slo_s: float = 0.05,
+    percentile: float = 0.999,
+    group: str | None = None,
+) -> TenantSpec:
+    return TenantSpec(
+        name=name,
+        slo_s=slo_s,
+        trace=trace_path(data, index),
+        client_host=client,
+        server_host=server,
+        percentile=percentile,
+        group=group,
+    )
+
+
+def tenant_set(tenants: Sequence[TenantSpec], link_bytes_per_s: float) -> TenantSet:
+    return TenantSet(tuple(tenants), link_bytes_per_s)
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", default="out/experiments", help="output folder (table and plot)")
+    p.add_argument("--data", help="shared data folder (default: found automatically)")
+    return p
+
+
+def write_outputs(out: Path, name: str, title: str, header: list[str], rows: list[list]) -> Path:
+    """Write ``<name>.md`` (title and Markdown table) and return the path of the plot to make."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = markdown_table(header, rows)
+    (out / f"{name}.md").write_text(f"# {title}\n\n{table}\n")
+    print(table)
+    return out / f"{name}.png"

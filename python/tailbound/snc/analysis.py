@@ -1,0 +1,84 @@
+"""Per-tenant latency bounds for a fixed set of tenants (the ``tailbound bound`` command).
+
+A *bound function* maps a list of tenants to one :class:`TenantBound` each; admission control
+(:mod:`tailbound.snc.admission`) is written against that signature so other analyses (the DNC
+baselines) plug in the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tailbound.snc.network import flow_latencies
+from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
+
+
+@dataclass(frozen=True)
+class TenantBound:
+    """A tenant's predicted latency at its percentile, per direction and in total (seconds)."""
+
+    name: str
+    priority: int
+    latency_s: float
+    latency_in_s: float
+    latency_out_s: float
+    latency_storage_s: float | None
+    slo_s: float
+    percentile: float
+
+    @property
+    def meets_slo(self) -> bool:
+        return self.latency_s <= self.slo_s
+
+    def to_json(self) -> dict[str, object]:
+        def num(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else x
+
+        out: dict[str, object] = {
+            "name": self.name,
+            "priority": self.priority,
+            "latency_s": num(self.latency_s),
+            "latency_in_s": num(self.latency_in_s),
+            "latency_out_s": num(self.latency_out_s),
+            "meets_slo": self.meets_slo,
+            "slo_s": self.slo_s,
+            "percentile": self.percentile,
+        }
+        if self.latency_storage_s is not None:
+            out["latency_storage_s"] = num(self.latency_storage_s)
+        return out
+
+
+BoundFunction = Callable[[Sequence[TenantSpec]], list[TenantBound]]
+
+
+def snc_bound_function(
+    tset: TenantSet, analysis: str = "snc-meister", cache: FitCache | None = None
+) -> BoundFunction:
+    """A bound function computing SNC bounds with ``analysis`` (fits cached across calls)."""
+    fits = cache if cache is not None else FitCache()
+
+    def bounds(tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+        net, flows, priorities = build_network(tset, tenants, fits)
+        latency = flow_latencies(net, analysis)
+        out = []
+        for t, tf, prio in zip(tenants, flows, priorities, strict=True):
+            per = {d: latency[i] for d, i in tf.flows.items()}
+            total = math.fsum(per.values())
+            out.append(
+                TenantBound(
+                    name=t.name,
+                    priority=prio,
+                    latency_s=total if math.isfinite(total) else math.inf,
+                    latency_in_s=per["in"],
+                    latency_out_s=per["out"],
+                    latency_storage_s=per.get("storage"),
+                    slo_s=t.slo_s,
+                    percentile=t.percentile,
+                )
+            )
+        return out
+
+    return bounds

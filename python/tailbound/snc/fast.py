@@ -1,0 +1,188 @@
+"""SNC-Meister for every flow at once: the independent two-hop case as arrays over flows.
+
+Without dependency groups, SNC-Meister's expression has one fixed shape for every two-hop flow
+(thesis Appendix A.4, Eq. A.5)::
+
+    S = ((S1 ⊖ A_Y) ⊗ (V1 ⊖ ⊕_i (A_Zi ⊘ (Si ⊖ A_Ri)))) ⊖ A_X,     L = Latency(A_W, S, eps)
+
+and every operand is independent, so every aggregate is a sum of its sources' ``rho`` (all
+``sigma = 0``). This module evaluates that shape for all flows together: at each level of the
+``theta`` search one call per *source* (over the rows of every flow that uses it) and a few array
+operations over flows, instead of one operator tree per flow. It computes the same numbers as
+:func:`tailbound.snc.network.snc_meister` (the general path; tests compare both) up to the order of
+floating-point sums, and falls back to it for anything else (dependency groups, one-hop flows).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tailbound.snc.bounds import STEP_S, Array, Bound, _log1m_exp
+from tailbound.snc.latency import DECREASE, INITIAL_THETA, MIN_THETA
+from tailbound.snc.mmpp import MmppArrival, MmppModel
+from tailbound.snc.network import Flow, Network
+
+ROLES = ("w", "x", "y")
+
+
+@dataclass
+class _Plan:
+    """Which source feeds which term of which flow's expression."""
+
+    flows: list[Flow]
+    c1: Array
+    c2: Array
+    eps: Array
+    pair_flow: list[int] = field(default_factory=list)
+    pair_c: list[float] = field(default_factory=list)
+    # model id -> role -> rows (flow index for w/x/y, pair index for z/r)
+    uses: dict[int, dict[str, list[int]]] = field(default_factory=dict)
+    models: dict[int, MmppModel] = field(default_factory=dict)
+    pole: Array = field(default_factory=lambda: np.zeros(0))
+
+    def use(self, arrival: Bound, role: str, row: int) -> None:
+        assert isinstance(arrival, MmppArrival)  # checked by _independent
+        key = id(arrival.model)
+        self.models[key] = arrival.model
+        self.uses.setdefault(key, defaultdict(list))[role].append(row)
+
+
+def _independent(net: Network) -> bool:
+    return all(isinstance(f.arrival, MmppArrival) and len(f.arrival.deps) == 1 for f in net.flows)
+
+
+def _plan(net: Network, flows: list[Flow]) -> _Plan:
+    plan = _Plan(
+        flows=flows,
+        c1=np.array([net.queues[f.path[0]] * STEP_S for f in flows]),
+        c2=np.array([net.queues[f.path[1]] * STEP_S for f in flows]),
+        eps=np.array([f.eps for f in flows]),
+    )
+    poles = []
+    for row, flow in enumerate(flows):
+        first, second = flow.path
+        pole = [flow.arrival.pole()]
+        plan.use(flow.arrival, "w", row)
+        feeders: dict[str, int] = {}
+        for f in net.flows_at(second, 1):
+            if f.priority <= flow.priority:
+                feeders[f.path[0]] = max(feeders.get(f.path[0], f.priority), f.priority)
+        for queue in sorted(feeders, key=net.queue_order):
+            lowest = feeders[queue]
+            shared: list[Flow] = []
+            non_shared: list[Flow] = []
+            for f in net.flows_at(queue, 0):
+                if f.priority <= lowest and f.id != flow.id:
+                    (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(f)
+            pole += [f.arrival.pole() for f in (*shared, *non_shared)]
+            if queue == first:
+                for f in shared:
+                    plan.use(f.arrival, "x", row)
+                for f in non_shared:
+                    plan.use(f.arrival, "y", row)
+            elif shared:
+                pair = len(plan.pair_flow)
+                plan.pair_flow.append(row)
+                plan.pair_c.append(net.queues[queue] * STEP_S)
+                for f in shared:
+                    plan.use(f.arrival, "z", pair)
+                for f in non_shared:
+                    plan.use(f.arrival, "r", pair)
+        poles.append(min(pole))
+    plan.pole = np.array(poles)
+    return plan
+
+
+def _latency_steps(plan: _Plan, theta: Array) -> Array:
+    """Latency (steps) of every flow (rows of ``theta``, shape ``(flows, k)``)."""
+    pairs = len(plan.pair_flow)
+    sums = {role: np.zeros(theta.shape) for role in ROLES}
+    pair_flow = np.asarray(plan.pair_flow, dtype=np.intp)
+    pair_theta = theta[pair_flow] if pairs else np.zeros((0, theta.shape[1]))
+    z = np.zeros(pair_theta.shape)
+    r = np.zeros(pair_theta.shape)
+    # At and beyond a flow's pole its latency is infinite whatever this source gives: skip them.
+    row_pole = np.broadcast_to(plan.pole[:, None], theta.shape)
+    pair_pole = row_pole[pair_flow] if pairs else np.zeros(pair_theta.shape)
+    for key, uses in plan.uses.items():
+        model = plan.models[key]
+        parts = [(theta, row_pole, uses[role]) for role in ROLES if uses.get(role)]
+        parts += [(pair_theta, pair_pole, uses[role]) for role in ("z", "r") if uses.get(role)]
+        wanted = np.concatenate([t[i] for t, _, i in parts])
+        needed = wanted < np.concatenate([p[i] for _, p, i in parts])
+        values = np.full(wanted.shape, np.inf)
+        values[needed] = model.rho(wanted[needed])
+        at = 0
+        for role in ROLES:
+            if uses.get(role):
+                n = len(uses[role])
+                sums[role][uses[role]] += values[at : at + n]
+                at += n
+        for role, target in (("z", z), ("r", r)):
+            if uses.get(role):
+                n = len(uses[role])
+                target[uses[role]] += values[at : at + n]
+                at += n
+    # departures of the other first queues into V1: D_Zi = A_Zi ⊘ (Si ⊖ A_Ri)
+    rho_d = np.zeros(theta.shape)
+    sigma_d = np.zeros(theta.shape)
+    if pairs:
+        c = np.asarray(plan.pair_c)[:, None]
+        with np.errstate(invalid="ignore"):
+            sigma_pair = -_log1m_exp(pair_theta * (z + (r - c))) / pair_theta
+        np.add.at(rho_d, pair_flow, z)
+        np.add.at(sigma_d, pair_flow, sigma_pair)
+    with np.errstate(invalid="ignore"):
+        r1 = sums["y"] + -plan.c1[:, None]
+        r2 = rho_d + -plan.c2[:, None]
+        r1 = np.where(r1 == r2, 0.99 * r1, r1)
+        sigma_conv = sigma_d - _log1m_exp(-theta * np.abs(r1 - r2)) / theta
+        rho_s = sums["x"] + np.maximum(r1, r2)
+        rho_a = sums["w"]
+    with np.errstate(all="ignore"):
+        zeta = theta * (rho_a + rho_s)
+        log_term = np.log(plan.eps[:, None] * -np.expm1(zeta))
+        latency = (log_term / theta - sigma_conv) / rho_s
+    ok = (zeta < 0) & (rho_s < 0) & np.isfinite(latency)
+    return np.where(ok, latency, np.inf)
+
+
+def _best_theta(plan: _Plan) -> Array:
+    """The reference ``theta`` search (see :mod:`tailbound.snc.latency`), all flows at once."""
+    rows = len(plan.flows)
+    theta = np.full(rows, INITIAL_THETA)
+    step = INITIAL_THETA / DECREASE
+    pole = plan.pole[:, None]
+    while step >= MIN_THETA:
+        lo = np.maximum(theta - DECREASE * step, MIN_THETA)
+        hi = theta + DECREASE * step
+        count = int(np.max(np.floor((hi - lo) / step))) + 3
+        increments = np.full((rows, count), step)
+        increments[:, 0] = lo
+        grid = np.cumsum(increments, axis=1)
+        beyond = (grid[:, 1:] >= pole) | (grid[:, 1:] > hi[:, None])
+        if np.all(beyond):
+            theta = lo
+            step /= DECREASE
+            continue
+        values = _latency_steps(plan, grid)
+        values = np.where(grid <= hi[:, None], values, np.inf)
+        pick = np.argmin(values, axis=1)
+        found = np.isfinite(values[np.arange(rows), pick])
+        theta = np.where(found, grid[np.arange(rows), pick], lo)
+        step /= DECREASE
+    return theta
+
+
+def snc_meister_all(net: Network, flows: list[Flow]) -> dict[int, float] | None:
+    """SNC-Meister bounds (seconds) of the two-hop ``flows`` of ``net``, all at once; ``None``
+    when the network has dependencies (use the general path)."""
+    if not flows or not _independent(net):
+        return None
+    plan = _plan(net, flows)
+    theta = _best_theta(plan)
+    latency = _latency_steps(plan, theta[:, None])[:, 0] * STEP_S
+    return {f.id: float(v) for f, v in zip(flows, latency, strict=True)}

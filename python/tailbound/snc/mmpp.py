@@ -1,0 +1,313 @@
+"""Markov-modulated arrivals fitted to a trace, and their MGF bound (thesis §4.2.1, §4.2.4).
+
+The model is the discrete-time form of an MMPP (a Markov-modulated Bernoulli process): in every
+step of :data:`~tailbound.snc.bounds.STEP_S` seconds the chain is in one state; in state ``s`` a
+request arrives with probability ``p_s`` and brings exponentially distributed work of mean
+``1 / mu_s``; then the chain moves by the per-step transition matrix ``P``. Its MGF bound is
+(thesis Table 4.1, first row)::
+
+    rho_A(theta) = log(sp(diag(MGF_s(theta)) · P)) / theta,   sigma_A(theta) = 0,
+    MGF_s(theta) = 1 - p_s + p_s · mu_s / (mu_s - theta)   for theta < mu_s (else infinite),
+
+``sp`` the spectral radius; ``rho_A`` is work per step.
+
+Fitting (:func:`fit_mmpp`), the reference implementation's procedure:
+
+1. cut the trace into 1-second intervals from time 0 to the last arrival and count arrivals;
+2. place the states' rates ``lambda`` from the top: the top state has ``lambda + a sqrt(lambda) =
+   max count`` (``a = 2``: a Poisson count's ±2 standard deviations); each next state's upper
+   edge equals the lower edge of the state above (``sqrt(lambda') = sqrt(lambda) - a``). States
+   are placed while their rate stays at or above the smallest count, at most 10; when all 10 are
+   needed, ``a`` is enlarged by a binary search (precision 0.01) until the bottom state's lower
+   edge reaches the smallest count;
+3. each interval belongs to the highest state whose lower edge its count exceeds, else to state 0;
+4. ``P[s, t]`` = (number of interval transitions ``s → t``) / (steps spent in ``s``) for
+   ``s != t`` and ``P[s, s] = 1 - sum``; the steps spent in ``s`` count every interval in ``s``
+   (including the last interval of the trace);
+5. ``p_s = lambda_s · STEP_S / 1 s``; ``mu_s`` = (requests in state-``s`` intervals) / (their total
+   work), or ``1e6`` when a state has no request (the reference's default).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound._core import perron_roots
+from tailbound.snc.bounds import STEP_S, Array, ArrivalBound
+
+INTERVAL_NS = 1_000_000_000
+MAX_STATES = 10
+DEFAULT_A = 2.0
+EMPTY_STATE_MU = 1e6
+MEMO_MAX_BATCH = 64
+
+
+@dataclass(frozen=True)
+class MmppModel:
+    """A fitted Markov-modulated Bernoulli process with exponential work.
+
+    ``transition[s, t]`` is the per-step probability of moving from ``s`` to ``t``;
+    ``p_request[s]`` the per-step probability of an arrival in state ``s``; ``mu[s]`` the rate of
+    the exponential work (1 / mean work) in state ``s``; ``lambdas`` the states' request rates
+    per second; ``a`` the width (in standard deviations) the fit used.
+    """
+
+    transition: NDArray[np.float64]
+    p_request: NDArray[np.float64]
+    mu: NDArray[np.float64]
+    lambdas: NDArray[np.float64]
+    a: float = DEFAULT_A
+    state_of_interval: NDArray[np.int64] | None = None
+    # theta -> rho, shared by every analysis using this model: the reference theta search
+    # revisits the same theta values (coarse levels, neighbouring flows) many times.
+    _memo: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def states(self) -> int:
+        return int(self.p_request.shape[0])
+
+    def state_mgf(self, theta: Array) -> Array:
+        """``MGF_s(theta)`` per state, shape ``theta.shape + (states,)``; ``inf`` for
+        ``theta >= mu_s``."""
+        theta = np.asarray(theta, dtype=np.float64)[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # mu = inf: a state whose requests carry no work (MGF of 0 work is 1).
+            increment = np.where(np.isinf(self.mu), 1.0, self.mu / (self.mu - theta))
+            mgf = self.p_request * increment + (1.0 - self.p_request)
+        return np.where(theta < self.mu, mgf, np.inf)
+
+    def mgf_minus_one(self, theta: Array) -> Array:
+        """``MGF_s(theta) - 1 = p_s theta / (mu_s - theta)`` per state, computed without
+        cancellation; ``inf`` for ``theta >= mu_s``."""
+        theta = np.asarray(theta, dtype=np.float64)[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # mu = inf: a state whose requests carry no work (MGF of 0 work is 1).
+            excess = np.where(np.isinf(self.mu), 0.0, self.p_request * theta / (self.mu - theta))
+        return np.where(theta < self.mu, excess, np.inf)
+
+    def generator(self) -> NDArray[np.float64]:
+        """``G = P - I`` with the diagonal taken as minus the off-diagonal row sums (exact)."""
+        g = self.transition.copy()
+        np.fill_diagonal(g, 0.0)
+        np.fill_diagonal(g, -g.sum(axis=1))
+        return g
+
+    def log_spectral_radius(self, theta: Array) -> Array:
+        """``log sp(diag(MGF(theta)) · P)`` elementwise over ``theta`` (``inf`` where infinite).
+
+        Numerics (our choice): the matrix is ``I + B`` with ``B = diag(MGF) G + diag(MGF - 1)``
+        tiny (per-step probabilities ~1e-5), so the eigenvalues of ``diag(MGF) P`` cluster at 1
+        and a direct eigen-solver loses digits of ``sp - 1``. We take the largest real
+        eigenvalue ``b`` of the Metzler matrix ``B`` (the Perron root minus one: closed form for
+        two states, shifted inverse iteration in the Rust core beyond) and return ``log1p(b)``.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        excess = self.mgf_minus_one(theta)
+        finite = np.all(np.isfinite(excess), axis=-1)
+        out = np.full(theta.shape, np.inf)
+        rows = excess[finite]  # (k, n)
+        if rows.shape[0] == 0:
+            return out
+        n = self.states
+        if n == 1:
+            b = rows[:, 0]
+        elif n == 2:
+            # Closed form: the larger eigenvalue of a real 2×2 matrix with real spectrum.
+            g = self.generator()
+            mats = (1.0 + rows)[:, :, None] * g[None, :, :]
+            mats[:, [0, 1], [0, 1]] += rows
+            a, d = mats[:, 0, 0], mats[:, 1, 1]
+            bc = mats[:, 0, 1] * mats[:, 1, 0]
+            b = (a + d) / 2.0 + np.sqrt(((a - d) / 2.0) ** 2 + bc)
+        else:
+            # Shifted inverse iteration in the Rust core (tailbound_core::snc), far cheaper
+            # than a general eigen-solver per theta.
+            b = perron_roots(self.generator(), np.ascontiguousarray(rows))
+        out[finite] = np.log1p(b)
+        return out
+
+    def spectral_radius(self, theta: Array) -> Array:
+        """``sp(diag(MGF(theta)) · P)`` elementwise over ``theta`` (``inf`` where infinite)."""
+        return np.exp(self.log_spectral_radius(theta))
+
+    def rho(self, theta: Array) -> Array:
+        """``rho_A(theta) = log sp(diag(MGF(theta)) P) / theta`` in work per step.
+
+        Small requests (the ``theta`` search: a few dozen values, revisited by every flow that
+        shares this source) are memoised per ``theta``; large batches (the Hölder search) are
+        computed once per distinct value.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.size > MEMO_MAX_BATCH:
+            # Hölder candidates repeat theta wherever their parameter is 1: evaluate each
+            # distinct value once.
+            values, inverse = np.unique(theta, return_inverse=True)
+            return (self.log_spectral_radius(values) / values)[inverse.reshape(theta.shape)]
+        memo = self._memo
+        keys = theta.ravel().tolist()
+        missing = [k for k in dict.fromkeys(keys) if k not in memo]
+        if missing:
+            values = np.asarray(missing)
+            computed = self.log_spectral_radius(values) / values
+            memo.update(zip(missing, computed.tolist(), strict=True))
+        return np.array([memo[k] for k in keys], dtype=np.float64).reshape(theta.shape)
+
+    def mean_rate(self) -> float:
+        """Long-run mean work per step (stationary distribution · p / mu).
+
+        A fitted chain can be reducible (a state no interval fell into never changes); its
+        stationary distribution is then taken as the fraction of intervals in each state.
+        """
+        n = self.states
+        if self.state_of_interval is not None:
+            occupancy = np.bincount(self.state_of_interval, minlength=n)
+            pi = occupancy / occupancy.sum()
+            return float(np.sum(pi * self.p_request / self.mu))
+        # pi (P - I) = 0 with sum(pi) = 1: replace one balance equation by the normalisation.
+        system = (self.transition - np.eye(n)).T
+        system[-1, :] = 1.0
+        rhs = np.zeros(n)
+        rhs[-1] = 1.0
+        pi = np.linalg.lstsq(system, rhs, rcond=None)[0]
+        return float(np.sum(pi * self.p_request / self.mu))
+
+
+class MmppArrival(ArrivalBound):
+    """The MGF bound of an :class:`MmppModel` (``sigma = 0``) as an SNC arrival node.
+
+    ``deps`` are the flow ids it depends on (its own flow and its dependency group's flows).
+    """
+
+    def __init__(self, model: MmppModel, deps: set[int] | frozenset[int] = frozenset()) -> None:
+        super().__init__(deps)
+        self.model = model
+
+    def bound(self, theta: Array) -> tuple[Array, Array]:
+        theta = np.asarray(theta, dtype=np.float64)
+        return self.model.rho(theta), np.zeros(theta.shape)
+
+    def pole(self) -> float:
+        """Every state's MGF is infinite from ``theta = mu_s`` on."""
+        return float(self.model.mu.min())
+
+
+def interval_counts(arrival_ns: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Arrivals per 1-second interval ``[k s, (k+1) s)`` from time 0 to the last arrival."""
+    index = np.asarray(arrival_ns, dtype=np.int64) // INTERVAL_NS
+    if index.size == 0:
+        return np.zeros(1, dtype=np.int64)
+    return np.bincount(index, minlength=int(index.max()) + 1).astype(np.int64)
+
+
+def _place_states(a: float, low: float, high: float, lambdas: list[float]) -> float:
+    """Place the states' rates top-down for width ``a`` into ``lambdas`` (in place); the bottom
+    state's lower edge, or ``-inf`` when the rates fall below ``low`` before all states are
+    placed (then only the states placed so far are written)."""
+    lam = (math.sqrt(high + a * a / 4.0) - a / 2.0) ** 2
+    for state in range(len(lambdas) - 1, 0, -1):
+        if lam < low:
+            return -math.inf
+        lambdas[state] = lam
+        lam = (math.sqrt(lam) - a) ** 2
+    lambdas[0] = lam
+    return lam - a * math.sqrt(lam)
+
+
+def place_states(
+    counts: NDArray[np.int64], max_states: int = MAX_STATES
+) -> tuple[list[float], float]:
+    """The states' rates (ascending) and the width ``a`` for interval counts ``counts``.
+
+    >>> lams, a = place_states(np.array([100, 100, 100]))  # constant rate: one state
+    >>> [round(x, 3) for x in lams], a
+    ([81.9], 2.0)
+    """
+    low, high = float(counts.min()), float(counts.max())
+    lambdas = [0.0] * max_states
+    a = DEFAULT_A
+    if math.isfinite(_place_states(a, low, high, lambdas)):
+        # All states needed: widen the states (binary search on a, decreasing edge) until the
+        # bottom state's lower edge reaches the smallest count.
+        lo_a, hi_a = 0.0, high
+        while hi_a - lo_a > 0.01:
+            mid = lo_a + (hi_a - lo_a) / 2
+            if _place_states(mid, low, high, lambdas) > low:
+                lo_a = mid
+            else:
+                hi_a = mid
+        a = lo_a + (hi_a - lo_a) / 2
+        _place_states(a, low, high, lambdas)
+        return lambdas, a
+    placed = [lam for lam in lambdas if lam > 0]
+    if not placed:
+        # Even the top state's rate lies below the smallest count (nearly constant counts). The
+        # reference implementation is left with no state here (undefined behaviour); we keep the
+        # top state alone.
+        placed = [(math.sqrt(high + a * a / 4.0) - a / 2.0) ** 2]
+    return placed, a
+
+
+def assign_states(counts: NDArray[np.int64], lambdas: list[float], a: float) -> NDArray[np.int64]:
+    """Each interval's state: the highest ``s >= 1`` with ``count > lambda_s - a sqrt(lambda_s)``,
+    else 0."""
+    lam = np.asarray(lambdas, dtype=np.float64)
+    edges = lam - a * np.sqrt(lam)
+    above = counts[:, None].astype(np.float64) > edges[None, :]
+    above[:, 0] = True
+    # index of the last True in each row
+    return (lam.shape[0] - 1 - np.argmax(above[:, ::-1], axis=1)).astype(np.int64)
+
+
+def transition_matrix(states: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+    """Per-step transition matrix from the interval states (see the module docstring)."""
+    counts = np.zeros((n, n))
+    np.add.at(counts, (states[:-1], states[1:]), 1.0)
+    np.fill_diagonal(counts, 0.0)
+    intervals_in = np.bincount(states, minlength=n)
+    matrix = np.zeros((n, n))
+    for s in range(n):
+        duration_s = float(int(intervals_in[s]) * INTERVAL_NS) / float(INTERVAL_NS)
+        steps = math.floor(duration_s / STEP_S) or 1
+        row = counts[s] / steps
+        row[s] = 0.0
+        row[s] = 1.0 - row.sum()
+        matrix[s] = row
+    return matrix
+
+
+def fit_mmpp(arrival_ns: NDArray[np.int64], work: NDArray[np.float64]) -> MmppModel:
+    """Fit the reference MMPP to arrival times (integer ns from the trace's origin) and each
+    request's work (bytes or device-seconds).
+
+    >>> ns = np.arange(0, 4_000_000_000, 10_000_000)          # 100 requests/s for 4 s
+    >>> m = fit_mmpp(ns, np.full(ns.shape, 1000.0))
+    >>> m.states, m.p_request.round(6).tolist(), m.mu.tolist()
+    (1, [0.000819], [0.001])
+    """
+    arrival_ns = np.asarray(arrival_ns, dtype=np.int64)
+    work = np.asarray(work, dtype=np.float64)
+    counts = interval_counts(arrival_ns)
+    lambdas, a = place_states(counts)
+    n = len(lambdas)
+    states = assign_states(counts, lambdas, a)
+    transition = transition_matrix(states, n)
+    request_state = states[arrival_ns // INTERVAL_NS] if arrival_ns.size else np.zeros(0, np.int64)
+    requests = np.bincount(request_state, minlength=n).astype(np.float64)
+    total_work = np.bincount(request_state, weights=work, minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.where(requests > 0, requests / total_work, EMPTY_STATE_MU)
+    # A state whose requests carry no work at all: work is deterministic 0, MGF = 1.
+    mu = np.where(np.isfinite(mu), mu, np.inf)
+    p_request = np.asarray(lambdas) * STEP_S / (INTERVAL_NS / 1e9)
+    return MmppModel(
+        transition=transition,
+        p_request=p_request,
+        mu=mu,
+        lambdas=np.asarray(lambdas),
+        a=a,
+        state_of_interval=states,
+    )

@@ -1,0 +1,69 @@
+"""The ``bound`` and ``admit`` verbs end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tailbound.cli.main import main
+
+
+@pytest.fixture
+def tenants_file(tmp_path: Path, data_dir: Path) -> Path:
+    data = data_dir
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    tenants = []
+    for i, slo in enumerate([0.02, 0.05, 0.0005]):
+        (traces / f"t{i}.txt").symlink_to(data / "wc62" / "traces" / f"trace{i:04d}.txt")
+        tenants.append(
+            {
+                "name": f"T{i}",
+                "slo_s": slo,
+                "trace": f"traces/t{i}.txt",
+                "client_host": "c0",
+                "server_host": f"s{i % 2}",
+            }
+        )
+    path = tmp_path / "tenants.json"
+    path.write_text(json.dumps({"tenants": tenants}))
+    return path
+
+
+def test_bound_writes_json(tenants_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "bounds.json"
+    assert main(["bound", "--tenants", str(tenants_file), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = doc["tenants"]
+    assert [r["name"] for r in rows] == ["T0", "T1", "T2"]
+    for r in rows:
+        assert set(r) >= {
+            "name",
+            "priority",
+            "latency_s",
+            "latency_in_s",
+            "latency_out_s",
+            "meets_slo",
+        }
+        assert r["latency_s"] == pytest.approx(r["latency_in_s"] + r["latency_out_s"])
+    assert [r["priority"] for r in rows] == [1, 2, 0]
+    assert rows[2]["meets_slo"] is False
+    assert "T2" in capsys.readouterr().out
+
+
+def test_admit_writes_decisions(tenants_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "decisions.json"
+    assert main(["admit", "--tenants", str(tenants_file), "--out", str(out)]) == 0
+    decisions = json.loads(out.read_text())["decisions"]
+    assert [d["admitted"] for d in decisions] == [True, True, False]
+
+
+def test_bad_tenants_file_is_one_line_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "t.json"
+    p.write_text('{"tenants": [{"name": "a"}]}')
+    assert main(["bound", "--tenants", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "tenants[0].slo_s" in err
+    assert "Traceback" not in err
