@@ -16,7 +16,16 @@ from collections.abc import Sequence
 from tailbound.errors import TailboundError
 
 #: The verbs, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("characterize", "profile", "simulate", "place", "bound", "admit")
+COMMANDS: tuple[str, ...] = (
+    "characterize",
+    "profile",
+    "simulate",
+    "place",
+    "bound",
+    "admit",
+    "prioritize",
+    "experiment",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

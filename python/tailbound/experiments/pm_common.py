@@ -38,7 +38,7 @@ from tailbound.policies.prioritymeister import (
     rate_limits,
 )
 from tailbound.profiles import SsdProfile, stage_model
-from tailbound.profiles.tokens import MessageSizes, SsdModel
+from tailbound.profiles.tokens import SsdModel
 from tailbound.sim import Scenario, Simulator, Slo, percentile
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.sizes import FixedSize
@@ -124,7 +124,8 @@ class Setup:
 
 def disk_device(profile: Path, name: str = "disk0") -> dict[str, Any]:
     """The device of the storage-bottleneck experiments: the SSD profile's costs with one read
-    and one write dispatched at a time (the thesis' disks: "one or two outstanding requests")."""
+    and one write dispatched at a time (the thesis' disks: "one or two outstanding requests"),
+    and no less important request dispatched beside a more important one in service."""
     return {
         "name": name,
         "host": SERVER,
@@ -132,6 +133,8 @@ def disk_device(profile: Path, name: str = "disk0") -> dict[str, Any]:
         "profile": str(profile),
         "read_mpl": 1,
         "write_mpl": 1,
+        # thesis §2.2.1: nothing less important joins a more important request in service
+        "low_priority_mpl": 0,
     }
 
 
