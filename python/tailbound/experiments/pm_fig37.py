@@ -1,9 +1,9 @@
 """Thesis Fig. 3.7: a bottleneck at the server's network egress. Four tenants on one server, each
 on a device of its own: I and J (storage 35% and 45%, 8 KiB reads: network about 15% and 19%,
 Table 3.1 says 20% and 25%), F (25%, 4 KiB reads, about 6%) on disks and K on a RAM disk (network
-40%, inter-arrival C² 3.6, the tightest SLO). The server's egress link carries about 80%. PriorityMeister sees that K's storage is fast
-and does not need the highest network priority; bySLO gives it the highest and the others miss
-their SLOs at the tail; ps has no network QoS.
+40%, inter-arrival C² 3.6, the tightest SLO). The server's egress link carries about 80%.
+PriorityMeister sees that K's storage is fast and does not need the highest network priority;
+bySLO gives it the highest, which costs the others at the tail; ps has no network QoS.
 
 Run: ``python -m tailbound.experiments.pm_fig37 --out DIR [--duration S]`` (writes
 ``pm_fig37.csv``, ``.md``, ``.png``).
