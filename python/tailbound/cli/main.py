@@ -17,6 +17,7 @@ from tailbound.errors import TailboundError
 
 #: The verbs, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
+    "demo",
     "characterize",
     "profile",
     "simulate",

@@ -29,6 +29,7 @@ from typing import Any
 from tailbound.errors import ConfigError
 from tailbound.plan import Plan, TenantPlan
 from tailbound.stages import Stage
+from tailbound.traces.trace import Trace
 
 
 def device_name(tenant: TenantPlan) -> str:
@@ -44,7 +45,7 @@ def client_name(tenant: TenantPlan) -> str:
 
 def scenario_from_plan(
     plan: Plan,
-    traces: Mapping[str, Mapping[str, Any]],
+    traces: Mapping[str, Mapping[str, Any] | Trace],
     *,
     profile: str | Path | Mapping[str, Any],
     link_bandwidth_bytes_per_s: float,
@@ -55,9 +56,10 @@ def scenario_from_plan(
 ) -> dict[str, Any]:
     """The scenario document replaying ``plan``.
 
-    ``traces`` maps each tenant's name to its trace source (``{"path": ..., "format": ...}`` or
-    ``{"synthetic": {...}}``, see :mod:`tailbound.sim.sources`); ``profile`` is the SSD profile
-    (a path, or its JSON document) of every device.
+    ``traces`` maps each tenant's name to its trace: a :class:`~tailbound.traces.Trace`, or a
+    source (``{"path": ..., "format": ...}`` or ``{"synthetic": {...}}``, see
+    :mod:`tailbound.sim.sources`); ``profile`` is the SSD profile (a path, or its JSON document)
+    of every device.
 
     >>> from tailbound.plan import StageLimit, TenantPlan
     >>> from tailbound.stages import STORAGE_PATH
@@ -94,7 +96,7 @@ def scenario_from_plan(
                 "client": client_name(t),
                 "device": device_name(t),
                 "slo": {"latency_s": t.slo_s, "percentile": t.percentile},
-                "trace": dict(traces[t.name]),
+                "trace": _source(traces[t.name]),
             }
             for t in plan.tenants
         ],
@@ -103,6 +105,10 @@ def scenario_from_plan(
     if duration_s is not None:
         doc["duration_s"] = duration_s
     return doc
+
+
+def _source(trace: Mapping[str, Any] | Trace) -> Mapping[str, Any] | Trace:
+    return trace if isinstance(trace, Trace) else dict(trace)
 
 
 def _queues(plan: Plan, mode: str) -> list[dict[str, Any]]:

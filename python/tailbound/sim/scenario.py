@@ -283,11 +283,13 @@ class Scenario:
 
 
 def _is_pair(x: Any) -> bool:
-    return (
+    """A token bucket ``[rate, size_s]``: rate > 0, size >= 0 (0 paces at the rate)."""
+    numbers = (
         isinstance(x, list | tuple)
         and len(x) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in x)
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in x)
     )
+    return numbers and x[0] > 0 and x[1] >= 0
 
 
 def _positive(q: Fields, key: str, values: list[Any], *, strict: bool = True) -> list[float]:
@@ -387,5 +389,7 @@ def _workload(w: Fields, hosts: list[str], devices: tuple[Device, ...], base: Pa
         c = Fields(raw_issue["closed"], w.path, w.at("issue.closed"))
         c.check_keys({"outstanding"})
         issue = {"closed": {"outstanding": c.integer("outstanding", low=1)}}
-    trace = load_source(w.table("trace"), base, name)
+    # A Trace object (Python API only: replaying a plan on held-out halves) or a source table.
+    raw_trace = w.raw("trace")
+    trace = raw_trace if isinstance(raw_trace, Trace) else load_source(w.table("trace"), base, name)
     return Workload(name, trace, client, server, device, slo, issue)

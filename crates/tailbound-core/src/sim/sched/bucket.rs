@@ -14,18 +14,19 @@ const ROOM_EPS: f64 = 1e-12;
 pub struct TokenBucket {
     /// Leak rate, a utilisation of the stage (work seconds per second), `0 < rate`.
     pub rate: f64,
-    /// Size in seconds of work, `size > 0`.
+    /// Size in seconds of work, `size >= 0`. A request larger than the bucket waits for it to
+    /// empty, so `size = 0` paces requests at `rate` (the effective-bandwidth baseline's `b = 0`).
     pub size: f64,
     level: f64,
     last: f64,
 }
 
 impl TokenBucket {
-    /// An empty bucket; rejects non-positive or non-finite parameters.
+    /// An empty bucket; rejects a non-positive rate, a negative size or non-finite parameters.
     pub fn new(rate: f64, size: f64) -> Result<Self> {
-        if !(rate > 0.0 && rate.is_finite() && size > 0.0 && size.is_finite()) {
+        if !(rate > 0.0 && rate.is_finite() && size >= 0.0 && size.is_finite()) {
             return Err(Error::Invalid(format!(
-                "a token bucket needs rate > 0 and size > 0, got ({rate}, {size})"
+                "a token bucket needs rate > 0 and size >= 0, got ({rate}, {size})"
             )));
         }
         Ok(Self { rate, size, level: 0.0, last: f64::NEG_INFINITY })
@@ -136,6 +137,14 @@ mod tests {
         let mut b = TokenBucket::new(1.0, 1.0).unwrap();
         b.charge(0.5, 0.0);
         assert!((b.ready_at(5.0, 0.0) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bucket_of_size_zero_paces_at_its_rate() {
+        // b = 0: every request waits for the previous one's tokens to leak away.
+        let out = shape(&[0.0, 0.0, 0.0], &[1.0, 1.0, 1.0], &[(0.5, 0.0)]).unwrap();
+        assert_eq!(out, vec![0.0, 2.0, 4.0]);
+        assert!(TokenBucket::new(0.5, -1.0).is_err());
     }
 
     #[test]

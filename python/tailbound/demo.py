@@ -1,0 +1,134 @@
+"""The demo pipeline (``make demo``): a generated fleet from characterisation to verified plan.
+
+1. generate a fleet of workloads with SLOs (:func:`~tailbound.traces.fleet.demo_fleet`);
+2. characterise the **first half** of each trace: r-b curves at ``net_in``, ``storage`` and
+   ``net_out`` with a 1.1 safety margin (WorkloadCompactor's evaluation, paper §5.2);
+3. place the fleet with WorkloadCompactor and the baselines it was compared against, each on as
+   few servers as its analysis allows (first-fit);
+4. replay the **second half** of each trace through WorkloadCompactor's plan in the simulator,
+   with its priorities and rate limits enforced as the thesis' enforcers do (§2.2: priority is
+   honoured within the limits, over-limit requests drop to the lowest priority), and check every
+   tenant's SLO.
+
+Everything runs on data tailbound generates itself: a SATA-class SSD profile
+(:data:`DEMO_SSD`) and 10 Gb/s links with jumbo frames.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tailbound.plan import Plan
+from tailbound.policies.inputs import ClusterConfig, ServerConfig, TenantConfig
+from tailbound.policies.placement import place
+from tailbound.policies.workload import Workload, characterize
+from tailbound.policies.workloadcompactor import make_policy, to_plan
+from tailbound.profiles import SsdProfile
+from tailbound.traces.fleet import Workload as FleetWorkload
+from tailbound.traces.fleet import demo_fleet
+from tailbound.verify import Verification, replay_plan
+
+#: The demo's device: 80 µs + size / 520 MB/s per read, 120 µs + size / 420 MB/s per write.
+DEMO_SSD = SsdProfile.from_spec(
+    read_overhead_s=80e-6,
+    read_bytes_per_s=520e6,
+    write_overhead_s=120e-6,
+    write_bytes_per_s=420e6,
+)
+#: Host links of 10 Gb/s in each direction, in bytes per second.
+DEMO_LINK_BYTES_PER_S = 1.25e9
+#: Jumbo frames, as storage networks commonly run (and 6× fewer packets to simulate).
+DEMO_MTU_BYTES = 9000
+#: The policies placed: WorkloadCompactor first, then the paper's baselines.
+DEMO_POLICIES = ("workloadcompactor", "effective-bandwidth", "knee", "average-rate:2")
+#: WorkloadCompactor's safety margin when planning from half a trace.
+DEMO_SAFETY_MARGIN = 1.1
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What the demo decided and measured."""
+
+    fleet: list[FleetWorkload]
+    plans: dict[str, Plan]
+    verification: Verification
+    seconds: dict[str, float]
+
+
+def demo_cluster(servers: int) -> ClusterConfig:
+    """``servers`` storage servers with one SSD each on :data:`DEMO_LINK_BYTES_PER_S` links."""
+    return ClusterConfig(
+        DEMO_LINK_BYTES_PER_S,
+        tuple(ServerConfig(f"server{i:02d}", ("ssd0",)) for i in range(servers)),
+    )
+
+
+def run_demo(
+    *,
+    workloads: int = 24,
+    seed: int = 0,
+    duration_s: float = 300.0,
+    progress: Callable[[str], None] = lambda _: None,
+) -> DemoResult:
+    """Run the pipeline; ``progress`` receives a line per step."""
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    fleet = demo_fleet(workloads, seed=seed, duration_s=duration_s)
+    seconds["generate"] = time.perf_counter() - start
+    requests = sum(len(w.trace) for w in fleet)
+    progress(f"generated {len(fleet)} workloads, {requests:,} requests over {duration_s:g} s")
+
+    start = time.perf_counter()
+    characterised: list[Workload] = [
+        characterize(
+            TenantConfig(w.name, w.slo_latency_s, Path(w.name), w.slo_percentile),
+            w.trace.first_half(),
+            profile=DEMO_SSD,
+            link_bandwidth_bytes_per_s=DEMO_LINK_BYTES_PER_S,
+            safety_margin=DEMO_SAFETY_MARGIN,
+        )
+        for w in fleet
+    ]
+    seconds["characterize"] = time.perf_counter() - start
+    progress(f"r-b curves of the first halves, 3 stages each: {seconds['characterize']:.2f} s")
+
+    cluster = demo_cluster(len(fleet))
+    plans = {}
+    for name in DEMO_POLICIES:
+        result = place(characterised, cluster, make_policy(name))
+        plans[name] = to_plan(result, cluster, policy=name, safety_margin=DEMO_SAFETY_MARGIN)
+        seconds[f"place {name}"] = result.seconds
+    progress("placed with " + ", ".join(DEMO_POLICIES))
+
+    start = time.perf_counter()
+    plan = plans["workloadcompactor"]
+    halves = {w.name: w.trace.second_half() for w in fleet if w.name not in plan.rejected}
+    verification = replay_plan(
+        plan,
+        halves,
+        profile=DEMO_SSD.to_json(),
+        link_bandwidth_bytes_per_s=DEMO_LINK_BYTES_PER_S,
+        mtu_bytes=DEMO_MTU_BYTES,
+        mode="demotion",
+    )
+    seconds["replay"] = time.perf_counter() - start
+    progress(f"replayed the second halves through the plan: {seconds['replay']:.2f} s")
+    return DemoResult(fleet, plans, verification, seconds)
+
+
+def servers_table(plans: dict[str, Plan], seconds: dict[str, float]) -> str:
+    """A Markdown table of servers used per policy, relative to WorkloadCompactor."""
+    reference = plans["workloadcompactor"].servers_used
+    rows = [
+        "| policy | servers | vs WorkloadCompactor | rejected | placement time |",
+        "|---|---|---|---|---|",
+    ]
+    for name, plan in plans.items():
+        rows.append(
+            f"| {name} | {plan.servers_used} | {plan.servers_used / reference:.2f}× "
+            f"| {len(plan.rejected)} | {seconds[f'place {name}']:.2f} s |"
+        )
+    return "\n".join(rows)

@@ -1,0 +1,177 @@
+"""Verification: replay a plan's tenants in the simulator and check every promise it made.
+
+WorkloadCompactor's evaluation (thesis §5.3, paper §5.2) plans from the first half of each trace
+with a safety margin and replays the second half through the plan's priorities and rate limits:
+every tenant's 99.9th percentile must stay under its SLO. :func:`replay_plan` does exactly that
+for any :class:`~tailbound.plan.Plan` and any traces (the same halves, other halves, or the
+planning traces themselves, where the plan's bounds must hold for every request).
+
+Latency here is end to end from the request's arrival at its own shaper, through the three stages
+(the network-calculus bound of a tenant includes its shaper delay), in seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tailbound.plan import Plan
+from tailbound.sim.plan import scenario_from_plan
+from tailbound.sim.results import SimResults
+from tailbound.sim.scenario import Scenario
+from tailbound.traces.trace import Trace
+
+
+@dataclass(frozen=True)
+class TenantCheck:
+    """One tenant's promise against its replay (seconds).
+
+    ``achieved_s`` is the latency at the SLO's percentile over the whole replay,
+    ``worst_window_s`` the worst such percentile over sliding windows (SNC-Meister's check),
+    ``max_s`` the largest latency (to compare with the worst-case ``bound_s``).
+    """
+
+    name: str
+    slo_s: float
+    percentile: float
+    bound_s: float
+    achieved_s: float
+    worst_window_s: float
+    max_s: float
+    requests: int
+
+    @property
+    def met(self) -> bool:
+        """The SLO held over the replay."""
+        return self.achieved_s <= self.slo_s
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A replayed plan: the simulator's results and one check per planned tenant."""
+
+    plan: Plan
+    results: SimResults
+    checks: tuple[TenantCheck, ...]
+
+    @property
+    def all_met(self) -> bool:
+        """Every planned tenant met its SLO."""
+        return all(c.met for c in self.checks)
+
+    @property
+    def violations(self) -> list[str]:
+        """The tenants that missed their SLO."""
+        return [c.name for c in self.checks if not c.met]
+
+    def table(self) -> str:
+        """A Markdown table: server, SLO, predicted bound, achieved percentile, met."""
+        rows = [
+            "| tenant | server | SLO | bound | achieved | worst window | max | met |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for c in self.checks:
+            server = self.plan.tenant(c.name).server
+            rows.append(
+                f"| {c.name} | {server} | {_ms(c.slo_s)} @ {100 * c.percentile:g}% "
+                f"| {_ms(c.bound_s)} | {_ms(c.achieved_s)} | {_ms(c.worst_window_s)} "
+                f"| {_ms(c.max_s)} | {'yes' if c.met else 'NO'} |"
+            )
+        return "\n".join(rows)
+
+    def to_csv(self, path: str | Path) -> None:
+        """Write the checks as CSV (seconds), atomically."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(
+                    [
+                        "tenant",
+                        "server",
+                        "slo_s",
+                        "percentile",
+                        "bound_s",
+                        "achieved_s",
+                        "worst_window_s",
+                        "max_s",
+                        "requests",
+                        "met",
+                    ]
+                )
+                for c in self.checks:
+                    writer.writerow(
+                        [
+                            c.name,
+                            self.plan.tenant(c.name).server,
+                            c.slo_s,
+                            c.percentile,
+                            c.bound_s,
+                            c.achieved_s,
+                            c.worst_window_s,
+                            c.max_s,
+                            c.requests,
+                            c.met,
+                        ]
+                    )
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.3g} ms"
+
+
+def replay_plan(
+    plan: Plan,
+    traces: Mapping[str, Trace | Mapping[str, Any]],
+    *,
+    profile: str | Path | Mapping[str, Any],
+    link_bandwidth_bytes_per_s: float,
+    mode: str = "shaping",
+    mtu_bytes: int = 1500,
+    window_s: float = 180.0,
+) -> Verification:
+    """Simulate ``plan`` with each tenant replaying ``traces[name]`` and check every tenant.
+
+    ``profile`` is the SSD profile of the plan's devices (path or JSON document); ``mode`` the
+    rate limiters' behaviour (``"shaping"`` for WorkloadCompactor, ``"demotion"`` for
+    PriorityMeister's storage enforcer).
+    """
+    doc = scenario_from_plan(
+        plan,
+        traces,
+        profile=profile,
+        link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s,
+        mode=mode,
+        mtu_bytes=mtu_bytes,
+    )
+    simulator = Scenario.from_dict(doc).simulator()
+    simulator.run()
+    results = simulator.results()
+    checks = []
+    for tenant in plan.tenants:
+        w = results[tenant.name]
+        latency = w.latency
+        checks.append(
+            TenantCheck(
+                name=tenant.name,
+                slo_s=tenant.slo_s,
+                percentile=tenant.percentile,
+                bound_s=tenant.latency_bound_s,
+                achieved_s=w.percentile(tenant.percentile),
+                worst_window_s=w.worst_window(window_s, tenant.percentile),
+                max_s=float(latency.max()) if latency.size else 0.0,
+                requests=int(latency.size),
+            )
+        )
+    return Verification(plan, results, tuple(checks))
