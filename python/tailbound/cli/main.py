@@ -24,6 +24,8 @@ COMMANDS: tuple[str, ...] = (
     "place",
     "bound",
     "admit",
+    "prioritize",
+    "experiment",
 )
 
 

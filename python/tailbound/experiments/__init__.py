@@ -8,4 +8,9 @@ WorkloadCompactor (thesis ch. 5): :mod:`~tailbound.experiments.wc_fig54` (server
 SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency against tenants),
 :mod:`~tailbound.experiments.snc_fig48` (dependent tenants),
 :mod:`~tailbound.experiments.snc_fig413` (number of nines).
+PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
+:mod:`~tailbound.experiments.pm_fig33` (policies at the tail), ``pm_fig35`` (burstiness),
+``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck), ``pm_fig39`` (SLO
+permutations), ``pm_fig512`` (against WorkloadCompactor's placement). ``tailbound experiment
+LIST`` lists every module here with a ``main(argv)``.
 """

@@ -320,6 +320,8 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
             "max_read_bytes",
             "max_write_bytes",
             "base_latency_s",
+            "low_priority_mpl",
+            "low_priority_bytes",
         }
     )
     host = d.string("host")
@@ -345,6 +347,11 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     for key in ("max_read_bytes", "max_write_bytes"):
         if d.has(key) or key in defaults:
             limits[key] = d.number(key, defaults.get(key), low_open=True)
+    # thesis §2.2.1: less important requests allowed in service beside a more important one
+    if d.has("low_priority_mpl"):
+        limits["low_priority_mpl"] = d.integer("low_priority_mpl", low=0)
+    if d.has("low_priority_bytes"):
+        limits["low_priority_bytes"] = d.number("low_priority_bytes", low=0.0)
     return Device(d.string("name"), host, model, limits, d.number("base_latency_s", 0.0))
 
 

@@ -37,6 +37,8 @@ pub struct Device {
     in_service: [u32; 2],
     bytes: [f64; 2],
     finishing: BinaryHeap<Reverse<TagKey>>,
+    /// `(id, level, bytes)` of every request in service (a handful: the MPL bounds it).
+    levels: Vec<(u64, i64, f64)>,
     virtual_time: f64,
     last: f64,
     /// Generation of the pending completion event; events of older generations are stale.
@@ -68,6 +70,7 @@ impl Device {
             in_service: [0, 0],
             bytes: [0.0, 0.0],
             finishing: BinaryHeap::new(),
+            levels: Vec::new(),
             virtual_time: 0.0,
             last: 0.0,
             generation: 0,
@@ -119,6 +122,24 @@ impl Device {
             || (self.in_service[op] < mpl && self.bytes[op] + size <= max_bytes)
     }
 
+    /// Thesis §2.2.1: while a request of level `L` is in service, at most `low_priority_mpl`
+    /// requests and `low_priority_bytes` bytes of levels below `L` may be in service. A request
+    /// at the most important level in service (or above it) is always allowed.
+    fn level_allows(&self, level: i64, size: f64) -> bool {
+        let Some(top) = self.levels.iter().map(|&(_, l, _)| l).max() else {
+            return true;
+        };
+        if level >= top {
+            return true;
+        }
+        let (count, bytes) = self
+            .levels
+            .iter()
+            .filter(|&&(_, l, _)| l < top)
+            .fold((0u32, 0.0), |(c, b), &(_, _, s)| (c + 1, b + s));
+        count < self.spec.low_priority_mpl && bytes + size <= self.spec.low_priority_bytes
+    }
+
     /// Dispatch requests while the limits allow; `ops[id]` and `sizes[id]` describe request `id`.
     pub fn dispatch(&mut self, now: f64, ops: &[u8], sizes: &[f64]) -> Next {
         self.advance(now);
@@ -142,10 +163,14 @@ impl Device {
             };
             let id = item.id as usize;
             let (op, size) = (usize::from(ops[id]), sizes[id]);
-            if !self.fits(op, size) {
+            let level = self.scheduler.level(item.workload);
+            if !self.fits(op, size) || !self.level_allows(level, size) {
                 // head-of-line: the scheduler's choice waits for room, nothing overtakes it
                 self.staged = Some(item);
                 break;
+            }
+            if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {
+                self.levels.push((item.id, level, size));
             }
             self.in_service[op] += 1;
             self.bytes[op] += size;
@@ -195,6 +220,9 @@ impl Device {
                 break;
             }
             self.finishing.pop();
+            if let Some(at) = self.levels.iter().position(|&(x, _, _)| x == id) {
+                self.levels.swap_remove(at);
+            }
             let op = usize::from(ops[id as usize]);
             self.in_service[op] -= 1;
             self.bytes[op] -= sizes[id as usize];

@@ -143,3 +143,30 @@ fn sim_device_chooses_next_request_only_when_it_has_room() {
     sim.run(f64::INFINITY);
     assert_eq!(sim.records().exit, vec![1.0, 3.0, 2.0]);
 }
+
+#[test]
+fn sim_device_holds_back_low_priority_while_high_is_in_service() {
+    // MPL 3, priority 1 (workload 0) over 0 (workload 1). A low request is in service from 0;
+    // a high one arrives at 0.1; another low one at 0.2. Without the rule the second low
+    // request joins at once and the three share the device; with low_priority_mpl = 1 it waits
+    // until the high request leaves.
+    let config = |rule: &str| {
+        format!(
+            r#"{{"topology": {{"devices": [{{"read_mpl": 3{rule},
+                "scheduler": {{"kind": "priority", "priority": [1, 0]}}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        )
+    };
+    let requests = || vec![reqs(&[0.1], &[0.2]), reqs(&[0.0, 0.2], &[1.0, 1.0])];
+    let mut free = build(&config(""), requests());
+    free.run(f64::INFINITY);
+    let mut held = build(&config(r#", "low_priority_mpl": 1"#), requests());
+    held.run(f64::INFINITY);
+    // high: shares with one low request from 0.1 (rate 1/2) until 0.2, then with two (1/3):
+    // 0.05 done by 0.2, 0.15 more at 1/3 takes 0.45 -> 0.65 without the rule;
+    // with it, only one low request shares: 0.2 of work at 1/2 -> 0.5
+    let high = |s: &Simulation| s.records().exit[0];
+    assert!((high(&free) - 0.65).abs() < 1e-9, "{}", high(&free));
+    assert!((high(&held) - 0.5).abs() < 1e-9, "{}", high(&held));
+}

@@ -46,6 +46,13 @@ pub struct DeviceSpec {
     /// Seconds added after a request's service, outside the device's capacity.
     #[serde(default)]
     pub base_latency: f64,
+    /// While a request is in service, most requests of less important levels in service at
+    /// once (those already there included; thesis §2.2.1's SSD rule). Unlimited by default.
+    #[serde(default = "unlimited_count")]
+    pub low_priority_mpl: u32,
+    /// While a request is in service, most bytes of less important requests in service.
+    #[serde(default = "unlimited")]
+    pub low_priority_bytes: f64,
     /// The discipline of the dispatcher's queue.
     #[serde(default)]
     pub scheduler: SchedulerConfig,
@@ -57,6 +64,10 @@ fn default_mpl() -> u32 {
 
 fn unlimited() -> f64 {
     f64::INFINITY
+}
+
+fn unlimited_count() -> u32 {
+    u32::MAX
 }
 
 /// One stage of a route: a message over a sequence of links, or service at a device.

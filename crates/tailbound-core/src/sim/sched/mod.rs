@@ -76,6 +76,12 @@ pub trait Scheduler: Send + Sync {
     }
     /// Change one workload's parameter; schedulers reject parameters they do not have.
     fn set_param(&mut self, workload: u32, param: Param) -> Result<()>;
+    /// The workload's strict-priority level (larger is more important); 0 for disciplines
+    /// without levels. The device's dispatcher uses it to hold back less important requests
+    /// while a more important one is in service (thesis §2.2.1).
+    fn level(&self, _workload: u32) -> i64 {
+        0
+    }
 }
 
 /// Reject a parameter a scheduler does not have.

@@ -183,6 +183,10 @@ impl Scheduler for Priority {
         }
         Ok(())
     }
+
+    fn level(&self, workload: u32) -> i64 {
+        self.classes.get(workload as usize).map_or(0, |c| c.priority)
+    }
 }
 
 #[cfg(test)]

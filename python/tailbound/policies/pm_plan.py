@@ -1,0 +1,131 @@
+"""PriorityMeister on a placed :class:`~tailbound.plan.Plan`: build each tenant's queues and
+buckets from its trace, run the prioritizer (or bySLO) on every group of tenants that share a
+queue, and write priorities, every bucket and the bounds back into a plan.
+
+Queue names follow :func:`tailbound.sim.plan.scenario_from_plan` (``<client>.egress``,
+``<server>.ingress``, ``<server>.<device>``, ``<server>.egress``, ``<client>.ingress``), so the
+analysis and the replay describe the same system.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from tailbound.characterize import rb_curve
+from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.policies.prioritymeister import (
+    PmTenant,
+    Prioritized,
+    by_slo,
+    prioritize,
+    rate_limits,
+)
+from tailbound.profiles import SsdProfile, stage_model
+from tailbound.sim.plan import client_name, device_name
+from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.traces.trace import Trace
+
+
+def plan_tenant(
+    tenant: TenantPlan,
+    trace: Trace,
+    *,
+    profile: SsdProfile,
+    link_bandwidth_bytes_per_s: float,
+    k: int = 3,
+    mtu_bytes: float = 1500.0,
+) -> PmTenant:
+    """``tenant`` as PriorityMeister sees it: the plan's queues, ``k`` buckets per stage from its
+    trace's r-b curve, its largest request per stage (one packet on a link)."""
+    client, server = client_name(tenant), tenant.server
+    queues = {
+        Stage.NET_IN: (f"{client}.egress", f"{server}.ingress"),
+        Stage.STORAGE: (device_name(tenant),),
+        Stage.NET_OUT: (f"{server}.egress", f"{client}.ingress"),
+    }
+    buckets: dict[Stage, tuple[tuple[float, float], ...]] = {}
+    biggest: dict[Stage, float] = {}
+    for stage in STORAGE_PATH:
+        model = stage_model(
+            stage, link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, profile=profile
+        )
+        buckets[stage] = rate_limits(rb_curve(trace, model), k)
+        if stage == Stage.STORAGE:
+            biggest[stage] = float(model.tokens(trace).max())
+        else:
+            biggest[stage] = mtu_bytes / link_bandwidth_bytes_per_s
+    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest, tenant.percentile)
+
+
+def groups(tenants: Sequence[PmTenant]) -> list[list[PmTenant]]:
+    """Tenants partitioned so that two tenants sharing any queue are in the same group (they
+    cannot affect each other otherwise), in input order."""
+    parent = list(range(len(tenants)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, t in enumerate(tenants):
+        for qs in t.queues.values():
+            for q in qs:
+                if q in owner:
+                    parent[find(i)] = find(owner[q])
+                else:
+                    owner[q] = i
+    out: dict[int, list[PmTenant]] = {}
+    for i, t in enumerate(tenants):
+        out.setdefault(find(i), []).append(t)
+    return list(out.values())
+
+
+def prioritize_all(tenants: Sequence[PmTenant], policy: str = "prioritymeister") -> Prioritized:
+    """The prioritizer (or ``"byslo"``) on each group of :func:`groups`, merged."""
+    run = prioritize if policy == "prioritymeister" else by_slo
+    priorities: dict[str, dict[Stage, int]] = {}
+    bounds: dict[str, float] = {}
+    stage_bounds: dict[str, dict[Stage, float]] = {}
+    for group in groups(tenants):
+        r = run(group)
+        priorities |= r.priorities
+        bounds |= r.bounds
+        stage_bounds |= r.stage_bounds
+    return Prioritized(priorities, bounds, stage_bounds)
+
+
+def prioritized_plan(
+    plan: Plan,
+    tenants: Sequence[PmTenant],
+    result: Prioritized,
+    *,
+    link_bandwidth_bytes_per_s: float,
+    policy: str,
+    meta: Mapping[str, object] | None = None,
+) -> Plan:
+    """``plan`` with each tenant's priorities, buckets (the lowest-rate bucket as the primary
+    limit, the others as extra limits) and LP bound."""
+    by_name = {t.name: t for t in tenants}
+    out = []
+    for tp in plan.tenants:
+        t = by_name[tp.name]
+        limits, extra = {}, {}
+        for s in STORAGE_PATH:
+            capacity = None if s == Stage.STORAGE else link_bandwidth_bytes_per_s
+            ls = [StageLimit(r, b, capacity) for r, b in t.buckets[s]]
+            limits[s], extra[s] = ls[0], tuple(ls[1:])
+        out.append(
+            dataclasses.replace(
+                tp,
+                priority=dict(result.priorities[tp.name]),
+                limits=limits,
+                extra_limits=extra,
+                latency_bound_s=result.bounds[tp.name],
+            )
+        )
+    return dataclasses.replace(
+        plan, policy=policy, tenants=out, meta={**plan.meta, **dict(meta or {})}
+    )

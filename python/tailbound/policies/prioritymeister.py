@@ -1,0 +1,247 @@
+"""PriorityMeister (thesis ch. 3): multiple rate limiters per tenant and stage (§3.2.1), the
+prioritizer (§3.2.2) over the LP latency analysis (§3.2.3, :mod:`tailbound.policies.pm_lp`), and
+the ``bySLO`` baseline (§3.3.1).
+
+A :class:`PmTenant` is a placed tenant: its SLO, the queues each stage crosses (``net_in``: the
+client's and the server's links, ``storage``: the device, ``net_out``: the server's and the
+client's links), its token buckets at each stage and its largest request per stage. Priorities
+are per tenant and stage, 0 the most important (as in :class:`tailbound.plan.Plan`); a stage's
+priority applies at every queue of the stage.
+
+**Latency of a tenant** = the sum over its stages of the LP bound through the stage's queues.
+*Choice*: stages are analysed one at a time because their tokens are different units (bytes on a
+link, seconds of device work); joining them in one LP would need each tenant's work per byte to
+be the same for every request, which mixed read/write traces break. Within a stage (a network
+stage's two links) the LP is end-to-end, so bursts are paid once there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tailbound.characterize import RbCurve
+from tailbound.policies.pm_lp import Bucket, LpFlow, lp_delay
+from tailbound.stages import STORAGE_PATH, Stage
+
+Priorities = dict[str, dict[Stage, int]]
+
+#: Rates above this are not granted (a stage at 100% utilisation has unbounded delay).
+RATE_CAP = 0.999
+
+
+def rate_limits(curve: RbCurve, k: int = 3) -> tuple[Bucket, ...]:
+    """``k`` token buckets ``(rate, size_s)`` for a tenant at one stage, taken from its r-b curve
+    (thesis §3.2.1, Fig. 3.2: "we select multiple rate limits simultaneously").
+
+    *Choice* (the thesis does not say how many or which): clip the curve to rates below
+    :data:`RATE_CAP`, prune it to ``k − 1`` segments (never below the curve, so the tenant's own
+    traffic still passes every bucket undelayed) and take the vertices — the low-rate/large-bucket
+    end, the high-rate/small-bucket end and points between. ``k = 1`` takes the middle vertex of
+    the two-segment pruning (the knee). Pruning may keep a vertex more to stay above the curve.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = RbCurve(np.array([0.1, 0.2, 0.3, 0.5, 1.5]), np.array([10.0, 5, 3, 2, 1.5]), 0.1)
+    >>> rate_limits(c, 3)
+    ((0.1, 10.0), (0.3, 3.0), (0.999, 1.7505))
+    >>> rate_limits(c, 1)
+    ((0.3, 3.0),)
+    """
+    if k < 1:
+        raise ValueError(f"rate_limits needs k >= 1, got {k}")
+    clipped = curve.clipped(RATE_CAP) if curve.rates[-1] > RATE_CAP else curve
+    if len(clipped) == 1:
+        return ((float(clipped.rates[0]), float(clipped.buckets[0])),)
+    if k == 1:
+        knee = clipped.pruned(2) if len(clipped) > 2 else clipped
+        i = len(knee) // 2
+        return ((float(knee.rates[i]), float(knee.buckets[i])),)
+    pruned = clipped.pruned(k - 1) if len(clipped) > k else clipped
+    return tuple((float(r), float(b)) for r, b in zip(pruned.rates, pruned.buckets, strict=True))
+
+
+@dataclass(frozen=True)
+class PmTenant:
+    """A placed tenant: SLO, per stage the queues crossed, token buckets and largest request
+    (seconds of work at the stage; one packet's time on a link, a request's work on a device)."""
+
+    name: str
+    slo_s: float
+    queues: Mapping[Stage, tuple[str, ...]]
+    buckets: Mapping[Stage, tuple[Bucket, ...]]
+    max_request_s: Mapping[Stage, float]
+    percentile: float = 0.999
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return tuple(s for s in STORAGE_PATH if self.queues.get(s))
+
+    def flow(self, stage: Stage, priority: int) -> LpFlow:
+        qs = self.queues[stage]
+        return LpFlow(
+            f"{self.name}/{stage}",
+            qs,
+            {q: priority for q in qs},
+            tuple(self.buckets[stage]),
+            float(self.max_request_s.get(stage, 0.0)),
+        )
+
+
+def stage_latencies(
+    tenants: Sequence[PmTenant], priorities: Priorities
+) -> dict[str, dict[Stage, float]]:
+    """Every tenant's worst-case latency (s) at each stage under ``priorities``."""
+    flows = {(t.name, s): t.flow(s, priorities[t.name][s]) for t in tenants for s in t.stages}
+    out: dict[str, dict[Stage, float]] = {}
+    for t in tenants:
+        out[t.name] = {}
+        for s in t.stages:
+            target = flows[(t.name, s)]
+            others = [f for key, f in flows.items() if key != (t.name, s)]
+            out[t.name][s] = lp_delay(target, others)
+    return out
+
+
+def latencies(tenants: Sequence[PmTenant], priorities: Priorities) -> dict[str, float]:
+    """Every tenant's worst-case end-to-end latency (s): the sum over its stages."""
+    return {n: float(sum(v.values())) for n, v in stage_latencies(tenants, priorities).items()}
+
+
+@dataclass(frozen=True)
+class Prioritized:
+    """The prioritizer's result: priorities (0 = highest) and each tenant's latency bound."""
+
+    priorities: Priorities
+    bounds: dict[str, float]
+    stage_bounds: dict[str, dict[Stage, float]]
+
+    def meets(self, tenants: Sequence[PmTenant]) -> dict[str, bool]:
+        return {t.name: self.bounds[t.name] <= t.slo_s for t in tenants}
+
+
+def _evaluate(
+    tenants: Sequence[PmTenant], order: Mapping[Stage, list[str]], target: PmTenant
+) -> dict[Stage, float]:
+    """``target``'s per-stage latency when, at each stage, the tenants already assigned
+    (``order[stage]``, lowest first) are below every unassigned tenant, and ``target`` (if not
+    yet assigned at a stage) is the lowest of the unassigned ones."""
+    prio = _priorities(tenants, order, lowest=target.name)
+    return stage_latencies_of(tenants, prio, target)
+
+
+def stage_latencies_of(
+    tenants: Sequence[PmTenant], priorities: Priorities, target: PmTenant
+) -> dict[Stage, float]:
+    """``target``'s worst-case latency at each of its stages under ``priorities``."""
+    out = {}
+    for s in target.stages:
+        me = target.flow(s, priorities[target.name][s])
+        others = [
+            t.flow(st, priorities[t.name][st])
+            for t in tenants
+            for st in t.stages
+            if not (t.name == target.name and st == s)
+        ]
+        out[s] = lp_delay(me, others)
+    return out
+
+
+def _priorities(
+    tenants: Sequence[PmTenant], order: Mapping[Stage, list[str]], lowest: str | None = None
+) -> Priorities:
+    """Numeric priorities from the bottom-up assignment: at each stage the assigned tenants in
+    ``order[stage]`` (lowest first) take the largest numbers; unassigned ones share the level
+    above them, except ``lowest``, which goes just below them."""
+    n = len(tenants)
+    prio: Priorities = {t.name: {} for t in tenants}
+    for s in STORAGE_PATH:
+        assigned = order.get(s, [])
+        for rank, name in enumerate(assigned):
+            prio[name][s] = 2 * n + 2 - rank
+        for t in tenants:
+            if s in t.stages and t.name not in assigned:
+                prio[t.name][s] = 0 if t.name != lowest else 1
+    return prio
+
+
+def _compact(priorities: Priorities) -> Priorities:
+    """Renumber each stage's levels to 0, 1, 2, … keeping their order."""
+    out: Priorities = {n: {} for n in priorities}
+    for s in STORAGE_PATH:
+        levels = sorted({p[s] for p in priorities.values() if s in p})
+        for n, p in priorities.items():
+            if s in p:
+                out[n][s] = levels.index(p[s])
+    return out
+
+
+def prioritize(tenants: Sequence[PmTenant]) -> Prioritized:
+    """The prioritizer of thesis §3.2.2.
+
+    Repeatedly: every unfinished tenant is tried at the lowest priority among the unfinished
+    ones at each stage it is not yet assigned; one that meets its SLO there (a tenant without an
+    SLO, ``slo_s = inf``, always does and goes lowest first) is assigned that
+    level at those stages (*choice*: one at a time, the largest slack first, so each gets its
+    own level). When none does, the tenant with the smallest violation (latency − SLO) is
+    assigned the lowest level only at its stage of smallest latency. Assigned levels are never
+    revisited; tenants that cannot meet their SLO end up with the levels this leaves them.
+
+    Examples
+    --------
+    Two tenants on one device: the loose-SLO one goes lowest.
+
+    >>> q = {Stage.STORAGE: ("d",)}
+    >>> a = PmTenant("a", 0.02, q, {Stage.STORAGE: ((0.2, 0.005),)}, {})
+    >>> b = PmTenant("b", 0.5, q, {Stage.STORAGE: ((0.5, 0.05),)}, {})
+    >>> r = prioritize([a, b])
+    >>> r.priorities["a"][Stage.STORAGE], r.priorities["b"][Stage.STORAGE]
+    (0, 1)
+    """
+    order: dict[Stage, list[str]] = {s: [] for s in STORAGE_PATH}
+    todo = {t.name: t for t in tenants}
+    pending = {t.name: set(t.stages) for t in tenants}
+    while todo:
+        # a tenant without a latency SLO (a throughput tenant) meets it anywhere: no analysis
+        unbounded = [n for n, t in todo.items() if t.slo_s == float("inf")]
+        results = {
+            n: _evaluate(tenants, order, t) if n not in unbounded else {s: 0.0 for s in t.stages}
+            for n, t in todo.items()
+        }
+        totals = {n: float(sum(v.values())) for n, v in results.items()}
+        slack = {n: float("inf") if n in unbounded else todo[n].slo_s - totals[n] for n in todo}
+        fits = [n for n in todo if slack[n] >= 0]
+        if fits:
+            name = max(fits, key=lambda n: (slack[n], n))
+            for s in sorted(pending[name], key=STORAGE_PATH.index):
+                order[s].append(name)
+            pending[name] = set()
+        else:
+            name = max(todo, key=lambda n: (slack[n], n))  # smallest violation
+            stage = min(pending[name], key=lambda s: (results[name][s], STORAGE_PATH.index(s)))
+            order[stage].append(name)
+            pending[name].discard(stage)
+        if not pending[name]:
+            del todo[name]
+    prio = _compact(_priorities(tenants, order))
+    stage_bounds = stage_latencies(tenants, prio)
+    bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
+    return Prioritized(prio, bounds, stage_bounds)
+
+
+def by_slo(tenants: Sequence[PmTenant]) -> Prioritized:
+    """The ``bySLO`` baseline (thesis §3.3.1): the tightest SLO gets the highest priority at
+    every stage; equal SLOs share a level. Bounds by the same analysis.
+
+    >>> q = {Stage.STORAGE: ("d",)}
+    >>> a = PmTenant("a", 0.5, q, {Stage.STORAGE: ((0.2, 0.005),)}, {})
+    >>> b = PmTenant("b", 0.02, q, {Stage.STORAGE: ((0.5, 0.05),)}, {})
+    >>> by_slo([a, b]).priorities["b"][Stage.STORAGE]
+    0
+    """
+    levels = sorted({t.slo_s for t in tenants})
+    prio: Priorities = {t.name: {s: levels.index(t.slo_s) for s in t.stages} for t in tenants}
+    stage_bounds = stage_latencies(tenants, prio)
+    bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
+    return Prioritized(prio, bounds, stage_bounds)

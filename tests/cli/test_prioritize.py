@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tailbound.cli.main import main
+from tailbound.plan import Plan
+from tailbound.stages import STORAGE_PATH
+
+from .test_place import write_tenants
+
+
+def test_prioritize_writes_priorities_and_buckets(
+    tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    tenants = write_tenants(tmp_path, wc62_dir, [2, 4, 13])
+    placed, out = tmp_path / "plan.json", tmp_path / "plan-pm.json"
+    profile = str(wc62_dir / "profile_ssd.json")
+    assert (
+        main(
+            [
+                "place",
+                "--tenants",
+                str(tenants),
+                "--cluster",
+                str(wc62_dir / "cluster.json"),
+                "--profile",
+                profile,
+                "--out",
+                str(placed),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    code = main(
+        [
+            "prioritize",
+            "--plan",
+            str(placed),
+            "--tenants",
+            str(tenants),
+            "--profile",
+            profile,
+            "--k",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
+    plan = Plan.load(out)
+    assert plan.policy == "prioritymeister" and plan.meta["k"] == 3
+    for t in plan.tenants:
+        for s in STORAGE_PATH:
+            buckets = t.buckets(s)
+            assert 1 <= len(buckets) <= 4
+            assert [r for r, _ in buckets] == sorted(r for r, _ in buckets)
+    met = [t.latency_bound_s <= t.slo_s for t in plan.tenants]
+    assert code == (0 if all(met) else 1)
+    printed = capsys.readouterr().out
+    assert "| tenant | net_in | storage | net_out |" in printed and "plan written" in printed
+
+
+def test_prioritize_bad_k_is_a_one_line_error(
+    tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(
+        [
+            "prioritize",
+            "--plan",
+            "x.json",
+            "--tenants",
+            "t.json",
+            "--profile",
+            str(wc62_dir / "profile_ssd.json"),
+            "--k",
+            "0",
+        ]
+    )
+    assert code == 2
+    assert "--k must be at least 1" in capsys.readouterr().err
+
+
+def test_experiment_list_names_the_pm_reproductions(capsys: pytest.CaptureFixture) -> None:
+    assert main(["experiment", "LIST"]) == 0
+    printed = capsys.readouterr().out
+    for name in ("pm_fig33", "pm_fig35", "pm_fig36", "pm_fig37", "pm_fig39", "pm_fig512"):
+        assert name in printed
+    assert "_common" not in printed
+
+
+def test_experiment_unknown_name_is_an_error(capsys: pytest.CaptureFixture) -> None:
+    assert main(["experiment", "nope"]) == 2
+    assert "no experiment 'nope'" in capsys.readouterr().err
