@@ -113,6 +113,7 @@ def perron_roots(
     generator: NDArray[np.float64], excess: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Perron roots of ``diag(1 + e) G + diag(e)`` for each row ``e`` of ``excess``."""
+
 def snc_meister_search(
     sizes: NDArray[np.int64],
     generators: NDArray[np.float64],
