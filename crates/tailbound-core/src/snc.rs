@@ -79,6 +79,7 @@ impl PerronSolver {
     }
 
     /// Perron root of `diag(1 + e) G + diag(e)` (`e` finite, non-negative, length `n`).
+    #[allow(clippy::needless_range_loop)] // row-major index arithmetic, as in `perron_roots`
     pub fn root(&mut self, e: &[f64]) -> f64 {
         let n = self.n;
         for i in 0..n {

@@ -158,7 +158,8 @@ impl Search<'_> {
     /// Flow `f`'s latency in steps at `theta` (`inf` where the bound does not exist).
     fn latency(&mut self, f: usize, theta: f64) -> f64 {
         let plan = self.plan;
-        if !(theta < plan.pole[f]) {
+        let pole = plan.pole[f];
+        if theta.is_nan() || pole.is_nan() || theta >= pole {
             return f64::INFINITY;
         }
         let (mut rho_d, mut sigma_d) = (0.0, 0.0);

@@ -29,6 +29,9 @@ fn perron_roots<'py>(
     Ok(PyArray1::from_vec(py, roots))
 }
 
+/// `(theta, latency_steps)` per flow.
+type ArrayPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
 fn indexes(a: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     a.as_array()
         .iter()
@@ -77,7 +80,7 @@ fn snc_meister_search<'py>(
     z_idx: PyReadonlyArray1<'py, i64>,
     r_ptr: PyReadonlyArray1<'py, i64>,
     r_idx: PyReadonlyArray1<'py, i64>,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<ArrayPair<'py>> {
     let sizes = indexes(&sizes)?;
     let (g, pv, muv) = (floats(&generators), floats(&p), floats(&mu));
     let (mut at_g, mut at_s) = (0, 0);
