@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tailbound.snc.bounds import STEP_S, Array, Bound, _log1m_exp
 from tailbound.snc.latency import DECREASE, INITIAL_THETA, MIN_THETA
@@ -179,7 +180,9 @@ def _best_theta(plan: _Plan) -> Array:
     return theta
 
 
-def _rows(plan: _Plan, index: dict[int, int], role: str, count: int) -> tuple[Array, Array]:
+def _rows(
+    plan: _Plan, index: dict[int, int], role: str, count: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Source indexes per row for ``role`` (compressed rows), summed in the numpy path's order."""
     rows: list[list[int]] = [[] for _ in range(count)]
     for key, uses in plan.uses.items():
