@@ -4,7 +4,9 @@ Tenants are wc62 traces (reused cyclically) on ``n / 4`` hosts (four tenants per
 their servers spread over the other hosts, 1 Gb/s links, priorities by SLO). We time the bound of
 every tenant (both directions) for the fixed set, excluding the MMPP fits (timed separately), and
 compare with the reference implementation's figure: 0.16 s for 16 tenants on 4 hosts (thesis
-§4.4.5). Run: ``.venv/bin/python -m benchmarks.bench_snc [max_tenants]``.
+§4.4.5), and, in the same run, the all-flows search in the Rust core (``engine="rust"``, the
+default) with the previous level-by-level numpy search (``engine="numpy"``) on the same network.
+Run: ``.venv/bin/python -m benchmarks.bench_snc [max_tenants]``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import time
 
 from tailbound.experiments._snc_common import find_data, tenant, tenant_set
 from tailbound.snc.analysis import snc_bound_function
+from tailbound.snc.fast import snc_meister_all
 from tailbound.snc.io import markdown_table
 from tailbound.snc.mmpp import MmppModel
-from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec
+from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
 
 REFERENCE_16_S = 0.16
 SLOS = (0.01, 0.02, 0.05, 0.1)
@@ -65,6 +68,17 @@ def main(argv: list[str] | None = None) -> None:
         total = time.perf_counter() - start
         fit = cache.fit_seconds
         seconds = total - fit
+        # Search only (network built), the Rust search against the previous numpy search, on
+        # fresh model copies (empty memos) each time.
+        searches = {}
+        for engine in ("rust", "numpy"):
+            for model in cache.copies.values():
+                model._memo.clear()
+            net, _, _ = build_network(tset, specs, cache)
+            flows = [f for f in net.flows if len(f.path) == 2]
+            start = time.perf_counter()
+            snc_meister_all(net, flows, engine)
+            searches[engine] = time.perf_counter() - start
         rows.append(
             [
                 n,
@@ -72,6 +86,9 @@ def main(argv: list[str] | None = None) -> None:
                 f"{seconds:.3f}",
                 f"{1e3 * seconds / n:.2f}",
                 f"{seconds / (REFERENCE_16_S * n / 16):.2f}",
+                f"{searches['rust']:.3f}",
+                f"{searches['numpy']:.3f}",
+                f"{searches['numpy'] / searches['rust']:.1f}",
                 f"{fit:.2f}",
             ]
         )
@@ -84,6 +101,9 @@ def main(argv: list[str] | None = None) -> None:
                 "bounds s",
                 "ms / tenant",
                 "ours / reference (0.16 s per 16)",
+                "search rust s",
+                "search numpy s (previous)",
+                "numpy / rust",
                 "MMPP fits s",
             ],
             rows,

@@ -113,3 +113,27 @@ def perron_roots(
     generator: NDArray[np.float64], excess: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Perron roots of ``diag(1 + e) G + diag(e)`` for each row ``e`` of ``excess``."""
+
+def snc_meister_search(
+    sizes: NDArray[np.int64],
+    generators: NDArray[np.float64],
+    p: NDArray[np.float64],
+    mu: NDArray[np.float64],
+    c1: NDArray[np.float64],
+    c2: NDArray[np.float64],
+    eps: NDArray[np.float64],
+    pole: NDArray[np.float64],
+    w_ptr: NDArray[np.int64],
+    w_idx: NDArray[np.int64],
+    x_ptr: NDArray[np.int64],
+    x_idx: NDArray[np.int64],
+    y_ptr: NDArray[np.int64],
+    y_idx: NDArray[np.int64],
+    pair_flow: NDArray[np.int64],
+    pair_c: NDArray[np.float64],
+    z_ptr: NDArray[np.int64],
+    z_idx: NDArray[np.int64],
+    r_ptr: NDArray[np.int64],
+    r_idx: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """SNC-Meister's theta search for every independent two-hop flow: ``(theta, latency_steps)``."""

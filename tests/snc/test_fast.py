@@ -12,7 +12,7 @@ from tailbound.snc.network import flow_latencies, snc_meister
 from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
 
 
-def scenario(data: Path, n: int, hosts: int, link: float) -> TenantSet:
+def scenario(data: Path, n: int, hosts: int, link: float, traces: int = 62) -> TenantSet:
     specs = []
     for i in range(n):
         client = i % hosts
@@ -21,7 +21,7 @@ def scenario(data: Path, n: int, hosts: int, link: float) -> TenantSet:
             TenantSpec(
                 name=f"T{i}",
                 slo_s=(0.01, 0.02, 0.05, 0.1)[i % 4],
-                trace=data / "wc62" / "traces" / f"trace{i % 62:04d}.txt",
+                trace=data / "wc62" / "traces" / f"trace{i % traces:04d}.txt",
                 client_host=f"h{client}",
                 server_host=f"h{server}",
                 percentile=(0.999, 0.99)[i % 2],
@@ -30,11 +30,18 @@ def scenario(data: Path, n: int, hosts: int, link: float) -> TenantSet:
     return TenantSet(tuple(specs), link)
 
 
-@pytest.mark.parametrize(("n", "hosts", "link"), [(12, 4, 125e6), (10, 3, 20e6)])
-def test_fast_path_equals_operator_trees(data_dir: Path, n: int, hosts: int, link: float) -> None:
-    tset = scenario(data_dir, n, hosts, link)
+CASES = [(12, 4, 125e6, 62), (10, 3, 20e6, 62), (9, 3, 60e6, 3), (16, 4, 125e6, 62)]
+
+
+@pytest.mark.parametrize(("n", "hosts", "link", "traces"), CASES)
+@pytest.mark.parametrize("engine", ["rust", "numpy"])
+def test_fast_path_equals_operator_trees(
+    data_dir: Path, n: int, hosts: int, link: float, traces: int, engine: str
+) -> None:
+    # traces=3: tenants share traces, hence model objects (a source counted once per flow).
+    tset = scenario(data_dir, n, hosts, link, traces)
     net, _, _ = build_network(tset, tset.tenants, FitCache())
-    fast = snc_meister_all(net, list(net.flows))
+    fast = snc_meister_all(net, list(net.flows), engine)
     assert fast is not None
     for flow in net.flows:
         general = snc_meister(net, flow)
@@ -42,6 +49,29 @@ def test_fast_path_equals_operator_trees(data_dir: Path, n: int, hosts: int, lin
             assert math.isinf(fast[flow.id])
         else:
             assert fast[flow.id] == pytest.approx(general, rel=1e-12)
+
+
+@pytest.mark.parametrize(("n", "hosts", "link", "traces"), CASES)
+def test_fast_path_rust_search_equals_numpy_search(
+    data_dir: Path, n: int, hosts: int, link: float, traces: int
+) -> None:
+    tset = scenario(data_dir, n, hosts, link, traces)
+    net, _, _ = build_network(tset, tset.tenants, FitCache())
+    rust = snc_meister_all(net, list(net.flows), "rust")
+    numpy = snc_meister_all(net, list(net.flows), "numpy")
+    assert rust is not None and numpy is not None
+    for key, value in numpy.items():
+        if math.isinf(value):
+            assert math.isinf(rust[key])
+        else:
+            assert rust[key] == pytest.approx(value, rel=1e-12)
+
+
+def test_fast_path_rejects_unknown_engine(data_dir: Path) -> None:
+    tset = scenario(data_dir, 2, 2, 125e6)
+    net, _, _ = build_network(tset, tset.tenants, FitCache())
+    with pytest.raises(ValueError, match="engine"):
+        snc_meister_all(net, list(net.flows), "fortran")
 
 
 def test_fast_path_declines_dependency_groups(data_dir: Path) -> None:

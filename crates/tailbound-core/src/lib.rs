@@ -9,5 +9,6 @@ pub mod parse;
 pub mod rb;
 pub mod sim;
 pub mod snc;
+pub mod snc_fast;
 
 pub use error::{Error, Result};

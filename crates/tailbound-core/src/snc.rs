@@ -52,6 +52,46 @@ pub fn perron_roots(generator: &[f64], n: usize, excess: &[f64]) -> Result<Vec<f
     Ok(out)
 }
 
+/// One MMPP's Perron roots for successive excess rows, reusing the workspace (and its warm-start
+/// vector) across calls: what [`perron_roots`] does per row, for callers that interleave sources.
+pub struct PerronSolver {
+    n: usize,
+    generator: Vec<f64>,
+    b: Vec<f64>,
+    work: Workspace,
+}
+
+impl PerronSolver {
+    /// A solver for the generator `G` (`n × n`, row-major).
+    pub fn new(generator: &[f64], n: usize) -> Result<Self> {
+        if n == 0 || generator.len() != n * n {
+            return Err(Error::Invalid(format!(
+                "generator has {} entries, expected {n} × {n}",
+                generator.len()
+            )));
+        }
+        Ok(PerronSolver {
+            n,
+            generator: generator.to_vec(),
+            b: vec![0.0; n * n],
+            work: Workspace::new(n),
+        })
+    }
+
+    /// Perron root of `diag(1 + e) G + diag(e)` (`e` finite, non-negative, length `n`).
+    #[allow(clippy::needless_range_loop)] // row-major index arithmetic, as in `perron_roots`
+    pub fn root(&mut self, e: &[f64]) -> f64 {
+        let n = self.n;
+        for i in 0..n {
+            for j in 0..n {
+                self.b[i * n + j] = (1.0 + e[i]) * self.generator[i * n + j];
+            }
+            self.b[i * n + i] += e[i];
+        }
+        perron_root(&self.b, n, &mut self.work)
+    }
+}
+
 struct Workspace {
     a: Vec<f64>,
     v: Vec<f64>,

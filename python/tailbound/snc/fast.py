@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tailbound.snc.bounds import STEP_S, Array, Bound, _log1m_exp
 from tailbound.snc.latency import DECREASE, INITIAL_THETA, MIN_THETA
@@ -119,12 +120,14 @@ def _latency_steps(plan: _Plan, theta: Array) -> Array:
         for role in ROLES:
             if uses.get(role):
                 n = len(uses[role])
-                sums[role][uses[role]] += values[at : at + n]
+                # np.add.at, not +=: a model shared by several flows (same trace) appears
+                # several times in one row.
+                np.add.at(sums[role], uses[role], values[at : at + n])
                 at += n
         for role, target in (("z", z), ("r", r)):
             if uses.get(role):
                 n = len(uses[role])
-                target[uses[role]] += values[at : at + n]
+                np.add.at(target, uses[role], values[at : at + n])
                 at += n
     # departures of the other first queues into V1: D_Zi = A_Zi ⊘ (Si ⊖ A_Ri)
     rho_d = np.zeros(theta.shape)
@@ -177,12 +180,67 @@ def _best_theta(plan: _Plan) -> Array:
     return theta
 
 
-def snc_meister_all(net: Network, flows: list[Flow]) -> dict[int, float] | None:
+def _rows(
+    plan: _Plan, index: dict[int, int], role: str, count: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Source indexes per row for ``role`` (compressed rows), summed in the numpy path's order."""
+    rows: list[list[int]] = [[] for _ in range(count)]
+    for key, uses in plan.uses.items():
+        for row in uses.get(role, ()):
+            rows[row].append(index[key])
+    ptr = np.zeros(count + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(r) for r in rows])
+    return ptr, np.array([i for r in rows for i in r], dtype=np.int64)
+
+
+def _search_rust(plan: _Plan) -> tuple[Array, Array]:
+    """Best ``theta`` and latency (steps) per flow, by the Rust core's search (one call)."""
+    from tailbound._core import snc_meister_search
+
+    index = {key: i for i, key in enumerate(plan.models)}
+    models = list(plan.models.values())
+    flows, pairs = len(plan.flows), len(plan.pair_flow)
+    csr = {role: _rows(plan, index, role, flows) for role in ROLES}
+    csr.update({role: _rows(plan, index, role, pairs) for role in ("z", "r")})
+    theta, latency = snc_meister_search(
+        np.array([m.states for m in models], dtype=np.int64),
+        np.concatenate([m.generator().ravel() for m in models]),
+        np.concatenate([m.p_request for m in models]).astype(np.float64),
+        np.concatenate([m.mu for m in models]).astype(np.float64),
+        plan.c1,
+        plan.c2,
+        plan.eps,
+        plan.pole.astype(np.float64),
+        *csr["w"],
+        *csr["x"],
+        *csr["y"],
+        np.asarray(plan.pair_flow, dtype=np.int64),
+        np.asarray(plan.pair_c, dtype=np.float64),
+        *csr["z"],
+        *csr["r"],
+    )
+    return theta, latency
+
+
+def snc_meister_all(
+    net: Network, flows: list[Flow], engine: str = "rust"
+) -> dict[int, float] | None:
     """SNC-Meister bounds (seconds) of the two-hop ``flows`` of ``net``, all at once; ``None``
-    when the network has dependencies (use the general path)."""
+    when the network has dependencies (use the general path).
+
+    ``engine="rust"`` runs the whole theta search in the Rust core
+    (``tailbound_core::snc_fast``, one call); ``"numpy"`` is the array implementation above,
+    level by level (kept as the reference the Rust search is tested against).
+    """
     if not flows or not _independent(net):
         return None
     plan = _plan(net, flows)
-    theta = _best_theta(plan)
-    latency = _latency_steps(plan, theta[:, None])[:, 0] * STEP_S
+    if engine == "rust":
+        _, steps = _search_rust(plan)
+        latency = steps * STEP_S
+    elif engine == "numpy":
+        theta = _best_theta(plan)
+        latency = _latency_steps(plan, theta[:, None])[:, 0] * STEP_S
+    else:
+        raise ValueError(f"unknown engine {engine!r}: expected 'rust' or 'numpy'")
     return {f.id: float(v) for f, v in zip(flows, latency, strict=True)}
