@@ -116,3 +116,37 @@ def test_screen_never_rejects_a_feasible_lp(wc62_subset: list[Workload]) -> None
             said += 1
             agreed += wc_lp.solve(tenants, devices=2) is None
     assert said == agreed and said > 0
+
+
+def test_eq57_rows_match_a_row_by_row_build(wc62_subset: list[Workload]) -> None:
+    # the vectorised Eq. 5.7 build against the definition, row by row and in the same order
+    rng = np.random.default_rng(4)
+    for m in range(30):
+        k, devices = int(rng.integers(1, 8)), int(rng.integers(1, 4))
+        tenants = [
+            Placed(
+                wc62_subset[int(i)].with_slo(float(rng.choice([0.1, 0.25, 1.0])), f"m{m}t{n}"),
+                int(rng.integers(0, devices)),
+            )
+            for n, i in enumerate(rng.choice(len(wc62_subset), k, replace=False))
+        ]
+        lp, r_vars = wc_lp.build_lp(tenants, devices)
+        a, q, slo, n = lp.dense(), queue_ids(tenants), slos(tenants), len(tenants)
+        expected = []
+        for v, (level, device) in enumerate(r_vars):
+            on = q == np.array([0, 2 + device, 1])[None, :]
+            for s in range(3):
+                row = np.zeros(a.shape[1])
+                for j in np.nonzero(on[:, s] & (slo < level))[0]:
+                    row[6 * j + 2 * s] = 1.0
+                if row.any():
+                    row[6 * n + v] = -1.0
+                    expected.append((row, 0.0))
+            row = np.zeros(a.shape[1])
+            for j, s in zip(*np.nonzero(on & (slo <= level)[:, None]), strict=True):
+                row[6 * j + 2 * s + 1] = 1.0
+            row[6 * n + v] = level * SLO_SCALE
+            expected.append((row, level * SLO_SCALE))
+        tail = a[len(a) - len(expected) :]
+        assert np.array_equal(tail, np.array([e[0] for e in expected]))
+        assert np.array_equal(lp.row_upper[len(a) - len(expected) :], [e[1] for e in expected])

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from tailbound.policies import wc_lp
 from tailbound.policies.baselines import Baseline, Limits
+from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.inputs import ClusterConfig, Event, ServerConfig
 from tailbound.policies.server import RATE_CAP, Placed, check, latency_bounds
 from tailbound.policies.workload import Workload
@@ -133,6 +134,7 @@ class PlacementResult:
     peak_servers: int
     configure_calls: int
     seconds: float
+    cluster_screened: int = 0
 
     @property
     def servers_used(self) -> int:
@@ -162,6 +164,7 @@ class Placer:
         *,
         fast_first_fit: bool = False,
         grow: bool = False,
+        cluster_screen: bool = True,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -173,6 +176,13 @@ class Placer:
         self.sums = np.full((len(self.servers), 2 + self.max_devices), np.nan)
         for i, s in enumerate(self.servers):
             self.sums[i, : 2 + s.devices] = 0.0
+        # the LP screen over all servers at once: only for the LP policy with its screen on
+        self.screen: ClusterScreen | None = None
+        if cluster_screen and isinstance(policy, WorkloadCompactorPolicy) and policy.screen:
+            self.screen = ClusterScreen(self.max_devices)
+            for s in self.servers:
+                self.screen.add_server(s.devices)
+        self.screened = 0
         self.where: dict[str, int] = {}
         self.rejected: list[str] = []
         self.peak = 0
@@ -186,6 +196,8 @@ class Placer:
         row = np.full((1, self.sums.shape[1]), np.nan)
         row[0, : 2 + len(template.devices)] = 0.0
         self.sums = np.vstack([self.sums, row])
+        if self.screen is not None:
+            self.screen.add_server(len(template.devices))
 
     def _update(self, i: int) -> None:
         s = self.servers[i]
@@ -196,17 +208,38 @@ class Placer:
             sums[1] = s.rate[:, 2].sum()
             np.add.at(sums, 2 + devices, s.rate[:, 1])
         self.sums[i, : 2 + s.devices] = sums
+        if self.screen is not None:
+            self.screen.set_server(i, s.tenants, s.devices)
         self.peak = max(self.peak, sum(1 for x in self.servers if x.tenants))
 
     def _candidates(self, workload: Workload) -> list[tuple[int, int]]:
         """(server, device) pairs in first-fit order, filtered by fast-first-fit."""
         n, d = len(self.servers), self.max_devices
         if not self.fast_first_fit:
-            return [(i, k) for i in range(n) for k in range(self.servers[i].devices)]
+            pairs = [(i, k) for i in range(n) for k in range(self.servers[i].devices)]
+            return self._screen(
+                workload,
+                np.array([p[0] for p in pairs], dtype=np.int64),
+                np.array([p[1] for p in pairs], dtype=np.int64),
+            )
         mean = np.array([workload.mean(s) for s in STORAGE_PATH])
         ok_net = (self.sums[:, 0] + mean[0] <= RATE_CAP) & (self.sums[:, 1] + mean[2] <= RATE_CAP)
         ok = ok_net[:, None] & (self.sums[:, 2:] + mean[1] <= RATE_CAP)  # NaN compares False
         servers, devices = np.nonzero(ok.reshape(n, d))
+        return self._screen(workload, servers, devices)
+
+    def _screen(
+        self, workload: Workload, servers: NDArray[np.int64], devices: NDArray[np.int64]
+    ) -> list[tuple[int, int]]:
+        """Drop the (server, device) pairs where the cluster screen proves the LP infeasible
+        (exact, so first-fit still finds the same server)."""
+        if self.screen is not None and len(servers):
+            keep = np.ones(len(servers), dtype=bool)
+            for k in np.unique(devices).tolist():
+                at = np.nonzero(devices == k)[0]
+                keep[at] = ~self.screen.infeasible(workload, k, servers[at])
+            self.screened += int(len(keep) - keep.sum())
+            servers, devices = servers[keep], devices[keep]
         return list(zip(servers.tolist(), devices.tolist(), strict=True))
 
     # ------------------------------------------------------------------ events
@@ -219,7 +252,10 @@ class Placer:
                 server = self.servers[i]
                 tenants = [*server.tenants, Placed(workload, device)]
                 self.calls += 1
-                limits = self.policy.configure(tenants, server.devices, len(tenants) - 1)
+                # the cluster screen already ran the per-server screen's test (and more)
+                screened = self.screen is not None and self.screen.active
+                newcomer = None if screened else len(tenants) - 1
+                limits = self.policy.configure(tenants, server.devices, newcomer)
                 if limits is not None:
                     server.tenants = tenants
                     server.rate, server.bucket = limits
@@ -247,7 +283,9 @@ class Placer:
         self._update(i)
 
     def result(self, seconds: float) -> PlacementResult:
-        return PlacementResult(self.servers, self.rejected, self.peak, self.calls, seconds)
+        return PlacementResult(
+            self.servers, self.rejected, self.peak, self.calls, seconds, self.screened
+        )
 
 
 def place(
@@ -259,11 +297,14 @@ def place(
     events: Sequence[Event] | None = None,
     grow: bool = False,
     progress: Callable[[int], None] | None = None,
+    cluster_screen: bool = True,
 ) -> PlacementResult:
     """Place ``workloads`` in order (or replay ``events``, whose indices refer to
     ``workloads``); ``progress(1)`` after each event."""
     start = time.perf_counter()
-    placer = Placer(cluster, policy, fast_first_fit=fast_first_fit, grow=grow)
+    placer = Placer(
+        cluster, policy, fast_first_fit=fast_first_fit, grow=grow, cluster_screen=cluster_screen
+    )
     steps = events if events is not None else [Event(i, "add") for i in range(len(workloads))]
     for event in steps:
         w = workloads[event.tenant]

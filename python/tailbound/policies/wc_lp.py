@@ -80,7 +80,7 @@ class _Rows:
 
     def __init__(self) -> None:
         self.starts: list[int] = []
-        self.index: list[NDArray[np.int64]] = []
+        self.index: list[NDArray[np.int32]] = []
         self.value: list[NDArray[np.float64]] = []
         self.lower: list[float] = []
         self.upper: list[float] = []
@@ -122,23 +122,16 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     for queue in np.unique(q):
         cols = rc[q == queue]
         rows.add(cols, np.ones(len(cols)), -_INF, RATE_CAP)
-    # Eq. 5.7 per priority level and path
-    r_vars: list[tuple[float, int]] = []
+    # Eq. 5.7 per priority level and path, all at once (same rows, same order as one by one)
     devices_of = np.array([t.device for t in tenants])
-    for level in np.unique(slo):
-        for device in np.unique(devices_of[slo == level]).tolist():
-            rv = n_rb + len(r_vars)
-            r_vars.append((float(level), device))
-            on = q == np.array([0, 2 + device, 1])[None, :]  # (n, 3) on this path's queues
-            for s in range(3):
-                higher = rc[on[:, s] & (slo < level), s]
-                if len(higher):
-                    rows.add(
-                        np.append(higher, rv), np.append(np.ones(len(higher)), -1.0), -_INF, 0.0
-                    )
-            b_cols = (rc + 1)[on & (slo <= level)[:, None]]
-            slo_p = float(level) * SLO_SCALE
-            rows.add(np.append(b_cols, rv), np.append(np.ones(len(b_cols)), slo_p), -_INF, slo_p)
+    r_vars = sorted({(float(level), int(d)) for level, d in zip(slo, devices_of, strict=True)})
+    eq57 = _eq57_rows(q, slo, rc, r_vars, n_rb)
+    rows.starts.extend((rows.nnz + eq57[0][:-1]).tolist())
+    rows.index.append(eq57[1])
+    rows.value.append(eq57[2])
+    rows.lower.extend([-_INF] * (len(eq57[0]) - 1))
+    rows.upper.extend(eq57[3].tolist())
+    rows.nnz += int(eq57[0][-1])
     n_col = n_rb + len(r_vars)
     cost = np.zeros(n_col)
     cost[0:n_rb:2] = 1.0
@@ -152,6 +145,56 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
         index=np.concatenate(rows.index).astype(np.int32),
         value=np.concatenate(rows.value),
     ), r_vars
+
+
+def _eq57_rows(
+    q: NDArray[np.int64],
+    slo: NDArray[np.float64],
+    rc: NDArray[np.int64],
+    r_vars: list[tuple[float, int]],
+    n_rb: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float64], NDArray[np.float64]]:
+    """Rows of Eq. 5.7 and its rate bounds for every ``R_pπ`` (in ``r_vars`` order): per ``R``,
+    the rows ``Σ_{j at q, SLO_j < p} r_jq − R <= 0`` for ``q`` = ``net_in``, storage, ``net_out``
+    (those with a tenant) then ``Σ b + SLO'_p R <= SLO'_p``. Row starts (with the end),
+    columns, values, upper bounds."""
+    n = len(slo)
+    level = np.array([v[0] for v in r_vars])
+    path = np.stack(
+        [
+            np.zeros(len(r_vars), dtype=np.int64),
+            2 + np.array([v[1] for v in r_vars]),
+            np.ones(len(r_vars), dtype=np.int64),
+        ],
+        axis=1,
+    )  # (V, 3)
+    on = q[None, :, :] == path[:, None, :]  # (V, n, 3)
+    higher = on & (slo[None, :] < level[:, None])[:, :, None]
+    inside = on & (slo[None, :] <= level[:, None])[:, :, None]
+    v_count = len(r_vars)
+    # entries (V, 4 kinds, n·3 + 1 positions): kind s < 3 is the rate row of stage s, kind 3 the
+    # bucket row; position j·3 + s is tenant j's column at stage s, the last one is R
+    mask = np.zeros((v_count, 4, 3 * n + 1), dtype=bool)
+    for s in range(3):
+        mask[:, s, s : 3 * n : 3] = higher[:, :, s]
+    mask[:, 3, : 3 * n] = inside.reshape(v_count, 3 * n)
+    mask[:, :, -1] = True
+    keep = np.ones((v_count, 4), dtype=bool)
+    keep[:, :3] = mask[:, :3, :-1].any(axis=2)
+    cols = np.empty((v_count, 4, 3 * n + 1), dtype=np.int64)
+    cols[:, :3, : 3 * n] = rc.reshape(-1)
+    cols[:, 3, : 3 * n] = rc.reshape(-1) + 1
+    cols[:, :, -1] = (n_rb + np.arange(v_count))[:, None]
+    slo_p = level * SLO_SCALE
+    vals = np.ones((v_count, 4, 3 * n + 1))
+    vals[:, :3, -1] = -1.0
+    vals[:, 3, -1] = slo_p
+    upper = np.zeros((v_count, 4))
+    upper[:, 3] = slo_p
+    m = mask[keep]
+    lengths = m.sum(axis=1)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    return starts, cols[keep][m].astype(np.int32), vals[keep][m], upper[keep]
 
 
 @dataclass(frozen=True)

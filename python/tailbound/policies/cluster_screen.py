@@ -1,0 +1,178 @@
+"""The infeasibility screen of :func:`tailbound.policies.wc_lp.certainly_infeasible`, over all
+servers of a cluster at once (our addition to wcPlacer, thesis §5.2.3; exact).
+
+The screen's proof for one level ``p`` and path ``π`` (device ``d``) of a server is
+
+``Σ_{j,s in} h_js(p) − λ SLO'_p (3·0.999 − Σ_{j lower} ρ_js) > SLO'_p`` for some ``(w, λ)``,
+
+where ``h_js(p) = min_r [f_js(r) + SLO'_p (w_s [SLO_j < p] + λ) r]`` depends only on tenant
+``j`` and the level. The sums over the server's tenants are therefore kept per server, level and
+device (arrays ``inside`` and ``lower``) and updated when the server's tenants change (its limits
+do not enter the proof). A newcomer's own terms are added in one numpy operation for every
+candidate server; a server is skipped only where a level ``p >= SLO_new`` with an Eq. 5.7 row on
+path ``d`` (a tenant of level ``p`` on device ``d``, or the newcomer itself) has a proof, so the
+LP there is infeasible and placements are the same with or without this screen.
+
+Levels are the distinct SLOs seen so far. Beyond :data:`MAX_LEVELS` of them the arrays would grow
+too large and the screen turns itself off (the per-server screen and the LP still decide).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed
+from tailbound.policies.wc_lp import _vertices
+from tailbound.policies.workload import Workload
+
+#: Distinct SLOs beyond which the screen switches off (its arrays grow with the level count).
+MAX_LEVELS = 64
+#: Slack on the proof's inequality: wider than the per-server screen's 1e-9 because the sums are
+#: added in another order (a wider slack only makes the screen more cautious).
+TOLERANCE = 1e-7
+
+
+def _simplex(step: int) -> NDArray[np.float64]:
+    pts = [(a, b, step - a - b) for a in range(step + 1) for b in range(step + 1 - a)]
+    return np.array(pts, dtype=np.float64) / step
+
+
+#: Weights ``w`` of the three queues (a grid on the simplex) and multipliers ``λ`` of the
+#: capacity rows (units of ``SLO'_p``) tried by the proof: any ``w`` on the simplex and
+#: ``λ >= 0`` give a valid proof, a finer grid finds more.
+#: The grid contains the per-server screen's (the centre and the corners; λ 0, 0.5, 2), so a
+#: server that screen would reject is rejected here too.
+_WEIGHTS = np.vstack([_simplex(4), np.full((1, 3), 1 / 3)])
+_LAMBDAS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0])
+_NWL = _WEIGHTS.shape[0] * _LAMBDAS.shape[0]
+_T = TypeVar("_T", bound=np.generic)
+
+
+@lru_cache(maxsize=262144)
+def tenant_terms(workload: Workload, level: float) -> NDArray[np.float64]:
+    """``h_js(p)`` of a tenant at level ``p`` for each stage and ``(w, λ)``: shape ``(3, W·L)``
+    (the tenant counts as higher when its SLO is below ``p``; same arithmetic as the per-server
+    screen)."""
+    rates, buckets = _vertices(workload)
+    scaled = level * SLO_SCALE
+    higher = float(workload.slo_s < level)
+    c = scaled * (_WEIGHTS.T[:, :, None] * higher + _LAMBDAS[None, None, :])  # (3, W, L)
+    h = (buckets[:, None, None, :] + c[..., None] * rates[:, None, None, :]).min(axis=3)
+    return h.reshape(3, _NWL)
+
+
+def _means(workload: Workload) -> NDArray[np.float64]:
+    return _vertices(workload)[0][:, 0]
+
+
+class ClusterScreen:
+    """Per-server sums of the screen's terms; :meth:`infeasible` tests a newcomer everywhere."""
+
+    def __init__(self, max_devices: int) -> None:
+        self.max_devices = max_devices
+        self.active = True
+        self.levels: list[float] = []
+        self._level_index: dict[float, int] = {}
+        self._servers: list[tuple[Sequence[Placed], int]] = []
+        d = max_devices
+        # Σ h over tenants at or above the level; Σ mean rates over the tenants below it on the
+        # path; tenants of the level on the device. Axes: server, level, device[, (w, λ)].
+        self.inside: NDArray[np.float64] = np.zeros((0, 0, d, _NWL))
+        self.lower: NDArray[np.float64] = np.zeros((0, 0, d))
+        self.count: NDArray[np.int64] = np.zeros((0, 0, d), dtype=np.int64)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def add_server(self, devices: int) -> None:
+        """A new empty server at the end of the cluster."""
+        self._servers.append(((), devices))
+        n = len(self._servers)
+        if n > self.inside.shape[0]:  # grow the capacity geometrically
+            extra = max(n, 16)
+            self.inside = _grow(self.inside, 0, extra)
+            self.lower = _grow(self.lower, 0, extra)
+            self.count = _grow(self.count, 0, extra)
+
+    def _add_level(self, level: float) -> bool:
+        if len(self.levels) >= MAX_LEVELS:
+            self.active = False
+            return False
+        self._level_index[level] = len(self.levels)
+        self.levels.append(level)
+        self.inside = _grow(self.inside, 1, 1)
+        self.lower = _grow(self.lower, 1, 1)
+        self.count = _grow(self.count, 1, 1)
+        for i in range(len(self._servers)):
+            if self._servers[i][0]:
+                self._fill(i, [len(self.levels) - 1])
+        return True
+
+    def set_server(self, i: int, tenants: Sequence[Placed], devices: int) -> None:
+        """Server ``i`` now holds ``tenants`` (recomputes its sums)."""
+        self._servers[i] = (list(tenants), devices)
+        if not self.active:
+            return
+        for t in tenants:
+            if t.workload.slo_s not in self._level_index and not self._add_level(t.workload.slo_s):
+                return
+        self._fill(i, range(len(self.levels)))
+
+    def _fill(self, i: int, levels: Sequence[int]) -> None:
+        tenants, devices = self._servers[i]
+        for lv in levels:
+            p = self.levels[lv]
+            inside = np.zeros((self.max_devices, _NWL))
+            lower = np.zeros(self.max_devices)
+            count = np.zeros(self.max_devices, dtype=np.int64)
+            for t in tenants:
+                if t.workload.slo_s <= p:
+                    h = tenant_terms(t.workload, p)
+                    inside[:devices] += h[0] + h[2]
+                    inside[t.device] += h[1]
+                    count[t.device] += t.workload.slo_s == p
+                else:
+                    m = _means(t.workload)
+                    lower[:devices] += m[0] + m[2]
+                    lower[t.device] += m[1]
+            self.inside[i, lv] = inside
+            self.lower[i, lv] = lower
+            self.count[i, lv] = count
+
+    # ------------------------------------------------------------------ the test
+    def infeasible(
+        self, workload: Workload, device: int, servers: NDArray[np.int64]
+    ) -> NDArray[np.bool_]:
+        """For each server in ``servers``: does the screen prove that ``workload`` on ``device``
+        makes that server's LP infeasible? (All ``False`` when the screen is off.)"""
+        out = np.zeros(len(servers), dtype=bool)
+        slo = workload.slo_s
+        if not self.active or (slo not in self._level_index and not self._add_level(slo)):
+            return out
+        if len(servers) == 0:
+            return out
+        lv = np.array([k for k, p in enumerate(self.levels) if p >= slo], dtype=np.int64)
+        p = np.array(self.levels)[lv]
+        scaled = p * SLO_SCALE  # (Lc,)
+        h = np.stack([tenant_terms(workload, float(x)) for x in p])  # (Lc, 3, WL)
+        new = np.zeros((len(lv), self.max_devices, _NWL))
+        new += (h[:, 0] + h[:, 2])[:, None, :]
+        new[:, device] += h[:, 1]
+        lam = np.tile(_LAMBDAS, _WEIGHTS.shape[0])  # λ of each (w, λ) column
+        inside = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL)
+        avail = 3 * RATE_CAP - self.lower[np.ix_(servers, lv)]  # (C, Lc, D)
+        total = inside + new[None] - (scaled[None, :, None, None] * lam) * avail[..., None]
+        proof = total.max(axis=3) > scaled[None, :, None] * (1 + TOLERANCE)  # (C, Lc, D)
+        row = self.count[np.ix_(servers, lv)] > 0
+        row[:, lv == self._level_index[slo], device] = True  # the newcomer's own row
+        return np.any(proof & row, axis=(1, 2))
+
+
+def _grow(a: NDArray[_T], axis: int, extra: int) -> NDArray[_T]:
+    """``a`` with ``extra`` zero slices appended along ``axis``."""
+    shape = list(a.shape)
+    shape[axis] = extra
+    return np.concatenate([a, np.zeros(shape, dtype=a.dtype)], axis=axis)
