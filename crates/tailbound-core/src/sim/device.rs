@@ -39,6 +39,9 @@ pub struct Device {
     spec: DeviceSpec,
     scheduler: Box<dyn Scheduler>,
     staged: Option<Item>,
+    /// The staged item was taken by a batch's look-ahead, not refused for lack of room: it
+    /// waits until the dispatcher has room as any newly chosen request would.
+    staged_waits_for_room: bool,
     in_service: [u32; 2],
     bytes: [f64; 2],
     finishing: BinaryHeap<Reverse<TagKey>>,
@@ -94,6 +97,7 @@ impl Device {
             scheduler: spec.scheduler.spec(workloads).build(workloads)?,
             spec: spec.clone(),
             staged: None,
+            staged_waits_for_room: false,
             in_service: [0, 0],
             bytes: [0.0, 0.0],
             finishing: BinaryHeap::new(),
@@ -176,7 +180,14 @@ impl Device {
         let mut changed = false;
         loop {
             let item = match self.staged.take() {
-                Some(item) => item,
+                Some(item) if self.staged_waits_for_room && !self.has_room() => {
+                    self.staged = Some(item);
+                    break;
+                }
+                Some(item) => {
+                    self.staged_waits_for_room = false;
+                    item
+                }
                 None if !self.has_room() => break,
                 None => match self.scheduler.dequeue(now) {
                     Dequeue::Ready(item) => item,
@@ -289,6 +300,7 @@ impl Device {
                 self.bytes[1] + size <= self.spec.max_write_bytes && self.level_allows(level, size);
             let Some(skip) = skip.filter(|_| room) else {
                 self.staged = Some(next);
+                self.staged_waits_for_room = true;
                 break;
             };
             if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {

@@ -227,6 +227,10 @@ fn sim_disk_sequential_writes_miss_a_revolution_unless_batched() {
     // a write arriving 3 ms after its predecessor ended waits the rest of the revolution (5 ms)
     let late = [(0.0, 1, 0.0, 0.011), (0.014, 1, 1000.0, 0.001)];
     assert!(close(&exits(1, &late), &[0.011, 0.020]));
+    // the read after a batch waits for the batch: it does not share the disk with it
+    let after =
+        [(0.0, 0, 5e5, 0.011), (0.0, 1, 0.0, 0.011), (0.0, 1, 1000.0, 0.001), (0.0, 0, 9e5, 0.005)];
+    assert!(close(&exits(4, &after), &[0.011, 0.022, 0.023, 0.028]));
     // a read in between moves the head: the next write of the stream repositions (10 ms)
     let split = [(0.0, 1, 0.0, 0.011), (0.0, 0, 5e5, 0.005), (0.0, 1, 1000.0, 0.001)];
     assert!(close(&exits(4, &split), &[0.011, 0.016, 0.027]));
