@@ -92,6 +92,7 @@ class Simulation:
         op: list[NDArray[np.uint8]],
         size: list[NDArray[np.float64]],
         cost: list[list[NDArray[np.float64]]],
+        offset: list[NDArray[np.float64]] | None = None,
     ) -> Simulation: ...
     def run(self, until: float) -> int: ...
     @property

@@ -40,3 +40,41 @@ def test_baselines_run_and_report_every_latency_tenant(profile, policy: str) -> 
     rows = percentile_rows([run_policy(setup, policy, profile)], setup)
     assert [r["tenant"] for r in rows] == ["A", "B", "C"]
     assert all(r["requests"] > 0 for r in rows)
+
+
+def test_fig37_tenants_have_table31_loads() -> None:
+    """I, J, F on disks with Table 3.1's storage and network loads; K's network load 35%."""
+    from tailbound.experiments.pm_common import BANDWIDTH, THESIS_DISK
+    from tailbound.experiments.pm_fig37 import DISKS, K_NETWORK_LOAD
+    from tailbound.experiments.pm_fig37 import build as build37
+    from tailbound.profiles.disk import DiskModel, DiskProfile
+    from tailbound.profiles.tokens import MessageSizes
+
+    duration = 400.0
+    setup = build37(duration, 2, dict.fromkeys("IJFK", 1.0))
+    disk = DiskModel(DiskProfile.from_json(THESIS_DISK))
+    m = MessageSizes()
+    for t in setup.tenants:
+        network = float(m.response_bytes(t.trace).sum()) / duration / BANDWIDTH
+        if t.name == "K":
+            assert network == pytest.approx(K_NETWORK_LOAD, rel=0.1)
+            continue
+        storage = float(disk.tokens(t.trace).sum()) / duration
+        assert (storage, network) == pytest.approx(DISKS[t.name][:2], rel=0.1)
+
+
+def test_fig37_slos_follow_the_thesis_and_pm_guarantees_them(profile) -> None:
+    """K has the tightest SLO and I the loosest (§3.4.4); the prioritizer finds an order whose
+    bounds meet every SLO, and its simulated latencies stay within those bounds."""
+    from tailbound.experiments.pm_fig37 import build as build37
+
+    setup = build37(20.0, 1)
+    slo = {t.name: t.slo.latency_s for t in setup.tenants if t.slo}
+    assert min(slo, key=slo.__getitem__) == "K" and max(slo, key=slo.__getitem__) == "I"
+    run = run_policy(setup, "pm", profile, k=3)
+    assert run.analysis is not None
+    assert all(run.analysis.bounds[n] <= s for n, s in slo.items()), run.analysis.bounds
+    for name in slo:
+        finished = run.latency[name][np.isfinite(run.latency[name])]
+        assert finished.size == run.latency[name].size
+        assert float(np.max(finished)) <= run.analysis.bounds[name], name

@@ -123,3 +123,19 @@ def test_by_slo_orders_by_slo_and_shares_levels() -> None:
     ts = [device_tenant(n, s, [(0.1, 0.001)]) for n, s in (("a", 0.2), ("b", 0.1), ("c", 0.2))]
     p = by_slo(ts).priorities
     assert (p["a"][ST], p["b"][ST], p["c"][ST]) == (1, 0, 1)
+
+
+def test_prioritized_feasible_and_violations_report_the_bounds_over_slo() -> None:
+    """The prioritizer's order guarantees the SLOs only when every bound meets its SLO; when
+    none exists (two tenants that each need the device to themselves) it says by how much."""
+    a = device_tenant("a", 0.012, [(0.5, 0.01)])
+    b = device_tenant("b", 0.012, [(0.5, 0.01)])
+    result = prioritize([a, b])
+    assert not result.feasible([a, b])
+    assert not all_orders_single_stage([a, b])
+    late = result.violations([a, b])
+    assert list(late) == [n for n in ("a", "b") if result.bounds[n] > 0.012]
+    assert all(v == pytest.approx(result.bounds[n] - 0.012) for n, v in late.items())
+    loose = [device_tenant("a", 1.0, [(0.5, 0.01)]), device_tenant("b", 1.0, [(0.5, 0.01)])]
+    ok = prioritize(loose)
+    assert ok.feasible(loose) and ok.violations(loose) == {}

@@ -17,7 +17,8 @@ fn vec_f64(a: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
 }
 
 /// A simulation: `config_json` is the core's `SimConfig`; per workload `w`, `arrival[w]`,
-/// `op[w]`, `size[w]` and `cost[w][stage]` are its request columns.
+/// `op[w]`, `size[w]` and `cost[w][stage]` are its request columns; `offset[w]` (optional, an
+/// empty array when unknown) its byte offsets, read by a disk's rule for sequential writes.
 #[pyclass(name = "Simulation", module = "tailbound._core")]
 struct PySimulation {
     inner: Simulation,
@@ -26,16 +27,19 @@ struct PySimulation {
 #[pymethods]
 impl PySimulation {
     #[new]
+    #[pyo3(signature = (config_json, arrival, op, size, cost, offset=None))]
     fn new(
         config_json: &str,
         arrival: Vec<PyReadonlyArray1<'_, f64>>,
         op: Vec<PyReadonlyArray1<'_, u8>>,
         size: Vec<PyReadonlyArray1<'_, f64>>,
         cost: Vec<Vec<PyReadonlyArray1<'_, f64>>>,
+        offset: Option<Vec<PyReadonlyArray1<'_, f64>>>,
     ) -> PyResult<Self> {
         let config = SimConfig::from_json(config_json).map_err(to_py)?;
         let n = config.workloads.len();
-        if [arrival.len(), op.len(), size.len(), cost.len()].iter().any(|&k| k != n) {
+        let offsets = offset.as_ref().map_or(n, Vec::len);
+        if [arrival.len(), op.len(), size.len(), cost.len(), offsets].iter().any(|&k| k != n) {
             return Err(to_py(Error::Invalid(format!("need request arrays for {n} workloads"))));
         }
         let mut requests = Vec::with_capacity(n);
@@ -44,6 +48,7 @@ impl PySimulation {
                 arrival: vec_f64(&arrival[w])?,
                 op: op[w].as_slice()?.to_vec(),
                 size: vec_f64(&size[w])?,
+                offset: offset.as_ref().map(|o| vec_f64(&o[w])).transpose()?.unwrap_or_default(),
                 cost: cost[w].iter().map(vec_f64).collect::<PyResult<_>>()?,
             });
         }

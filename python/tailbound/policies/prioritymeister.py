@@ -118,7 +118,20 @@ class Prioritized:
     stage_bounds: dict[str, dict[Stage, float]]
 
     def meets(self, tenants: Sequence[PmTenant]) -> dict[str, bool]:
+        """Per tenant: whether its analysed bound meets its SLO."""
         return {t.name: self.bounds[t.name] <= t.slo_s for t in tenants}
+
+    def feasible(self, tenants: Sequence[PmTenant]) -> bool:
+        """Whether every tenant's bound meets its SLO: only then does the order guarantee the
+        SLOs (thesis §3.2.2: the prioritizer searches for an order that "can meet tail latency
+        SLOs"; when its search ends with violations it has found none)."""
+        return all(self.meets(tenants).values())
+
+    def violations(self, tenants: Sequence[PmTenant]) -> dict[str, float]:
+        """Seconds by which each tenant whose bound exceeds its SLO misses it."""
+        return {
+            t.name: self.bounds[t.name] - t.slo_s for t in tenants if self.bounds[t.name] > t.slo_s
+        }
 
 
 def _evaluate(

@@ -40,13 +40,15 @@ class Requests:
     ``arrival`` in seconds (non-decreasing; for a closed-loop workload only the first matters),
     ``op`` 0 read / 1 write, ``size`` in bytes (counts against a device's outstanding-bytes limit),
     and per stage of the route one ``cost`` array: message bytes for a network stage, seconds of
-    work for a device stage.
+    work for a device stage. ``offset`` (bytes on the device, optional) is read only by a disk's
+    rule for sequential writes (``docs/simulator.md``).
     """
 
     arrival: NDArray[np.float64]
     op: NDArray[np.uint8]
     size: NDArray[np.float64]
     cost: Sequence[NDArray[np.float64]] = field(default_factory=list)
+    offset: NDArray[np.float64] | None = None
 
 
 def _f64(a: Any) -> NDArray[np.float64]:
@@ -80,6 +82,7 @@ class Simulator:
             [np.ascontiguousarray(r.op, dtype=np.uint8) for r in requests],
             [_f64(r.size) for r in requests],
             [[_f64(c) for c in r.cost] for r in requests],
+            [_f64(r.offset if r.offset is not None else ()) for r in requests],
         )
 
     def run(self, until: float = float("inf")) -> None:

@@ -20,10 +20,15 @@
 //!
 //! Processor sharing is simulated exactly with a virtual clock `V` advancing at `1/n`: a request
 //! dispatched at `V₀` with work `w` leaves when `V = V₀ + w`.
+//!
+//! A disk (`DeviceSpec::disk`) also applies the enforcer's rule for sequential writes: a missed
+//! revolution for a sequential write issued after its predecessor finished, and batches of
+//! sequential writes written in one pass, holding one dispatch slot (`disk.rs`).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
+use super::disk::LastAccess;
 use super::sched::{Dequeue, Item, Param, Scheduler, TagKey};
 use super::topology::DeviceSpec;
 use crate::error::Result;
@@ -34,6 +39,9 @@ pub struct Device {
     spec: DeviceSpec,
     scheduler: Box<dyn Scheduler>,
     staged: Option<Item>,
+    /// The staged item was taken by a batch's look-ahead, not refused for lack of room: it
+    /// waits until the dispatcher has room as any newly chosen request would.
+    staged_waits_for_room: bool,
     in_service: [u32; 2],
     bytes: [f64; 2],
     finishing: BinaryHeap<Reverse<TagKey>>,
@@ -46,6 +54,28 @@ pub struct Device {
     /// Time of the pending completion event (infinite if none).
     pending: f64,
     wake_at: f64,
+    /// The disk's last dispatched access (disk rule only).
+    last_access: Option<LastAccess>,
+    /// Batches of sequential writes in service: the member being written and those after it.
+    batches: Vec<Batch>,
+}
+
+/// A batch of sequential writes in one dispatch slot (thesis §2.2.1): `current` is being
+/// written; `rest` follow back to back, `(id, seconds of work)` each.
+struct Batch {
+    current: u64,
+    rest: VecDeque<(u64, f64)>,
+}
+
+/// The request columns the dispatcher reads, indexed by request identifier.
+#[derive(Debug, Clone, Copy)]
+pub struct Columns<'a> {
+    /// 0 read, 1 write.
+    pub op: &'a [u8],
+    /// Bytes.
+    pub size: &'a [f64],
+    /// Byte offset on the device (NaN if unknown; used by the disk rule only).
+    pub offset: &'a [f64],
 }
 
 /// What the simulator must schedule after the device changed.
@@ -67,6 +97,7 @@ impl Device {
             scheduler: spec.scheduler.spec(workloads).build(workloads)?,
             spec: spec.clone(),
             staged: None,
+            staged_waits_for_room: false,
             in_service: [0, 0],
             bytes: [0.0, 0.0],
             finishing: BinaryHeap::new(),
@@ -76,6 +107,8 @@ impl Device {
             generation: 0,
             pending: f64::INFINITY,
             wake_at: f64::INFINITY,
+            last_access: None,
+            batches: Vec::new(),
         })
     }
 
@@ -140,44 +173,147 @@ impl Device {
         count < self.spec.low_priority_mpl && bytes + size <= self.spec.low_priority_bytes
     }
 
-    /// Dispatch requests while the limits allow; `ops[id]` and `sizes[id]` describe request `id`.
-    pub fn dispatch(&mut self, now: f64, ops: &[u8], sizes: &[f64]) -> Next {
+    /// Dispatch requests while the limits allow.
+    pub fn dispatch(&mut self, now: f64, cols: Columns<'_>) -> Next {
         self.advance(now);
         let mut wake = None;
         let mut changed = false;
         loop {
             let item = match self.staged.take() {
-                Some(item) => item,
+                Some(item) if self.staged_waits_for_room && !self.has_room() => {
+                    self.staged = Some(item);
+                    break;
+                }
+                Some(item) => {
+                    self.staged_waits_for_room = false;
+                    item
+                }
                 None if !self.has_room() => break,
                 None => match self.scheduler.dequeue(now) {
                     Dequeue::Ready(item) => item,
                     Dequeue::Future(t) => {
-                        if t < self.wake_at {
-                            self.wake_at = t;
-                            wake = Some(t);
-                        }
+                        self.wake_for(t, &mut wake);
                         break;
                     }
                     Dequeue::Empty => break,
                 },
             };
             let id = item.id as usize;
-            let (op, size) = (usize::from(ops[id]), sizes[id]);
+            let (op, size) = (usize::from(cols.op[id]), cols.size[id]);
             let level = self.scheduler.level(item.workload);
             if !self.fits(op, size) || !self.level_allows(level, size) {
                 // head-of-line: the scheduler's choice waits for room, nothing overtakes it
                 self.staged = Some(item);
                 break;
             }
-            if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {
-                self.levels.push((item.id, level, size));
+            let cost = self.cost_at_dispatch(&item, cols, now);
+            self.admit(item.id, level, op, size);
+            self.finishing.push(Reverse(TagKey(self.virtual_time + cost, item.id)));
+            self.note_access(item.id, cols);
+            if op == 1 {
+                self.extend_batch(item.id, now, cols, &mut wake);
             }
-            self.in_service[op] += 1;
-            self.bytes[op] += size;
-            self.finishing.push(Reverse(TagKey(self.virtual_time + item.cost, item.id)));
             changed = true;
         }
         Next { completion: if changed { self.reschedule(now) } else { None }, wake }
+    }
+
+    /// Ask for a wake-up at `t` unless an earlier one is pending.
+    fn wake_for(&mut self, t: f64, wake: &mut Option<f64>) {
+        if t < self.wake_at {
+            self.wake_at = t;
+            *wake = Some(t);
+        }
+    }
+
+    /// Count a request as in service (its slot, bytes and level).
+    fn admit(&mut self, id: u64, level: i64, op: usize, size: f64) {
+        if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {
+            self.levels.push((id, level, size));
+        }
+        self.in_service[op] += 1;
+        self.bytes[op] += size;
+    }
+
+    /// Record request `id` as the disk's last access (disk rule only).
+    fn note_access(&mut self, id: u64, cols: Columns<'_>) {
+        if self.spec.disk.is_some() {
+            let i = id as usize;
+            let (write, end) = (cols.op[i] == 1, cols.offset[i] + cols.size[i]);
+            self.last_access = Some(LastAccess { id, write, end, finished: None });
+        }
+    }
+
+    /// A request's work at dispatch: the token model's cost, or the disk rule's for a write
+    /// (`disk.rs`: a continued write costs its gap and transfer, plus the rotation it missed if
+    /// its predecessor already finished; an interrupted sequential write repositions).
+    fn cost_at_dispatch(&self, item: &Item, cols: Columns<'_>, now: f64) -> f64 {
+        let Some(rules) = &self.spec.disk else {
+            return item.cost;
+        };
+        let id = item.id as usize;
+        let offset = cols.offset[id];
+        if cols.op[id] != 1 || !offset.is_finite() {
+            return item.cost; // reads find sequential data in the disk cache
+        }
+        let transfer = rules.transfer(cols.size[id]);
+        if let Some(last) = self.last_access.filter(|a| a.write) {
+            if let Some(skip) = rules.skip(last.end, offset) {
+                return match last.finished {
+                    None => skip + transfer,
+                    Some(t) => rules.rotation_wait(t, skip, now) + transfer,
+                };
+            }
+        }
+        // priced as sequential in its own trace, but the head is elsewhere now
+        if item.cost <= transfer * (1.0 + 1e-9) {
+            rules.reposition + transfer
+        } else {
+            item.cost
+        }
+    }
+
+    /// Thesis §2.2.1: after dispatching write `head`, take the writes that continue it, in the
+    /// scheduler's own order, into one batch written in one pass (at most `batch_requests`
+    /// requests, within the byte and level limits). The first request that does not continue
+    /// the batch waits at the head of the line.
+    fn extend_batch(&mut self, head: u64, now: f64, cols: Columns<'_>, wake: &mut Option<f64>) {
+        let Some(rules) = self.spec.disk.clone() else {
+            return;
+        };
+        let mut rest = VecDeque::new();
+        let mut end = cols.offset[head as usize] + cols.size[head as usize];
+        while (rest.len() as u64) + 1 < u64::from(rules.batch_requests) {
+            let next = match self.scheduler.dequeue(now) {
+                Dequeue::Ready(next) => next,
+                Dequeue::Future(t) => {
+                    self.wake_for(t, wake);
+                    break;
+                }
+                Dequeue::Empty => break,
+            };
+            let id = next.id as usize;
+            let size = cols.size[id];
+            let level = self.scheduler.level(next.workload);
+            let skip = if cols.op[id] == 1 { rules.skip(end, cols.offset[id]) } else { None };
+            let room =
+                self.bytes[1] + size <= self.spec.max_write_bytes && self.level_allows(level, size);
+            let Some(skip) = skip.filter(|_| room) else {
+                self.staged = Some(next);
+                self.staged_waits_for_room = true;
+                break;
+            };
+            if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {
+                self.levels.push((next.id, level, size));
+            }
+            self.bytes[1] += size;
+            rest.push_back((next.id, skip + rules.transfer(size)));
+            self.note_access(next.id, cols);
+            end = cols.offset[id] + size;
+        }
+        if !rest.is_empty() {
+            self.batches.push(Batch { current: head, rest });
+        }
     }
 
     /// The completion event to schedule, if the earliest finish is now sooner than the pending
@@ -202,8 +338,7 @@ impl Device {
         &mut self,
         generation: u64,
         now: f64,
-        ops: &[u8],
-        sizes: &[f64],
+        cols: Columns<'_>,
         done: &mut Vec<u64>,
     ) -> Next {
         if generation != self.generation {
@@ -223,25 +358,47 @@ impl Device {
             if let Some(at) = self.levels.iter().position(|&(x, _, _)| x == id) {
                 self.levels.swap_remove(at);
             }
-            let op = usize::from(ops[id as usize]);
-            self.in_service[op] -= 1;
-            self.bytes[op] -= sizes[id as usize];
+            if let Some(last) = self.last_access.as_mut().filter(|a| a.id == id) {
+                last.finished = Some(now);
+            }
+            let op = usize::from(cols.op[id as usize]);
+            self.bytes[op] -= cols.size[id as usize];
             done.push(id);
+            if let Some((next, cost)) = self.next_in_batch(id) {
+                // the batch keeps its slot: the next write follows in the same pass
+                self.finishing.push(Reverse(TagKey(finish + cost, next)));
+                continue;
+            }
+            self.in_service[op] -= 1;
         }
         if self.dispatched() == 0 {
             self.bytes = [0.0, 0.0];
         }
-        let mut next = self.dispatch(now, ops, sizes);
+        let mut next = self.dispatch(now, cols);
         if next.completion.is_none() {
             next.completion = self.reschedule(now);
         }
         next
     }
 
+    /// The member of `finished`'s batch to write next, if any (the batch ends with it).
+    fn next_in_batch(&mut self, finished: u64) -> Option<(u64, f64)> {
+        let at = self.batches.iter().position(|b| b.current == finished)?;
+        let batch = &mut self.batches[at];
+        let next = batch.rest.pop_front();
+        match next {
+            Some((id, _)) if !batch.rest.is_empty() => batch.current = id,
+            _ => {
+                self.batches.swap_remove(at);
+            }
+        }
+        next
+    }
+
     /// A scheduled wake-up fired: dispatch what became eligible.
-    pub fn woken(&mut self, now: f64, ops: &[u8], sizes: &[f64]) -> Next {
+    pub fn woken(&mut self, now: f64, cols: Columns<'_>) -> Next {
         self.wake_at = f64::INFINITY;
-        self.dispatch(now, ops, sizes)
+        self.dispatch(now, cols)
     }
 
     /// Change a scheduler parameter (the control hook).

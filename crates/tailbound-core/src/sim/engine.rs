@@ -9,7 +9,7 @@
 //! `run(until)` processes every event up to `until` and returns, so a control policy can read the
 //! records, change scheduler parameters with `set_param` and continue (the periodic control hook).
 
-use super::device::{Device, Next};
+use super::device::{Columns, Device, Next};
 use super::kernel::{Kernel, Urgency};
 use super::link::{Link, Start};
 use super::results::Records;
@@ -58,6 +58,7 @@ pub struct Simulation {
     arrival: Vec<f64>,
     op: Vec<u8>,
     size: Vec<f64>,
+    offset: Vec<f64>,
     cost: Vec<f64>,
     stage: Vec<u8>,
     packets_left: Vec<u32>,
@@ -102,6 +103,7 @@ impl Simulation {
             arrival: Vec::with_capacity(total),
             op: Vec::with_capacity(total),
             size: Vec::with_capacity(total),
+            offset: Vec::with_capacity(total),
             cost: vec![0.0; total * stages],
             stage: vec![0; total],
             packets_left: vec![0; total],
@@ -124,6 +126,11 @@ impl Simulation {
             sim.arrival.extend_from_slice(&reqs.arrival);
             sim.op.extend_from_slice(&reqs.op);
             sim.size.extend_from_slice(&reqs.size);
+            if reqs.offset.is_empty() {
+                sim.offset.extend(std::iter::repeat_n(f64::NAN, reqs.len()));
+            } else {
+                sim.offset.extend_from_slice(&reqs.offset);
+            }
             let end = sim.arrival.len();
             sim.workloads.push(WorkloadState { spec, first, end, next_issue: first });
         }
@@ -228,8 +235,12 @@ impl Simulation {
             Event::PacketArrive { link, packet } => self.packet_arrived(link, packet, now),
             Event::DeviceDone { device, generation } => {
                 let mut done = std::mem::take(&mut self.done);
-                let next = self.devices[device as usize]
-                    .complete(generation, now, &self.op, &self.size, &mut done);
+                let next = self.devices[device as usize].complete(
+                    generation,
+                    now,
+                    Columns { op: &self.op, size: &self.size, offset: &self.offset },
+                    &mut done,
+                );
                 self.follow_device(device, next);
                 let base = self.devices[device as usize].base_latency();
                 for id in done.drain(..) {
@@ -248,7 +259,8 @@ impl Simulation {
                 self.serve_link(l, now);
             }
             Event::Wake { queue: Queue::Device(d) } => {
-                let next = self.devices[d as usize].woken(now, &self.op, &self.size);
+                let next = self.devices[d as usize]
+                    .woken(now, Columns { op: &self.op, size: &self.size, offset: &self.offset });
                 self.follow_device(d, next);
             }
         }
@@ -292,7 +304,10 @@ impl Simulation {
             }
             &StageRoute::Device(d) => {
                 self.devices[d as usize].enqueue(r as u64, w as u32, cost, now);
-                let next = self.devices[d as usize].dispatch(now, &self.op, &self.size);
+                let next = self.devices[d as usize].dispatch(
+                    now,
+                    Columns { op: &self.op, size: &self.size, offset: &self.offset },
+                );
                 self.follow_device(d, next);
             }
         }

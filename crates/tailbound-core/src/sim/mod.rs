@@ -4,13 +4,14 @@
 //!
 //! - `kernel`: the event heap ordered by (time, urgency, sequence number);
 //! - `sched`: the schedulers behind one trait with injected time;
-//! - `link`, `device`: the two kinds of queue;
+//! - `link`, `device`: the two kinds of queue; `disk`: the disk rule for sequential writes;
 //! - `topology`, `workload`: what is simulated; `config`: their JSON form;
 //! - `engine`: the simulation itself with `run(until)` and the control hook;
 //! - `results`: per-request records.
 
 pub mod config;
 pub mod device;
+pub mod disk;
 pub mod engine;
 pub mod kernel;
 pub mod link;

@@ -16,6 +16,7 @@ fn reqs(arrival: &[f64], cost: &[f64]) -> Requests {
         arrival: arrival.to_vec(),
         op: vec![0; n],
         size: vec![0.0; n],
+        offset: Vec::new(),
         cost: vec![cost.to_vec()],
     }
 }
@@ -110,6 +111,7 @@ fn sim_is_deterministic() {
             arrival: a.clone(),
             op: vec![0; 200],
             size: vec![100.0; 200],
+            offset: Vec::new(),
             cost: vec![vec![1700.0 * k; 200], vec![0.003 * k; 200]],
         };
         build(config, vec![mk(1.0), mk(1.5)])
@@ -169,4 +171,102 @@ fn sim_device_holds_back_low_priority_while_high_is_in_service() {
     let high = |s: &Simulation| s.records().exit[0];
     assert!((high(&free) - 0.65).abs() < 1e-9, "{}", high(&free));
     assert!((high(&held) - 0.5).abs() < 1e-9, "{}", high(&held));
+}
+
+/// A disk with one read and one write in service, 1000 B per ms, 8 ms revolutions, 10 ms to
+/// reposition, batches of at most `batch` writes and strictly sequential writes.
+fn disk_config(batch: u32, scheduler: &str, workloads: usize) -> String {
+    let w = vec![r#"{"route": [{"device": 0}], "issue": "open"}"#; workloads].join(",");
+    format!(
+        r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}, "disk": {{"revolution": 0.008,
+        "transfer_bandwidth": 1e6, "reposition": 0.01, "batch_requests": {batch},
+        "gap_bytes": 0}}}}]}}, "workloads": [{w}]}}"#
+    )
+}
+
+/// Requests of 1000 B: `(arrival, op, offset, token-model cost)`.
+fn disk_reqs(rows: &[(f64, u8, f64, f64)]) -> Requests {
+    Requests {
+        arrival: rows.iter().map(|r| r.0).collect(),
+        op: rows.iter().map(|r| r.1).collect(),
+        size: vec![1000.0; rows.len()],
+        offset: rows.iter().map(|r| r.2).collect(),
+        cost: vec![rows.iter().map(|r| r.3).collect()],
+    }
+}
+
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9)
+}
+
+#[test]
+fn sim_disk_sequential_writes_miss_a_revolution_unless_batched() {
+    // a random read (11 ms) holds the disk while four sequential writes queue behind it; the
+    // first write positions (11 ms), the others transfer (1 ms)
+    let rows = [
+        (0.0, 0, 5e5, 0.011),
+        (0.0, 1, 0.0, 0.011),
+        (0.0, 1, 1000.0, 0.001),
+        (0.0, 1, 2000.0, 0.001),
+        (0.0, 1, 3000.0, 0.001),
+    ];
+    let exits = |batch: u32, rows: &[(f64, u8, f64, f64)]| {
+        let mut sim = build(&disk_config(batch, r#"{"kind": "fifo"}"#, 1), vec![disk_reqs(rows)]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    // one at a time: each next write is issued when the previous ended and waits a revolution
+    assert!(close(&exits(1, &rows), &[0.011, 0.022, 0.031, 0.040, 0.049]));
+    // one pass
+    assert!(close(&exits(4, &rows), &[0.011, 0.022, 0.023, 0.024, 0.025]));
+    // batches of two: the second batch misses a revolution
+    assert!(close(&exits(2, &rows), &[0.011, 0.022, 0.023, 0.032, 0.033]));
+    // reads keep the token model's cost (the disk cache serves sequential reads)
+    let reads: Vec<_> = rows.iter().map(|&(t, _, o, c)| (t, 0, o, c)).collect();
+    assert!(close(&exits(1, &reads), &[0.011, 0.022, 0.023, 0.024, 0.025]));
+    // a write arriving 3 ms after its predecessor ended waits the rest of the revolution (5 ms)
+    let late = [(0.0, 1, 0.0, 0.011), (0.014, 1, 1000.0, 0.001)];
+    assert!(close(&exits(1, &late), &[0.011, 0.020]));
+    // the read after a batch waits for the batch: it does not share the disk with it
+    let after =
+        [(0.0, 0, 5e5, 0.011), (0.0, 1, 0.0, 0.011), (0.0, 1, 1000.0, 0.001), (0.0, 0, 9e5, 0.005)];
+    assert!(close(&exits(4, &after), &[0.011, 0.022, 0.023, 0.028]));
+    // a read in between moves the head: the next write of the stream repositions (10 ms)
+    let split = [(0.0, 1, 0.0, 0.011), (0.0, 0, 5e5, 0.005), (0.0, 1, 1000.0, 0.001)];
+    assert!(close(&exits(4, &split), &[0.011, 0.016, 0.027]));
+}
+
+#[test]
+fn sim_disk_batch_keeps_priorities_and_its_size_limit() {
+    // low-priority writes W0..W3 at 0 (W0 alone, then W1 with the revolution it missed, and
+    // W2, W3 batched behind it); a high-priority read at 11.5 ms waits for the batch in service
+    // only, so the batch limit bounds its wait
+    let prio = r#"{"kind": "priority", "priority": [0, 1]}"#;
+    let run = |batch: u32| {
+        let writes = disk_reqs(&[
+            (0.0, 1, 0.0, 0.011),
+            (0.0, 1, 1000.0, 0.001),
+            (0.0, 1, 2000.0, 0.001),
+            (0.0, 1, 3000.0, 0.001),
+        ]);
+        let read = disk_reqs(&[(0.0115, 0, 5e5, 0.005)]);
+        let mut sim = build(&disk_config(batch, prio, 2), vec![writes, read]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    // batch of 2: the read follows W2 at 21 ms; W3 then repositions (10 ms + 1 ms)
+    assert!(close(&run(2), &[0.011, 0.020, 0.021, 0.037, 0.026]));
+    // batch of 3: W1..W3 in one pass; the read waits until 22 ms
+    assert!(close(&run(3), &[0.011, 0.020, 0.021, 0.022, 0.027]));
+}
+
+#[test]
+fn sim_disk_rejects_bad_offsets_and_rules() {
+    let mut r = disk_reqs(&[(0.0, 1, 0.0, 0.001)]);
+    r.offset = vec![0.0, 1.0];
+    let c = SimConfig::from_json(&disk_config(1, r#"{"kind": "fifo"}"#, 1)).unwrap();
+    assert!(Simulation::new(&c.topology, c.workloads.clone(), vec![r]).is_err());
+    let bad = disk_config(0, r#"{"kind": "fifo"}"#, 1);
+    let c = SimConfig::from_json(&bad).unwrap();
+    assert!(Simulation::new(&c.topology, c.workloads, vec![disk_reqs(&[])]).is_err());
 }

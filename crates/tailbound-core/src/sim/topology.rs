@@ -9,6 +9,7 @@
 
 use serde::Deserialize;
 
+use super::disk::DiskRules;
 use super::sched::{LimitMode, SchedulerSpec};
 use crate::error::{Error, Result};
 
@@ -53,6 +54,9 @@ pub struct DeviceSpec {
     /// While a request is in service, most bytes of less important requests in service.
     #[serde(default = "unlimited")]
     pub low_priority_bytes: f64,
+    /// A disk's rule for sequential writes (thesis §2.2.1, `disk.rs`); none for SSDs and memory.
+    #[serde(default)]
+    pub disk: Option<DiskRules>,
     /// The discipline of the dispatcher's queue.
     #[serde(default)]
     pub scheduler: SchedulerConfig,
@@ -174,6 +178,9 @@ impl Topology {
             positive(&format!("devices[{i}].max_read_bytes"), d.max_read_bytes)?;
             positive(&format!("devices[{i}].max_write_bytes"), d.max_write_bytes)?;
             non_negative(&format!("devices[{i}].base_latency"), d.base_latency)?;
+            if let Some(rules) = &d.disk {
+                rules.validate(&format!("devices[{i}]"))?;
+            }
         }
         Ok(())
     }

@@ -37,6 +37,8 @@ pub struct Requests {
     pub op: Vec<u8>,
     /// Request size in bytes (counts against the device's outstanding-bytes limit).
     pub size: Vec<f64>,
+    /// Byte offsets on the device (only a disk's rule reads them); empty when unknown.
+    pub offset: Vec<f64>,
     /// Per stage of the route, one cost per request: message bytes for a network stage, seconds
     /// of work for a device stage.
     pub cost: Vec<Vec<f64>>,
@@ -59,6 +61,12 @@ impl Requests {
         let bad = |what: String| Err(Error::Invalid(format!("workload {name}: {what}")));
         if self.op.len() != n || self.size.len() != n {
             return bad(format!("op and size need {n} entries"));
+        }
+        if !self.offset.is_empty() && self.offset.len() != n {
+            return bad(format!("offset needs {n} entries (or none)"));
+        }
+        if !self.offset.iter().all(|x| x.is_finite() && *x >= 0.0) {
+            return bad("offsets must be finite and >= 0".into());
         }
         if self.cost.len() != stages {
             return bad(format!("{} cost arrays for {stages} stages", self.cost.len()));
