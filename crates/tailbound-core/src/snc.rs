@@ -61,6 +61,8 @@ pub struct PerronSolver {
     generator: Vec<f64>,
     /// Largest off-diagonal entry of each row of `G` (for the tolerance's scale, `max |B_ij|`).
     off_max: Vec<f64>,
+    /// Row sums of `G` (zero up to rounding): `B`'s row sums are `(1 + e_i) G_i1 + e_i`.
+    row_sum: Vec<f64>,
     /// The current root's `1 + e_i` and `B_ii = (1 + e_i) G_ii + e_i`.
     row_scale: Vec<f64>,
     diag: Vec<f64>,
@@ -94,6 +96,7 @@ impl PerronSolver {
             n,
             generator: generator.to_vec(),
             off_max,
+            row_sum: generator.chunks_exact(n).map(|row| row.iter().sum()).collect(),
             row_scale: vec![0.0; n],
             diag: vec![0.0; n],
             a: vec![0.0; n * n],
@@ -145,11 +148,22 @@ impl PerronSolver {
             scale = scale.max(self.diag[i].abs()).max(s * self.off_max[i]);
         }
         let tol = TOLERANCE * scale;
+        // Collatz–Wielandt with the all-ones vector (B's row sums: min <= r <= max), then with
+        // the starting vector: a poor start must not give a poor shift.
+        let (mut hi, mut lo) = (f64::MIN, f64::MAX);
+        for ((s, g), ei) in self.row_scale[..n].iter().zip(&self.row_sum).zip(e) {
+            let sum = s * g + ei;
+            hi = hi.max(sum);
+            lo = lo.min(sum);
+        }
         let v = &mut self.v[..n];
-        if !v.iter().all(|x| *x > 0.0 && x.is_finite()) {
+        if v.iter().all(|x| *x > 0.0 && x.is_finite()) {
+            let (warm_hi, warm_lo) = self.ratio_bounds(n);
+            hi = hi.min(warm_hi);
+            lo = lo.max(warm_lo.min(hi));
+        } else {
             v.iter_mut().for_each(|x| *x = 1.0);
         }
-        let (mut hi, mut lo) = self.ratio_bounds(n);
         let mut stalled = 0;
         let mut refactor = true;
         let mut shift = hi;
@@ -199,7 +213,14 @@ impl PerronSolver {
             }
             refactor = hi - lo > gap / REFACTOR_GAIN;
         }
-        self.ratio_bounds(n).0
+        // The final vector's bound computed with the matrix; if the iteration ran out before
+        // converging, the running bound (from the solves) where it is lower.
+        let exact = self.ratio_bounds(n).0;
+        if hi - lo <= tol {
+            exact
+        } else {
+            exact.min(hi)
+        }
     }
 
     /// Collatz–Wielandt bounds `(max_i (Bv)_i / v_i, min_i (Bv)_i / v_i)` of the current `v`.
@@ -344,6 +365,74 @@ mod tests {
             }
         }
         assert!(close(got, lambda - 1.0, 1e-10), "{got} {}", lambda - 1.0);
+    }
+
+    /// A pseudo-random generator of `n` states (a fixed linear congruential sequence), some
+    /// transitions absent as in a fitted chain.
+    fn sample_generator(n: usize, seed: u64) -> Vec<f64> {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut g = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let u = next();
+                if i != j && u > 0.4 {
+                    g[i * n + j] = 1e-5 * u;
+                }
+            }
+            g[i * n + i] = -(0..n).filter(|&j| j != i).map(|j| g[i * n + j]).sum::<f64>();
+        }
+        g
+    }
+
+    /// The root does not depend on the starting vector (only the work does): a cold start, the
+    /// previous root's vector, a caller's vector and a useless one agree to rounding.
+    #[test]
+    fn warm_starts_do_not_change_the_root() {
+        let n = 10;
+        let g = sample_generator(n, 7);
+        let mut warm = PerronSolver::new(&g, n).unwrap();
+        for k in 0..40 {
+            let theta = 1e-6 * (1.0 + k as f64);
+            let e: Vec<f64> =
+                (0..n).map(|i| 1e-3 * (i + 1) as f64 * theta / (1e-4 - theta / 2.0)).collect();
+            let cold = PerronSolver::new(&g, n).unwrap().root(&e);
+            let from_previous = warm.root(&e);
+            let mut given = PerronSolver::new(&g, n).unwrap();
+            given.warm_start(warm.vector());
+            let from_own_vector = given.root(&e);
+            let mut odd = PerronSolver::new(&g, n).unwrap();
+            let skewed: Vec<f64> = (0..n).map(|i| 10f64.powi(-(i as i32) * 30)).collect();
+            odd.warm_start(&skewed);
+            let from_skewed = odd.root(&e);
+            for got in [from_previous, from_own_vector, from_skewed] {
+                assert!(close(got, cold, 1e-13), "theta {theta}: {got} vs {cold}");
+            }
+            // the vector is the Perron vector: B v = r v
+            let v = warm.vector();
+            for i in 0..n {
+                let bv: f64 =
+                    (0..n).map(|j| (1.0 + e[i]) * g[i * n + j] * v[j]).sum::<f64>() + e[i] * v[i];
+                assert!((bv - cold * v[i]).abs() <= 1e-12 * cold, "row {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn warm_start_ignores_unusable_vectors() {
+        let g = sample_generator(4, 3);
+        let e = [1e-4, 2e-4, 3e-4, 4e-4];
+        let expect = PerronSolver::new(&g, 4).unwrap().root(&e);
+        for bad in
+            [vec![1.0, 0.0, 1.0, 1.0], vec![1.0, -1.0, 1.0, 1.0], vec![1.0; 3], vec![f64::NAN; 4]]
+        {
+            let mut solver = PerronSolver::new(&g, 4).unwrap();
+            solver.warm_start(&bad);
+            assert_eq!(solver.root(&e), expect);
+        }
     }
 
     #[test]
