@@ -16,7 +16,9 @@
 //! independent of the others: levels of step `100, 10, ..., 1e-9` around the current `theta`
 //! (grids built by sequential addition), first strict minimum kept, `theta = lo` when no grid point
 //! is finite; points at or beyond the flow's pole (smallest `mu` of its sources) are infinite and
-//! not evaluated. Each source keeps a memo `theta -> rho` shared by every flow using it. The
+//! not evaluated. Each source keeps a memo `theta -> rho` shared by every flow using it, with the
+//! Perron vector at each `theta`: a new root starts from the vector interpolated between its
+//! memoised neighbours (see `PerronSolver`), which changes the work, not the root. The
 //! Python module `tailbound.snc.fast` builds the plan; its tests compare the result with the
 //! per-flow operator trees.
 
