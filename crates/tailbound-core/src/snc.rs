@@ -16,49 +16,63 @@ use crate::error::{Error, Result};
 
 const MAX_ITERATIONS: usize = 200;
 const TOLERANCE: f64 = 1e-15;
+/// Keep a factorisation while each solve shrinks the Collatz–Wielandt gap at least this much.
+const REFACTOR_GAIN: f64 = 1e3;
 
 /// Perron roots of `B_k = diag(1 + e_k) G + diag(e_k)` for each row `e_k` of `excess`.
 ///
 /// `generator` is `G` row-major (`n × n`, rows summing to 0, non-negative off the diagonal);
 /// `excess` holds `MGF_s(theta) - 1` row-major (`count × n`), all finite and `>= 0`.
 pub fn perron_roots(generator: &[f64], n: usize, excess: &[f64]) -> Result<Vec<f64>> {
-    if n == 0 || generator.len() != n * n {
-        return Err(Error::Invalid(format!(
-            "generator has {} entries, expected {n} × {n}",
-            generator.len()
-        )));
-    }
+    let mut solver = PerronSolver::new(generator, n)?;
     if excess.len() % n != 0 {
         return Err(Error::Invalid(format!(
             "excess has {} entries, not a multiple of {n} states",
             excess.len()
         )));
     }
-    let mut b = vec![0.0; n * n];
-    let mut work = Workspace::new(n);
     let mut out = Vec::with_capacity(excess.len() / n);
     for e in excess.chunks_exact(n) {
         if e.iter().any(|x| !x.is_finite() || *x < 0.0) {
             return Err(Error::Invalid("excess must be finite and non-negative".into()));
         }
-        for i in 0..n {
-            for j in 0..n {
-                b[i * n + j] = (1.0 + e[i]) * generator[i * n + j];
-            }
-            b[i * n + i] += e[i];
-        }
-        out.push(perron_root(&b, n, &mut work));
+        out.push(solver.root(e));
     }
     Ok(out)
 }
 
-/// One MMPP's Perron roots for successive excess rows, reusing the workspace (and its warm-start
-/// vector) across calls: what [`perron_roots`] does per row, for callers that interleave sources.
+/// One MMPP's Perron roots for successive excess rows, reusing its workspace and its warm-start
+/// vector across calls (what [`perron_roots`] does per row, for callers that interleave sources).
+///
+/// Each root is one shifted inverse iteration: the shift comes from the Collatz–Wielandt bounds
+/// of the warm-start vector (the previous root's Perron vector, or one the caller supplies with
+/// [`PerronSolver::warm_start`]); one factorisation of `shift I - B` is reused while every solve
+/// shrinks the bounds' gap by at least [`REFACTOR_GAIN`] (the error shrinks by
+/// `(shift - r) / (shift - lambda_2)` per solve, tiny once the shift is close to `r`), and a new
+/// shift is taken otherwise. The solves give the Collatz–Wielandt ratios of the new vector
+/// without a matrix product (`(shift I - B) w = v` means `(Bw)_i / w_i = shift - v_i / w_i`);
+/// the value returned is the final vector's upper bound computed with the matrix. With a warm
+/// start from a nearby `theta` (interpolated by the caller from its neighbours' vectors), one
+/// factorisation and one or two solves are typical. `B` itself is never formed: its rows are
+/// `(1 + e_i)` times `G`'s with the diagonal `B_ii` replaced.
 pub struct PerronSolver {
     n: usize,
+    /// `G`, row-major.
     generator: Vec<f64>,
-    b: Vec<f64>,
-    work: Workspace,
+    /// Largest off-diagonal entry of each row of `G` (for the tolerance's scale, `max |B_ij|`).
+    off_max: Vec<f64>,
+    /// Row sums of `G` (zero up to rounding): `B`'s row sums are `(1 + e_i) G_i1 + e_i`.
+    row_sum: Vec<f64>,
+    /// The current root's `1 + e_i` and `B_ii = (1 + e_i) G_ii + e_i`.
+    row_scale: Vec<f64>,
+    diag: Vec<f64>,
+    /// LU factors of `shift I - B` (row-major, the unit lower triangle's multipliers below the
+    /// diagonal) and the reciprocals of `U`'s diagonal.
+    a: Vec<f64>,
+    d: Vec<f64>,
+    /// The current vector `v` and the solve's result `w`.
+    v: Vec<f64>,
+    w: Vec<f64>,
 }
 
 impl PerronSolver {
@@ -70,141 +84,219 @@ impl PerronSolver {
                 generator.len()
             )));
         }
+        let off_max = generator
+            .chunks_exact(n)
+            .enumerate()
+            .map(|(i, row)| {
+                let others = row.iter().enumerate().filter(|(j, _)| *j != i);
+                others.fold(0.0_f64, |m, (_, x)| m.max(x.abs()))
+            })
+            .collect();
         Ok(PerronSolver {
             n,
             generator: generator.to_vec(),
-            b: vec![0.0; n * n],
-            work: Workspace::new(n),
+            off_max,
+            row_sum: generator.chunks_exact(n).map(|row| row.iter().sum()).collect(),
+            row_scale: vec![0.0; n],
+            diag: vec![0.0; n],
+            a: vec![0.0; n * n],
+            d: vec![0.0; n],
+            v: vec![1.0; n],
+            w: vec![0.0; n],
         })
     }
 
+    /// Use `v` (positive, length `n`: a Perron vector of a nearby `theta`) as the next root's
+    /// starting vector; ignored if it has the wrong length or a non-positive entry.
+    pub fn warm_start(&mut self, v: &[f64]) {
+        if v.len() == self.n && v.iter().all(|x| *x > 0.0 && x.is_finite()) {
+            self.v.copy_from_slice(v);
+        }
+    }
+
+    /// The last root's Perron vector (largest entry 1).
+    pub fn vector(&self) -> &[f64] {
+        &self.v
+    }
+
     /// Perron root of `diag(1 + e) G + diag(e)` (`e` finite, non-negative, length `n`).
-    #[allow(clippy::needless_range_loop)] // row-major index arithmetic, as in `perron_roots`
+    ///
+    /// Dispatches on `n` so that the common sizes (the reference MMPP fit has at most 10 states)
+    /// run the same code with `n` a compile-time constant.
     pub fn root(&mut self, e: &[f64]) -> f64 {
-        let n = self.n;
-        for i in 0..n {
-            for j in 0..n {
-                self.b[i * n + j] = (1.0 + e[i]) * self.generator[i * n + j];
-            }
-            self.b[i * n + i] += e[i];
+        match self.n {
+            1 => e[0] + (1.0 + e[0]) * self.generator[0],
+            3 => self.root_n(e, 3),
+            4 => self.root_n(e, 4),
+            5 => self.root_n(e, 5),
+            6 => self.root_n(e, 6),
+            7 => self.root_n(e, 7),
+            8 => self.root_n(e, 8),
+            9 => self.root_n(e, 9),
+            10 => self.root_n(e, 10),
+            n => self.root_n(e, n),
         }
-        perron_root(&self.b, n, &mut self.work)
     }
-}
 
-struct Workspace {
-    a: Vec<f64>,
-    v: Vec<f64>,
-    w: Vec<f64>,
-}
-
-impl Workspace {
-    fn new(n: usize) -> Self {
-        Workspace { a: vec![0.0; n * n], v: vec![1.0; n], w: vec![0.0; n] }
-    }
-}
-
-/// Largest real eigenvalue of one Metzler matrix `b` (`n × n`, row-major).
-fn perron_root(b: &[f64], n: usize, ws: &mut Workspace) -> f64 {
-    if n == 1 {
-        return b[0];
-    }
-    let scale = b.iter().fold(0.0_f64, |m, x| m.max(x.abs())).max(f64::MIN_POSITIVE);
-    let mut hi = (0..n).map(|i| b[i * n..(i + 1) * n].iter().sum::<f64>()).fold(f64::MIN, f64::max);
-    // Collatz–Wielandt with the all-ones vector: min row sum <= r <= max row sum.
-    let mut lo = (0..n).map(|i| b[i * n..(i + 1) * n].iter().sum::<f64>()).fold(f64::MAX, f64::min);
-    // Warm start: the previous matrix's Perron vector (rows come in increasing theta, so it is
-    // nearly right) gives Collatz–Wielandt bounds before any iteration.
-    if ws.v.iter().all(|x| *x > 0.0 && x.is_finite()) {
-        let (warm_hi, warm_lo) = ratio_bounds(b, n, &ws.v);
-        hi = hi.min(warm_hi);
-        lo = lo.max(warm_lo.min(hi));
-    } else {
-        ws.v.iter_mut().for_each(|x| *x = 1.0);
-    }
-    let mut stalled = 0;
-    for _ in 0..MAX_ITERATIONS {
-        let shift = hi + (1e-3 * (hi - lo)).max(TOLERANCE * scale);
-        if !solve_shifted(b, n, shift, ws) {
-            // Rounding put the shift at the eigenvalue: step further up and retry.
-            hi += TOLERANCE * scale;
-            continue;
+    #[inline(always)]
+    fn root_n(&mut self, e: &[f64], n: usize) -> f64 {
+        let mut scale = f64::MIN_POSITIVE;
+        for (i, ei) in e[..n].iter().enumerate() {
+            let s = 1.0 + ei;
+            self.row_scale[i] = s;
+            self.diag[i] = s * self.generator[i * n + i] + ei;
+            scale = scale.max(self.diag[i].abs()).max(s * self.off_max[i]);
         }
-        let max_w = ws.w.iter().fold(0.0_f64, |m, x| m.max(*x));
-        for i in 0..n {
-            ws.w[i] = (ws.w[i] / max_w).max(f64::MIN_POSITIVE);
+        let tol = TOLERANCE * scale;
+        // Collatz–Wielandt with the all-ones vector (B's row sums: min <= r <= max), then with
+        // the starting vector: a poor start must not give a poor shift.
+        let (mut hi, mut lo) = (f64::MIN, f64::MAX);
+        for ((s, g), ei) in self.row_scale[..n].iter().zip(&self.row_sum).zip(e) {
+            let sum = s * g + ei;
+            hi = hi.max(sum);
+            lo = lo.min(sum);
         }
-        let (new_hi, new_lo) = ratio_bounds(b, n, &ws.w);
-        ws.v.copy_from_slice(&ws.w);
-        let improved = hi - new_hi.min(hi);
-        hi = new_hi.min(hi);
-        lo = lo.max(new_lo.min(hi));
-        if hi - lo <= TOLERANCE * scale {
-            break;
+        let v = &mut self.v[..n];
+        if v.iter().all(|x| *x > 0.0 && x.is_finite()) {
+            let (warm_hi, warm_lo) = self.ratio_bounds(n);
+            hi = hi.min(warm_hi);
+            lo = lo.max(warm_lo.min(hi));
+        } else {
+            v.iter_mut().for_each(|x| *x = 1.0);
         }
-        // A reducible matrix keeps a low ratio on its other classes: stop when hi stalls.
-        stalled = if improved <= TOLERANCE * scale { stalled + 1 } else { 0 };
-        if stalled >= 3 {
-            break;
-        }
-    }
-    hi
-}
-
-/// Collatz–Wielandt bounds `(max_i (Bw)_i / w_i, min_i (Bw)_i / w_i)` for a positive `w`.
-///
-/// The lower bound only steers the shift and the stopping test. Components that have died out
-/// belong to other classes of a reducible chain (their ratio is their own rate, below `r`);
-/// ignoring them lets the shift converge to `r` there too. The result is the upper bound either
-/// way.
-fn ratio_bounds(b: &[f64], n: usize, w: &[f64]) -> (f64, f64) {
-    let top = w.iter().fold(0.0_f64, |m, x| m.max(*x));
-    let (mut hi, mut lo) = (f64::MIN, f64::MAX);
-    for i in 0..n {
-        let row = &b[i * n..(i + 1) * n];
-        let ratio = row.iter().zip(w).map(|(x, y)| x * y).sum::<f64>() / w[i];
-        hi = hi.max(ratio);
-        if w[i] >= 1e-9 * top {
-            lo = lo.min(ratio);
-        }
-    }
-    (hi, lo)
-}
-
-/// Solve `(shift I - b) w = v` into `ws.w` by Gaussian elimination without pivoting; false if a
-/// pivot is not positive (the shift is not above the Perron root).
-fn solve_shifted(b: &[f64], n: usize, shift: f64, ws: &mut Workspace) -> bool {
-    let a = &mut ws.a;
-    for i in 0..n {
-        for j in 0..n {
-            a[i * n + j] = -b[i * n + j];
-        }
-        a[i * n + i] += shift;
-    }
-    ws.w.copy_from_slice(&ws.v);
-    for k in 0..n {
-        let pivot = a[k * n + k];
-        if pivot.is_nan() || pivot <= 0.0 {
-            return false;
-        }
-        for i in k + 1..n {
-            let factor = a[i * n + k] / pivot;
-            if factor != 0.0 {
-                for j in k + 1..n {
-                    a[i * n + j] -= factor * a[k * n + j];
+        let mut stalled = 0;
+        let mut refactor = true;
+        let mut shift = hi;
+        for _ in 0..MAX_ITERATIONS {
+            if refactor {
+                shift = hi + (1e-3 * (hi - lo)).max(tol);
+                if !self.factor_shifted(n, shift) {
+                    // Rounding put the shift at the eigenvalue: step further up and retry.
+                    hi += tol;
+                    continue;
                 }
-                ws.w[i] -= factor * ws.w[k];
+            }
+            self.solve_factored(n);
+            let (v, w) = (&mut self.v[..n], &self.w[..n]);
+            let top = w.iter().fold(0.0_f64, |m, x| if *x > m { *x } else { m });
+            if !(top > 0.0 && top.is_finite()) {
+                // The factorisation has gone bad (a shift too close to `r` for rounding).
+                refactor = true;
+                hi += tol;
+                continue;
+            }
+            // The Collatz–Wielandt ratios of `w` from the solve (see `ratio_bounds` for the
+            // lower bound's rule).
+            let (mut min_q, mut max_q) = (f64::MAX, f64::MIN);
+            for (vi, wi) in v.iter().zip(w) {
+                let q = vi / wi;
+                min_q = if q < min_q { q } else { min_q };
+                if *wi >= 1e-9 * top && q > max_q {
+                    max_q = q;
+                }
+            }
+            let (new_hi, new_lo) = (shift - min_q, shift - max_q);
+            for (vi, wi) in v.iter_mut().zip(w) {
+                *vi = (wi / top).max(f64::MIN_POSITIVE);
+            }
+            let gap = hi - lo;
+            let improved = hi - new_hi.min(hi);
+            hi = new_hi.min(hi);
+            lo = lo.max(new_lo.min(hi));
+            if hi - lo <= tol {
+                break;
+            }
+            // A reducible matrix keeps a low ratio on its other classes: stop when hi stalls.
+            stalled = if improved <= tol { stalled + 1 } else { 0 };
+            if stalled >= 3 {
+                break;
+            }
+            refactor = hi - lo > gap / REFACTOR_GAIN;
+        }
+        // The final vector's bound computed with the matrix; if the iteration ran out before
+        // converging, the running bound (from the solves) where it is lower.
+        let exact = self.ratio_bounds(n).0;
+        if hi - lo <= tol {
+            exact
+        } else {
+            exact.min(hi)
+        }
+    }
+
+    /// Collatz–Wielandt bounds `(max_i (Bv)_i / v_i, min_i (Bv)_i / v_i)` of the current `v`.
+    ///
+    /// The lower bound only steers the shift and the stopping test. Components that have died
+    /// out belong to other classes of a reducible chain (their ratio is their own rate, below
+    /// `r`); ignoring them lets the shift converge to `r` there too. The result is the upper
+    /// bound either way.
+    #[inline(always)]
+    fn ratio_bounds(&self, n: usize) -> (f64, f64) {
+        let (g, v) = (&self.generator[..n * n], &self.v[..n]);
+        let top = v.iter().fold(0.0_f64, |m, x| if *x > m { *x } else { m });
+        let (mut hi, mut lo) = (f64::MIN, f64::MAX);
+        for (i, ((row, vi), s)) in g.chunks_exact(n).zip(v).zip(&self.row_scale).enumerate() {
+            // (Bv)_i = (1 + e_i) sum_{j != i} G_ij v_j + B_ii v_i
+            let off = row.iter().zip(v).map(|(x, y)| x * y).sum::<f64>() - row[i] * vi;
+            let ratio = (s * off + self.diag[i] * vi) / vi;
+            hi = if ratio > hi { ratio } else { hi };
+            if *vi >= 1e-9 * top && ratio < lo {
+                lo = ratio;
             }
         }
+        (hi, lo)
     }
-    for k in (0..n).rev() {
-        let mut s = ws.w[k];
-        for j in k + 1..n {
-            s -= a[k * n + j] * ws.w[j];
+
+    /// LU factors of `shift I - B` into `a` and `d` by Gaussian elimination without pivoting;
+    /// false if a pivot is not positive (the shift is not above the Perron root).
+    #[inline(always)]
+    fn factor_shifted(&mut self, n: usize, shift: f64) -> bool {
+        let (a, g) = (&mut self.a[..n * n], &self.generator[..n * n]);
+        for (i, (arow, grow)) in a.chunks_exact_mut(n).zip(g.chunks_exact(n)).enumerate() {
+            let s = self.row_scale[i];
+            for (x, y) in arow.iter_mut().zip(grow) {
+                *x = -s * y;
+            }
+            arow[i] = shift - self.diag[i];
         }
-        ws.w[k] = s / a[k * n + k];
+        for k in 0..n {
+            let (top, rest) = a.split_at_mut((k + 1) * n);
+            let pivot_row = &top[k * n..];
+            let pivot = pivot_row[k];
+            if pivot.is_nan() || pivot <= 0.0 {
+                return false;
+            }
+            let inv = 1.0 / pivot;
+            self.d[k] = inv;
+            for row in rest.chunks_exact_mut(n) {
+                // Zeros are common (a fitted chain only has the transitions it saw): skip them.
+                if row[k] != 0.0 {
+                    let factor = row[k] * inv;
+                    row[k] = factor;
+                    for (x, y) in row[k + 1..].iter_mut().zip(&pivot_row[k + 1..]) {
+                        *x -= factor * y;
+                    }
+                }
+            }
+        }
+        true
     }
-    true
+
+    /// `w = (shift I - B)^-1 v` from the factors of [`Self::factor_shifted`].
+    #[inline(always)]
+    fn solve_factored(&mut self, n: usize) {
+        let (a, d, w) = (&self.a[..n * n], &self.d[..n], &mut self.w[..n]);
+        w.copy_from_slice(&self.v[..n]);
+        for i in 1..n {
+            let row = &a[i * n..i * n + i];
+            let s = row.iter().zip(&w[..i]).map(|(x, y)| x * y).sum::<f64>();
+            w[i] -= s;
+        }
+        for k in (0..n).rev() {
+            let row = &a[k * n..(k + 1) * n];
+            let s = row[k + 1..].iter().zip(&w[k + 1..]).map(|(x, y)| x * y).sum::<f64>();
+            w[k] = (w[k] - s) * d[k];
+        }
+    }
 }
 
 #[cfg(test)]
@@ -273,6 +365,74 @@ mod tests {
             }
         }
         assert!(close(got, lambda - 1.0, 1e-10), "{got} {}", lambda - 1.0);
+    }
+
+    /// A pseudo-random generator of `n` states (a fixed linear congruential sequence), some
+    /// transitions absent as in a fitted chain.
+    fn sample_generator(n: usize, seed: u64) -> Vec<f64> {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut g = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let u = next();
+                if i != j && u > 0.4 {
+                    g[i * n + j] = 1e-5 * u;
+                }
+            }
+            g[i * n + i] = -(0..n).filter(|&j| j != i).map(|j| g[i * n + j]).sum::<f64>();
+        }
+        g
+    }
+
+    /// The root does not depend on the starting vector (only the work does): a cold start, the
+    /// previous root's vector, a caller's vector and a useless one agree to rounding.
+    #[test]
+    fn warm_starts_do_not_change_the_root() {
+        let n = 10;
+        let g = sample_generator(n, 7);
+        let mut warm = PerronSolver::new(&g, n).unwrap();
+        for k in 0..40 {
+            let theta = 1e-6 * (1.0 + k as f64);
+            let e: Vec<f64> =
+                (0..n).map(|i| 1e-3 * (i + 1) as f64 * theta / (1e-4 - theta / 2.0)).collect();
+            let cold = PerronSolver::new(&g, n).unwrap().root(&e);
+            let from_previous = warm.root(&e);
+            let mut given = PerronSolver::new(&g, n).unwrap();
+            given.warm_start(warm.vector());
+            let from_own_vector = given.root(&e);
+            let mut odd = PerronSolver::new(&g, n).unwrap();
+            let skewed: Vec<f64> = (0..n).map(|i| 10f64.powi(-(i as i32) * 30)).collect();
+            odd.warm_start(&skewed);
+            let from_skewed = odd.root(&e);
+            for got in [from_previous, from_own_vector, from_skewed] {
+                assert!(close(got, cold, 1e-13), "theta {theta}: {got} vs {cold}");
+            }
+            // the vector is the Perron vector: B v = r v
+            let v = warm.vector();
+            for i in 0..n {
+                let bv: f64 =
+                    (0..n).map(|j| (1.0 + e[i]) * g[i * n + j] * v[j]).sum::<f64>() + e[i] * v[i];
+                assert!((bv - cold * v[i]).abs() <= 1e-12 * cold, "row {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn warm_start_ignores_unusable_vectors() {
+        let g = sample_generator(4, 3);
+        let e = [1e-4, 2e-4, 3e-4, 4e-4];
+        let expect = PerronSolver::new(&g, 4).unwrap().root(&e);
+        for bad in
+            [vec![1.0, 0.0, 1.0, 1.0], vec![1.0, -1.0, 1.0, 1.0], vec![1.0; 3], vec![f64::NAN; 4]]
+        {
+            let mut solver = PerronSolver::new(&g, 4).unwrap();
+            solver.warm_start(&bad);
+            assert_eq!(solver.root(&e), expect);
+        }
     }
 
     #[test]

@@ -16,11 +16,35 @@
 //! independent of the others: levels of step `100, 10, ..., 1e-9` around the current `theta`
 //! (grids built by sequential addition), first strict minimum kept, `theta = lo` when no grid point
 //! is finite; points at or beyond the flow's pole (smallest `mu` of its sources) are infinite and
-//! not evaluated. Each source keeps a memo `theta -> rho` shared by every flow using it. The
+//! not evaluated. Each source keeps a memo `theta -> rho` shared by every flow using it, with the
+//! Perron vector at each `theta`: a new root starts from the vector interpolated between its
+//! memoised neighbours (see `PerronSolver`), which changes the work, not the root. The
 //! Python module `tailbound.snc.fast` builds the plan; its tests compare the result with the
 //! per-flow operator trees.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for `theta` bits: one multiply (the memo's keys are not adversarial, and SipHash
+/// showed in profiles).
+#[derive(Default)]
+struct BitsHasher(u64);
+
+impl Hasher for BitsHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type BitsMap<V> = HashMap<u64, V, BuildHasherDefault<BitsHasher>>;
 
 use crate::error::{Error, Result};
 use crate::snc::PerronSolver;
@@ -87,7 +111,14 @@ struct Rho<'a> {
     source: &'a Source,
     solver: Option<PerronSolver>,
     excess: Vec<f64>,
-    memo: HashMap<u64, f64>,
+    /// `theta` (bits) -> slot in `values`/`vectors`; `ordered` is the same map sorted (positive
+    /// floats order as their bits), for the neighbours of a new `theta`.
+    memo: BitsMap<usize>,
+    ordered: BTreeMap<u64, usize>,
+    values: Vec<f64>,
+    /// The Perron vector at each memoised `theta` (`n` per slot; empty for `n <= 2`).
+    vectors: Vec<f64>,
+    warm: Vec<f64>,
 }
 
 impl<'a> Rho<'a> {
@@ -98,35 +129,97 @@ impl<'a> Rho<'a> {
             return Err(Error::Invalid(format!("source with {n} states has inconsistent arrays")));
         }
         let solver = if n > 2 { Some(PerronSolver::new(&source.generator, n)?) } else { None };
-        Ok(Rho { source, solver, excess: vec![0.0; n], memo: HashMap::new() })
+        Ok(Rho {
+            source,
+            solver,
+            excess: vec![0.0; n],
+            memo: BitsMap::default(),
+            ordered: BTreeMap::new(),
+            values: vec![],
+            vectors: vec![],
+            warm: vec![0.0; n],
+        })
+    }
+
+    /// A starting vector for `theta` from the memoised Perron vectors of the nearest `theta`s:
+    /// linear interpolation between the neighbours on both sides, else linear extrapolation
+    /// from the two nearest on one side (kept only if positive), else the nearest.
+    fn warm_start(&mut self, theta: f64) -> bool {
+        let n = self.source.n;
+        let key = theta.to_bits();
+        let mut below = self.ordered.range(..key).rev();
+        let mut above = self.ordered.range(key..);
+        let slot = |s: usize| s * n..(s + 1) * n;
+        let (b1, a1) = (below.next(), above.next());
+        let (p, q, t) = match (b1, a1) {
+            (Some((&kb, &sb)), Some((&ka, &sa))) => {
+                let (tb, ta) = (f64::from_bits(kb), f64::from_bits(ka));
+                (sb, sa, (theta - tb) / (ta - tb))
+            }
+            (Some((&k1, &s1)), None) => match below.next() {
+                Some((&k2, &s2)) => {
+                    let (t1, t2) = (f64::from_bits(k1), f64::from_bits(k2));
+                    (s1, s2, (theta - t1) / (t2 - t1))
+                }
+                None => (s1, s1, 0.0),
+            },
+            (None, Some((&k1, &s1))) => match above.next() {
+                Some((&k2, &s2)) => {
+                    let (t1, t2) = (f64::from_bits(k1), f64::from_bits(k2));
+                    (s1, s2, (theta - t1) / (t2 - t1))
+                }
+                None => (s1, s1, 0.0),
+            },
+            (None, None) => return false,
+        };
+        let (vp, vq) = (&self.vectors[slot(p)], &self.vectors[slot(q)]);
+        for ((w, x), y) in self.warm.iter_mut().zip(vp).zip(vq) {
+            *w = x + t * (y - x);
+        }
+        if !self.warm.iter().all(|x| *x > 0.0 && x.is_finite()) {
+            self.warm.copy_from_slice(vp);
+        }
+        true
     }
 
     /// `rho(theta)` for `theta` below every `mu` of the source (the caller checks the pole).
     fn at(&mut self, theta: f64) -> f64 {
-        if let Some(v) = self.memo.get(&theta.to_bits()) {
-            return *v;
+        if let Some(&slot) = self.memo.get(&theta.to_bits()) {
+            return self.values[slot];
         }
         let s = self.source;
         for i in 0..s.n {
             self.excess[i] =
                 if s.mu[i].is_infinite() { 0.0 } else { s.p[i] * theta / (s.mu[i] - theta) };
         }
-        let e = &self.excess;
-        let b = match (s.n, self.solver.as_mut()) {
-            (1, _) => e[0],
-            (2, _) => {
+        let b = match s.n {
+            1 => self.excess[0],
+            2 => {
                 // The closed form of tailbound.snc.mmpp, operation for operation.
-                let g = &s.generator;
+                let (e, g) = (&self.excess, &s.generator);
                 let a = (1.0 + e[0]) * g[0] + e[0];
                 let d = (1.0 + e[1]) * g[3] + e[1];
                 let bc = ((1.0 + e[0]) * g[1]) * ((1.0 + e[1]) * g[2]);
                 (a + d) / 2.0 + (((a - d) / 2.0).powi(2) + bc).sqrt()
             }
-            (_, Some(solver)) => solver.root(e),
-            (_, None) => unreachable!("a solver exists for more than two states"),
+            _ => {
+                let warm = self.warm_start(theta);
+                let solver =
+                    self.solver.as_mut().expect("a solver exists for more than two states");
+                if warm {
+                    solver.warm_start(&self.warm);
+                }
+                let b = solver.root(&self.excess);
+                self.vectors.extend_from_slice(solver.vector());
+                b
+            }
         };
         let value = b.ln_1p() / theta;
-        self.memo.insert(theta.to_bits(), value);
+        self.memo.insert(theta.to_bits(), self.values.len());
+        if s.n > 2 {
+            self.ordered.insert(theta.to_bits(), self.values.len());
+        }
+        self.values.push(value);
         value
     }
 }

@@ -63,9 +63,19 @@ def _plan(net: Network, flows: list[Flow]) -> _Plan:
         eps=np.array([f.eps for f in flows]),
     )
     poles = []
+    # A flow's pole is the smallest of its sources' poles; each model's is computed once.
+    model_pole: dict[int, float] = {}
+
+    def pole_of(f: Flow) -> float:
+        assert isinstance(f.arrival, MmppArrival)  # checked by _independent
+        key = id(f.arrival.model)
+        if key not in model_pole:
+            model_pole[key] = f.arrival.pole()
+        return model_pole[key]
+
     for row, flow in enumerate(flows):
         first, second = flow.path
-        pole = [flow.arrival.pole()]
+        pole = [pole_of(flow)]
         plan.use(flow.arrival, "w", row)
         feeders: dict[str, int] = {}
         for f in net.flows_at(second, 1):
@@ -78,7 +88,7 @@ def _plan(net: Network, flows: list[Flow]) -> _Plan:
             for f in net.flows_at(queue, 0):
                 if f.priority <= lowest and f.id != flow.id:
                     (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(f)
-            pole += [f.arrival.pole() for f in (*shared, *non_shared)]
+            pole += [pole_of(f) for f in (*shared, *non_shared)]
             if queue == first:
                 for f in shared:
                     plan.use(f.arrival, "x", row)
