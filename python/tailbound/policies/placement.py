@@ -26,11 +26,17 @@ from numpy.typing import NDArray
 
 from tailbound.policies import wc_lp
 from tailbound.policies.baselines import Baseline, Limits
+from tailbound.policies.certificate_store import CertificateStore
+from tailbound.policies.certificates import Certificate
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.inputs import ClusterConfig, Event, ServerConfig
 from tailbound.policies.server import RATE_CAP, Placed, check, latency_bounds
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
+
+#: Candidate servers tested against the kept certificates at once (first-fit usually stops
+#: within the first few; testing more at once would waste work, fewer would cost calls).
+CHUNK = 16
 
 
 class Policy(Protocol):
@@ -55,22 +61,26 @@ class WorkloadCompactorPolicy:
 
     Before solving, :func:`~tailbound.policies.wc_lp.certainly_infeasible` looks for a cheap
     proof that the LP has no solution (exact: it never skips a feasible LP, so placements are
-    the same with or without it; ``screen=False`` turns it off).
+    the same with or without it; ``screen=False`` turns it off). With ``certify`` an infeasible
+    LP leaves its infeasibility certificates in ``certificates`` (for the placer to keep).
     """
 
     name: str = "workloadcompactor"
     screen: bool = True
+    certify: bool = True
     lp_solves: int = 0
     screened: int = 0
+    certificates: list[Certificate] = field(default_factory=list)
 
     def configure(
         self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
     ) -> Limits | None:
+        self.certificates = []
         if self.screen and newcomer is not None and wc_lp.certainly_infeasible(tenants, newcomer):
             self.screened += 1
             return None
         self.lp_solves += 1
-        solution = wc_lp.solve(tenants, devices)
+        solution, self.certificates = wc_lp.solve_certified(tenants, devices, certify=self.certify)
         if solution is None or not check(tenants, solution.rate, solution.bucket, devices):
             return None
         return solution.rate, solution.bucket
@@ -135,6 +145,7 @@ class PlacementResult:
     configure_calls: int
     seconds: float
     cluster_screened: int = 0
+    certified: int = 0
 
     @property
     def servers_used(self) -> int:
@@ -165,6 +176,7 @@ class Placer:
         fast_first_fit: bool = False,
         grow: bool = False,
         cluster_screen: bool = True,
+        certificates: bool = True,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -182,7 +194,14 @@ class Placer:
             self.screen = ClusterScreen(self.max_devices)
             for s in self.servers:
                 self.screen.add_server(s.devices)
+        # kept infeasibility certificates: only for the LP policy when it makes them
+        self.certificates: CertificateStore | None = None
+        if certificates and isinstance(policy, WorkloadCompactorPolicy) and policy.certify:
+            self.certificates = CertificateStore(self.max_devices)
+            for _ in self.servers:
+                self.certificates.add_server()
         self.screened = 0
+        self.certified = 0
         self.where: dict[str, int] = {}
         self.rejected: list[str] = []
         self.peak = 0
@@ -198,6 +217,8 @@ class Placer:
         self.sums = np.vstack([self.sums, row])
         if self.screen is not None:
             self.screen.add_server(len(template.devices))
+        if self.certificates is not None:
+            self.certificates.add_server()
 
     def _update(self, i: int) -> None:
         s = self.servers[i]
@@ -248,25 +269,54 @@ class Placer:
         if workload.name in self.where:
             raise ValueError(f"tenant {workload.name!r} is already placed")
         while True:
-            for i, device in self._candidates(workload):
-                server = self.servers[i]
-                tenants = [*server.tenants, Placed(workload, device)]
-                self.calls += 1
-                # the cluster screen already ran the per-server screen's test (and more)
-                screened = self.screen is not None and self.screen.active
-                newcomer = None if screened else len(tenants) - 1
-                limits = self.policy.configure(tenants, server.devices, newcomer)
-                if limits is not None:
-                    server.tenants = tenants
-                    server.rate, server.bucket = limits
-                    self.where[workload.name] = i
-                    self._update(i)
-                    return i
+            candidates = self._candidates(workload)
+            for lo in range(0, len(candidates), CHUNK):
+                chunk = candidates[lo : lo + CHUNK]
+                for (i, device), refuted in zip(chunk, self._refuted(workload, chunk), strict=True):
+                    if refuted:
+                        self.certified += 1
+                    elif self._try(workload, i, device):
+                        return i
             if not self.grow or (self.servers and not self.servers[-1].tenants):
                 # an empty server did not take it: it fits nowhere
                 self.rejected.append(workload.name)
                 return None
             self._add_server()
+
+    def _refuted(self, workload: Workload, pairs: list[tuple[int, int]]) -> list[bool]:
+        """For each (server, device): does a kept certificate prove the LP infeasible?"""
+        out = [False] * len(pairs)
+        if self.certificates is None:
+            return out
+        devices = np.array([p[1] for p in pairs], dtype=np.int64)
+        servers = np.array([p[0] for p in pairs], dtype=np.int64)
+        for k in np.unique(devices).tolist():
+            at = np.nonzero(devices == k)[0]
+            refuted = self.certificates.refuted(Placed(workload, k), servers[at])
+            for a, r in zip(at.tolist(), refuted.tolist(), strict=True):
+                out[a] = r
+        return out
+
+    def _try(self, workload: Workload, i: int, device: int) -> bool:
+        """Configure server ``i`` with ``workload`` on ``device``; place it there if it fits."""
+        server = self.servers[i]
+        tenants = [*server.tenants, Placed(workload, device)]
+        self.calls += 1
+        # the cluster screen already ran the per-server screen's test (and more)
+        screened = self.screen is not None and self.screen.active
+        newcomer = None if screened else len(tenants) - 1
+        limits = self.policy.configure(tenants, server.devices, newcomer)
+        if limits is None:
+            if self.certificates is not None and isinstance(self.policy, WorkloadCompactorPolicy):
+                self.certificates.add(i, self.policy.certificates)
+            return False
+        server.tenants = tenants
+        server.rate, server.bucket = limits
+        self.where[workload.name] = i
+        if self.certificates is not None:
+            self.certificates.joined(i, tenants[-1])
+        self._update(i)
+        return True
 
     def remove(self, name: str) -> None:
         """Remove a tenant and re-configure the server it left."""
@@ -275,6 +325,8 @@ class Placer:
         keep = [k for k, t in enumerate(server.tenants) if t.workload.name != name]
         server.tenants = [server.tenants[k] for k in keep]
         server.rate, server.bucket = server.rate[keep], server.bucket[keep]
+        if self.certificates is not None:
+            self.certificates.clear(i)
         if server.tenants:
             self.calls += 1
             limits = self.policy.configure(server.tenants, server.devices)
@@ -284,7 +336,13 @@ class Placer:
 
     def result(self, seconds: float) -> PlacementResult:
         return PlacementResult(
-            self.servers, self.rejected, self.peak, self.calls, seconds, self.screened
+            self.servers,
+            self.rejected,
+            self.peak,
+            self.calls,
+            seconds,
+            self.screened,
+            self.certified,
         )
 
 
@@ -298,12 +356,18 @@ def place(
     grow: bool = False,
     progress: Callable[[int], None] | None = None,
     cluster_screen: bool = True,
+    certificates: bool = True,
 ) -> PlacementResult:
     """Place ``workloads`` in order (or replay ``events``, whose indices refer to
     ``workloads``); ``progress(1)`` after each event."""
     start = time.perf_counter()
     placer = Placer(
-        cluster, policy, fast_first_fit=fast_first_fit, grow=grow, cluster_screen=cluster_screen
+        cluster,
+        policy,
+        fast_first_fit=fast_first_fit,
+        grow=grow,
+        cluster_screen=cluster_screen,
+        certificates=certificates,
     )
     steps = events if events is not None else [Event(i, "add") for i in range(len(workloads))]
     for event in steps:

@@ -30,6 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.characterize import RbCurve
+from tailbound.policies import certificates
+from tailbound.policies.certificates import Certificate
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids, slos
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
@@ -256,41 +258,58 @@ def _highs() -> highspy.Highs:
 def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     """Solve the server's LP; ``None`` when infeasible (the tenants do not fit together).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from tailbound.characterize import RbCurve
-    >>> from tailbound.policies.workload import Workload
-    >>> from tailbound.stages import STORAGE_PATH
-    >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
-    >>> w = Workload("w", 1.0, {s: c for s in STORAGE_PATH})
-    >>> sol = solve([Placed(w), Placed(w.with_slo(1.0, "v"))])
-    >>> sol.rate.round(3).tolist()  # a loose SLO: both stay at their mean rate
-    [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1]]
-    >>> tight = [Placed(w.with_slo(0.1, name)) for name in "abc"]
-    >>> solve(tight[:2]).rate.round(3).tolist()  # 100 ms: rates rise so buckets shrink
-    [[0.5, 0.499, 0.103], [0.499, 0.5, 0.5]]
-    >>> solve(tight) is None  # three such tenants cannot share a server
-    True
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from tailbound.characterize import RbCurve
+    from tailbound.policies import certificates
+    from tailbound.policies.certificates import Certificate
+        >>> from tailbound.policies.workload import Workload
+        >>> from tailbound.stages import STORAGE_PATH
+        >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
+        >>> w = Workload("w", 1.0, {s: c for s in STORAGE_PATH})
+        >>> sol = solve([Placed(w), Placed(w.with_slo(1.0, "v"))])
+        >>> sol.rate.round(3).tolist()  # a loose SLO: both stay at their mean rate
+        [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1]]
+        >>> tight = [Placed(w.with_slo(0.1, name)) for name in "abc"]
+        >>> solve(tight[:2]).rate.round(3).tolist()  # 100 ms: rates rise so buckets shrink
+        [[0.5, 0.499, 0.103], [0.499, 0.5, 0.5]]
+        >>> solve(tight) is None  # three such tenants cannot share a server
+        True
     """
+    return solve_certified(tenants, devices, certify=False)[0]
+
+
+def solve_certified(
+    tenants: Sequence[Placed], devices: int = 1, *, certify: bool = True
+) -> tuple[LpSolution | None, list[Certificate]]:
+    """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
+    :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
+    the same server (the last of ``tenants`` is the newcomer)."""
     for t in tenants:
         for stage in STORAGE_PATH:
             c = t.workload.curves[stage]
             if c.rates[0] > RATE_CAP or c.buckets[-1] > t.workload.slo_s * SLO_SCALE:
-                return None
+                return None, []
     lp, r_vars = build_lp(tenants, devices)
     h = _highs()
     lp.pass_to(h)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
+        if not certify or h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+            return None, []
+        _, has_ray, ray = h.getDualRay()  # type: ignore[attr-defined]  # not in the stubs
+        if not has_ray:
+            return None, []
+        return None, certificates.from_dual_ray(tenants, r_vars, devices, lp, np.asarray(ray))
     x = np.array(h.getSolution().col_value)
     n = len(tenants)
     rb = x[: 6 * n].reshape(n, 3, 2)
     rate = np.clip(rb[:, :, 0], 0.0, RATE_CAP)
     bucket = np.maximum(rb[:, :, 1], 0.0)
     bounds = {key: float(x[6 * n + i]) for i, key in enumerate(r_vars)}
-    return LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+    solution = LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+    return solution, []
 
 
 _K = 16  # points per stage in the screen's arrays (12 segments + the 0.999 point fit)
