@@ -36,7 +36,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
 
@@ -88,9 +88,7 @@ def region_vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np
         rs.append(r)
         bs.append(b)
     k = max(_K, *(len(r) for r in rs))
-    rates = np.array([np.pad(r, (0, k - len(r)), mode="edge") for r in rs])
-    buckets = np.array([np.pad(b, (0, k - len(b)), mode="edge") for b in bs])
-    return rates, buckets
+    return pad_edge(rs, k), pad_edge(bs, k)
 
 
 def region_min(workload: Workload, c: NDArray[np.float64], d: NDArray[np.float64]) -> float:

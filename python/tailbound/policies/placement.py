@@ -34,9 +34,9 @@ from tailbound.policies.server import RATE_CAP, Placed, check, latency_bounds
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
 
-#: Candidate servers tested against the kept certificates at once (first-fit usually stops
-#: within the first few; testing more at once would waste work, fewer would cost calls).
-CHUNK = 16
+#: Candidate servers screened at once, at first (then twice as many each time): first-fit
+#: usually stops within the first few, so screening all of them would mostly be wasted.
+CHUNK = 64
 
 
 class Policy(Protocol):
@@ -205,6 +205,7 @@ class Placer:
         self.where: dict[str, int] = {}
         self.rejected: list[str] = []
         self.peak = 0
+        self.in_use = 0  # servers with tenants
         self.calls = 0
 
     # ------------------------------------------------------------------ bookkeeping
@@ -220,7 +221,8 @@ class Placer:
         if self.certificates is not None:
             self.certificates.add_server()
 
-    def _update(self, i: int) -> None:
+    def _update(self, i: int, was_in_use: bool) -> None:
+        """Server ``i``'s tenants changed (it had tenants before if ``was_in_use``)."""
         s = self.servers[i]
         sums = np.zeros(2 + s.devices)
         if s.tenants:
@@ -231,15 +233,16 @@ class Placer:
         self.sums[i, : 2 + s.devices] = sums
         if self.screen is not None:
             self.screen.set_server(i, s.tenants, s.devices)
-        self.peak = max(self.peak, sum(1 for x in self.servers if x.tenants))
+        self.in_use += bool(s.tenants) - was_in_use
+        self.peak = max(self.peak, self.in_use)
 
-    def _candidates(self, workload: Workload) -> list[tuple[int, int]]:
-        """(server, device) pairs in first-fit order, filtered by fast-first-fit."""
+    def _candidates(self, workload: Workload) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(server, device) pairs in first-fit order, filtered by fast-first-fit: servers and
+        devices."""
         n, d = len(self.servers), self.max_devices
         if not self.fast_first_fit:
             pairs = [(i, k) for i in range(n) for k in range(self.servers[i].devices)]
-            return self._screen(
-                workload,
+            return (
                 np.array([p[0] for p in pairs], dtype=np.int64),
                 np.array([p[1] for p in pairs], dtype=np.int64),
             )
@@ -247,21 +250,26 @@ class Placer:
         ok_net = (self.sums[:, 0] + mean[0] <= RATE_CAP) & (self.sums[:, 1] + mean[2] <= RATE_CAP)
         ok = ok_net[:, None] & (self.sums[:, 2:] + mean[1] <= RATE_CAP)  # NaN compares False
         servers, devices = np.nonzero(ok.reshape(n, d))
-        return self._screen(workload, servers, devices)
+        return servers.astype(np.int64), devices.astype(np.int64)
 
     def _screen(
         self, workload: Workload, servers: NDArray[np.int64], devices: NDArray[np.int64]
     ) -> list[tuple[int, int]]:
-        """Drop the (server, device) pairs where the cluster screen proves the LP infeasible
-        (exact, so first-fit still finds the same server)."""
-        if self.screen is not None and len(servers):
-            keep = np.ones(len(servers), dtype=bool)
-            for k in np.unique(devices).tolist():
-                at = np.nonzero(devices == k)[0]
-                keep[at] = ~self.screen.infeasible(workload, k, servers[at])
-            self.screened += int(len(keep) - keep.sum())
-            servers, devices = servers[keep], devices[keep]
-        return list(zip(servers.tolist(), devices.tolist(), strict=True))
+        """Drop the (server, device) pairs where the cluster screen or a kept certificate proves
+        the LP infeasible (exact, so first-fit still finds the same server)."""
+        keep = np.ones(len(servers), dtype=bool)
+        for k in np.unique(devices).tolist():
+            at = np.nonzero(devices == k)[0]
+            if self.screen is not None:
+                infeasible = self.screen.infeasible(workload, k, servers[at])
+                self.screened += int(infeasible.sum())
+                keep[at] = ~infeasible
+            if self.certificates is not None:
+                at = at[keep[at]]
+                refuted = self.certificates.refuted(Placed(workload, k), servers[at])
+                self.certified += int(refuted.sum())
+                keep[at] = ~refuted
+        return list(zip(servers[keep].tolist(), devices[keep].tolist(), strict=True))
 
     # ------------------------------------------------------------------ events
     def add(self, workload: Workload) -> int | None:
@@ -269,33 +277,20 @@ class Placer:
         if workload.name in self.where:
             raise ValueError(f"tenant {workload.name!r} is already placed")
         while True:
-            candidates = self._candidates(workload)
-            for lo in range(0, len(candidates), CHUNK):
-                chunk = candidates[lo : lo + CHUNK]
-                for (i, device), refuted in zip(chunk, self._refuted(workload, chunk), strict=True):
-                    if refuted:
-                        self.certified += 1
-                    elif self._try(workload, i, device):
+            servers, devices = self._candidates(workload)
+            # screen the candidates a chunk at a time: first-fit usually stops in the first
+            lo, size = 0, CHUNK
+            while lo < len(servers):
+                chunk = slice(lo, lo + size)
+                for i, device in self._screen(workload, servers[chunk], devices[chunk]):
+                    if self._try(workload, i, device):
                         return i
+                lo, size = lo + size, 2 * size
             if not self.grow or (self.servers and not self.servers[-1].tenants):
                 # an empty server did not take it: it fits nowhere
                 self.rejected.append(workload.name)
                 return None
             self._add_server()
-
-    def _refuted(self, workload: Workload, pairs: list[tuple[int, int]]) -> list[bool]:
-        """For each (server, device): does a kept certificate prove the LP infeasible?"""
-        out = [False] * len(pairs)
-        if self.certificates is None:
-            return out
-        devices = np.array([p[1] for p in pairs], dtype=np.int64)
-        servers = np.array([p[0] for p in pairs], dtype=np.int64)
-        for k in np.unique(devices).tolist():
-            at = np.nonzero(devices == k)[0]
-            refuted = self.certificates.refuted(Placed(workload, k), servers[at])
-            for a, r in zip(at.tolist(), refuted.tolist(), strict=True):
-                out[a] = r
-        return out
 
     def _try(self, workload: Workload, i: int, device: int) -> bool:
         """Configure server ``i`` with ``workload`` on ``device``; place it there if it fits."""
@@ -310,12 +305,13 @@ class Placer:
             if self.certificates is not None and isinstance(self.policy, WorkloadCompactorPolicy):
                 self.certificates.add(i, self.policy.certificates)
             return False
+        was_in_use = bool(server.tenants)
         server.tenants = tenants
         server.rate, server.bucket = limits
         self.where[workload.name] = i
         if self.certificates is not None:
             self.certificates.joined(i, tenants[-1])
-        self._update(i)
+        self._update(i, was_in_use)
         return True
 
     def remove(self, name: str) -> None:
@@ -332,7 +328,7 @@ class Placer:
             limits = self.policy.configure(server.tenants, server.devices)
             if limits is not None:  # fewer tenants always fit; keep the old limits otherwise
                 server.rate, server.bucket = limits
-        self._update(i)
+        self._update(i, True)
 
     def result(self, seconds: float) -> PlacementResult:
         return PlacementResult(

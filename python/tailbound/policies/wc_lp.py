@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from tailbound.characterize import RbCurve
 from tailbound.policies import certificates
 from tailbound.policies.certificates import Certificate
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids, slos
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids, slos
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
 
@@ -327,9 +327,7 @@ def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float
         rs.append(np.append(c.rates[keep], RATE_CAP))
         bs.append(np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP))))
     k = max(_K, *(len(r) for r in rs))
-    rates = np.array([np.pad(r, (0, k - len(r)), mode="edge") for r in rs])
-    buckets = np.array([np.pad(b, (0, k - len(b)), mode="edge") for b in bs])
-    return rates, buckets
+    return pad_edge(rs, k), pad_edge(bs, k)
 
 
 #: Weights ``w`` of the three queues in ``R_p >= Σ_q w_q Σ_{higher at q} r`` (each a convex
