@@ -12,7 +12,7 @@ from tailbound.policies.certificate_store import CertificateStore
 from tailbound.policies.certificates import Certificate, region_min, region_vertices
 from tailbound.policies.inputs import Event
 from tailbound.policies.placement import PlacementResult, WorkloadCompactorPolicy, place
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, check
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
 
@@ -212,3 +212,44 @@ def test_placements_identical_with_departures(wc62_subset: list[Workload]) -> No
     ]
     assert results[0].certified > 0
     assert where(results[0]) == where(results[1])
+
+
+def plain_fast_first_fit(workloads: list[Workload]) -> dict[str, tuple[int, int]]:
+    """Fast-first-fit as thesis §5.2.3 states it, one device per server, servers added as
+    needed: for each server in order, skip it if a queue's configured rates plus the
+    newcomer's mean rate exceed 0.999, else solve its LP and check; no screen, no certificate."""
+    servers: list[list[Placed]] = []
+    rates: list[np.ndarray] = []
+    out: dict[str, tuple[int, int]] = {}
+    for w in workloads:
+        mean = np.array([w.mean(s) for s in STORAGE_PATH])
+        i = 0
+        while True:
+            if i == len(servers):
+                servers.append([])
+                rates.append(np.zeros((0, 3)))
+            r = rates[i]
+            sums = np.array([r[:, 0].sum(), r[:, 2].sum(), 0.0])
+            np.add.at(sums, np.full(len(r), 2), r[:, 1])  # as the placer sums a device queue
+            if np.all(sums + mean[[0, 2, 1]] <= RATE_CAP):
+                trial = [*servers[i], Placed(w, 0)]
+                sol = wc_lp.solve(trial, 1)
+                if sol is not None and check(trial, sol.rate, sol.bucket, 1):
+                    servers[i], rates[i] = trial, sol.rate
+                    out[w.name] = (i, 0)
+                    break
+            if not servers[i]:
+                break  # an empty server did not take it: rejected
+            i += 1
+    return out
+
+
+def test_fast_first_fit_equals_the_plain_loop(wc62_subset: list[Workload]) -> None:
+    # everything on (cluster screen, certificates, chunked screening) against the plain loop
+    rng = np.random.default_rng(12)
+    tenants = resample(wc62_subset, 150, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
+    result = place(
+        tenants, server_cluster(), WorkloadCompactorPolicy(), fast_first_fit=True, grow=True
+    )
+    assert result.certified > 0 and result.cluster_screened > 0
+    assert where(result) == plain_fast_first_fit(tenants)
