@@ -66,9 +66,37 @@ def slos(tenants: Sequence[Placed]) -> NDArray[np.float64]:
 @lru_cache(maxsize=65536)
 def arrival_points(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Breakpoints ``(xs, ys)`` and tail rate of the arrival curve ``min_i (r_i t + b_i)`` of an
-    r-b curve (cached per curve object)."""
+    r-b curve (cached per curve object): :func:`~tailbound.dnc.curves.token_bucket_min`'s
+    result, computed in one vectorised pass when every bucket is on the envelope."""
+    fast = _envelope_points(curve.rates, curve.buckets)
+    if fast is not None:
+        return fast
     alpha = token_bucket_min(curve.rates, curve.buckets)
     return alpha.xs, alpha.ys, alpha.tail
+
+
+def _envelope_points(
+    rates: NDArray[np.float64], buckets: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float] | None:
+    """:func:`~tailbound.dnc.curves.token_bucket_min`'s walk without its loop, for the common
+    case where the walk drops no line from its stack (a convex r-b curve): the same lines in the
+    same order and the same arithmetic, so the same floats (tested); ``None`` otherwise (or
+    when one bucket is left), and the caller takes the general walk."""
+    order = np.lexsort((rates, buckets))
+    r, b = rates[order], buckets[order]
+    before = np.minimum.accumulate(np.concatenate([[np.inf], r[:-1]]))
+    keep = r < before  # the walk skips a line whose rate is no smaller than the last kept one
+    r, b = r[keep], b[keep]
+    if len(r) < 2 or np.any(r < 0) or np.any(b < 0):
+        return None
+    x = (b[1:] - b[:-1]) / (r[:-1] - r[1:])  # where consecutive lines cross
+    if not (x[0] > 0 and np.all(x[1:] > x[:-1])):
+        return None  # the walk would pop a line
+    xs = np.concatenate([[0.0], x])
+    ys = np.concatenate([[b[0]], b[:-1] + r[:-1] * x])
+    xs.flags.writeable = False
+    ys.flags.writeable = False
+    return xs, ys, float(r[-1])
 
 
 def shaper_delays(
