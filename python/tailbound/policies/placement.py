@@ -12,6 +12,12 @@ returns the rate limits of every tenant there:
 Fast-first-fit skips, without solving anything, a (server, device) where the configured rates of
 a queue plus the newcomer's mean rate would exceed the queue's capacity (0.999, Eq. 5.4). On a
 departure the policy re-configures the server the tenant left.
+
+For the LP policy two exact screens skip servers whose LP is provably infeasible, a chunk of
+candidates at a time: the cluster screen (:mod:`tailbound.policies.cluster_screen`) and the
+infeasibility certificates kept from the server's earlier infeasible LPs
+(:mod:`tailbound.policies.certificates`). Neither changes where a tenant lands (tested against
+a plain per-server loop).
 """
 
 from __future__ import annotations
