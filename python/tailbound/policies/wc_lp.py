@@ -245,8 +245,6 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
         --------
         >>> import numpy as np
         >>> from tailbound.characterize import RbCurve
-    from tailbound.policies import certificates
-    from tailbound.policies.certificates import Certificate
         >>> from tailbound.policies.workload import Workload
         >>> from tailbound.stages import STORAGE_PATH
         >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
