@@ -282,8 +282,10 @@ class Placer:
         """Place ``workload`` on the first (server, device) where it fits; its server index."""
         if workload.name in self.where:
             raise ValueError(f"tenant {workload.name!r} is already placed")
+        first = 0  # servers before this one have refused the newcomer already
         while True:
             servers, devices = self._candidates(workload)
+            servers, devices = servers[servers >= first], devices[servers >= first]
             # screen the candidates a chunk at a time: first-fit usually stops in the first
             lo, size = 0, CHUNK
             while lo < len(servers):
@@ -296,6 +298,9 @@ class Placer:
                 # an empty server did not take it: it fits nowhere
                 self.rejected.append(workload.name)
                 return None
+            # only the new server is worth trying: the others have not changed since they
+            # refused (the same LPs would refuse again)
+            first = len(self.servers)
             self._add_server()
 
     def _try(self, workload: Workload, i: int, device: int) -> bool:
