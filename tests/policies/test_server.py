@@ -120,3 +120,26 @@ def test_arrival_points_equal_token_bucket_min(wc62_subset: list[Workload]) -> N
         assert tail == alpha.tail
         fast += _envelope_points(c.rates, c.buckets) is not None
     assert fast >= len(curves) // 2
+
+
+def test_shaper_delays_equal_the_curve_by_curve_formula(wc62_subset: list[Workload]) -> None:
+    # h = max_i ((α(x_i) − b)/r − x_i)+, ∞ below the mean rate, r = 0 only with b >= α's last
+    # breakpoint: the vectorised computation gives the very same floats
+    rng = np.random.default_rng(6)
+    for _ in range(40):
+        tenants = [Placed(w) for w in rng.choice(np.array(wc62_subset, dtype=object), 4)]
+        rate = rng.uniform(0.0, 1.0, (4, 3))
+        rate[rng.random((4, 3)) < 0.15] = 0.0
+        bucket = rng.uniform(0.0, 0.05, (4, 3))
+        expected = np.zeros((4, 3))
+        for j, t in enumerate(tenants):
+            for s, stage in enumerate(STORAGE_PATH):
+                xs, ys, tail = arrival_points(t.workload.curves[stage])
+                r, b = rate[j, s], bucket[j, s]
+                if tail > r * (1 + 1e-12) + 1e-15:
+                    expected[j, s] = np.inf
+                elif r <= 0:
+                    expected[j, s] = 0.0 if ys[-1] <= b else np.inf
+                else:
+                    expected[j, s] = max(0.0, float(np.max((ys - b) / r - xs)))
+        assert np.array_equal(shaper_delays(tenants, rate, bucket), expected)

@@ -106,18 +106,23 @@ def shaper_delays(
     ``h(α, r t + b) = max_i ((α(x_i) − b)/r − x_i)+`` over the breakpoints of the concave
     arrival curve ``α`` (infinite if ``r`` is below the mean rate). Equals
     :func:`tailbound.dnc.shaper_delay` (the general operator), tested."""
-    out = np.zeros((len(tenants), 3))
-    for j, t in enumerate(tenants):
-        for s, stage in enumerate(STORAGE_PATH):
-            xs, ys, tail = arrival_points(t.workload.curves[stage])
-            r, b = rate[j, s], bucket[j, s]
-            if tail > r * (1 + 1e-12) + 1e-15:
-                out[j, s] = np.inf
-            elif r <= 0:
-                out[j, s] = 0.0 if ys[-1] <= b else np.inf
-            else:
-                out[j, s] = max(0.0, float(np.max((ys - b) / r - xs)))
-    return out
+    n = len(tenants)
+    points = [arrival_points(t.workload.curves[stage]) for t in tenants for stage in STORAGE_PATH]
+    lengths = np.array([len(p[0]) for p in points])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    xs = np.concatenate([p[0] for p in points])
+    ys = np.concatenate([p[1] for p in points])
+    tail = np.array([p[2] for p in points])
+    r, b = rate.reshape(-1), bucket.reshape(-1)  # tenant by tenant, stage by stage, as points
+    on = np.repeat(np.arange(3 * n), lengths)
+    positive = r > 0
+    # the same arithmetic per breakpoint as one curve at a time, then the largest per curve
+    worst = np.maximum.reduceat((ys - b[on]) / np.where(positive, r, 1.0)[on] - xs, starts)
+    out = np.where(
+        positive, np.maximum(0.0, worst), np.where(ys[starts + lengths - 1] <= b, 0, np.inf)
+    )
+    out = np.where(tail > r * (1 + 1e-12) + 1e-15, np.inf, out)
+    return out.reshape(n, 3)
 
 
 def queue_delays(
