@@ -49,6 +49,8 @@ def _simplex(step: int) -> NDArray[np.float64]:
 _WEIGHTS = np.vstack([_simplex(4), np.full((1, 3), 1 / 3)])
 _LAMBDAS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0])
 _NWL = _WEIGHTS.shape[0] * _LAMBDAS.shape[0]
+#: ``λ`` of each ``(w, λ)`` column.
+_LAMBDA_OF_COLUMN = np.tile(_LAMBDAS, _WEIGHTS.shape[0])
 _T = TypeVar("_T", bound=np.generic)
 
 
@@ -187,10 +189,11 @@ class ClusterScreen:
         new = np.zeros((len(lv), self.max_devices, _NWL))
         new += (h[:, 0] + h[:, 2])[:, None, :]
         new[:, device] += h[:, 1]
-        lam = np.tile(_LAMBDAS, _WEIGHTS.shape[0])  # λ of each (w, λ) column
-        inside = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL)
+        total = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL), a copy
         avail = 3 * RATE_CAP - self.lower[np.ix_(servers, lv)]  # (C, Lc, D)
-        total = inside + new[None] - (scaled[None, :, None, None] * lam) * avail[..., None]
+        # inside + new − (SLO'_p λ) · avail, in place (the same operations in the same order)
+        total += new[None]
+        total -= (scaled[None, :, None, None] * _LAMBDA_OF_COLUMN) * avail[..., None]
         proof = total.max(axis=3) > scaled[None, :, None] * (1 + TOLERANCE)  # (C, Lc, D)
         row = self.count[np.ix_(servers, lv)] > 0
         row[:, lv == self._level_index[slo], device] = True  # the newcomer's own row
