@@ -150,25 +150,28 @@ class ClusterScreen:
         self._fill(i, range(len(self.levels)))
 
     def _fill(self, i: int, levels: Sequence[int]) -> None:
+        """Recompute server ``i``'s sums at ``levels`` (all levels at once, tenant by tenant:
+        the same additions in the same order as level by level)."""
         tenants, devices = self._servers[i]
-        for lv in levels:
-            p = self.levels[lv]
-            inside = np.zeros((self.max_devices, _NWL))
-            lower = np.zeros(self.max_devices)
-            count = np.zeros(self.max_devices, dtype=np.int64)
-            for t in tenants:
-                if t.workload.slo_s <= p:
-                    h = tenant_terms(t.workload, p)
-                    inside[:devices] += h[0] + h[2]
-                    inside[t.device] += h[1]
-                    count[t.device] += t.workload.slo_s == p
-                else:
-                    m = _means(t.workload)
-                    lower[:devices] += m[0] + m[2]
-                    lower[t.device] += m[1]
-            self.inside[i, lv] = inside
-            self.lower[i, lv] = lower
-            self.count[i, lv] = count
+        lv = np.array(list(levels), dtype=np.int64)
+        p = np.array(self.levels)[lv]
+        inside = np.zeros((len(lv), self.max_devices, _NWL))
+        lower = np.zeros((len(lv), self.max_devices))
+        count = np.zeros((len(lv), self.max_devices), dtype=np.int64)
+        for t in tenants:
+            at = t.workload.slo_s <= p  # the levels where the tenant is at or above
+            if at.any():
+                h = tenant_terms_at(t.workload, p[at])  # (A, 3, WL)
+                inside[at, :devices] += (h[:, 0] + h[:, 2])[:, None, :]
+                inside[at, t.device] += h[:, 1]
+                count[at, t.device] += t.workload.slo_s == p[at]
+            if not at.all():
+                m = _means(t.workload)
+                lower[~at, :devices] += m[0] + m[2]
+                lower[~at, t.device] += m[1]
+        self.inside[i, lv] = inside
+        self.lower[i, lv] = lower
+        self.count[i, lv] = count
 
     # ------------------------------------------------------------------ the test
     def infeasible(
