@@ -100,6 +100,18 @@ def region_min(workload: Workload, c: NDArray[np.float64], d: NDArray[np.float64
     return float((c[:, None] * rates + d[:, None] * buckets).min(axis=1).sum())
 
 
+def _regions_min(workloads: Sequence[Workload], cd: NDArray[np.float64]) -> list[float]:
+    """:func:`region_min` of each workload with ``c = cd[j, :, 0]``, ``d = cd[j, :, 1]``, in one
+    numpy pass when the vertex arrays share their shape (the same floats)."""
+    verts = [region_vertices(w) for w in workloads]
+    if not verts or any(v is None or v[0].shape != (3, _K) for v in verts):
+        return [region_min(w, cd[j, :, 0], cd[j, :, 1]) for j, w in enumerate(workloads)]
+    rates = np.stack([v[0] for v in verts if v is not None])
+    buckets = np.stack([v[1] for v in verts if v is not None])
+    values = cd[:, :, 0, None] * rates + cd[:, :, 1, None] * buckets
+    return [float(x) for x in values.min(axis=2).sum(axis=1)]
+
+
 @dataclass(frozen=True)
 class Certificate:
     """A Farkas certificate of one server's LP, reduced to what a newcomer needs.
@@ -231,7 +243,7 @@ def _reduce(
     np.add.at(eq57, last[is_57] - n_rb, y[rows[is_57]])
     terms = [-float(y @ np.where(np.isfinite(lp.row_upper), lp.row_upper, 0.0))]
     cd = np.maximum(g[:n_rb].reshape(n, 3, 2), 0.0)
-    terms += [region_min(t.workload, cd[j, :, 0], cd[j, :, 1]) for j, t in enumerate(tenants[:-1])]
+    terms += _regions_min([t.workload for t in tenants[:-1]], cd[: n - 1])
     terms.append(float(np.minimum(0.0, RATE_CAP * g[n_rb:]).sum()))
     return Certificate(
         constant=float(sum(terms)),
