@@ -3,9 +3,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tailbound.characterize import RbCurve
 from tailbound.dnc import TokenBucket, shaper_delay, static_priority_delay_general
+from tailbound.dnc.curves import token_bucket_min
 from tailbound.policies.server import (
     Placed,
+    _envelope_points,
+    arrival_points,
     latency_bounds,
     queue_delays,
     queue_ids,
@@ -95,3 +99,47 @@ def test_latency_bounds_equal_the_dnc_tenant_latency(wc62_subset: list[Workload]
                 )
             )
         assert fast[j] == pytest.approx(tenant_latency(stages), rel=1e-9, abs=1e-12)
+
+
+def test_arrival_points_equal_token_bucket_min(wc62_subset: list[Workload]) -> None:
+    # the vectorised walk gives the very same floats as the general one, on real curves, scaled
+    # curves and curves it must hand over (collinear points, one bucket, equal buckets)
+    curves = [w.curves[s] for w in wc62_subset for s in STORAGE_PATH]
+    curves += [c.scaled(f) for c in curves for f in (0.8, 1.13)]
+    odd = [
+        (np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.2, 0.1])),  # collinear
+        (np.array([0.5]), np.array([0.2])),
+        (np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.1, 0.1])),  # equal last buckets
+    ]
+    curves += [RbCurve(r, b, float(r[0])) for r, b in odd]
+    fast = 0
+    for c in curves:
+        alpha = token_bucket_min(c.rates, c.buckets)
+        xs, ys, tail = arrival_points(c)
+        assert np.array_equal(xs, alpha.xs) and np.array_equal(ys, alpha.ys)
+        assert tail == alpha.tail
+        fast += _envelope_points(c.rates, c.buckets) is not None
+    assert fast >= len(curves) // 2
+
+
+def test_shaper_delays_equal_the_curve_by_curve_formula(wc62_subset: list[Workload]) -> None:
+    # h = max_i ((α(x_i) − b)/r − x_i)+, ∞ below the mean rate, r = 0 only with b >= α's last
+    # breakpoint: the vectorised computation gives the very same floats
+    rng = np.random.default_rng(6)
+    for _ in range(40):
+        tenants = [Placed(w) for w in rng.choice(np.array(wc62_subset, dtype=object), 4)]
+        rate = rng.uniform(0.0, 1.0, (4, 3))
+        rate[rng.random((4, 3)) < 0.15] = 0.0
+        bucket = rng.uniform(0.0, 0.05, (4, 3))
+        expected = np.zeros((4, 3))
+        for j, t in enumerate(tenants):
+            for s, stage in enumerate(STORAGE_PATH):
+                xs, ys, tail = arrival_points(t.workload.curves[stage])
+                r, b = rate[j, s], bucket[j, s]
+                if tail > r * (1 + 1e-12) + 1e-15:
+                    expected[j, s] = np.inf
+                elif r <= 0:
+                    expected[j, s] = 0.0 if ys[-1] <= b else np.inf
+                else:
+                    expected[j, s] = max(0.0, float(np.max((ys - b) / r - xs)))
+        assert np.array_equal(shaper_delays(tenants, rate, bucket), expected)

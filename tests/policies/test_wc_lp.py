@@ -150,3 +150,35 @@ def test_eq57_rows_match_a_row_by_row_build(wc62_subset: list[Workload]) -> None
         tail = a[len(a) - len(expected) :]
         assert np.array_equal(tail, np.array([e[0] for e in expected]))
         assert np.array_equal(lp.row_upper[len(a) - len(expected) :], [e[1] for e in expected])
+
+
+def test_curve_and_capacity_rows_match_a_row_by_row_build(wc62_subset: list[Workload]) -> None:
+    # the r-b curve rows (tenant by tenant, stage by stage) then one capacity row per queue
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        k, devices = int(rng.integers(1, 8)), int(rng.integers(1, 4))
+        tenants = [
+            Placed(wc62_subset[int(i)], int(rng.integers(0, devices)))
+            for i in rng.choice(len(wc62_subset), k, replace=False)
+        ]
+        lp, r_vars = wc_lp.build_lp(tenants, devices)
+        a, q = lp.dense(), queue_ids(tenants)
+        expected = []
+        for j, t in enumerate(tenants):
+            for s, stage in enumerate(STORAGE_PATH):
+                coef, rhs = wc_lp.segment_rows(t.workload.curves[stage])
+                for c, r in zip(coef, rhs, strict=True):
+                    row = np.zeros(a.shape[1])
+                    row[6 * j + 2 * s], row[6 * j + 2 * s + 1] = c, 1.0
+                    expected.append((row, r, np.inf))
+        for queue in np.unique(q):
+            row = np.zeros(a.shape[1])
+            for j, s in zip(*np.nonzero(q == queue), strict=True):
+                row[6 * j + 2 * s] = 1.0
+            expected.append((row, -np.inf, RATE_CAP))
+        head = len(expected)
+        assert np.array_equal(a[:head], np.array([e[0] for e in expected]))
+        assert np.array_equal(lp.row_lower[:head], [e[1] for e in expected])
+        assert np.array_equal(lp.row_upper[:head], [e[2] for e in expected])
+        assert lp.start.dtype == np.int32 and lp.index.dtype == np.int32
+        assert len(lp.col_lower) == 6 * k + len(r_vars)

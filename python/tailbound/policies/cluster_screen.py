@@ -20,7 +20,6 @@ too large and the screen turns itself off (the per-server screen and the LP stil
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -50,20 +49,49 @@ def _simplex(step: int) -> NDArray[np.float64]:
 _WEIGHTS = np.vstack([_simplex(4), np.full((1, 3), 1 / 3)])
 _LAMBDAS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0])
 _NWL = _WEIGHTS.shape[0] * _LAMBDAS.shape[0]
+#: ``λ`` of each ``(w, λ)`` column.
+_LAMBDA_OF_COLUMN = np.tile(_LAMBDAS, _WEIGHTS.shape[0])
 _T = TypeVar("_T", bound=np.generic)
 
 
-@lru_cache(maxsize=262144)
+#: Cached ``h`` per (tenant, level), oldest dropped first beyond :data:`_CACHE_SIZE`.
+_terms: dict[tuple[Workload, float], NDArray[np.float64]] = {}
+_CACHE_SIZE = 262144
+
+
 def tenant_terms(workload: Workload, level: float) -> NDArray[np.float64]:
     """``h_js(p)`` of a tenant at level ``p`` for each stage and ``(w, λ)``: shape ``(3, W·L)``
     (the tenant counts as higher when its SLO is below ``p``; same arithmetic as the per-server
-    screen)."""
-    rates, buckets = _vertices(workload)
-    scaled = level * SLO_SCALE
-    higher = float(workload.slo_s < level)
-    c = scaled * (_WEIGHTS.T[:, :, None] * higher + _LAMBDAS[None, None, :])  # (3, W, L)
-    h = (buckets[:, None, None, :] + c[..., None] * rates[:, None, None, :]).min(axis=3)
-    return h.reshape(3, _NWL)
+    screen). Cached."""
+    key = (workload, level)
+    if key not in _terms:
+        tenant_terms_at(workload, np.array([level]))
+    return _terms[key]
+
+
+def tenant_terms_at(workload: Workload, levels: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`tenant_terms` at several levels at once: shape ``(len(levels), 3, W·L)``
+    (computed in one pass for the levels not cached yet, the same floats level by level)."""
+    todo = [float(x) for x in levels if (workload, float(x)) not in _terms]
+    if todo:
+        rates, buckets = _vertices(workload)
+        p = np.array(todo)
+        scaled = p * SLO_SCALE
+        higher = (workload.slo_s < p).astype(np.float64)
+        # (P, 3, W, L): scaled · (w_s [higher] + λ), as for one level
+        c = scaled[:, None, None, None] * (
+            _WEIGHTS.T[None, :, :, None] * higher[:, None, None, None]
+            + _LAMBDAS[None, None, None, :]
+        )
+        h = (buckets[None, :, None, None, :] + c[..., None] * rates[None, :, None, None, :]).min(
+            axis=4
+        )
+        h = h.reshape(len(todo), 3, _NWL)
+        for level, terms in zip(todo, h, strict=True):
+            _terms[(workload, level)] = terms
+        while len(_terms) > _CACHE_SIZE:
+            del _terms[next(iter(_terms))]
+    return np.stack([_terms[(workload, float(x))] for x in levels])
 
 
 def _means(workload: Workload) -> NDArray[np.float64]:
@@ -122,25 +150,28 @@ class ClusterScreen:
         self._fill(i, range(len(self.levels)))
 
     def _fill(self, i: int, levels: Sequence[int]) -> None:
+        """Recompute server ``i``'s sums at ``levels`` (all levels at once, tenant by tenant:
+        the same additions in the same order as level by level)."""
         tenants, devices = self._servers[i]
-        for lv in levels:
-            p = self.levels[lv]
-            inside = np.zeros((self.max_devices, _NWL))
-            lower = np.zeros(self.max_devices)
-            count = np.zeros(self.max_devices, dtype=np.int64)
-            for t in tenants:
-                if t.workload.slo_s <= p:
-                    h = tenant_terms(t.workload, p)
-                    inside[:devices] += h[0] + h[2]
-                    inside[t.device] += h[1]
-                    count[t.device] += t.workload.slo_s == p
-                else:
-                    m = _means(t.workload)
-                    lower[:devices] += m[0] + m[2]
-                    lower[t.device] += m[1]
-            self.inside[i, lv] = inside
-            self.lower[i, lv] = lower
-            self.count[i, lv] = count
+        lv = np.array(list(levels), dtype=np.int64)
+        p = np.array(self.levels)[lv]
+        inside = np.zeros((len(lv), self.max_devices, _NWL))
+        lower = np.zeros((len(lv), self.max_devices))
+        count = np.zeros((len(lv), self.max_devices), dtype=np.int64)
+        for t in tenants:
+            at = t.workload.slo_s <= p  # the levels where the tenant is at or above
+            if at.any():
+                h = tenant_terms_at(t.workload, p[at])  # (A, 3, WL)
+                inside[at, :devices] += (h[:, 0] + h[:, 2])[:, None, :]
+                inside[at, t.device] += h[:, 1]
+                count[at, t.device] += t.workload.slo_s == p[at]
+            if not at.all():
+                m = _means(t.workload)
+                lower[~at, :devices] += m[0] + m[2]
+                lower[~at, t.device] += m[1]
+        self.inside[i, lv] = inside
+        self.lower[i, lv] = lower
+        self.count[i, lv] = count
 
     # ------------------------------------------------------------------ the test
     def infeasible(
@@ -157,14 +188,15 @@ class ClusterScreen:
         lv = np.array([k for k, p in enumerate(self.levels) if p >= slo], dtype=np.int64)
         p = np.array(self.levels)[lv]
         scaled = p * SLO_SCALE  # (Lc,)
-        h = np.stack([tenant_terms(workload, float(x)) for x in p])  # (Lc, 3, WL)
+        h = tenant_terms_at(workload, p)  # (Lc, 3, WL)
         new = np.zeros((len(lv), self.max_devices, _NWL))
         new += (h[:, 0] + h[:, 2])[:, None, :]
         new[:, device] += h[:, 1]
-        lam = np.tile(_LAMBDAS, _WEIGHTS.shape[0])  # λ of each (w, λ) column
-        inside = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL)
+        total = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL), a copy
         avail = 3 * RATE_CAP - self.lower[np.ix_(servers, lv)]  # (C, Lc, D)
-        total = inside + new[None] - (scaled[None, :, None, None] * lam) * avail[..., None]
+        # inside + new − (SLO'_p λ) · avail, in place (the same operations in the same order)
+        total += new[None]
+        total -= (scaled[None, :, None, None] * _LAMBDA_OF_COLUMN) * avail[..., None]
         proof = total.max(axis=3) > scaled[None, :, None] * (1 + TOLERANCE)  # (C, Lc, D)
         row = self.count[np.ix_(servers, lv)] > 0
         row[:, lv == self._level_index[slo], device] = True  # the newcomer's own row

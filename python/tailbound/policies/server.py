@@ -38,6 +38,16 @@ class Placed:
     device: int = 0
 
 
+def pad_edge(rows: Sequence[NDArray[np.float64]], width: int) -> NDArray[np.float64]:
+    """``rows`` (1-D, each at most ``width`` long) as one ``(len(rows), width)`` array, each row
+    padded by repeating its last value (faster than ``np.pad`` per row)."""
+    out = np.empty((len(rows), width))
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+        out[i, len(r) :] = r[-1]
+    return out
+
+
 def queue_ids(tenants: Sequence[Placed]) -> NDArray[np.int64]:
     """Queue of each tenant at each stage, shape ``(n, 3)``: ``net_in`` is 0, ``net_out`` 1,
     device ``d``'s storage queue ``2 + d``."""
@@ -56,9 +66,37 @@ def slos(tenants: Sequence[Placed]) -> NDArray[np.float64]:
 @lru_cache(maxsize=65536)
 def arrival_points(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Breakpoints ``(xs, ys)`` and tail rate of the arrival curve ``min_i (r_i t + b_i)`` of an
-    r-b curve (cached per curve object)."""
+    r-b curve (cached per curve object): :func:`~tailbound.dnc.curves.token_bucket_min`'s
+    result, computed in one vectorised pass when every bucket is on the envelope."""
+    fast = _envelope_points(curve.rates, curve.buckets)
+    if fast is not None:
+        return fast
     alpha = token_bucket_min(curve.rates, curve.buckets)
     return alpha.xs, alpha.ys, alpha.tail
+
+
+def _envelope_points(
+    rates: NDArray[np.float64], buckets: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float] | None:
+    """:func:`~tailbound.dnc.curves.token_bucket_min`'s walk without its loop, for the common
+    case where the walk drops no line from its stack (a convex r-b curve): the same lines in the
+    same order and the same arithmetic, so the same floats (tested); ``None`` otherwise (or
+    when one bucket is left), and the caller takes the general walk."""
+    order = np.lexsort((rates, buckets))
+    r, b = rates[order], buckets[order]
+    before = np.minimum.accumulate(np.concatenate([[np.inf], r[:-1]]))
+    keep = r < before  # the walk skips a line whose rate is no smaller than the last kept one
+    r, b = r[keep], b[keep]
+    if len(r) < 2 or np.any(r < 0) or np.any(b < 0):
+        return None
+    x = (b[1:] - b[:-1]) / (r[:-1] - r[1:])  # where consecutive lines cross
+    if not (x[0] > 0 and np.all(x[1:] > x[:-1])):
+        return None  # the walk would pop a line
+    xs = np.concatenate([[0.0], x])
+    ys = np.concatenate([[b[0]], b[:-1] + r[:-1] * x])
+    xs.flags.writeable = False
+    ys.flags.writeable = False
+    return xs, ys, float(r[-1])
 
 
 def shaper_delays(
@@ -68,18 +106,23 @@ def shaper_delays(
     ``h(α, r t + b) = max_i ((α(x_i) − b)/r − x_i)+`` over the breakpoints of the concave
     arrival curve ``α`` (infinite if ``r`` is below the mean rate). Equals
     :func:`tailbound.dnc.shaper_delay` (the general operator), tested."""
-    out = np.zeros((len(tenants), 3))
-    for j, t in enumerate(tenants):
-        for s, stage in enumerate(STORAGE_PATH):
-            xs, ys, tail = arrival_points(t.workload.curves[stage])
-            r, b = rate[j, s], bucket[j, s]
-            if tail > r * (1 + 1e-12) + 1e-15:
-                out[j, s] = np.inf
-            elif r <= 0:
-                out[j, s] = 0.0 if ys[-1] <= b else np.inf
-            else:
-                out[j, s] = max(0.0, float(np.max((ys - b) / r - xs)))
-    return out
+    n = len(tenants)
+    points = [arrival_points(t.workload.curves[stage]) for t in tenants for stage in STORAGE_PATH]
+    lengths = np.array([len(p[0]) for p in points])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    xs = np.concatenate([p[0] for p in points])
+    ys = np.concatenate([p[1] for p in points])
+    tail = np.array([p[2] for p in points])
+    r, b = rate.reshape(-1), bucket.reshape(-1)  # tenant by tenant, stage by stage, as points
+    on = np.repeat(np.arange(3 * n), lengths)
+    positive = r > 0
+    # the same arithmetic per breakpoint as one curve at a time, then the largest per curve
+    worst = np.maximum.reduceat((ys - b[on]) / np.where(positive, r, 1.0)[on] - xs, starts)
+    out = np.where(
+        positive, np.maximum(0.0, worst), np.where(ys[starts + lengths - 1] <= b, 0, np.inf)
+    )
+    out = np.where(tail > r * (1 + 1e-12) + 1e-15, np.inf, out)
+    return out.reshape(n, 3)
 
 
 def queue_delays(

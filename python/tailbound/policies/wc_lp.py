@@ -30,7 +30,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.characterize import RbCurve
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids, slos
+from tailbound.policies import certificates
+from tailbound.policies.certificates import Certificate
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids, slos
 from tailbound.policies.workload import Workload
 from tailbound.stages import STORAGE_PATH
 
@@ -75,26 +77,6 @@ def tenant_block(workload: Workload) -> tuple[NDArray[np.float64], ...]:
     return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
 
 
-class _Rows:
-    """Row-wise sparse constraint matrix under construction."""
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.index: list[NDArray[np.int32]] = []
-        self.value: list[NDArray[np.float64]] = []
-        self.lower: list[float] = []
-        self.upper: list[float] = []
-        self.nnz = 0
-
-    def add(self, cols: NDArray[np.int64], vals: NDArray[np.float64], lo: float, hi: float) -> None:
-        self.starts.append(self.nnz)
-        self.index.append(np.asarray(cols, dtype=np.int32))
-        self.value.append(np.asarray(vals, dtype=np.float64))
-        self.lower.append(lo)
-        self.upper.append(hi)
-        self.nnz += len(cols)
-
-
 def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tuple[float, int]]]:
     """The LP of the tenants on one server (see the module docstring), and the ``(SLO, device)``
     of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns."""
@@ -104,46 +86,49 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     n_rb = 6 * n
 
     blocks = [tenant_block(t.workload) for t in tenants]
-    col_lower = np.concatenate([blk[0] for blk in blocks])
-    col_upper = np.concatenate([blk[1] for blk in blocks])
     # r-b curve rows, two non-zeros each: coef·r + 1·b >= rhs
-    r_cols = np.concatenate([blk[2] + 6 * j for j, blk in enumerate(blocks)])
-    rows = _Rows()
-    rows.starts = (2 * np.arange(len(r_cols))).tolist()
-    rows.index = [np.column_stack([r_cols, r_cols + 1]).reshape(-1).astype(np.int32)]
-    coef = np.concatenate([blk[3] for blk in blocks])
-    rows.value = [np.column_stack([coef, np.ones(len(r_cols))]).reshape(-1)]
-    rows.lower = np.concatenate([blk[4] for blk in blocks]).tolist()
-    rows.upper = [_INF] * len(r_cols)
-    rows.nnz = 2 * len(r_cols)
+    sizes = [len(blk[2]) for blk in blocks]
+    r_cols = np.concatenate([blk[2] for blk in blocks]) + np.repeat(6 * np.arange(n), sizes)
+    m = len(r_cols)
+    curve_index = np.empty(2 * m, dtype=np.int64)
+    curve_index[0::2] = r_cols
+    curve_index[1::2] = r_cols + 1
+    curve_value = np.ones(2 * m)
+    curve_value[0::2] = np.concatenate([blk[3] for blk in blocks])
     # the rate column of every (tenant, stage): (n, 3)
     rc = 6 * np.arange(n)[:, None] + 2 * np.arange(3)[None, :]
     # capacity of every queue (Eq. 5.4)
-    for queue in np.unique(q):
-        cols = rc[q == queue]
-        rows.add(cols, np.ones(len(cols)), -_INF, RATE_CAP)
+    cap_cols = [rc[q == queue] for queue in np.unique(q)]
+    cap_sizes = np.array([len(c) for c in cap_cols], dtype=np.int64)
     # Eq. 5.7 per priority level and path, all at once (same rows, same order as one by one)
     devices_of = np.array([t.device for t in tenants])
     r_vars = sorted({(float(level), int(d)) for level, d in zip(slo, devices_of, strict=True)})
     eq57 = _eq57_rows(q, slo, rc, r_vars, n_rb)
-    rows.starts.extend((rows.nnz + eq57[0][:-1]).tolist())
-    rows.index.append(eq57[1])
-    rows.value.append(eq57[2])
-    rows.lower.extend([-_INF] * (len(eq57[0]) - 1))
-    rows.upper.extend(eq57[3].tolist())
-    rows.nnz += int(eq57[0][-1])
+    n_eq57 = len(eq57[0]) - 1
+    cap_end = 2 * m + int(cap_sizes.sum())
+    start = np.concatenate(
+        [
+            2 * np.arange(m),
+            2 * m + np.concatenate([[0], np.cumsum(cap_sizes)[:-1]]),
+            cap_end + eq57[0],
+        ]
+    )
     n_col = n_rb + len(r_vars)
     cost = np.zeros(n_col)
     cost[0:n_rb:2] = 1.0
     return LpArrays(
         cost=cost,
-        col_lower=np.append(col_lower, np.zeros(len(r_vars))),
-        col_upper=np.append(col_upper, np.full(len(r_vars), RATE_CAP)),
-        row_lower=np.array(rows.lower),
-        row_upper=np.array(rows.upper),
-        start=np.array([*rows.starts, rows.nnz], dtype=np.int32),
-        index=np.concatenate(rows.index).astype(np.int32),
-        value=np.concatenate(rows.value),
+        col_lower=np.concatenate([blk[0] for blk in blocks] + [np.zeros(len(r_vars))]),
+        col_upper=np.concatenate([blk[1] for blk in blocks] + [np.full(len(r_vars), RATE_CAP)]),
+        row_lower=np.concatenate(
+            [blk[4] for blk in blocks] + [np.full(len(cap_cols) + n_eq57, -_INF)]
+        ),
+        row_upper=np.concatenate(
+            [np.full(m, _INF), np.full(len(cap_cols), RATE_CAP), eq57[3].astype(np.float64)]
+        ),
+        start=start.astype(np.int32),
+        index=np.concatenate([curve_index, *cap_cols, eq57[1]]).astype(np.int32),
+        value=np.concatenate([curve_value, np.ones(int(cap_sizes.sum())), eq57[2]]),
     ), r_vars
 
 
@@ -273,24 +258,39 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     >>> solve(tight) is None  # three such tenants cannot share a server
     True
     """
+    return solve_certified(tenants, devices, certify=False)[0]
+
+
+def solve_certified(
+    tenants: Sequence[Placed], devices: int = 1, *, certify: bool = True
+) -> tuple[LpSolution | None, list[Certificate]]:
+    """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
+    :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
+    the same server (the last of ``tenants`` is the newcomer)."""
     for t in tenants:
         for stage in STORAGE_PATH:
             c = t.workload.curves[stage]
             if c.rates[0] > RATE_CAP or c.buckets[-1] > t.workload.slo_s * SLO_SCALE:
-                return None
+                return None, []
     lp, r_vars = build_lp(tenants, devices)
     h = _highs()
     lp.pass_to(h)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
+        if not certify or h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+            return None, []
+        _, has_ray, ray = h.getDualRay()  # type: ignore[attr-defined]  # not in the stubs
+        if not has_ray:
+            return None, []
+        return None, certificates.from_dual_ray(tenants, r_vars, devices, lp, np.asarray(ray))
     x = np.array(h.getSolution().col_value)
     n = len(tenants)
     rb = x[: 6 * n].reshape(n, 3, 2)
     rate = np.clip(rb[:, :, 0], 0.0, RATE_CAP)
     bucket = np.maximum(rb[:, :, 1], 0.0)
     bounds = {key: float(x[6 * n + i]) for i, key in enumerate(r_vars)}
-    return LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+    solution = LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+    return solution, []
 
 
 _K = 16  # points per stage in the screen's arrays (12 segments + the 0.999 point fit)
@@ -308,9 +308,7 @@ def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float
         rs.append(np.append(c.rates[keep], RATE_CAP))
         bs.append(np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP))))
     k = max(_K, *(len(r) for r in rs))
-    rates = np.array([np.pad(r, (0, k - len(r)), mode="edge") for r in rs])
-    buckets = np.array([np.pad(b, (0, k - len(b)), mode="edge") for b in bs])
-    return rates, buckets
+    return pad_edge(rs, k), pad_edge(bs, k)
 
 
 #: Weights ``w`` of the three queues in ``R_p >= Σ_q w_q Σ_{higher at q} r`` (each a convex

@@ -1,0 +1,257 @@
+"""Infeasibility certificates of a server's LP, kept and reused for later newcomers (our addition
+to wcPlacer, thesis §5.2.3; exact).
+
+When HiGHS finds a server's LP (:mod:`tailbound.policies.wc_lp`) infeasible it returns a Farkas
+dual ray. Its multipliers ``y >= 0`` on the coupling rows — capacity (Eq. 5.4), the rate bounds
+of each level and path, and Eq. 5.7 — give, for every point feasible for those rows,
+``y·A x <= y·u``. Writing ``y·A x = Σ_j Σ_s (c_js r_js + d_js b_js) + Σ_R e_R R``, every feasible
+point also has each ``(r_js, b_js)`` in tenant ``j``'s region at stage ``s`` (on or above its r-b
+curve, ``r`` in ``[ρ_0, 0.999]``, ``b <= SLO'_j``) and ``R`` in ``[0, 0.999]``, so
+
+``L(y) = Σ_j Σ_s min_{region_js} (c_js r + d_js b) + Σ_R min(0, 0.999 e_R) − y·u > 0``
+
+proves the LP infeasible (a Lagrangian bound: the tenants' own rows are kept exactly instead of
+being multiplied). The proof stays valid for the same server with *another* newcomer: ``c`` and
+``d`` of a newcomer of SLO ``σ`` on device ``δ`` depend only on which rows it would enter — the
+capacity rows of its queues, the rate-bound rows of lower levels (``p > σ``) on paths through its
+queues and the Eq. 5.7 rows of levels ``p >= σ`` there — and rows the new LP has but the old one
+had not get multiplier 0 (any ``y >= 0`` on any subset of rows is a valid bound). It also stays
+valid when tenants are *added* to the server: their terms are ``>= 0`` (``c, d >= 0`` and
+``r, b >= 0``) and are simply left out. A departure changes the rows, so the server's
+certificates are dropped then.
+
+So a server that refused one newcomer usually refuses the next similar one without an LP. A
+server is skipped only where ``L(y)`` exceeds a small relative margin (:data:`MARGIN`), a
+mathematical proof up to rounding; placements are the same with or without the certificates
+(tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids
+from tailbound.policies.workload import Workload
+from tailbound.stages import STORAGE_PATH
+
+#: Margin on ``L(y) > 0``, relative to the sum of the magnitudes of its terms and of ``y``: far
+#: above rounding, and above what HiGHS's feasibility tolerance (1e-7 per row) could hide, so a
+#: server skipped this way is one the solver itself would have found infeasible.
+MARGIN = 1e-6
+#: Certificates kept per server (the newest); older ones are dropped.
+KEEP = 8
+#: Vertices per stage in :func:`region_vertices` (a pruned curve has 13 points, plus 2).
+_K = 16
+
+
+@lru_cache(maxsize=65536)
+def region_vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """Lower-left vertices of the tenant's region at each stage, where ``c r + d b`` with
+    ``c, d >= 0`` is smallest: the r-b curve between ``r_lo`` (the larger of its first rate and
+    the rate where its bucket falls to ``SLO' = 0.999 SLO``) and ``r = 0.999``. Rates and
+    buckets, shape ``(3, K)`` (padding repeats the last point); ``None`` if the region is empty
+    at some stage (the tenant cannot meet its SLO).
+
+    Examples
+    --------
+    >>> from tailbound.characterize import RbCurve
+    >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.4, 0.1, 0.0]), 0.1)
+    >>> w = Workload("w", 0.2 / SLO_SCALE, {s: c for s in STORAGE_PATH})
+    >>> r, b = region_vertices(w)  # b <= 0.2 from r = 0.4 on; the last point is at r = 0.999
+    >>> r[0, :3].round(4).tolist(), b[0, :3].round(4).tolist()
+    ([0.3667, 0.5, 0.999], [0.2, 0.1, 0.0002])
+    """
+    slo = workload.slo_s * SLO_SCALE
+    rs, bs = [], []
+    for stage in STORAGE_PATH:
+        c = workload.curves[stage]
+        if c.rates[0] > RATE_CAP:
+            return None
+        b_cap = float(c.bucket_at(RATE_CAP))
+        if b_cap > slo:
+            return None
+        keep = c.rates < RATE_CAP
+        r = np.append(c.rates[keep], RATE_CAP)
+        b = np.append(c.buckets[keep], b_cap)
+        over = b > slo
+        if over.any():
+            k = int(np.nonzero(over)[0][-1])  # the last point above SLO'; the next is below
+            r_lo = r[k] + (slo - b[k]) * (r[k + 1] - r[k]) / (b[k + 1] - b[k])
+            r = np.concatenate([[min(max(r_lo, r[k]), r[k + 1])], r[k + 1 :]])
+            b = np.concatenate([[slo], b[k + 1 :]])
+        rs.append(r)
+        bs.append(b)
+    k = max(_K, *(len(r) for r in rs))
+    return pad_edge(rs, k), pad_edge(bs, k)
+
+
+def region_min(workload: Workload, c: NDArray[np.float64], d: NDArray[np.float64]) -> float:
+    """``Σ_s min_{region_s} (c_s r + d_s b)`` for ``c, d >= 0`` of shape ``(3,)``."""
+    verts = region_vertices(workload)
+    if verts is None:
+        return np.inf
+    rates, buckets = verts
+    return float((c[:, None] * rates + d[:, None] * buckets).min(axis=1).sum())
+
+
+def _regions_min(workloads: Sequence[Workload], cd: NDArray[np.float64]) -> list[float]:
+    """:func:`region_min` of each workload with ``c = cd[j, :, 0]``, ``d = cd[j, :, 1]``, in one
+    numpy pass when the vertex arrays share their shape (the same floats)."""
+    verts = [region_vertices(w) for w in workloads]
+    if not verts or any(v is None or v[0].shape != (3, _K) for v in verts):
+        return [region_min(w, cd[j, :, 0], cd[j, :, 1]) for j, w in enumerate(workloads)]
+    rates = np.stack([v[0] for v in verts if v is not None])
+    buckets = np.stack([v[1] for v in verts if v is not None])
+    values = cd[:, :, 0, None] * rates + cd[:, :, 1, None] * buckets
+    return [float(x) for x in values.min(axis=2).sum(axis=1)]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A Farkas certificate of one server's LP, reduced to what a newcomer needs.
+
+    ``constant`` is ``L(y)`` without the newcomer's terms; ``scale`` the sum of the magnitudes
+    of its terms and of ``y`` (for :data:`MARGIN`). ``cap`` is ``y`` of the capacity rows per
+    queue (``[net_in, net_out, storage_0, ...]``); per ``R_pπ``: its level ``p`` (SLO, s), its
+    device, ``y`` of its three rate-bound rows (``rb``, per stage) and of its Eq. 5.7 row
+    (``eq57``). ``only``: the ``(SLO, device)`` of the newcomers it applies to, if not all.
+    """
+
+    constant: float
+    scale: float
+    cap: NDArray[np.float64]
+    level: NDArray[np.float64]
+    device: NDArray[np.int64]
+    rb: NDArray[np.float64]
+    eq57: NDArray[np.float64]
+    only: tuple[float, int] | None = None
+
+    def coefficients(
+        self, slo_s: float, device: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``c`` and ``d`` (each ``(3,)``) of a newcomer of SLO ``slo_s`` on ``device``: the
+        sums of ``y`` over the rows it would enter."""
+        on = np.ones((len(self.level), 3), dtype=bool)
+        on[:, 1] = self.device == device
+        lower = on & (self.level > slo_s)[:, None]
+        inside = on & (self.level >= slo_s)[:, None]
+        c = self.cap[[0, 2 + device, 1]] + (self.rb * lower).sum(axis=0)
+        d = (self.eq57[:, None] * inside).sum(axis=0)
+        return c, d
+
+    def bound(self, workload: Workload, device: int) -> float:
+        """``L(y)`` of the LP with ``workload`` added on ``device`` (``-inf`` if this
+        certificate does not apply to it)."""
+        if self.only is not None and self.only != (workload.slo_s, device):
+            return -np.inf
+        c, d = self.coefficients(workload.slo_s, device)
+        return self.constant + region_min(workload, c, d)
+
+    def proves(self, workload: Workload, device: int) -> bool:
+        """Does this certificate prove the LP with ``workload`` added on ``device`` infeasible?"""
+        return bool(self.bound(workload, device) > MARGIN * self.scale)
+
+
+def from_dual_ray(
+    tenants: Sequence[Placed],
+    r_vars: Sequence[tuple[float, int]],
+    devices: int,
+    lp: LpRows,
+    ray: NDArray[np.float64],
+) -> list[Certificate]:
+    """The certificates of the LP of ``tenants`` (the last one the newcomer) from HiGHS's dual
+    ray ``ray`` (one entry per row); empty if the ray does not prove infeasibility this way.
+
+    The rows of a level and path that only the newcomer brought (no other tenant of its SLO on
+    its device) are not rows of the LP with another newcomer: a certificate using them is kept
+    for newcomers of the same SLO and device only (``only``), and a second one without them,
+    valid for every newcomer, is kept if it still proves this LP infeasible.
+    """
+    n_rb = 6 * len(tenants)
+    row_of = np.repeat(np.arange(len(lp.start) - 1), np.diff(lp.start))
+    coupling = np.isfinite(lp.row_upper)
+    new = (tenants[-1].workload.slo_s, tenants[-1].device)
+    own_rows = np.zeros(len(lp.row_upper), dtype=bool)
+    if new not in {(t.workload.slo_s, t.device) for t in tenants[:-1]}:
+        own_rows[row_of[lp.index == n_rb + list(r_vars).index(new)]] = True
+    out: list[Certificate] = []
+    for sign in (1.0, -1.0):
+        y = np.where(coupling, np.maximum(sign * ray, 0.0), 0.0)
+        variants = [(y, new if own_rows.any() else None)]
+        if own_rows.any():
+            variants.append((np.where(own_rows, 0.0, y), None))
+        for yv, only in variants:
+            if yv.any():
+                cert = _reduce(tenants, r_vars, devices, lp, row_of, yv, only)
+                if cert.proves(tenants[-1].workload, tenants[-1].device):
+                    out.append(cert)
+        if out:
+            break
+    return out
+
+
+class LpRows(Protocol):
+    """The rows of a server's LP as :func:`~tailbound.policies.wc_lp.build_lp` builds them:
+    r-b curve rows first (lower bounds only), then the coupling rows (upper bounds only), each
+    coupling row's ``R`` column (if any) last."""
+
+    @property
+    def start(self) -> NDArray[np.int32]: ...
+    @property
+    def index(self) -> NDArray[np.int32]: ...
+    @property
+    def value(self) -> NDArray[np.float64]: ...
+    @property
+    def row_upper(self) -> NDArray[np.float64]: ...
+
+
+def _reduce(
+    tenants: Sequence[Placed],
+    r_vars: Sequence[tuple[float, int]],
+    devices: int,
+    lp: LpRows,
+    row_of: NDArray[np.int64],
+    y: NDArray[np.float64],
+    only: tuple[float, int] | None,
+) -> Certificate:
+    """The certificate of multipliers ``y`` (zero outside the coupling rows)."""
+    n = len(tenants)
+    n_rb = 6 * n
+    v = len(r_vars)
+    g = np.bincount(lp.index, weights=y[row_of] * lp.value, minlength=n_rb + v)
+    # classify the rows with a multiplier: capacity (no R), rate bound (R with -1), Eq. 5.7
+    rows = np.nonzero(y)[0]
+    first = lp.index[lp.start[rows]].astype(np.int64)
+    last = lp.index[lp.start[rows + 1] - 1].astype(np.int64)
+    last_value = lp.value[lp.start[rows + 1] - 1]
+    stage = (first % 6) // 2
+    q = queue_ids(tenants)
+    cap = np.zeros(2 + devices)
+    rb = np.zeros((v, 3))
+    eq57 = np.zeros(v)
+    is_cap = last < n_rb
+    is_rb = ~is_cap & (last_value < 0)
+    is_57 = ~is_cap & ~is_rb
+    np.add.at(cap, q[first[is_cap] // 6, stage[is_cap]], y[rows[is_cap]])
+    np.add.at(rb, (last[is_rb] - n_rb, stage[is_rb]), y[rows[is_rb]])
+    np.add.at(eq57, last[is_57] - n_rb, y[rows[is_57]])
+    terms = [-float(y @ np.where(np.isfinite(lp.row_upper), lp.row_upper, 0.0))]
+    cd = np.maximum(g[:n_rb].reshape(n, 3, 2), 0.0)
+    terms += _regions_min([t.workload for t in tenants[:-1]], cd[: n - 1])
+    terms.append(float(np.minimum(0.0, RATE_CAP * g[n_rb:]).sum()))
+    return Certificate(
+        constant=float(sum(terms)),
+        scale=float(np.abs(terms).sum() + y.sum()),
+        cap=cap,
+        level=np.array([r[0] for r in r_vars], dtype=np.float64),
+        device=np.array([r[1] for r in r_vars], dtype=np.int64),
+        rb=rb,
+        eq57=eq57,
+        only=only,
+    )
