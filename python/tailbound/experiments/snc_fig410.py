@@ -56,6 +56,7 @@ BASE_SLOS_S = (0.010, 0.020, 0.050, 0.100)
 CLIENTS = 12
 SERVERS = 6
 TRACES = 62
+TRACE_S = 600.0  # every wc62 trace is a 600 s recording (shared/data/README.md)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def population(data: Path, count: int, seed: int) -> Population:
     for i in range(count):
         index = i % TRACES
         if index not in full:
-            full[index] = read_trace(trace_path(data, index))
+            full[index] = read_trace(trace_path(data, index), duration_s=TRACE_S)
         shift = rng.uniform(0.0, full[index].duration)
         key = f"{trace_path(data, index)}@{shift:.6f}"
         shifted = full[index].shift_circular(shift)

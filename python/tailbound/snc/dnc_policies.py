@@ -188,10 +188,27 @@ class LpMemo:
             others = frozenset(g for q in f.queues for g in at[q] if g is not f)
             key = (f, others)
             if key not in self.delays:
-                self.delays[key] = lp_delay(f.lp(), [g.lp() for g in others])
+                self.delays[key] = self._solve(f, others)
                 self.solved += 1
             out.append(self.delays[key])
         return out
+
+    @staticmethod
+    def _solve(f: NetFlow, others: frozenset[NetFlow]) -> float:
+        """The LP bound, ``inf`` when a link of the path is overloaded at ``f``'s level or above
+        (the sum over those flows of their smallest bucket rate reaches the link: no finite
+        bound, and the LP is then badly conditioned) or when HiGHS cannot settle the LP (*choice*:
+        counted as unbounded, so the tenants are not admitted — the safe side)."""
+        for q in f.queues:
+            load = min(r for r, _ in f.buckets) + sum(
+                min(r for r, _ in g.buckets) for g in others if q in g.queues and g.level <= f.level
+            )
+            if load >= 1.0:
+                return math.inf
+        try:
+            return lp_delay(f.lp(), [g.lp() for g in others])
+        except RuntimeError:
+            return math.inf
 
 
 @dataclass(frozen=True)
