@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tailbound.characterize import RbCurve
 from tailbound.errors import ConfigError
@@ -179,5 +181,29 @@ def test_bounds_never_exceeded_in_the_simulator(
     worst = {t.name: float(np.nanmax(latency[t.name])) for t in admitted}
     for b in final:
         assert worst[b.name] <= b.latency_s, (b.name, worst[b.name], b.latency_s)
-    # not vacuous: some tenant comes within a factor 20 of its bound
-    assert max(worst[b.name] / b.latency_s for b in final) > 0.05
+    # not vacuous: some tenant reaches most of its bound (measured: 0.97, 0.95, 0.99)
+    assert max(worst[b.name] / b.latency_s for b in final) > 0.5
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    policy=st.sampled_from(["dnc", "silo", "qjump"]),
+    slos=st.lists(st.sampled_from([0.05, 0.1, 0.3, 1.0, 2.0]), min_size=2, max_size=6),
+    clients=st.integers(1, 3),
+)
+def test_bounds_never_exceeded_property(
+    cut_traces: dict[str, Trace], policy: str, slos: list[float], clients: int
+) -> None:
+    """Any SLO mix and host layout: the admitted tenants replayed stay within their bounds."""
+    specs = tenants(slos, clients=clients, servers=1)
+    bounds = bound_function(policy, specs, cut_traces)
+    admitted = [d.tenant for d in admit_in_order(specs, bounds) if d.admitted]
+    if not admitted:
+        return
+    mode = "demotion" if policy == "dnc" else "shaping"
+    enforced = [Enforced(c.level, c.buckets, mode) for c in configurations(bounds, admitted)]
+    latency = replay(admitted, [cut_traces[str(t.trace)] for t in admitted], enforced)
+    for b in bounds(admitted):
+        assert float(np.nanmax(latency[b.name])) <= b.latency_s
