@@ -67,3 +67,30 @@ def test_bad_tenants_file_is_one_line_error(tmp_path: Path, capsys) -> None:  # 
     err = capsys.readouterr().err
     assert "tenants[0].slo_s" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("policy", ["dnc", "silo", "qjump"])
+def test_admit_with_dnc_baselines(tenants_file: Path, tmp_path: Path, policy: str) -> None:
+    out = tmp_path / "decisions.json"
+    assert (
+        main(["admit", "--tenants", str(tenants_file), "--policy", policy, "--out", str(out)]) == 0
+    )
+    doc = json.loads(out.read_text())
+    assert doc["policy"] == policy
+    decisions = doc["decisions"]
+    assert [d["name"] for d in decisions] == ["T0", "T1", "T2"]
+    # 0.5 ms is below what a 100th-percentile bound of these bursty traces can give
+    assert decisions[2]["admitted"] is False
+    for d in decisions:
+        assert d["admitted"] == (d["meets_slo"] and not d["violated"])
+
+
+def test_bound_with_dnc_analysis(tenants_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bounds.json"
+    args = ["bound", "--tenants", str(tenants_file), "--analysis", "dnc", "--out", str(out)]
+    assert main(args) == 0
+    rows = json.loads(out.read_text())["tenants"]
+    assert [r["priority"] for r in rows] == [1, 2, 0]
+    for r in rows:
+        assert r["latency_s"] == pytest.approx(r["latency_in_s"] + r["latency_out_s"])
+        assert r["latency_s"] > 0

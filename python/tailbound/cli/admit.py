@@ -1,4 +1,4 @@
-"""``tailbound admit``: arrival-order admission control with SNC-Meister."""
+"""``tailbound admit``: arrival-order admission control with SNC-Meister or a DNC baseline."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ import argparse
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "admit",
-        help="decide admission of tenants in arrival order (SNC-Meister)",
+        help="decide admission of tenants in arrival order (SNC-Meister or a DNC baseline)",
         description=(
             "Tenants arrive in file order; each is admitted only if it and every admitted "
-            "tenant still meet their SLOs (thesis §4.2). Rejected tenants run best effort."
+            "tenant still meet their SLOs (thesis §4.2). Rejected tenants run best effort. "
+            "dnc, silo and qjump are the worst-case (100th percentile) baselines of thesis "
+            "§4.3.1 (PriorityMeister-style DNC, Silo++, QJump++)."
         ),
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file (arrival order)")
     parser.add_argument(
         "--policy",
         default="snc-meister",
-        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution"],
+        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution", "dnc", "silo", "qjump"],
         help="bound function deciding admission (default snc-meister)",
     )
     parser.add_argument("--out", help="write the decisions as JSON to this file")
@@ -27,12 +29,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tailbound.snc.admission import admit_in_order
-    from tailbound.snc.analysis import snc_bound_function
+    from tailbound.snc.analysis import BoundFunction, snc_bound_function
+    from tailbound.snc.dnc_policies import POLICIES, dnc_bound_function
+    from tailbound.snc.incremental import IncrementalSnc
     from tailbound.snc.io import fmt_ms, markdown_table, write_json_atomic
     from tailbound.snc.tenants import load_tenants
 
     tset = load_tenants(args.tenants)
-    decisions = admit_in_order(tset.tenants, snc_bound_function(tset, args.policy))
+    bounds: BoundFunction
+    if args.policy in POLICIES:
+        bounds = dnc_bound_function(tset, args.policy)
+    elif args.policy == "snc-meister":
+        bounds = IncrementalSnc(tset)  # same bounds, re-using flows an arrival leaves unchanged
+    else:
+        bounds = snc_bound_function(tset, args.policy)
+    decisions = admit_in_order(tset.tenants, bounds)
     rows = [
         [
             d.tenant.name,

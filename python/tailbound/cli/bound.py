@@ -18,8 +18,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--analysis",
         default="snc-meister",
-        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution"],
-        help="network analysis (default snc-meister)",
+        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution", "dnc", "silo", "qjump"],
+        help=(
+            "network analysis (default snc-meister); dnc, silo and qjump are the worst-case "
+            "(100th percentile) bounds of the DNC baselines of thesis §4.3.1"
+        ),
     )
     parser.add_argument(
         "--arrival-model",
@@ -34,13 +37,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from tailbound.snc.analysis import snc_bound_function
+    from tailbound.snc.analysis import BoundFunction, snc_bound_function
+    from tailbound.snc.dnc_policies import POLICIES, dnc_bound_function
     from tailbound.snc.io import fmt_ms, markdown_table, write_json_atomic
     from tailbound.snc.tenants import FitCache, load_tenants
 
     tset = load_tenants(args.tenants)
     cache = FitCache()
-    bounds = snc_bound_function(tset, args.analysis, cache)
+    bounds: BoundFunction
+    if args.analysis in POLICIES:
+        bounds = dnc_bound_function(tset, args.analysis)
+    else:
+        bounds = snc_bound_function(tset, args.analysis, cache)
     start = time.perf_counter()
     results = bounds(tset.tenants)
     elapsed = time.perf_counter() - start - cache.fit_seconds

@@ -9,6 +9,11 @@ at the lowest priority, which does not affect the admitted tenants). The policy 
 Checking every admitted tenant (not only those sharing a queue with the newcomer, as the reference
 implementation does) gives the same decisions: a tenant sharing no queue, directly or through the
 flows it competes with, has an unchanged bound.
+
+A bound function may also offer ``newcomer_bound(trial)``: the last tenant's bound alone, computed
+without the others'. When it misses the newcomer's SLO the newcomer is rejected at once (the same
+decision, since its bound is the same either way; ``violated`` then names only the newcomer),
+which saves computing every admitted tenant's bound for the many arrivals a full system rejects.
 """
 
 from __future__ import annotations
@@ -40,8 +45,14 @@ def admit_in_order(tenants: Sequence[TenantSpec], bounds: BoundFunction) -> list
     """Decide on ``tenants`` in arrival order; returns one :class:`Decision` each."""
     admitted: list[TenantSpec] = []
     decisions = []
+    screen = getattr(bounds, "newcomer_bound", None)
     for tenant in tenants:
         trial = [*admitted, tenant]
+        if screen is not None:
+            alone = screen(trial)
+            if not alone.meets_slo:
+                decisions.append(Decision(tenant, False, alone, (tenant.name,)))
+                continue
         results = bounds(trial)
         violated = tuple(r.name for r in results if not r.meets_slo)
         ok = not violated

@@ -1,0 +1,423 @@
+"""The DNC-based admission baselines of thesis §4.3.1 as bound functions.
+
+Each factory returns a :data:`~tailbound.snc.analysis.BoundFunction`, so the baselines plug into
+:func:`~tailbound.snc.admission.admit_in_order` exactly like SNC-Meister. All three give
+**100th-percentile** (worst-case) bounds and ignore the tenant's percentile. A tenant's request
+crosses its client's egress and its server's ingress, its response the server's egress and the
+client's ingress (the same full-bisection topology as SNC-Meister); its latency is the sum of both
+directions, each direction
+
+    latency_dir = pacing delay in its own rate limiter (end-host queueing)
+                + the PriorityMeister LP bound through its two links (thesis §3.2.3,
+                  :func:`~tailbound.policies.pm_lp.lp_delay`; every other flow is shaped by its
+                  token buckets where it enters, lower levels block for one packet)
+                + 2 · (MTU / C + propagation)   (store-and-forward of the last packet and wire
+                  propagation per hop; *choice*: the fluid LP does not see packets)
+
+Work is seconds of link time (bytes ÷ the link rate), r-b curves come from the tenant's trace
+with the network token model (:func:`~tailbound.characterize.rb_curve`), one per direction.
+
+The policies differ in how rate limits and priorities are chosen:
+
+- ``dnc`` (PriorityMeister-style): priorities by SLO (dense ranks, the tightest first, as
+  SNC-Meister), per direction :data:`PM_BUCKETS` token buckets from the r-b curve
+  (:func:`~tailbound.policies.prioritymeister.rate_limits`, multiple rate limits). The buckets lie
+  on the curve, so the trace they were fitted on is never delayed by them (pacing 0).
+- ``silo`` (Silo++): one priority level (Silo's switches serve guaranteed traffic FIFO); per
+  direction one bucket ``(r, one packet)`` — Silo's 1.5 KB burst — with ``r`` the **effective
+  bandwidth**: the smallest rate whose pacing delay ``(b(r) − packet) / r`` fits the direction's
+  pacing budget. *Choice* (the thesis gives no split): the pacing budgets of both directions add
+  up to :data:`SILO_PACING_SHARE` of the SLO, split between them on a grid of fractions so that
+  ``r_in + r_out`` is smallest; the rest of the SLO is left for the network.
+- ``qjump`` (QJump++): :data:`QJUMP_RATES` fixed class throughputs (independent of the number of
+  tenants, as the thesis does); class ``i`` has priority ``i`` (0 highest) and bucket
+  ``(QJUMP_RATES[i], one packet)``. A tenant takes one class for both directions (*choice*);
+  QJump++ raises a tenant's class until it and every earlier tenant meet their SLOs. The classes
+  of a tenant list are chosen greedily in list order (arrival order), so the admitted prefix keeps
+  its classes; a tenant that fits nowhere takes the first class where it alone meets its SLO,
+  else the last class.
+
+Only flows sharing a link with a flow can change its LP bound, so every bound is memoised on the
+flow and the flows sharing its links: adding a tenant re-solves only the LPs of the flows it meets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tailbound.characterize import RbCurve, rb_curve
+from tailbound.errors import ConfigError
+from tailbound.policies.pm_lp import LpFlow, lp_delay
+from tailbound.policies.prioritymeister import RATE_CAP, rate_limits
+from tailbound.profiles.tokens import stage_model
+from tailbound.snc.analysis import BoundFunction, TenantBound
+from tailbound.snc.tenants import TenantSet, TenantSpec, priorities_by_slo
+from tailbound.stages import Stage
+from tailbound.traces.trace import Trace
+
+#: Token buckets per direction of the ``dnc`` policy (PriorityMeister's multiple rate limits).
+PM_BUCKETS = 3
+#: Share of the SLO Silo++ gives to pacing (both directions together); the rest is the network's.
+SILO_PACING_SHARE = 0.9
+#: The fractions of Silo++'s pacing budget tried for the request direction.
+SILO_SPLITS = tuple(np.round(np.linspace(0.05, 0.95, 19), 2))
+#: QJump++'s class throughputs (utilisation of a link), class 0 the highest priority.
+QJUMP_RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+DIRECTIONS = ("in", "out")
+Bucket = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Wire:
+    """The packet-level facts the fluid analysis adds: MTU (bytes), propagation per hop (s)."""
+
+    mtu_bytes: float = 1500.0
+    propagation_s: float = 5e-6
+
+
+# ------------------------------------------------------------------------------ traces
+@dataclass
+class CurveCache:
+    """Per (trace, direction) r-b curves in seconds of link work; traces are read from
+    ``TenantSpec.trace`` unless ``traces`` holds one under ``str(spec.trace)`` (the experiment's
+    time-shifted halves)."""
+
+    tset: TenantSet
+    traces: dict[str, Trace] = field(default_factory=dict)
+    curves: dict[tuple[str, str], RbCurve] = field(default_factory=dict)
+
+    def trace(self, spec: TenantSpec) -> Trace:
+        key = str(spec.trace)
+        if key not in self.traces:
+            from tailbound.traces import read_trace
+
+            self.traces[key] = read_trace(Path(spec.trace))
+        return self.traces[key]
+
+    def curve(self, spec: TenantSpec, direction: str) -> RbCurve:
+        key = (str(spec.trace), direction)
+        if key not in self.curves:
+            stage = Stage.NET_IN if direction == "in" else Stage.NET_OUT
+            model = stage_model(stage, link_bandwidth_bytes_per_s=self.tset.link_bytes_per_s)
+            self.curves[key] = rb_curve(self.trace(spec), model)
+        return self.curves[key]
+
+
+def pacing_delay(curve: RbCurve, rate: float, bucket: float) -> float:
+    """Delay (s) in a token-bucket shaper ``(rate, bucket)`` of traffic with r-b curve ``curve``:
+    ``max(0, b(rate) − bucket) / rate`` (the horizontal deviation of ``α`` from ``rate·t +
+    bucket``, since ``b(r) = sup_t (α(t) − r t)``); infinite below the curve's smallest rate.
+
+    >>> c = RbCurve(np.array([0.1, 0.5]), np.array([0.02, 0.004]), 0.1)
+    >>> round(pacing_delay(c, 0.5, 0.001), 6)   # (4 ms − 1 ms) / 0.5
+    0.006
+    >>> pacing_delay(c, 0.05, 0.001)
+    inf
+    """
+    b = float(curve.bucket_at(rate))
+    return max(0.0, b - bucket) / rate if math.isfinite(b) else math.inf
+
+
+def effective_rates(curve: RbCurve, budgets: np.ndarray, bucket: float) -> np.ndarray:
+    """The smallest rate of ``curve``'s grid (at most :data:`RATE_CAP`) whose pacing delay fits
+    each budget (s): the effective bandwidth (Le Boudec & Thiran) with a one-packet bucket;
+    ``inf`` where even the cap does not fit.
+
+    >>> c = RbCurve(np.array([0.1, 0.2, 0.5]), np.array([0.02, 0.01, 0.004]), 0.1)
+    >>> effective_rates(c, np.array([0.2, 0.05, 0.001]), 0.0).tolist()
+    [0.1, 0.2, inf]
+    """
+    rates = np.append(curve.rates[curve.rates < RATE_CAP], RATE_CAP)
+    delay = np.maximum(curve.bucket_at(rates) - bucket, 0.0) / rates
+    # delay is non-increasing in the rate: the first rate that fits is the smallest
+    fits = delay[None, :] <= np.asarray(budgets, dtype=np.float64)[:, None]
+    first = np.argmax(fits, axis=1)
+    return np.where(fits.any(axis=1), rates[first], np.inf)
+
+
+# ------------------------------------------------------------------------------ flows and LP
+@dataclass(frozen=True)
+class NetFlow:
+    """One direction of a tenant as the LP sees it: hashable, so bounds can be memoised."""
+
+    name: str
+    queues: tuple[str, str]
+    level: int
+    buckets: tuple[Bucket, ...]
+    packet_s: float
+
+    def lp(self) -> LpFlow:
+        return LpFlow(
+            self.name,
+            self.queues,
+            {q: self.level for q in self.queues},
+            self.buckets,
+            self.packet_s,
+        )
+
+
+def paths(t: TenantSpec) -> dict[str, tuple[str, str]]:
+    """The two links of each direction (client egress → server ingress and back)."""
+    return {
+        "in": (f"{t.client_host}/egress", f"{t.server_host}/ingress"),
+        "out": (f"{t.server_host}/egress", f"{t.client_host}/ingress"),
+    }
+
+
+@dataclass
+class LpMemo:
+    """LP bounds memoised on (flow, the flows sharing one of its links)."""
+
+    delays: dict[tuple[NetFlow, frozenset[NetFlow]], float] = field(default_factory=dict)
+    solved: int = 0
+
+    def network_delays(self, flows: Sequence[NetFlow], which: Sequence[int]) -> list[float]:
+        """The LP bounds (s) of ``flows[which]`` through their two links with all of ``flows``
+        present."""
+        at: dict[str, list[NetFlow]] = {}
+        for f in flows:
+            for q in f.queues:
+                at.setdefault(q, []).append(f)
+        out = []
+        for f in (flows[i] for i in which):
+            others = frozenset(g for q in f.queues for g in at[q] if g is not f)
+            key = (f, others)
+            if key not in self.delays:
+                self.delays[key] = self._solve(f, others)
+                self.solved += 1
+            out.append(self.delays[key])
+        return out
+
+    @staticmethod
+    def _solve(f: NetFlow, others: frozenset[NetFlow]) -> float:
+        """The LP bound, ``inf`` when a link of the path is overloaded at ``f``'s level or above
+        (the sum over those flows of their smallest bucket rate reaches the link: no finite
+        bound, and the LP is then badly conditioned) or when HiGHS cannot settle the LP (*choice*:
+        counted as unbounded, so the tenants are not admitted — the safe side)."""
+        for q in f.queues:
+            load = min(r for r, _ in f.buckets) + sum(
+                min(r for r, _ in g.buckets) for g in others if q in g.queues and g.level <= f.level
+            )
+            if load >= 1.0:
+                return math.inf
+        try:
+            return lp_delay(f.lp(), [g.lp() for g in others])
+        except RuntimeError:
+            return math.inf
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A tenant's configuration under a policy: level and buckets per direction, pacing (s)."""
+
+    level: int
+    buckets: dict[str, tuple[Bucket, ...]]
+    pacing: dict[str, float]
+
+
+class _Policy:
+    """Shared machinery: curves, packet constants, the memo, and bounds of configured tenants."""
+
+    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+        self.tset = tset
+        self.curves = curves if curves is not None else CurveCache(tset)
+        self.wire = wire
+        self.packet_s = wire.mtu_bytes / tset.link_bytes_per_s
+        self.memo = LpMemo()
+
+    def wire_s(self) -> float:
+        return 2.0 * (self.packet_s + self.wire.propagation_s)
+
+    def evaluate(
+        self,
+        tenants: Sequence[TenantSpec],
+        config: Sequence[Configured],
+        which: Sequence[int] | None = None,
+    ) -> list[TenantBound]:
+        """The bounds of ``tenants[which]`` (default all) configured by ``config``."""
+        which = range(len(tenants)) if which is None else which
+        flows = [
+            NetFlow(f"{t.name}/{d}", paths(t)[d], c.level, c.buckets[d], self.packet_s)
+            for t, c in zip(tenants, config, strict=True)
+            for d in DIRECTIONS
+        ]
+        net = self.memo.network_delays(flows, [2 * i + j for i in which for j in range(2)])
+        out = []
+        for n, i in enumerate(which):
+            t, c = tenants[i], config[i]
+            per = {
+                d: c.pacing[d] + net[2 * n + j] + self.wire_s() for j, d in enumerate(DIRECTIONS)
+            }
+            total = per["in"] + per["out"]
+            out.append(
+                TenantBound(
+                    t.name,
+                    c.level,
+                    total if math.isfinite(total) else math.inf,
+                    per["in"],
+                    per["out"],
+                    None,
+                    t.slo_s,
+                    t.percentile,
+                )
+            )
+        return out
+
+
+# ------------------------------------------------------------------------------ policies
+class DncPolicy(_Policy):
+    """PriorityMeister-style DNC: priorities by SLO, :data:`PM_BUCKETS` buckets on the r-b curve."""
+
+    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+        super().__init__(tset, curves, wire)
+        self._buckets: dict[tuple[str, str], tuple[Bucket, ...]] = {}
+
+    def buckets(self, t: TenantSpec, direction: str) -> tuple[Bucket, ...]:
+        key = (str(t.trace), direction)
+        if key not in self._buckets:
+            self._buckets[key] = rate_limits(self.curves.curve(t, direction), PM_BUCKETS)
+        return self._buckets[key]
+
+    def configure(self, tenants: Sequence[TenantSpec]) -> list[Configured]:
+        levels = priorities_by_slo([t.slo_s for t in tenants])
+        return [
+            Configured(
+                level,
+                {d: self.buckets(t, d) for d in DIRECTIONS},
+                {d: 0.0 for d in DIRECTIONS},
+            )
+            for t, level in zip(tenants, levels, strict=True)
+        ]
+
+    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+        return self.evaluate(tenants, self.configure(tenants))
+
+    def newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
+        """The last tenant's bound (the admission screen of :func:`admit_in_order`)."""
+        return self.evaluate(tenants, self.configure(tenants), [len(tenants) - 1])[0]
+
+
+class SiloPolicy(_Policy):
+    """Silo++: one FIFO level, effective-bandwidth rate limits with a one-packet bucket."""
+
+    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+        super().__init__(tset, curves, wire)
+        self._config: dict[tuple[str, float], Configured] = {}
+
+    def configure_one(self, t: TenantSpec) -> Configured:
+        key = (str(t.trace), t.slo_s)
+        if key not in self._config:
+            budget = SILO_PACING_SHARE * t.slo_s
+            split = np.array(SILO_SPLITS)
+            r_in = effective_rates(self.curves.curve(t, "in"), split * budget, self.packet_s)
+            r_out = effective_rates(
+                self.curves.curve(t, "out"), (1 - split) * budget, self.packet_s
+            )
+            best = int(np.argmin(r_in + r_out))
+            rates = {"in": float(r_in[best]), "out": float(r_out[best])}
+            if not all(math.isfinite(r) for r in rates.values()):
+                rates = {d: RATE_CAP for d in DIRECTIONS}  # fits nowhere: rejected by its bound
+            self._config[key] = Configured(
+                0,
+                {d: ((rates[d], self.packet_s),) for d in DIRECTIONS},
+                {
+                    d: pacing_delay(self.curves.curve(t, d), rates[d], self.packet_s)
+                    for d in DIRECTIONS
+                },
+            )
+        return self._config[key]
+
+    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+        return self.evaluate(tenants, [self.configure_one(t) for t in tenants])
+
+    def newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
+        """The last tenant's bound (the admission screen of :func:`admit_in_order`)."""
+        config = [self.configure_one(t) for t in tenants]
+        return self.evaluate(tenants, config, [len(tenants) - 1])[0]
+
+
+class QJumpPolicy(_Policy):
+    """QJump++: fixed class throughputs, classes raised per tenant until the SLOs are met."""
+
+    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+        super().__init__(tset, curves, wire)
+        self._levels: dict[tuple[str, ...], tuple[int, ...]] = {(): ()}
+
+    def at_level(self, t: TenantSpec, level: int) -> Configured:
+        rate = QJUMP_RATES[level]
+        return Configured(
+            level,
+            {d: ((rate, self.packet_s),) for d in DIRECTIONS},
+            {d: pacing_delay(self.curves.curve(t, d), rate, self.packet_s) for d in DIRECTIONS},
+        )
+
+    def levels(self, tenants: Sequence[TenantSpec]) -> tuple[int, ...]:
+        """Each tenant's class, chosen greedily in list order (module docstring)."""
+        names = tuple(t.name for t in tenants)
+        done = max(n for n in range(len(names) + 1) if names[:n] in self._levels)
+        levels = self._levels[names[:done]]
+        for n in range(done, len(names)):
+            levels = (*levels, self._choose(tenants[: n + 1], levels))
+            self._levels[names[: n + 1]] = levels
+        return levels
+
+    def _choose(self, tenants: Sequence[TenantSpec], earlier: tuple[int, ...]) -> int:
+        head = [self.at_level(t, lv) for t, lv in zip(tenants, earlier, strict=False)]
+        alone = None
+        for level in range(len(QJUMP_RATES)):
+            me = self.at_level(tenants[-1], level)
+            if not math.isfinite(me.pacing["in"] + me.pacing["out"]) or (
+                me.pacing["in"] + me.pacing["out"] > tenants[-1].slo_s
+            ):
+                continue  # the class's rate alone is too slow for this tenant
+            bounds = self.evaluate(tenants, [*head, me])
+            if all(b.meets_slo for b in bounds):
+                return level
+            if alone is None and bounds[-1].meets_slo:
+                alone = level
+        return alone if alone is not None else len(QJUMP_RATES) - 1
+
+    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+        levels = self.levels(tenants)
+        return self.evaluate(
+            tenants, [self.at_level(t, lv) for t, lv in zip(tenants, levels, strict=True)]
+        )
+
+
+POLICIES: dict[str, Callable[[TenantSet, CurveCache | None, Wire], _Policy]] = {
+    "dnc": DncPolicy,
+    "silo": SiloPolicy,
+    "qjump": QJumpPolicy,
+}
+
+
+def dnc_bound_function(
+    tset: TenantSet, policy: str = "dnc", curves: CurveCache | None = None, wire: Wire = Wire()
+) -> BoundFunction:
+    """The bound function of a DNC baseline: ``dnc``, ``silo`` or ``qjump`` (module docstring)."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown DNC policy {policy!r} (known: {', '.join(POLICIES)})")
+    for i, t in enumerate(tset.tenants):
+        if t.device is not None:
+            raise ConfigError(
+                tset.path,
+                f"the {policy} baseline models the network only (tenant {t.name} names a device)",
+                field=f"tenants[{i}].device",
+            )
+    return POLICIES[policy](tset, curves, wire)  # type: ignore[return-value]
+
+
+def configurations(bound: BoundFunction, tenants: Sequence[TenantSpec]) -> list[Configured]:
+    """The priorities and rate limits a DNC baseline enforces for ``tenants`` (for replay)."""
+    if isinstance(bound, DncPolicy):
+        return bound.configure(tenants)
+    if isinstance(bound, SiloPolicy):
+        return [bound.configure_one(t) for t in tenants]
+    if isinstance(bound, QJumpPolicy):
+        return [bound.at_level(t, lv) for t, lv in zip(tenants, bound.levels(tenants), strict=True)]
+    raise TypeError(f"not a DNC baseline: {bound!r}")

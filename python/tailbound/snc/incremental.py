@@ -1,0 +1,101 @@
+"""SNC-Meister bounds re-using what an arrival does not change (for admission loops).
+
+Admission control asks for every tenant's bound each time one tenant arrives, but SNC-Meister's
+bound of a flow (thesis Appendix A.4) reads only: its own arrival and ``eps``, the rates of its
+two queues, and — for every first queue ``Si`` feeding its second queue with flows of priority ≥
+its own — the flows entering ``Si`` of priority ≥ the lowest such feeder flow (shared with its
+second queue or not). :func:`flow_signature` is exactly that input; :class:`IncrementalSnc`
+memoises bounds on it and runs the Rust θ search (:func:`~tailbound.snc.fast.snc_meister_all`)
+only for flows whose signature is new. The results are the same numbers as
+:func:`~tailbound.snc.analysis.snc_bound_function` (up to the order of floating-point sums when
+feeder queues are listed in another order); networks with dependency groups, storage devices or
+another analysis are passed to the full computation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+from tailbound.snc.analysis import TenantBound, snc_bound_function
+from tailbound.snc.fast import snc_meister_all
+from tailbound.snc.mmpp import MmppArrival
+from tailbound.snc.network import Flow, Network
+from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
+
+
+def _source(f: Flow, names: Sequence[str]) -> Hashable:
+    assert isinstance(f.arrival, MmppArrival)
+    return (names[f.tenant], f.path, id(f.arrival.model))
+
+
+def flow_signature(net: Network, flow: Flow, names: Sequence[str]) -> Hashable:
+    """Everything SNC-Meister's bound of the two-hop ``flow`` depends on (module docstring);
+    ``names`` are the tenants' names by index (flows are identified by tenant and path)."""
+    second = flow.path[1]
+    feeders: dict[str, int] = {}
+    for f in net.flows_at(second, 1):
+        if f.priority <= flow.priority:
+            feeders[f.path[0]] = max(feeders.get(f.path[0], f.priority), f.priority)
+    parts = []
+    for queue, lowest in sorted(feeders.items()):
+        members = sorted(
+            (_source(f, names), len(f.path) > 1 and f.path[1] == second)
+            for f in net.flows_at(queue, 0)
+            if f.priority <= lowest and f.id != flow.id
+        )
+        parts.append((queue, net.queues[queue], tuple(members)))
+    return (_source(flow, names), flow.eps, net.queues[second], tuple(parts))
+
+
+class IncrementalSnc:
+    """A :data:`~tailbound.snc.analysis.BoundFunction` for SNC-Meister with memoised flows."""
+
+    def __init__(self, tset: TenantSet, cache: FitCache | None = None) -> None:
+        self.tset = tset
+        self.fits = cache if cache is not None else FitCache()
+        self.full = snc_bound_function(tset, "snc-meister", self.fits)
+        self.memo: dict[Hashable, float] = {}
+        self.solved = 0
+
+    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+        if any(t.device is not None or t.group is not None for t in tenants):
+            return self.full(tenants)
+        return self._bounds(tenants, range(len(tenants)))
+
+    def newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
+        """The last tenant's bound with all of ``tenants`` present (the admission screen)."""
+        if any(t.device is not None or t.group is not None for t in tenants):
+            return self.full(tenants)[-1]
+        return self._bounds(tenants, [len(tenants) - 1])[0]
+
+    def _bounds(self, tenants: Sequence[TenantSpec], which: Sequence[int]) -> list[TenantBound]:
+        net, flows, priorities = build_network(self.tset, tenants, self.fits)
+        names = [t.name for t in tenants]
+        wanted = {i for w in which for i in flows[w].flows.values()}
+        keys = {f.id: flow_signature(net, f, names) for f in net.flows if f.id in wanted}
+        todo = [f for f in net.flows if f.id in wanted and keys[f.id] not in self.memo]
+        if todo:
+            fresh = snc_meister_all(net, todo)
+            assert fresh is not None  # independent two-hop flows only (checked above)
+            for f in todo:
+                self.memo[keys[f.id]] = fresh[f.id]
+            self.solved += len(todo)
+        out = []
+        for w in which:
+            t, tf, prio = tenants[w], flows[w], priorities[w]
+            per = {d: self.memo[keys[i]] for d, i in tf.flows.items()}
+            total = math.fsum(per.values())
+            out.append(
+                TenantBound(
+                    t.name,
+                    prio,
+                    total if math.isfinite(total) else math.inf,
+                    per["in"],
+                    per["out"],
+                    None,
+                    t.slo_s,
+                    t.percentile,
+                )
+            )
+        return out
