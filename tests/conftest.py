@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from tailbound.traces import Trace
+
+# Property tests check values, not speed: no per-example deadline (the 2-core machines run other
+# jobs). CI replays a fixed sequence of examples (``CI`` set by ``.ci/run``) so that a red run is
+# reproducible; local runs keep exploring new random examples.
+settings.register_profile("default", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, database=None)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 #: The shared data folder beside the project (never copied into the repository): the first
 #: ``shared/data`` among the ancestors, so that git worktrees nested deeper find it too.
