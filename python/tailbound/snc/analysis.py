@@ -8,7 +8,7 @@ baselines) plug in the same way.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tailbound.snc.network import flow_latencies
@@ -27,6 +27,24 @@ class TenantBound:
     latency_storage_s: float | None
     slo_s: float
     percentile: float
+
+    @classmethod
+    def of_directions(
+        cls, tenant: TenantSpec, priority: int, per: Mapping[str, float]
+    ) -> TenantBound:
+        """A tenant's bound from its per-direction bounds (seconds): ``"in"``, ``"out"`` and
+        optionally ``"storage"``, summed (a NaN from an unstable queue counts as infinite)."""
+        total = math.fsum(per.values())
+        return cls(
+            name=tenant.name,
+            priority=priority,
+            latency_s=total if math.isfinite(total) else math.inf,
+            latency_in_s=per["in"],
+            latency_out_s=per["out"],
+            latency_storage_s=per.get("storage"),
+            slo_s=tenant.slo_s,
+            percentile=tenant.percentile,
+        )
 
     @property
     def meets_slo(self) -> bool:
@@ -66,19 +84,7 @@ def snc_bound_function(
         out = []
         for t, tf, prio in zip(tenants, flows, priorities, strict=True):
             per = {d: latency[i] for d, i in tf.flows.items()}
-            total = math.fsum(per.values())
-            out.append(
-                TenantBound(
-                    name=t.name,
-                    priority=prio,
-                    latency_s=total if math.isfinite(total) else math.inf,
-                    latency_in_s=per["in"],
-                    latency_out_s=per["out"],
-                    latency_storage_s=per.get("storage"),
-                    slo_s=t.slo_s,
-                    percentile=t.percentile,
-                )
-            )
+            out.append(TenantBound.of_directions(t, prio, per))
         return out
 
     return bounds

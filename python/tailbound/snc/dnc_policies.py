@@ -253,19 +253,7 @@ class _Policy:
             per = {
                 d: c.pacing[d] + net[2 * n + j] + self.wire_s() for j, d in enumerate(DIRECTIONS)
             }
-            total = per["in"] + per["out"]
-            out.append(
-                TenantBound(
-                    t.name,
-                    c.level,
-                    total if math.isfinite(total) else math.inf,
-                    per["in"],
-                    per["out"],
-                    None,
-                    t.slo_s,
-                    t.percentile,
-                )
-            )
+            out.append(TenantBound.of_directions(t, c.level, per))
         return out
 
 

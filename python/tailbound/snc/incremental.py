@@ -14,7 +14,6 @@ another analysis are passed to the full computation.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Sequence
 
 from tailbound.snc.analysis import TenantBound, snc_bound_function
@@ -85,17 +84,5 @@ class IncrementalSnc:
         for w in which:
             t, tf, prio = tenants[w], flows[w], priorities[w]
             per = {d: self.memo[keys[i]] for d, i in tf.flows.items()}
-            total = math.fsum(per.values())
-            out.append(
-                TenantBound(
-                    t.name,
-                    prio,
-                    total if math.isfinite(total) else math.inf,
-                    per["in"],
-                    per["out"],
-                    None,
-                    t.slo_s,
-                    t.percentile,
-                )
-            )
+            out.append(TenantBound.of_directions(t, prio, per))
         return out
