@@ -34,3 +34,28 @@ def test_small_run_writes_table_and_plot(data_dir: Path, tmp_path: Path) -> None
         assert f"| {policy} | 2 |" in table
     assert "Admitted tenants per order" in table
     assert (tmp_path / "snc_fig410.png").stat().st_size > 1000
+
+
+def test_interval_option_fits_on_shorter_intervals(data_dir: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    from tailbound.experiments.snc_fig410 import caches
+    from tailbound.snc.mmpp import fit_mmpp
+    from tailbound.snc.tenants import TenantSet, work
+
+    pop = population(data_dir, 2, seed=3)
+    fits, _ = caches(pop, 100_000_000)
+    spec = pop.tenants[0]
+    tset = TenantSet(pop.tenants)
+    model = fits.model(spec, "in", tset)
+    req = fits.requests[str(spec.trace)]
+    expect = fit_mmpp(req.arrival_ns, work(req, "in", tset), 100_000_000)
+    np.testing.assert_array_equal(model.p_request, expect.p_request)
+    # 0.1 s intervals from 0 to the last arrival of the 300 s first half
+    assert model.state_of_interval is not None
+    assert model.state_of_interval.size == req.arrival_ns.max() // 100_000_000 + 1 > 2900
+    args = ["--out", str(tmp_path), "--data", str(data_dir), "--tenants", "4", "--orders", "1"]
+    assert snc_fig410.main([*args, "--scale", "2", "--mmpp-interval-s", "0.5"]) == 0
+    table = (tmp_path / "snc_fig410_interval0.5.md").read_text()
+    assert "MMPP interval 0.5 s" in table
+    assert not (tmp_path / "snc_fig410.md").exists()

@@ -149,3 +149,26 @@ def test_wc62_trace_fit(data_dir: Path) -> None:
         mean_work_per_step = work(req, direction, TenantSet(())).sum() / (counts.size / STEP_S)
         assert rho[0] == pytest.approx(m.mean_rate(), rel=5e-3)
         assert 0.3 * mean_work_per_step < m.mean_rate() < 3 * mean_work_per_step
+
+
+def test_fit_on_half_second_intervals_by_hand() -> None:
+    # The counts 2, 24, 1 of test_fit_by_hand, now per half second: the same states (rates per
+    # interval 4 and 16), but p_s = lambda_s STEP_S / 0.5 s and the steps spent in a state halve.
+    half = SECOND // 2
+    ns = np.concatenate(
+        [k * half + np.arange(c) * (half // c) for k, c in enumerate([2, 24, 1])]
+    ).astype(np.int64)
+    w = np.concatenate([[0.2, 0.1], np.full(24, 0.3), [0.3]])
+    assert interval_counts(ns, half).tolist() == [2, 24, 1]
+    m = fit_mmpp(ns, w, half)
+    assert m.lambdas.tolist() == [4.0, 16.0]
+    assert m.p_request.tolist() == pytest.approx([8.0 * STEP_S, 32.0 * STEP_S])
+    assert m.mu.tolist() == pytest.approx([3 / 0.6, 1 / 0.3])
+    # state 0: two half-second intervals = 1 s = floor(1 / 1e-5) = 99999 steps, one 0 -> 1
+    # transition; state 1: 0.5 s = floor(0.5 / 1e-5) = 49999 steps (floating point, as the
+    # reference's 1 s), one 1 -> 0 transition
+    assert math.floor(0.5 / STEP_S) == 49999
+    expect = [[1 - 1 / 99999, 1 / 99999], [1 / 49999, 1 - 1 / 49999]]
+    np.testing.assert_allclose(m.transition, expect, rtol=1e-12)
+    # the same arrivals on 1-second intervals: counts 26, 1 (the reference fit is untouched)
+    assert interval_counts(ns).tolist() == [26, 1]

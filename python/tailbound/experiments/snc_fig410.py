@@ -40,6 +40,7 @@ from tailbound.snc.admission import admit_in_order
 from tailbound.snc.analysis import BoundFunction
 from tailbound.snc.dnc_policies import CurveCache, configurations, dnc_bound_function
 from tailbound.snc.incremental import IncrementalSnc
+from tailbound.snc.mmpp import INTERVAL_NS
 from tailbound.snc.replay import Enforced, replay
 from tailbound.snc.tenants import (
     FitCache,
@@ -93,9 +94,10 @@ def population(data: Path, count: int, seed: int) -> Population:
     return Population(tuple(tenants), first, second)
 
 
-def caches(pop: Population) -> tuple[FitCache, CurveCache]:
-    """The MMPP-fit and r-b-curve caches, primed with the first halves (no file reads)."""
-    fits = FitCache()
+def caches(pop: Population, interval_ns: int = INTERVAL_NS) -> tuple[FitCache, CurveCache]:
+    """The MMPP-fit (on ``interval_ns`` intervals, the reference's 1 s by default) and r-b-curve
+    caches, primed with the first halves (no file reads)."""
+    fits = FitCache(interval_ns=interval_ns)
     for key, tr in pop.first.items():
         ns = np.rint(np.asarray(tr.time) * 1e9).astype(np.int64)
         fits.requests[key] = Requests(ns, np.asarray(tr.op) == 0, np.asarray(tr.size, np.int64))
@@ -157,9 +159,11 @@ class OrderResult:
 _STATE: dict[str, object] = {}
 
 
-def _init(data: str, count: int, seed: int, scale: float | None) -> None:
+def _init(
+    data: str, count: int, seed: int, scale: float | None, interval_ns: int = INTERVAL_NS
+) -> None:
     pop = population(Path(data), count, seed)
-    fits, curves = caches(pop)
+    fits, curves = caches(pop, interval_ns)
     _STATE.update(pop=pop, fits=fits, curves=curves, seed=seed)
     _STATE["scale"] = scale if scale is not None else slo_scale(pop, fits, curves)
 
@@ -217,8 +221,9 @@ def run(
     replay_orders: int,
     scale: float | None,
     jobs: int,
+    interval_ns: int = INTERVAL_NS,
 ) -> tuple[float, list[OrderResult]]:
-    _init(str(data), count, seed, scale)
+    _init(str(data), count, seed, scale, interval_ns)
     chosen = float(_STATE["scale"])  # type: ignore[arg-type]
     print(f"SLO scale {chosen:g}: SLOs {[round(s * chosen * 1e3) for s in BASE_SLOS_S]} ms")
     tasks = [(o, o < replay_orders) for o in range(orders)]
@@ -228,7 +233,7 @@ def run(
             results += run_order(o, rep)
     else:
         with ProcessPoolExecutor(
-            jobs, initializer=_init, initargs=(str(data), count, seed, chosen)
+            jobs, initializer=_init, initargs=(str(data), count, seed, chosen, interval_ns)
         ) as ex:
             for part in ex.map(run_order, *zip(*tasks, strict=True)):
                 results += part
@@ -289,19 +294,44 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", type=float, help="SLO scale (default: from the traces, see above)")
     p.add_argument("--seed", type=int, default=410)
     p.add_argument("--jobs", type=int, default=1, help="worker processes (one order each)")
+    p.add_argument(
+        "--mmpp-interval-s",
+        type=float,
+        default=1.0,
+        help=(
+            "diagnostic: SNC-Meister's MMPP fit interval in seconds (default 1, the reference "
+            "model); other values write snc_fig410_interval<T>.md (docs/results-snc.md)"
+        ),
+    )
     args = p.parse_args(argv)
+    interval_ns = round(args.mmpp_interval_s * 1e9)
+    if interval_ns <= 0:
+        p.error("--mmpp-interval-s must be positive")
     data = find_data(args.data)
     replay_orders = args.orders if args.replay_orders is None else args.replay_orders
     start = time.perf_counter()
     scale, results = run(
-        data, args.tenants, args.orders, args.seed, replay_orders, args.scale, args.jobs
+        data,
+        args.tenants,
+        args.orders,
+        args.seed,
+        replay_orders,
+        args.scale,
+        args.jobs,
+        interval_ns,
+    )
+    name = (
+        "snc_fig410"
+        if interval_ns == INTERVAL_NS
+        else f"snc_fig410_interval{args.mmpp_interval_s:g}"
     )
     title = (
         f"Fig. 4.10 reproduction: {args.tenants} tenants, {args.orders} orders, SLOs "
         f"{'/'.join(str(round(s * scale * 1e3)) for s in BASE_SLOS_S)} ms at the 99.9th "
-        f"percentile (scale {scale:g}), seed {args.seed}, {time.perf_counter() - start:.0f} s"
+        f"percentile (scale {scale:g}), seed {args.seed}, MMPP interval "
+        f"{args.mmpp_interval_s:g} s, {time.perf_counter() - start:.0f} s"
     )
-    png = write_outputs(Path(args.out), "snc_fig410", title, HEADER, summary_rows(results))
+    png = write_outputs(Path(args.out), name, title, HEADER, summary_rows(results))
     per_order = [
         [
             o,
@@ -314,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     from tailbound.snc.io import markdown_table
 
-    with (Path(args.out) / "snc_fig410.md").open("a") as f:
+    with (Path(args.out) / f"{name}.md").open("a") as f:
         f.write("\nAdmitted tenants per order:\n\n")
         f.write(markdown_table(["order", *POLICIES], per_order) + "\n")
     plot(results, png, title)

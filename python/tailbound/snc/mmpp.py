@@ -195,9 +195,12 @@ class MmppArrival(ArrivalBound):
         return float(self.model.mu.min())
 
 
-def interval_counts(arrival_ns: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Arrivals per 1-second interval ``[k s, (k+1) s)`` from time 0 to the last arrival."""
-    index = np.asarray(arrival_ns, dtype=np.int64) // INTERVAL_NS
+def interval_counts(
+    arrival_ns: NDArray[np.int64], interval_ns: int = INTERVAL_NS
+) -> NDArray[np.int64]:
+    """Arrivals per interval ``[k T, (k+1) T)`` (``T = interval_ns``, 1 s by default) from time
+    0 to the last arrival."""
+    index = np.asarray(arrival_ns, dtype=np.int64) // interval_ns
     if index.size == 0:
         return np.zeros(1, dtype=np.int64)
     return np.bincount(index, minlength=int(index.max()) + 1).astype(np.int64)
@@ -262,15 +265,18 @@ def assign_states(counts: NDArray[np.int64], lambdas: list[float], a: float) -> 
     return (lam.shape[0] - 1 - np.argmax(above[:, ::-1], axis=1)).astype(np.int64)
 
 
-def transition_matrix(states: NDArray[np.int64], n: int) -> NDArray[np.float64]:
-    """Per-step transition matrix from the interval states (see the module docstring)."""
+def transition_matrix(
+    states: NDArray[np.int64], n: int, interval_ns: int = INTERVAL_NS
+) -> NDArray[np.float64]:
+    """Per-step transition matrix from the interval states (see the module docstring);
+    ``interval_ns`` is the intervals' length."""
     counts = np.zeros((n, n))
     np.add.at(counts, (states[:-1], states[1:]), 1.0)
     np.fill_diagonal(counts, 0.0)
     intervals_in = np.bincount(states, minlength=n)
     matrix = np.zeros((n, n))
     for s in range(n):
-        duration_s = float(int(intervals_in[s]) * INTERVAL_NS) / float(INTERVAL_NS)
+        duration_s = float(int(intervals_in[s]) * interval_ns) / 1e9
         steps = math.floor(duration_s / STEP_S) or 1
         row = counts[s] / steps
         row[s] = 0.0
@@ -279,7 +285,9 @@ def transition_matrix(states: NDArray[np.int64], n: int) -> NDArray[np.float64]:
     return matrix
 
 
-def fit_mmpp(arrival_ns: NDArray[np.int64], work: NDArray[np.float64]) -> MmppModel:
+def fit_mmpp(
+    arrival_ns: NDArray[np.int64], work: NDArray[np.float64], interval_ns: int = INTERVAL_NS
+) -> MmppModel:
     """Fit the reference MMPP to arrival times (integer ns from the trace's origin) and each
     request's work (bytes or device-seconds).
 
@@ -290,19 +298,19 @@ def fit_mmpp(arrival_ns: NDArray[np.int64], work: NDArray[np.float64]) -> MmppMo
     """
     arrival_ns = np.asarray(arrival_ns, dtype=np.int64)
     work = np.asarray(work, dtype=np.float64)
-    counts = interval_counts(arrival_ns)
+    counts = interval_counts(arrival_ns, interval_ns)
     lambdas, a = place_states(counts)
     n = len(lambdas)
     states = assign_states(counts, lambdas, a)
-    transition = transition_matrix(states, n)
-    request_state = states[arrival_ns // INTERVAL_NS] if arrival_ns.size else np.zeros(0, np.int64)
+    transition = transition_matrix(states, n, interval_ns)
+    request_state = states[arrival_ns // interval_ns] if arrival_ns.size else np.zeros(0, np.int64)
     requests = np.bincount(request_state, minlength=n).astype(np.float64)
     total_work = np.bincount(request_state, weights=work, minlength=n)
     with np.errstate(divide="ignore", invalid="ignore"):
         mu = np.where(requests > 0, requests / total_work, EMPTY_STATE_MU)
     # A state whose requests carry no work at all: work is deterministic 0, MGF = 1.
     mu = np.where(np.isfinite(mu), mu, np.inf)
-    p_request = np.asarray(lambdas) * STEP_S / (INTERVAL_NS / 1e9)
+    p_request = np.asarray(lambdas) * STEP_S / (interval_ns / 1e9)
     return MmppModel(
         transition=transition,
         p_request=p_request,

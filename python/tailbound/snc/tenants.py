@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
 from tailbound.profiles.tokens import MessageSizes, SsdProfile
-from tailbound.snc.mmpp import MmppArrival, MmppModel, fit_mmpp
+from tailbound.snc.mmpp import INTERVAL_NS, MmppArrival, MmppModel, fit_mmpp
 from tailbound.snc.network import Flow, Network
 
 LINK_BYTES_PER_S = 125_000_000.0
@@ -162,11 +162,16 @@ def read_requests(path: str | Path) -> Requests:
 # ------------------------------------------------------------------------------ model building
 @dataclass
 class FitCache:
-    """MMPP fits keyed by (trace, direction); fitting is the slow part, done once per trace."""
+    """MMPP fits keyed by (trace, direction); fitting is the slow part, done once per trace.
+
+    ``interval_ns``: the fit's interval length (:func:`~tailbound.snc.mmpp.fit_mmpp`)."""
 
     models: dict[tuple[str, str], MmppModel] = field(default_factory=dict)
     requests: dict[str, Requests] = field(default_factory=dict)
     fit_seconds: float = 0.0
+    # The MMPP fit's interval (the reference's 1 s); other values are a diagnostic knob only
+    # (docs/results-snc.md, "Why SNC-Meister misses").
+    interval_ns: int = INTERVAL_NS
 
     def model(self, spec: TenantSpec, direction: str, tset: TenantSet) -> MmppModel:
         key = (str(spec.trace), direction)
@@ -177,7 +182,9 @@ class FitCache:
             if str(spec.trace) not in self.requests:
                 self.requests[str(spec.trace)] = read_requests(spec.trace)
             req = self.requests[str(spec.trace)]
-            self.models[key] = fit_mmpp(req.arrival_ns, work(req, direction, tset))
+            self.models[key] = fit_mmpp(
+                req.arrival_ns, work(req, direction, tset), self.interval_ns
+            )
             self.fit_seconds += time.perf_counter() - start
         return self.models[key]
 
