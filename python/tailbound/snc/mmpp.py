@@ -26,6 +26,11 @@ Fitting (:func:`fit_mmpp`), the reference implementation's procedure:
    (including the last interval of the trace);
 5. ``p_s = lambda_s · STEP_S / 1 s``; ``mu_s`` = (requests in state-``s`` intervals) / (their total
    work), or ``1e6`` when a state has no request (the reference's default).
+
+The interval length is a parameter (``interval_ns``, default the reference's 1 s; our addition,
+a diagnostic): counts are per interval ``T``, ``p_s = lambda_s · STEP_S / T`` and the steps spent
+in a state are ``floor(T · intervals / STEP_S)``. Shorter intervals did not make these block
+traces' bounds hold (docs/results-snc.md, "Why SNC-Meister misses").
 """
 
 from __future__ import annotations
