@@ -13,7 +13,6 @@ A queue takes the mode of its first tenant with buckets there (a scheduler has o
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,14 +50,14 @@ def scenario(
     top = 1 + max((e.level for e in enforced), default=0)
     tables: dict[str, dict[str, Any]] = {}
     workloads = []
-    for t, e in zip(tenants, enforced, strict=True):
+    for t, trace, e in zip(tenants, traces, enforced, strict=True):
         workloads.append(
             {
                 "name": t.name,
                 "client": t.client_host,
                 "server": t.server_host,
                 "slo": {"latency_s": t.slo_s, "percentile": t.percentile},
-                "trace": {"synthetic": {"kind": "sequential", "requests": 1}},
+                "trace": trace,
             }
         )
         links = {
@@ -93,10 +92,7 @@ def scenario(
         "workloads": workloads,
         "queues": list(tables.values()),
     }
-    sc = Scenario.from_dict(doc)
-    by_name = {t.name: tr for t, tr in zip(tenants, traces, strict=True)}
-    replaced = tuple(dataclasses.replace(w, trace=by_name[w.name]) for w in sc.workloads)
-    return dataclasses.replace(sc, workloads=replaced)
+    return Scenario.from_dict(doc)
 
 
 def replay(
