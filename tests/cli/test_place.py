@@ -19,24 +19,24 @@ def write_tenants(tmp_path: Path, wc62_dir: Path, indices: list[int]) -> Path:
     return path
 
 
+def place_args(tenants: Path, wc62_dir: Path, *extra: str) -> list[str]:
+    """``tailbound place`` on ``tenants`` with the wc62 cluster and SSD profile, plus ``extra``."""
+    return [
+        "place",
+        "--tenants",
+        str(tenants),
+        "--cluster",
+        str(wc62_dir / "cluster.json"),
+        "--profile",
+        str(wc62_dir / "profile_ssd.json"),
+        *extra,
+    ]
+
+
 def test_place_writes_a_plan(tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture) -> None:
     tenants = write_tenants(tmp_path, wc62_dir, [2, 4, 13])
     out = tmp_path / "plan.json"
-    code = main(
-        [
-            "place",
-            "--tenants",
-            str(tenants),
-            "--cluster",
-            str(wc62_dir / "cluster.json"),
-            "--profile",
-            str(wc62_dir / "profile_ssd.json"),
-            "--fast-first-fit",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
-    )
+    code = main(place_args(tenants, wc62_dir, "--fast-first-fit", "--out", str(out), "--quiet"))
     assert code == 0
     plan = Plan.load(out)
     assert len(plan.tenants) == 3 and plan.servers_used >= 1
@@ -56,19 +56,7 @@ def test_place_bad_options_are_one_line_errors(
     tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture, args: list[str], message: str
 ) -> None:
     tenants = write_tenants(tmp_path, wc62_dir, [2])
-    code = main(
-        [
-            "place",
-            "--tenants",
-            str(tenants),
-            "--cluster",
-            str(wc62_dir / "cluster.json"),
-            "--profile",
-            str(wc62_dir / "profile_ssd.json"),
-            "--quiet",
-            *args,
-        ]
-    )
+    code = main(place_args(tenants, wc62_dir, "--quiet", *args))
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
@@ -78,18 +66,7 @@ def test_place_bad_tenants_file_names_file_and_field(
 ) -> None:
     bad = tmp_path / "tenants.json"
     bad.write_text('{"tenants": [{"name": "A", "slo_s": -1, "trace": "a.txt"}]}')
-    code = main(
-        [
-            "place",
-            "--tenants",
-            str(bad),
-            "--cluster",
-            str(wc62_dir / "cluster.json"),
-            "--profile",
-            str(wc62_dir / "profile_ssd.json"),
-            "--quiet",
-        ]
-    )
+    code = main(place_args(bad, wc62_dir, "--quiet"))
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert str(bad) in err and "tenants[0].slo_s" in err
@@ -101,20 +78,7 @@ def test_place_bad_events_name_the_line(
     tenants = write_tenants(tmp_path, wc62_dir, [2])
     events = tmp_path / "events.csv"
     events.write_text("0,addClient\n0,delClient\n0,delClient\n")
-    code = main(
-        [
-            "place",
-            "--tenants",
-            str(tenants),
-            "--cluster",
-            str(wc62_dir / "cluster.json"),
-            "--profile",
-            str(wc62_dir / "profile_ssd.json"),
-            "--events",
-            str(events),
-            "--quiet",
-        ]
-    )
+    code = main(place_args(tenants, wc62_dir, "--events", str(events), "--quiet"))
     err = capsys.readouterr().err.strip()
     assert code == 2 and "line 3" in err and "not present" in err
 
@@ -123,22 +87,9 @@ def test_place_from_half_a_trace_uses_the_safety_margin(tmp_path: Path, wc62_dir
     tenants = write_tenants(tmp_path, wc62_dir, [2, 13])
     out = tmp_path / "plan.json"
     code = main(
-        [
-            "place",
-            "--tenants",
-            str(tenants),
-            "--cluster",
-            str(wc62_dir / "cluster.json"),
-            "--profile",
-            str(wc62_dir / "profile_ssd.json"),
-            "--half",
-            "first",
-            "--policy",
-            "knee",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
+        place_args(
+            tenants, wc62_dir, "--half", "first", "--policy", "knee", "--out", str(out), "--quiet"
+        )
     )
     assert code == 0
     plan = Plan.load(out)

@@ -8,7 +8,7 @@ from tailbound.cli.main import main
 from tailbound.plan import Plan
 from tailbound.stages import STORAGE_PATH
 
-from .test_place import write_tenants
+from .test_place import place_args, write_tenants
 
 
 def test_prioritize_writes_priorities_and_buckets(
@@ -17,23 +17,7 @@ def test_prioritize_writes_priorities_and_buckets(
     tenants = write_tenants(tmp_path, wc62_dir, [2, 4, 13])
     placed, out = tmp_path / "plan.json", tmp_path / "plan-pm.json"
     profile = str(wc62_dir / "profile_ssd.json")
-    assert (
-        main(
-            [
-                "place",
-                "--tenants",
-                str(tenants),
-                "--cluster",
-                str(wc62_dir / "cluster.json"),
-                "--profile",
-                profile,
-                "--out",
-                str(placed),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    assert main(place_args(tenants, wc62_dir, "--out", str(placed), "--quiet")) == 0
     code = main(
         [
             "prioritize",
