@@ -182,7 +182,6 @@ class Placer:
         fast_first_fit: bool = False,
         grow: bool = False,
         cluster_screen: bool = True,
-        certificates: bool = True,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -200,9 +199,10 @@ class Placer:
             self.screen = ClusterScreen(self.max_devices)
             for s in self.servers:
                 self.screen.add_server(s.devices)
-        # kept infeasibility certificates: only for the LP policy when it makes them
+        # kept infeasibility certificates: only for the LP policy when it makes them (one switch,
+        # the policy's ``certify``)
         self.certificates: CertificateStore | None = None
-        if certificates and isinstance(policy, WorkloadCompactorPolicy) and policy.certify:
+        if isinstance(policy, WorkloadCompactorPolicy) and policy.certify:
             self.certificates = CertificateStore(self.max_devices)
             for _ in self.servers:
                 self.certificates.add_server()
@@ -363,7 +363,6 @@ def place(
     grow: bool = False,
     progress: Callable[[int], None] | None = None,
     cluster_screen: bool = True,
-    certificates: bool = True,
 ) -> PlacementResult:
     """Place ``workloads`` in order (or replay ``events``, whose indices refer to
     ``workloads``); ``progress(1)`` after each event."""
@@ -374,7 +373,6 @@ def place(
         fast_first_fit=fast_first_fit,
         grow=grow,
         cluster_screen=cluster_screen,
-        certificates=certificates,
     )
     steps = events if events is not None else [Event(i, "add") for i in range(len(workloads))]
     for event in steps:
