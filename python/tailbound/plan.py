@@ -30,12 +30,11 @@ stage (tokens, thesis §2.3.2); network stages also give bytes per second and by
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 from tailbound.stages import STORAGE_PATH, Stage
 
@@ -136,17 +135,7 @@ class Plan:
 
     def save(self, path: str | Path) -> None:
         """Write the plan as JSON atomically (temporary file in the same folder, then rename)."""
-        path = Path(path)
-        text = json.dumps(self.to_json(), indent=1)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text + "\n")
-            os.chmod(tmp, 0o644)  # mkstemp creates 0600; a plan is an ordinary file
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_text_atomic(path, json.dumps(self.to_json(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Plan:

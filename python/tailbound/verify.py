@@ -13,13 +13,12 @@ Latency here is end to end from the request's arrival at its own shaper, through
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tailbound.atomic import atomic_path
 from tailbound.plan import Plan
 from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.results import SimResults
@@ -86,45 +85,37 @@ class Verification:
 
     def to_csv(self, path: str | Path) -> None:
         """Write the checks as CSV (seconds), atomically."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", newline="") as f:
-                writer = csv.writer(f)
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(
+                [
+                    "tenant",
+                    "server",
+                    "slo_s",
+                    "percentile",
+                    "bound_s",
+                    "achieved_s",
+                    "worst_window_s",
+                    "max_s",
+                    "requests",
+                    "met",
+                ]
+            )
+            for c in self.checks:
                 writer.writerow(
                     [
-                        "tenant",
-                        "server",
-                        "slo_s",
-                        "percentile",
-                        "bound_s",
-                        "achieved_s",
-                        "worst_window_s",
-                        "max_s",
-                        "requests",
-                        "met",
+                        c.name,
+                        self.plan.tenant(c.name).server,
+                        c.slo_s,
+                        c.percentile,
+                        c.bound_s,
+                        c.achieved_s,
+                        c.worst_window_s,
+                        c.max_s,
+                        c.requests,
+                        c.met,
                     ]
                 )
-                for c in self.checks:
-                    writer.writerow(
-                        [
-                            c.name,
-                            self.plan.tenant(c.name).server,
-                            c.slo_s,
-                            c.percentile,
-                            c.bound_s,
-                            c.achieved_s,
-                            c.worst_window_s,
-                            c.max_s,
-                            c.requests,
-                            c.met,
-                        ]
-                    )
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
 
 def _ms(seconds: float) -> str:

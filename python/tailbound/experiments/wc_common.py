@@ -10,13 +10,13 @@ import csv
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tailbound.atomic import atomic_path, write_text_atomic
 from tailbound.characterize import RbCurve
 from tailbound.errors import ConfigError
 from tailbound.policies.inputs import ClusterConfig, ServerConfig, load_cluster, load_tenants
@@ -103,7 +103,7 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[Workload], ClusterCo
             }
             for w in workloads
         }
-        _write_atomic(cache, json.dumps({"stamp": stamp, "curves": curves}))
+        write_text_atomic(cache, json.dumps({"stamp": stamp, "curves": curves}))
     return workloads, cluster
 
 
@@ -144,28 +144,14 @@ def resample(
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) -> str:
     """Write ``rows`` as ``name.csv`` and ``name.md`` in ``out``; returns the Markdown."""
     out.mkdir(parents=True, exist_ok=True)
     columns = list(rows[0])
-    with tempfile.NamedTemporaryFile("w", dir=out, delete=False, suffix=".tmp", newline="") as f:
+    with atomic_path(out / f"{name}.csv") as tmp, open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
         writer.writerows(rows)
-    os.chmod(f.name, 0o644)
-    os.replace(f.name, out / f"{name}.csv")
 
     def fmt(v: Any) -> str:
         return f"{v:.3g}" if isinstance(v, float) else str(v)
@@ -173,15 +159,14 @@ def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) ->
     lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in columns) + " |" for r in rows]
     text = "\n".join(lines) + "\n"
-    _write_atomic(out / f"{name}.md", text)
+    write_text_atomic(out / f"{name}.md", text)
     return text
 
 
 def save_plot(fig: Any, path: Path) -> None:
     """Save a matplotlib figure atomically."""
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 
 
@@ -24,28 +23,9 @@ def read_json(path: str | Path) -> Any:
 
 
 def write_json_atomic(path: str | Path, document: Any) -> None:
-    """Write ``document`` to ``path`` as indented JSON, all or nothing.
-
-    The text goes to a temporary file in the same directory, is flushed to disk, then renamed
-    over ``path``, so a reader never sees a half-written profile.
-    """
-    target = Path(path)
-    text = json.dumps(document, indent=2) + "\n"
+    """Write ``document`` to ``path`` as indented JSON, all or nothing
+    (:func:`tailbound.atomic.write_text_atomic`): a reader never sees a half-written profile."""
     try:
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path(".")
-        )
+        write_text_atomic(path, json.dumps(document, indent=2) + "\n")
     except OSError as e:
         raise ConfigError(path, f"cannot write the profile: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, target)
-    except OSError as e:
-        Path(temporary).unlink(missing_ok=True)
-        raise ConfigError(path, f"cannot write the profile: {e.strerror}") from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -6,12 +6,11 @@ workload's SLO is drawn as a marker at its percentile.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from tailbound.atomic import atomic_path
 from tailbound.sim.results import SimResults
 
 
@@ -41,13 +40,9 @@ def plot_tail(results: SimResults, path: str | Path, *, max_nines: float = 4.0) 
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", ncol=2)
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
-    os.close(fd)
     try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailbound.atomic import write_text_atomic
+
 
 def write_json_atomic(path: str | Path, document: Any) -> None:
-    """Write ``document`` as JSON to ``path`` without ever leaving a half-written file."""
+    """Write ``document`` as JSON to ``path`` (creating its folder) without ever leaving a
+    half-written file (:func:`tailbound.atomic.write_text_atomic`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(document, f, indent=1, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
 
 
 def fmt_ms(seconds: float | None) -> str:
