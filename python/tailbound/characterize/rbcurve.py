@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
@@ -178,14 +179,11 @@ class RbCurve:
 
     def to_csv(self, path: str | Path) -> None:
         """Write ``rate,bucket_s`` rows sorted by rate, atomically."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
         rows = "".join(
             f"{r!r},{b!r}\n"
             for r, b in zip(self.rates.tolist(), self.buckets.tolist(), strict=True)
         )
-        tmp.write_text("rate,bucket_s\n" + rows)
-        tmp.replace(path)
+        write_text_atomic(path, "rate,bucket_s\n" + rows)
 
     @classmethod
     def from_csv(cls, path: str | Path, *, mean_rate: float | None = None) -> RbCurve:
