@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tailbound.experiments._dnc_simple import min_burst, shared_path_delay
+from tailbound.characterize import rbgen
+from tailbound.experiments._dnc_simple import shared_path_delay
 
 
 def fifo_max_delay(time_s: np.ndarray, work: np.ndarray, capacity: float) -> float:
@@ -35,8 +36,9 @@ def test_dnc_bound_covers_the_worst_simulated_delay(seed: int, flows: int) -> No
 
 
 def test_min_burst_is_tight() -> None:
+    """The bursts the bound pays are rbGen's (the smallest bucket at each rate)."""
     t = np.array([0.0, 0.5, 1.0])
     w = np.array([4.0, 4.0, 4.0])
     # at rate 4/s the worst window is all three arrivals: 12 - 4 * 1 = 8
-    assert min_burst(t, w, 4.0) == 8.0
-    assert min_burst(t, w, 100.0) == 4.0  # fast enough: one request
+    assert rbgen(t, w, [4.0])[0] == 8.0
+    assert rbgen(t, w, [100.0])[0] == 4.0  # fast enough: one request

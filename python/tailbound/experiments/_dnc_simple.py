@@ -5,7 +5,8 @@ share a whole path of constant-rate servers, used to draw the thesis's DNC refer
 Figs. 4.7 and 4.8.
 
 * A trace conforms to the token bucket ``(r, b(r))`` with the smallest burst
-  ``b(r) = max_{j <= k} (sum_{i=j..k} w_i - r (t_k - t_j))`` (work ``w`` in bytes).
+  ``b(r) = max_{j <= k} (sum_{i=j..k} w_i - r (t_k - t_j))`` (work ``w`` in bytes): the r-b
+  curve's bucket, computed by the project's rbGen (:func:`tailbound.characterize.rbgen`).
 * Servers of rate ``C`` in tandem form one server of rate ``C`` (min-plus convolution), so all
   flows of the path pay their bursts once. With the other flows at equal or higher priority (blind
   multiplexing, as the SNC analyses assume), flow 0's delay is at most
@@ -20,17 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-
-def min_burst(time_s: NDArray[np.float64], work: NDArray[np.float64], rate: float) -> float:
-    """Smallest bucket size (work) for which the arrivals conform to rate ``rate`` (work/s).
-
-    >>> float(min_burst(np.array([0.0, 0.0, 1.0]), np.array([5.0, 5.0, 5.0]), 2.0))  # 15 - 2
-    13.0
-    """
-    cumulative = np.cumsum(work)
-    before = cumulative - work  # work strictly before each arrival
-    start = np.minimum.accumulate(before - rate * time_s)
-    return float(np.max(cumulative - rate * time_s - start))
+from tailbound.characterize import rbgen
 
 
 def shared_path_delay(
@@ -39,11 +30,8 @@ def shared_path_delay(
     """DNC delay bound (seconds) of flow 0 among ``flows`` (time, work) sharing a path of
     constant-rate servers of ``capacity`` work/s; best fair-share rate allocation."""
     n = len(flows)
-    best = np.inf
-    for alpha in np.arange(1, 20) * 0.05:
-        rate = alpha * capacity / n
-        bursts = [min_burst(t, w, rate) for t, w in flows]
-        others_rate = rate * (n - 1)
-        if others_rate < capacity:
-            best = min(best, sum(bursts) / (capacity - others_rate))
-    return float(best)
+    rates = np.arange(1, 20) * 0.05 * capacity / n
+    bursts = np.sum([rbgen(t, w, rates) for t, w in flows], axis=0)  # summed bursts per rate
+    others = rates * (n - 1)
+    stable = others < capacity
+    return float(np.min(bursts[stable] / (capacity - others[stable]), initial=np.inf))
