@@ -99,10 +99,6 @@ class Curve:
         ok = np.all(np.diff(s) >= -1e-9 * max(1.0, float(np.max(np.abs(s)))))
         return bool(ok and abs(self.ys[0]) <= _TOL)
 
-    def as_curve(self) -> Curve:
-        """The same function as a plain :class:`Curve` (drops the closed-form shape)."""
-        return Curve(self.xs, self.ys, self.tail)
-
     def simplified(self) -> Curve:
         """Drop points where the slope does not change."""
         s = self.slopes()

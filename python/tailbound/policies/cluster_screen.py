@@ -59,19 +59,11 @@ _terms: dict[tuple[Workload, float], NDArray[np.float64]] = {}
 _CACHE_SIZE = 262144
 
 
-def tenant_terms(workload: Workload, level: float) -> NDArray[np.float64]:
-    """``h_js(p)`` of a tenant at level ``p`` for each stage and ``(w, λ)``: shape ``(3, W·L)``
-    (the tenant counts as higher when its SLO is below ``p``; same arithmetic as the per-server
-    screen). Cached."""
-    key = (workload, level)
-    if key not in _terms:
-        tenant_terms_at(workload, np.array([level]))
-    return _terms[key]
-
-
 def tenant_terms_at(workload: Workload, levels: NDArray[np.float64]) -> NDArray[np.float64]:
-    """:func:`tenant_terms` at several levels at once: shape ``(len(levels), 3, W·L)``
-    (computed in one pass for the levels not cached yet, the same floats level by level)."""
+    """``h_js(p)`` of a tenant at each level ``p`` in ``levels``, for each stage and ``(w, λ)``:
+    shape ``(len(levels), 3, W·L)`` (the tenant counts as higher when its SLO is below ``p``;
+    same arithmetic as the per-server screen). Computed in one pass for the levels not cached
+    yet, the same floats level by level; cached."""
     todo = [float(x) for x in levels if (workload, float(x)) not in _terms]
     if todo:
         rates, buckets = _vertices(workload)

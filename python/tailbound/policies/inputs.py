@@ -49,19 +49,6 @@ class ClusterConfig:
     servers: tuple[ServerConfig, ...]
     client_hosts: tuple[ClientHost, ...] = ()
 
-    def with_devices(self, per_server: int, servers: int | None = None) -> ClusterConfig:
-        """The same cluster with ``per_server`` devices per server (and optionally ``servers``
-        servers): the Fig. 5.11 experiment."""
-        count = len(self.servers) if servers is None else servers
-        return ClusterConfig(
-            self.link_bandwidth_bytes_per_s,
-            tuple(
-                ServerConfig(f"server{i:03d}", tuple(f"ssd{d}" for d in range(per_server)))
-                for i in range(count)
-            ),
-            self.client_hosts,
-        )
-
 
 @dataclass(frozen=True)
 class Event:
