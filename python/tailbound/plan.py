@@ -36,6 +36,7 @@ from typing import Any
 
 from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
+from tailbound.profiles.jsonio import read_json
 from tailbound.stages import STORAGE_PATH, Stage
 
 FORMAT = "tailbound-plan"
@@ -140,13 +141,7 @@ class Plan:
     @classmethod
     def load(cls, path: str | Path) -> Plan:
         """Read a plan, raising :class:`ConfigError` naming the field at fault."""
-        try:
-            document = json.loads(Path(path).read_text())
-        except OSError as e:
-            raise ConfigError(path, f"cannot read the plan: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError(path, f"not JSON: {e.msg} at line {e.lineno}") from None
-        return cls.from_json(document, path=str(path))
+        return cls.from_json(read_json(path, what="the plan"), path=str(path))
 
     @classmethod
     def from_json(cls, document: Any, *, path: str | None = None) -> Plan:

@@ -10,12 +10,16 @@ from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 
 
-def read_json(path: str | Path) -> Any:
-    """The parsed JSON document at ``path``; :class:`ConfigError` naming the file otherwise."""
+def read_json(path: str | Path, *, what: str = "the profile") -> Any:
+    """The parsed JSON document at ``path``; :class:`ConfigError` naming the file otherwise.
+
+    ``what`` names the document in the message when the file cannot be read ("cannot read
+    the plan"); text that is not UTF-8 or not JSON is "not JSON: …" with the line at fault.
+    """
     try:
         return json.loads(Path(path).read_text())
     except OSError as e:
-        raise ConfigError(path, f"cannot read the profile: {e.strerror}") from None
+        raise ConfigError(path, f"cannot read {what}: {e.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(path, "not JSON: the file is not UTF-8 text") from None
     except json.JSONDecodeError as e:

@@ -8,7 +8,6 @@ whole :class:`~tailbound.traces.Trace` at once and returns one float64 per reque
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -125,13 +124,7 @@ class SsdProfile:
     @classmethod
     def load(cls, path: str | Path) -> SsdProfile:
         """Read a profile JSON, raising :class:`ConfigError` naming the field at fault."""
-        try:
-            document = json.loads(Path(path).read_text())
-        except OSError as e:
-            raise ConfigError(path, f"cannot read the profile: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError(path, f"not JSON: {e.msg} at line {e.lineno}") from None
-        return cls.from_json(document, path=str(path))
+        return cls.from_json(read_json(path), path=str(path))
 
     @classmethod
     def from_json(cls, document: Any, *, path: str | None = None) -> SsdProfile:

@@ -274,16 +274,11 @@ pub(crate) fn upper_envelope(mut lines: Vec<Tangent>, min_rate: f64) -> (Vec<Tan
 #[cfg(test)]
 mod tests {
     use super::super::rbgen::rbgen;
+    use super::super::testing::uniform;
     use super::*;
 
     fn trace(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let mut s = seed | 1;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = uniform(seed);
         let (mut t, mut time, mut tokens) = (0.0, vec![], vec![]);
         for _ in 0..n {
             if next() > 0.2 {

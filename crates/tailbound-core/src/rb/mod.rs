@@ -7,6 +7,8 @@ pub mod exact;
 pub mod hull;
 pub mod prune;
 pub mod rbgen;
+#[cfg(test)]
+mod testing;
 
 pub use exact::{exact_rb_curve, exact_rb_curve_with, ExactCurve, Method, Tangent};
 pub use prune::prune;

@@ -244,6 +244,7 @@ dispatch!(argmax, argmax_kernel, Argmax);
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::uniform;
     use super::*;
 
     /// The definition: the most work of any interval of requests minus what drains meanwhile.
@@ -261,13 +262,7 @@ mod tests {
 
     /// A small deterministic pseudo-random trace (xorshift), with bursts of equal times.
     fn trace(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let mut s = seed | 1;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = uniform(seed);
         let mut t = 0.0;
         let mut time = Vec::new();
         let mut tokens = Vec::new();
