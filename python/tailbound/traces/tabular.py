@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
+from tailbound.atomic import atomic_path
 from tailbound.errors import TraceFormatError
 from tailbound.traces.columns import make_trace, units_per_second
 from tailbound.traces.trace import Op, Trace
@@ -448,13 +448,6 @@ def write_parquet(trace: Trace, path: str | os.PathLike[str]) -> Path:
         "duration_s": trace.duration_s,
     }
     table = pa.table(columns, metadata={METADATA_KEY: json.dumps(meta).encode()})
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
