@@ -25,7 +25,6 @@ from tailbound.snc.dnc_policies import (
     configurations,
     dnc_bound_function,
     effective_rates,
-    pacing_delay,
 )
 from tailbound.snc.replay import Enforced, replay
 from tailbound.snc.tenants import TenantSet, TenantSpec
@@ -45,8 +44,8 @@ CURVE = RbCurve(np.array([0.1, 0.2, 0.4, 0.8]), np.array([0.05, 0.02, 0.01, 0.00
         (0.05, 0.0, math.inf),  # below the mean rate
     ],
 )
-def test_pacing_delay_table(rate: float, bucket: float, expected: float) -> None:
-    assert pacing_delay(CURVE, rate, bucket) == pytest.approx(expected)
+def test_shaping_delay_table(rate: float, bucket: float, expected: float) -> None:
+    assert float(CURVE.shaping_delay(rate, bucket)) == pytest.approx(expected)
 
 
 def test_effective_rates_smallest_rate_that_fits() -> None:
@@ -55,7 +54,7 @@ def test_effective_rates_smallest_rate_that_fits() -> None:
     assert rates.tolist() == [0.1, 0.1, 0.2, 0.4, 0.8, math.inf]
     for r, budget in zip(rates, budgets, strict=True):
         if math.isfinite(r):
-            assert pacing_delay(CURVE, r, 0.0) <= budget
+            assert CURVE.shaping_delay(r, 0.0) <= budget
 
 
 # ------------------------------------------------------------------------------ on real traces
@@ -108,7 +107,9 @@ def test_silo_rates_are_effective_bandwidths(cut_traces: dict[str, Trace]) -> No
         for d in ("in", "out"):
             ((rate, bucket),) = c.buckets[d]
             assert bucket == pytest.approx(Wire().mtu_bytes / 125e6)
-            assert c.pacing[d] == pytest.approx(pacing_delay(silo.curves.curve(t, d), rate, bucket))
+            assert c.pacing[d] == pytest.approx(
+                float(silo.curves.curve(t, d).shaping_delay(rate, bucket))
+            )
     # a looser SLO never needs more bandwidth
     lo, hi = (silo.configure_one(TenantSpec("x", s, specs[0].trace, "c0", "s0")) for s in (0.1, 1))
     assert sum(b[0][0] for b in hi.buckets.values()) <= sum(b[0][0] for b in lo.buckets.values())

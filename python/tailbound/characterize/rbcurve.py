@@ -101,6 +101,22 @@ class RbCurve:
         b = np.interp(r, self.rates, self.buckets)
         return np.where(r < self.rates[0], np.inf, b)
 
+    def shaping_delay(self, rate: ArrayLike, bucket: float) -> NDArray[np.float64]:
+        """Delay (s) of this traffic in its own token-bucket shaper ``(rate, bucket)`` at each
+        ``rate`` (> 0): ``max(0, b(rate) − bucket) / rate``, the horizontal deviation of ``α``
+        from ``rate·t + bucket`` (since ``b(r) = sup_t (α(t) − r t)``); infinite below the
+        curve's smallest rate. The same value as :func:`tailbound.dnc.shaper_delay` on
+        :meth:`arrival_curve`, in closed form.
+
+        >>> c = RbCurve(np.array([0.1, 0.5]), np.array([0.02, 0.004]), 0.1)
+        >>> round(float(c.shaping_delay(0.5, 0.001)), 6)   # (4 ms − 1 ms) / 0.5
+        0.006
+        >>> float(c.shaping_delay(0.05, 0.001))
+        inf
+        """
+        r = np.asarray(rate, dtype=np.float64)
+        return np.maximum(self.bucket_at(r) - bucket, 0.0) / r
+
     def arrival_curve(self, t: ArrayLike) -> NDArray[np.float64]:
         """``α(t) = min_i (b_i + r_i t)``: the most work (s) arriving in any window of ``t`` s."""
         t_a = np.asarray(t, dtype=np.float64)

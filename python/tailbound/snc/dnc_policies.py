@@ -25,10 +25,11 @@ The policies differ in how rate limits and priorities are chosen:
   on the curve, so the trace they were fitted on is never delayed by them (pacing 0).
 - ``silo`` (Silo++): one priority level (Silo's switches serve guaranteed traffic FIFO); per
   direction one bucket ``(r, one packet)`` — Silo's 1.5 KB burst — with ``r`` the **effective
-  bandwidth**: the smallest rate whose pacing delay ``(b(r) − packet) / r`` fits the direction's
-  pacing budget. *Choice* (the thesis gives no split): the pacing budgets of both directions add
-  up to :data:`SILO_PACING_SHARE` of the SLO, split between them on a grid of fractions so that
-  ``r_in + r_out`` is smallest; the rest of the SLO is left for the network.
+  bandwidth**: the smallest rate whose pacing delay ``(b(r) − packet) / r``
+  (:meth:`RbCurve.shaping_delay`) fits the direction's pacing budget. *Choice* (the thesis gives
+  no split): the pacing budgets of both directions add up to :data:`SILO_PACING_SHARE` of the
+  SLO, split between them on a grid of fractions so that ``r_in + r_out`` is smallest; the rest
+  of the SLO is left for the network.
 - ``qjump`` (QJump++): :data:`QJUMP_RATES` fixed class throughputs (independent of the number of
   tenants, as the thesis does); class ``i`` has priority ``i`` (0 highest) and bucket
   ``(QJUMP_RATES[i], one packet)``. A tenant takes one class for both directions (*choice*);
@@ -108,21 +109,6 @@ class CurveCache:
         return self.curves[key]
 
 
-def pacing_delay(curve: RbCurve, rate: float, bucket: float) -> float:
-    """Delay (s) in a token-bucket shaper ``(rate, bucket)`` of traffic with r-b curve ``curve``:
-    ``max(0, b(rate) − bucket) / rate`` (the horizontal deviation of ``α`` from ``rate·t +
-    bucket``, since ``b(r) = sup_t (α(t) − r t)``); infinite below the curve's smallest rate.
-
-    >>> c = RbCurve(np.array([0.1, 0.5]), np.array([0.02, 0.004]), 0.1)
-    >>> round(pacing_delay(c, 0.5, 0.001), 6)   # (4 ms − 1 ms) / 0.5
-    0.006
-    >>> pacing_delay(c, 0.05, 0.001)
-    inf
-    """
-    b = float(curve.bucket_at(rate))
-    return max(0.0, b - bucket) / rate if math.isfinite(b) else math.inf
-
-
 def effective_rates(curve: RbCurve, budgets: np.ndarray, bucket: float) -> np.ndarray:
     """The smallest rate of ``curve``'s grid (at most :data:`RATE_CAP`) whose pacing delay fits
     each budget (s): the effective bandwidth (Le Boudec & Thiran) with a one-packet bucket;
@@ -133,7 +119,7 @@ def effective_rates(curve: RbCurve, budgets: np.ndarray, bucket: float) -> np.nd
     [0.1, 0.2, inf]
     """
     rates = np.append(curve.rates[curve.rates < RATE_CAP], RATE_CAP)
-    delay = np.maximum(curve.bucket_at(rates) - bucket, 0.0) / rates
+    delay = curve.shaping_delay(rates, bucket)
     # delay is non-increasing in the rate: the first rate that fits is the smallest
     fits = delay[None, :] <= np.asarray(budgets, dtype=np.float64)[:, None]
     first = np.argmax(fits, axis=1)
@@ -314,7 +300,7 @@ class SiloPolicy(_Policy):
                 0,
                 {d: ((rates[d], self.packet_s),) for d in DIRECTIONS},
                 {
-                    d: pacing_delay(self.curves.curve(t, d), rates[d], self.packet_s)
+                    d: float(self.curves.curve(t, d).shaping_delay(rates[d], self.packet_s))
                     for d in DIRECTIONS
                 },
             )
@@ -341,7 +327,10 @@ class QJumpPolicy(_Policy):
         return Configured(
             level,
             {d: ((rate, self.packet_s),) for d in DIRECTIONS},
-            {d: pacing_delay(self.curves.curve(t, d), rate, self.packet_s) for d in DIRECTIONS},
+            {
+                d: float(self.curves.curve(t, d).shaping_delay(rate, self.packet_s))
+                for d in DIRECTIONS
+            },
         )
 
     def levels(self, tenants: Sequence[TenantSpec]) -> tuple[int, ...]:
