@@ -474,4 +474,3 @@ def plot_percentiles(
     axes[-1].legend(fontsize=7)
     fig.suptitle(title)
     save_plot(fig, path)
-    plt.close(fig)

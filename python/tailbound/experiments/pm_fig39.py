@@ -61,7 +61,6 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     axes[0].set_ylabel("99.9th percentile latency (ms)")
     axes[-1].legend(fontsize=7)
     save_plot(fig, path)
-    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -81,7 +81,6 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     b.set_yscale("log")
     a.legend(fontsize=7)
     save_plot(fig, path)
-    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -164,9 +164,14 @@ def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) ->
 
 
 def save_plot(fig: Any, path: Path) -> None:
-    """Save a matplotlib figure atomically."""
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    """Save a matplotlib figure atomically and close it (it is done once saved)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
 
 
 def parser(description: str) -> argparse.ArgumentParser:
