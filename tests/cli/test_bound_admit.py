@@ -94,3 +94,11 @@ def test_bound_with_dnc_analysis(tenants_file: Path, tmp_path: Path) -> None:
     for r in rows:
         assert r["latency_s"] == pytest.approx(r["latency_in_s"] + r["latency_out_s"])
         assert r["latency_s"] > 0
+
+
+def test_bound_functions_are_the_snc_analyses_and_dnc_policies() -> None:
+    from tailbound.cli.bound import BOUND_FUNCTIONS
+    from tailbound.snc.dnc_policies import POLICIES
+    from tailbound.snc.network import ANALYSES
+
+    assert BOUND_FUNCTIONS == (*ANALYSES, *POLICIES)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from tailbound.cli.bound import BOUND_FUNCTIONS
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -20,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--policy",
         default="snc-meister",
-        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution", "dnc", "silo", "qjump"],
+        choices=BOUND_FUNCTIONS,
         help="bound function deciding admission (default snc-meister)",
     )
     parser.add_argument("--out", help="write the decisions as JSON to this file")

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+#: The bound functions the ``bound`` and ``admit`` verbs choose from: the SNC analyses
+#: (``tailbound.snc.network.ANALYSES``) then the DNC baselines (``tailbound.snc.dnc_policies``),
+#: spelled out here so that building the parser imports neither numpy nor the analyses.
+BOUND_FUNCTIONS = ("snc-meister", "snc-hop-by-hop", "snc-convolution", "dnc", "silo", "qjump")
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -18,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--analysis",
         default="snc-meister",
-        choices=["snc-meister", "snc-hop-by-hop", "snc-convolution", "dnc", "silo", "qjump"],
+        choices=BOUND_FUNCTIONS,
         help=(
             "network analysis (default snc-meister); dnc, silo and qjump are the worst-case "
             "(100th percentile) bounds of the DNC baselines of thesis §4.3.1"

@@ -1,11 +1,13 @@
-"""Shared helpers of the SNC reproductions: locating the wc62 traces, building tenants, output."""
+"""Shared helpers of the SNC reproductions: locating the wc62 traces, building tenants, output
+(table and plot)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tailbound.snc.io import markdown_table
 from tailbound.snc.tenants import TenantSet, TenantSpec
@@ -72,3 +74,29 @@ def write_outputs(out: Path, name: str, title: str, header: list[str], rows: lis
     (out / f"{name}.md").write_text(f"# {title}\n\n{table}\n")
     print(table)
     return out / f"{name}.png"
+
+
+#: One line of a plot: x values, latencies in seconds (drawn in ms), matplotlib line keywords.
+Line = tuple[Sequence[float], Sequence[float], Mapping[str, Any]]
+
+
+def plot_latency_ms(
+    png: Path, lines: Sequence[Line], xlabel: str, ylabel: str, *, log_y: bool = False
+) -> None:
+    """Save a 5 × 3.5 inch plot of latency lines (seconds in, milliseconds on the y axis) with a
+    legend to ``png`` (120 dpi); ``log_y`` draws the y axis on a log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for xs, latencies_s, style in lines:
+        ax.plot(xs, [v * 1e3 for v in latencies_s], **style)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if log_y:
+        ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)

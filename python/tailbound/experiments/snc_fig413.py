@@ -13,7 +13,15 @@ import dataclasses
 import time
 from pathlib import Path
 
-from tailbound.experiments._snc_common import find_data, parser, tenant, tenant_set, write_outputs
+from tailbound.experiments._snc_common import (
+    Line,
+    find_data,
+    parser,
+    plot_latency_ms,
+    tenant,
+    tenant_set,
+    write_outputs,
+)
 from tailbound.snc.analysis import snc_bound_function
 from tailbound.snc.io import fmt_ms
 from tailbound.snc.tenants import FitCache
@@ -54,29 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     ]
     header = ["nines", "tenant 0 ms", "max over tenants ms", "compute s"]
     png = write_outputs(Path(args.out), "snc_fig413", "Fig. 4.13 reproduction", header, rows)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(
-        [r["nines"] for r in results],
-        [r["max"] * 1e3 for r in results],
-        marker="o",
-        label="SNC-Meister (max over tenants)",
-    )
-    ax.plot(
-        [r["nines"] for r in results],
-        [r["tenant0"] * 1e3 for r in results],
-        marker="s",
-        label="SNC-Meister (tenant 0)",
-    )
-    ax.set_xlabel("number of nines of the percentile")
-    ax.set_ylabel("latency bound (ms)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
+    nines = [r["nines"] for r in results]
+    lines: list[Line] = [
+        (
+            nines,
+            [r["max"] for r in results],
+            {"marker": "o", "label": "SNC-Meister (max over tenants)"},
+        ),
+        (
+            nines,
+            [r["tenant0"] for r in results],
+            {"marker": "s", "label": "SNC-Meister (tenant 0)"},
+        ),
+    ]
+    plot_latency_ms(png, lines, "number of nines of the percentile", "latency bound (ms)")
     return 0
 
 

@@ -23,8 +23,10 @@ from numpy.typing import NDArray
 from tailbound.experiments._dnc_simple import shared_path_delay
 from tailbound.experiments._snc_common import (
     SIMILAR_TRACES,
+    Line,
     find_data,
     parser,
+    plot_latency_ms,
     tenant,
     tenant_set,
     write_outputs,
@@ -89,20 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([int(r["tenants"]), *[fmt_ms(r[a]) for a in CURVES], *ratio])
     header = ["tenants", *[f"{a} ms" for a in CURVES], "conv / meister", "hop / meister"]
     png = write_outputs(Path(args.out), "snc_fig47", "Fig. 4.7 reproduction", header, rows)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for a in CURVES:
-        ax.plot(counts, [r[a] * 1e3 for r in results], marker="o", label=a)
-    ax.set_xlabel("number of tenants")
-    ax.set_ylabel("99.9th percentile latency bound (ms)")
-    ax.set_yscale("log")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
+    lines: list[Line] = [
+        (counts, [r[a] for r in results], {"marker": "o", "label": a}) for a in CURVES
+    ]
+    ylabel = "99.9th percentile latency bound (ms)"
+    plot_latency_ms(png, lines, "number of tenants", ylabel, log_y=True)
     return 0
 
 

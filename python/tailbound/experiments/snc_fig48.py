@@ -17,8 +17,10 @@ from pathlib import Path
 
 from tailbound.experiments._dnc_simple import shared_path_delay
 from tailbound.experiments._snc_common import (
+    Line,
     find_data,
     parser,
+    plot_latency_ms,
     tenant,
     tenant_set,
     trace_path,
@@ -70,29 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     ]
     header = ["dependent tenants", "fraction", "tenant 0 ms", "max ms", "DNC ms", "compute s"]
     png = write_outputs(Path(args.out), "snc_fig48", "Fig. 4.8 reproduction", header, rows)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(
-        [r["dependent"] / TENANTS for r in results],
-        [r["max"] * 1e3 for r in results],
-        marker="o",
-        label="SNC-Meister (max over tenants)",
-    )
-    ax.plot(
-        [r["dependent"] / TENANTS for r in results],
-        [r["dnc"] * 1e3 for r in results],
-        linestyle="--",
-        label="DNC token bucket (100th percentile)",
-    )
-    ax.set_xlabel("fraction of dependent tenants")
-    ax.set_ylabel("99.9th percentile latency bound (ms)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
+    fraction = [r["dependent"] / TENANTS for r in results]
+    lines: list[Line] = [
+        (
+            fraction,
+            [r["max"] for r in results],
+            {"marker": "o", "label": "SNC-Meister (max over tenants)"},
+        ),
+        (
+            fraction,
+            [r["dnc"] for r in results],
+            {"linestyle": "--", "label": "DNC token bucket (100th percentile)"},
+        ),
+    ]
+    ylabel = "99.9th percentile latency bound (ms)"
+    plot_latency_ms(png, lines, "fraction of dependent tenants", ylabel)
     return 0
 
 

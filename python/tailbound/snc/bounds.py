@@ -87,6 +87,16 @@ class Bound:
         """``(rho(theta), sigma(theta))`` elementwise for an array of ``theta > 0``."""
         raise NotImplementedError
 
+    def operand_bounds(self, theta: Array) -> tuple[Array, Array, Array, Array]:
+        """``(rho_1, sigma_1, rho_2, sigma_2)``: the first operand's bound at ``x theta`` and the
+        second's at ``y theta`` (work per step, work), the evaluation every operator's theorem
+        starts from (thesis Appendix A.2; ``x = y = 1`` when the operands are independent)."""
+        assert self.operands is not None, "a leaf has no operands"
+        first, second = self.operands
+        r1, s1 = first.bound(self.x * theta)
+        r2, s2 = second.bound(self.y * theta)
+        return r1, s1, r2, s2
+
     def pole_of(self, first: Bound, second: Bound) -> Param:
         """The pole of this node applied to operands ``first`` and ``second``."""
         return np.minimum(first.pole() / self.x, second.pole() / self.y)
@@ -190,8 +200,7 @@ class Aggregate(ArrivalBound):
         self._combine(first, second)
 
     def bound(self, theta: Array) -> tuple[Array, Array]:
-        r1, s1 = self.first.bound(self.x * theta)
-        r2, s2 = self.second.bound(self.y * theta)
+        r1, s1, r2, s2 = self.operand_bounds(theta)
         return r1 + r2, s1 + s2
 
 
@@ -209,8 +218,7 @@ class Leftover(ServiceBound):
         self._combine(arrival, service)
 
     def bound(self, theta: Array) -> tuple[Array, Array]:
-        ra, sa = self.arrival.bound(self.x * theta)
-        rs, ss = self.service.bound(self.y * theta)
+        ra, sa, rs, ss = self.operand_bounds(theta)
         return ra + rs, sa + ss
 
 
@@ -228,8 +236,7 @@ class Output(ArrivalBound):
         self._combine(arrival, service)
 
     def bound(self, theta: Array) -> tuple[Array, Array]:
-        ra, sa = self.arrival.bound(self.x * theta)
-        rs, ss = self.service.bound(self.y * theta)
+        ra, sa, rs, ss = self.operand_bounds(theta)
         with np.errstate(invalid="ignore"):
             sigma = sa + ss - _log1m_exp(theta * (ra + rs)) / theta
         return ra, sigma
@@ -256,8 +263,7 @@ class Convolution(ServiceBound):
         self._combine(first, second)
 
     def bound(self, theta: Array) -> tuple[Array, Array]:
-        r1, s1 = self.first.bound(self.x * theta)
-        r2, s2 = self.second.bound(self.y * theta)
+        r1, s1, r2, s2 = self.operand_bounds(theta)
         r1 = np.where(r1 == r2, 0.99 * r1, r1)
         with np.errstate(invalid="ignore"):
             sigma = s1 + s2 - _log1m_exp(-theta * np.abs(r1 - r2)) / theta

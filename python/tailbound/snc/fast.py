@@ -22,9 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.snc.bounds import STEP_S, Array, Bound, _log1m_exp
-from tailbound.snc.latency import DECREASE, INITIAL_THETA, MIN_THETA
+from tailbound.snc.latency import search_theta, theorem1_steps
 from tailbound.snc.mmpp import MmppArrival, MmppModel
-from tailbound.snc.network import Flow, Network
+from tailbound.snc.network import Flow, Network, feeder_groups
 
 ROLES = ("w", "x", "y")
 
@@ -74,20 +74,10 @@ def _plan(net: Network, flows: list[Flow]) -> _Plan:
         return model_pole[key]
 
     for row, flow in enumerate(flows):
-        first, second = flow.path
+        first = flow.path[0]
         pole = [pole_of(flow)]
         plan.use(flow.arrival, "w", row)
-        feeders: dict[str, int] = {}
-        for f in net.flows_at(second, 1):
-            if f.priority <= flow.priority:
-                feeders[f.path[0]] = max(feeders.get(f.path[0], f.priority), f.priority)
-        for queue in sorted(feeders, key=net.queue_order):
-            lowest = feeders[queue]
-            shared: list[Flow] = []
-            non_shared: list[Flow] = []
-            for f in net.flows_at(queue, 0):
-                if f.priority <= lowest and f.id != flow.id:
-                    (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(f)
+        for queue, shared, non_shared in feeder_groups(net, flow):
             pole += [pole_of(f) for f in (*shared, *non_shared)]
             if queue == first:
                 for f in shared:
@@ -155,39 +145,13 @@ def _latency_steps(plan: _Plan, theta: Array) -> Array:
         sigma_conv = sigma_d - _log1m_exp(-theta * np.abs(r1 - r2)) / theta
         rho_s = sums["x"] + np.maximum(r1, r2)
         rho_a = sums["w"]
-    with np.errstate(all="ignore"):
-        zeta = theta * (rho_a + rho_s)
-        log_term = np.log(plan.eps[:, None] * -np.expm1(zeta))
-        latency = (log_term / theta - sigma_conv) / rho_s
-    ok = (zeta < 0) & (rho_s < 0) & np.isfinite(latency)
-    return np.where(ok, latency, np.inf)
+    # Theorem 1 with sigma_A = 0 (MMPP arrivals) and sigma_S that of the convolution.
+    return theorem1_steps(theta, rho_a, np.zeros(theta.shape), rho_s, sigma_conv, plan.eps[:, None])
 
 
 def _best_theta(plan: _Plan) -> Array:
     """The reference ``theta`` search (see :mod:`tailbound.snc.latency`), all flows at once."""
-    rows = len(plan.flows)
-    theta = np.full(rows, INITIAL_THETA)
-    step = INITIAL_THETA / DECREASE
-    pole = plan.pole[:, None]
-    while step >= MIN_THETA:
-        lo = np.maximum(theta - DECREASE * step, MIN_THETA)
-        hi = theta + DECREASE * step
-        count = int(np.max(np.floor((hi - lo) / step))) + 3
-        increments = np.full((rows, count), step)
-        increments[:, 0] = lo
-        grid = np.cumsum(increments, axis=1)
-        beyond = (grid[:, 1:] >= pole) | (grid[:, 1:] > hi[:, None])
-        if np.all(beyond):
-            theta = lo
-            step /= DECREASE
-            continue
-        values = _latency_steps(plan, grid)
-        values = np.where(grid <= hi[:, None], values, np.inf)
-        pick = np.argmin(values, axis=1)
-        found = np.isfinite(values[np.arange(rows), pick])
-        theta = np.where(found, grid[np.arange(rows), pick], lo)
-        step /= DECREASE
-    return theta
+    return search_theta(lambda grid: _latency_steps(plan, grid), plan.pole[:, None])
 
 
 def _rows(

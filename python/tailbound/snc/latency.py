@@ -25,9 +25,11 @@ shrink by 1.2 around it. We evaluate a whole round's candidates in one vectorise
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from tailbound.snc.bounds import STEP_S, Array, Bound
+from tailbound.snc.bounds import STEP_S, Array, Bound, Param
 from tailbound.snc.crand import CRand
 
 MIN_THETA = 1e-9
@@ -35,6 +37,60 @@ INITIAL_THETA = 1000.0
 DECREASE = 10.0
 HOLDER_ROUNDS = 25
 HOLDER_SHRINK = 1.2
+
+
+def theorem1_steps(
+    theta: Array, rho_a: Array, sigma_a: Array, rho_s: Array, sigma_s: Array, eps: Param
+) -> Array:
+    """Thesis Theorem 1, elementwise: the latency bound ``L(theta)`` in steps of
+    :data:`~tailbound.snc.bounds.STEP_S` seconds from the arrival's and the service's MGF bounds
+    (``rho`` in work per step, ``sigma`` in work, already evaluated at ``x theta`` and
+    ``y theta``) and the violation probability ``eps``; ``inf`` where the queue is unstable
+    (``rho_a + rho_s >= 0``), the service guarantees nothing or a term is not finite.
+
+    >>> one = np.array([1.0])
+    >>> round(float(theorem1_steps(one, 0.5 * one, 0 * one, -one, 0 * one, 1e-3)[0]), 4)
+    7.8405
+    """
+    with np.errstate(all="ignore"):
+        z = theta * (rho_a + rho_s)
+        log_term = np.log(eps * -np.expm1(z))
+        latency = (log_term / theta - (sigma_a + sigma_s)) / rho_s
+    ok = (z < 0) & (rho_s < 0) & np.isfinite(latency)
+    return np.where(ok, latency, np.inf)
+
+
+def search_theta(latency_steps: Callable[[Array], Array], pole: Array) -> Array:
+    """The reference coarse-to-fine ``theta`` search (module docstring), one search per row.
+
+    ``latency_steps`` maps a grid of ``theta`` (shape ``(rows, k)``, per unit of work) to the
+    latency in steps of every point; ``pole`` (shape ``(rows, 1)``) is a ``theta`` at and beyond
+    which a row's latency is infinite. Returns the chosen ``theta`` of every row (shape
+    ``(rows,)``).
+    """
+    rows = pole.shape[0]
+    theta = np.full(rows, INITIAL_THETA)
+    step = INITIAL_THETA / DECREASE
+    while step >= MIN_THETA:
+        lo = np.maximum(theta - DECREASE * step, MIN_THETA)
+        hi = theta + DECREASE * step
+        count = int(np.max(np.floor((hi - lo) / step))) + 3
+        increments = np.full((rows, count), step)
+        increments[:, 0] = lo
+        grid = np.cumsum(increments, axis=1)  # sequential sums, like `x += step`
+        # Beyond the pole every value is infinite: a level whose grid lies there (after its
+        # first point) ends at its first point without evaluating anything.
+        if np.all((grid[:, 1:] >= pole) | (grid[:, 1:] > hi[:, None])):
+            theta = lo
+            step /= DECREASE
+            continue
+        values = latency_steps(grid)
+        values = np.where(grid <= hi[:, None], values, np.inf)
+        pick = np.argmin(values, axis=1)
+        found = np.isfinite(values[np.arange(rows), pick])
+        theta = np.where(found, grid[np.arange(rows), pick], lo)
+        step /= DECREASE
+    return theta
 
 
 class LatencyBound:
@@ -60,14 +116,8 @@ class LatencyBound:
     def latency_steps(self, theta: Array) -> Array:
         """``L(theta)`` in steps, elementwise; ``inf`` where the bound does not exist."""
         theta = np.asarray(theta, dtype=np.float64)
-        ra, sa = self.arrival.bound(self.node.x * theta)
-        rs, ss = self.service.bound(self.node.y * theta)
-        with np.errstate(all="ignore"):
-            z = theta * (ra + rs)
-            log_term = np.log(self.eps * -np.expm1(z))
-            latency = (log_term / theta - (sa + ss)) / rs
-        ok = (z < 0) & (rs < 0) & np.isfinite(latency)
-        return np.where(ok, latency, np.inf)
+        ra, sa, rs, ss = self.node.operand_bounds(theta)
+        return theorem1_steps(theta, ra, sa, rs, ss, self.eps)
 
     def latency_s(self, theta: Array) -> Array:
         """``L(theta)`` in seconds."""
@@ -78,29 +128,8 @@ class LatencyBound:
         """The reference coarse-to-fine ``theta`` search; vectorised over a batch of Hölder
         candidates when the nodes' parameters hold arrays of shape ``(batch, 1)``."""
         rows = 1 if batch is None else batch
-        theta = np.full(rows, INITIAL_THETA)
-        step = INITIAL_THETA / DECREASE
-        # Beyond the expression's pole every value is infinite: a level whose grid lies there
-        # (after its first point) ends at its first point without evaluating anything.
         pole = np.broadcast_to(self.node.pole_of(self.arrival, self.service), (rows, 1))
-        while step >= MIN_THETA:
-            lo = np.maximum(theta - DECREASE * step, MIN_THETA)
-            hi = theta + DECREASE * step
-            count = int(np.max(np.floor((hi - lo) / step))) + 3
-            increments = np.full((rows, count), step)
-            increments[:, 0] = lo
-            grid = np.cumsum(increments, axis=1)  # sequential sums, like `x += step`
-            if np.all((grid[:, 1:] >= pole) | (grid[:, 1:] > hi[:, None])):
-                theta = lo
-                step /= DECREASE
-                continue
-            values = self.latency_steps(grid)
-            values = np.where(grid <= hi[:, None], values, np.inf)
-            pick = np.argmin(values, axis=1)
-            found = np.isfinite(values[np.arange(rows), pick])
-            theta = np.where(found, grid[np.arange(rows), pick], lo)
-            step /= DECREASE
-        return theta
+        return search_theta(self.latency_steps, pole)
 
     def latency_at_best_theta(self, batch: int | None = None) -> Array:
         """Latency in seconds at the searched ``theta`` (one value per batch row)."""

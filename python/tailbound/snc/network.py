@@ -29,7 +29,7 @@ bound computed so far, larger first (the reference implementation's heuristic), 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from tailbound.snc.bounds import (
@@ -94,6 +94,30 @@ class Network:
 
 
 # ------------------------------------------------------------------------------- SNC-Meister
+def feeder_groups(net: Network, flow: Flow) -> Iterator[tuple[str, list[Flow], list[Flow]]]:
+    """The competitors of a two-hop ``flow`` at every first queue feeding its second queue
+    (thesis Appendix A.4, steps 1–3), in queue order: ``(queue, shared, non_shared)``.
+
+    A feeding queue's competitors are its flows (first hop there, ours excluded) of priority
+    ``>=`` the lowest (largest number) among its flows into our second queue of priority ``>=``
+    ours. ``shared`` go on to our second queue (``X`` at our first queue, ``Zi`` elsewhere), the
+    others are ``non_shared`` (``Y`` at our first queue, ``Ri`` elsewhere); both in flow order.
+    """
+    second = flow.path[1]
+    feeders: dict[str, int] = {}
+    for f in net.flows_at(second, 1):
+        if f.priority <= flow.priority:
+            feeders[f.path[0]] = max(feeders.get(f.path[0], f.priority), f.priority)
+    for queue in sorted(feeders, key=net.queue_order):
+        lowest = feeders[queue]
+        shared: list[Flow] = []
+        non_shared: list[Flow] = []
+        for f in net.flows_at(queue, 0):
+            if f.priority <= lowest and f.id != flow.id:
+                (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(f)
+        yield queue, shared, non_shared
+
+
 def snc_meister(net: Network, flow: Flow) -> float:
     """SNC-Meister's latency bound (seconds) of ``flow`` (thesis Appendix A.4)."""
     if len(flow.path) == 1:
@@ -109,24 +133,12 @@ def snc_meister(net: Network, flow: Flow) -> float:
         return LatencyBound(flow.arrival, service, flow.eps).latency_at_best_theta().item()
 
     first, second = flow.path
-    # First queues feeding our second queue, each with the lowest priority (largest number)
-    # among its competing flows of priority >= ours (our own flow included).
-    feeders: dict[str, int] = {}
-    for f in net.flows_at(second, 1):
-        if f.priority <= flow.priority:
-            feeders[f.path[0]] = max(feeders.get(f.path[0], f.priority), f.priority)
     first_service: Bound | None = None
     shared_first: Bound | None = None
     second_arrivals: list[Bound] = []
-    for queue in sorted(feeders, key=net.queue_order):
-        lowest = feeders[queue]
-        shared: list[Bound] = []
-        non_shared: list[Bound] = []
-        for f in net.flows_at(queue, 0):
-            if f.priority <= lowest and f.id != flow.id:
-                (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(
-                    f.arrival
-                )
+    for queue, shared_flows, non_shared_flows in feeder_groups(net, flow):
+        shared = [f.arrival for f in shared_flows]
+        non_shared = [f.arrival for f in non_shared_flows]
         service: Bound = ConstantService(net.queues[queue])  # type: ignore[no-redef]
         if non_shared:
             service = Leftover(service, aggregate_all(non_shared))
