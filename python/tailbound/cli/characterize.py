@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tailbound.atomic import atomic_path
+from tailbound.plotting import save_figure
 from tailbound.stages import Stage
 
 if TYPE_CHECKING:
@@ -232,5 +232,4 @@ def _plot(curves: dict[Stage, RbCurve], name: str, path: Path) -> None:
     axes.set_ylabel("bucket b (ms of work)")
     axes.set_title(f"r-b curves of {name}")
     axes.legend()
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
+    save_figure(figure, path, format="png", dpi=100)

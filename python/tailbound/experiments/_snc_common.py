@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailbound.atomic import write_text_atomic
+from tailbound.errors import ConfigError
+from tailbound.experiments.wc_common import find_wc62
+from tailbound.plotting import save_figure
 from tailbound.snc.io import markdown_table
 from tailbound.snc.tenants import TenantSet, TenantSpec
 
@@ -17,17 +20,15 @@ SIMILAR_TRACES = (1, 5, 7, 8, 9, 10, 11, 29, 35, 38, 40, 43, 57, 59, 61, 14)
 
 
 def find_data(explicit: str | None = None) -> Path:
-    """The shared data folder: ``--data``, ``$TAILBOUND_DATA``, or ``shared/data`` beside an
-    ancestor of the working directory or of this file."""
+    """The shared data folder: ``--data``, or the parent of the wc62 folder
+    :func:`~tailbound.experiments.wc_common.find_wc62` finds (``$TAILBOUND_DATA``, or
+    ``shared/data`` beside an ancestor of the working directory or of this package)."""
     if explicit:
         return Path(explicit)
-    if os.environ.get("TAILBOUND_DATA"):
-        return Path(os.environ["TAILBOUND_DATA"])
-    for start in (Path.cwd(), Path(__file__).resolve()):
-        for parent in (start, *start.parents):
-            if (parent / "shared" / "data" / "wc62").is_dir():
-                return parent / "shared" / "data"
-    raise SystemExit("cannot find the shared data folder; pass --data or set TAILBOUND_DATA")
+    try:
+        return find_wc62().parent
+    except ConfigError as e:
+        raise SystemExit(e.message) from None
 
 
 def trace_path(data: Path, index: int) -> Path:
@@ -67,11 +68,14 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def write_outputs(out: Path, name: str, title: str, header: list[str], rows: list[list]) -> Path:
-    """Write ``<name>.md`` (title and Markdown table) and return the path of the plot to make."""
+def write_outputs(
+    out: Path, name: str, title: str, header: list[str], rows: list[list], extra: str = ""
+) -> Path:
+    """Write ``<name>.md`` (title, Markdown table, then ``extra``) atomically and return the
+    path of the plot to make."""
     out.mkdir(parents=True, exist_ok=True)
     table = markdown_table(header, rows)
-    (out / f"{name}.md").write_text(f"# {title}\n\n{table}\n")
+    write_text_atomic(out / f"{name}.md", f"# {title}\n\n{table}\n{extra}")
     print(table)
     return out / f"{name}.png"
 
@@ -99,4 +103,4 @@ def plot_latency_ms(
         ax.set_yscale("log")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
+    save_figure(fig, png, dpi=120)

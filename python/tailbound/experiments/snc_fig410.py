@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from tailbound.experiments._snc_common import find_data, parser, trace_path, write_outputs
+from tailbound.plotting import save_figure
 from tailbound.sim.results import percentile
 from tailbound.snc.admission import admit_in_order
 from tailbound.snc.analysis import BoundFunction
@@ -331,7 +332,6 @@ def main(argv: list[str] | None = None) -> int:
         f"percentile (scale {scale:g}), seed {args.seed}, MMPP interval "
         f"{args.mmpp_interval_s:g} s, {time.perf_counter() - start:.0f} s"
     )
-    png = write_outputs(Path(args.out), name, title, HEADER, summary_rows(results))
     per_order = [
         [
             o,
@@ -344,9 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     from tailbound.snc.io import markdown_table
 
-    with (Path(args.out) / f"{name}.md").open("a") as f:
-        f.write("\nAdmitted tenants per order:\n\n")
-        f.write(markdown_table(["order", *POLICIES], per_order) + "\n")
+    extra = "\nAdmitted tenants per order:\n\n" + markdown_table(["order", *POLICIES], per_order)
+    png = write_outputs(
+        Path(args.out), name, title, HEADER, summary_rows(results), extra=extra + "\n"
+    )
     plot(results, png, title)
     return 0
 
@@ -375,8 +376,7 @@ def plot(results: Sequence[OrderResult], png: Path, title: str) -> None:
         ax.set_ylabel(label)
     fig.suptitle(title, fontsize=8)
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, png, dpi=120)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import numpy as np
 from tailbound.atomic import atomic_path, write_text_atomic
 from tailbound.characterize import RbCurve
 from tailbound.errors import ConfigError
+from tailbound.plotting import save_figure
 from tailbound.policies.inputs import ClusterConfig, ServerConfig, load_cluster, load_tenants
 from tailbound.policies.server import Placed, check
 from tailbound.policies.wc_lp import solve
@@ -164,14 +165,8 @@ def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) ->
 
 
 def save_plot(fig: Any, path: Path) -> None:
-    """Save a matplotlib figure atomically and close it (it is done once saved)."""
-    import matplotlib.pyplot as plt
-
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    """Save a matplotlib figure atomically and close it (:func:`tailbound.plotting.save_figure`)."""
+    save_figure(fig, path, dpi=120, bbox_inches="tight")
 
 
 def parser(description: str) -> argparse.ArgumentParser:

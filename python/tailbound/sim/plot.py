@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tailbound.atomic import atomic_path
+from tailbound.plotting import save_figure
 from tailbound.sim.results import SimResults
 
 
@@ -40,9 +40,4 @@ def plot_tail(results: SimResults, path: str | Path, *, max_nines: float = 4.0) 
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", ncol=2)
     fig.tight_layout()
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp)
-    finally:
-        plt.close(fig)
-    return path
+    return save_figure(fig, path)
