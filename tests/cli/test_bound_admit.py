@@ -58,6 +58,25 @@ def test_admit_writes_decisions(tenants_file: Path, tmp_path: Path) -> None:
     assert main(["admit", "--tenants", str(tenants_file), "--out", str(out)]) == 0
     decisions = json.loads(out.read_text())["decisions"]
     assert [d["admitted"] for d in decisions] == [True, True, False]
+    # by default every prediction is at least the tenant's measured latency alone
+    for d in decisions:
+        assert 0 < d["latency_alone_s"] <= d["latency_s"]
+    plain = tmp_path / "plain.json"
+    args = ["admit", "--tenants", str(tenants_file), "--no-alone-floor", "--out", str(plain)]
+    assert main(args) == 0
+    model = json.loads(plain.read_text())["decisions"]
+    assert all("latency_alone_s" not in d for d in model)
+    for d, m in zip(decisions, model, strict=True):
+        assert d["latency_s"] == pytest.approx(max(m["latency_s"], d["latency_alone_s"]))
+
+
+def test_bound_with_alone_floor(tenants_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bounds.json"
+    args = ["bound", "--tenants", str(tenants_file), "--alone-floor", "--out", str(out)]
+    assert main(args) == 0
+    for r in json.loads(out.read_text())["tenants"]:
+        model = r["latency_in_s"] + r["latency_out_s"]
+        assert r["latency_s"] == pytest.approx(max(model, r["latency_alone_s"]))
 
 
 def test_bad_tenants_file_is_one_line_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

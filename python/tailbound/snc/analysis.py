@@ -27,6 +27,9 @@ class TenantBound:
     latency_storage_s: float | None
     slo_s: float
     percentile: float
+    #: The tenant's measured latency alone at its percentile when the prediction is floored by
+    #: it (:class:`tailbound.snc.alone.AloneFloor`); ``latency_s`` is then at least this.
+    latency_alone_s: float | None = None
 
     @classmethod
     def of_directions(
@@ -66,6 +69,8 @@ class TenantBound:
         }
         if self.latency_storage_s is not None:
             out["latency_storage_s"] = num(self.latency_storage_s)
+        if self.latency_alone_s is not None:
+            out["latency_alone_s"] = num(self.latency_alone_s)
         return out
 
 
