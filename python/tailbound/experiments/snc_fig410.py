@@ -10,6 +10,12 @@ shifted trace; the admitted tenants' second halves are then replayed in the simu
 policy's priorities (and, for the DNC baselines, its rate limits) enforced, and a tenant violates
 its SLO when the 99.9th percentile of its replayed latencies exceeds it.
 
+Policies: ``snc-meister`` is tailbound's SNC-Meister admission, the SNC-Meister bound floored by
+each tenant's latency alone measured on its first half (:mod:`tailbound.snc.alone`);
+``snc-meister-model`` the thesis' rule (the bound only); ``dnc``, ``silo``, ``qjump`` the DNC
+baselines. Violators whose second half misses the SLO even alone are counted apart: no decision
+from the first half could meet them except by rejecting the tenant.
+
 SLO scaling (*choice*): the thesis' memcached traces meet 10 ms alone; ours (block-storage traces
 with 128 KiB writes and bursts up to 132× the mean) do not. ``scale`` is the 90th percentile over
 the tenants of their latency bound *alone* on the network (the larger of SNC-Meister's 99.9th
