@@ -24,6 +24,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// A hasher for `theta` bits: one multiply (the memo's keys are not adversarial, and SipHash
 /// showed in profiles).
@@ -394,25 +396,47 @@ impl Search<'_> {
     }
 }
 
-/// `rho` at every `theta` in `need` (emptied), each source's in increasing order, the sources
-/// split over threads by estimated cost.
+/// `rho` at every new `theta` in `need` (emptied), each source's in increasing order, on up to
+/// `threads` threads (`None`: the cores, fewer if a thread would get less than
+/// [`MIN_COST_PER_THREAD`] of estimated work). Threads take the sources one at a time, the
+/// costliest first; which thread computes a source does not change its values.
 fn compute(rho: &mut [Rho], need: &mut [Vec<f64>], threads: Option<usize>) {
-    for list in need.iter_mut() {
+    let mut costs = Vec::with_capacity(rho.len());
+    for (r, list) in rho.iter().zip(need.iter_mut()) {
         list.sort_unstable_by(f64::total_cmp);
         list.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        list.retain(|t| !r.memo.contains_key(&t.to_bits()));
+        costs.push(r.cost() * list.len() as f64);
     }
-    let costs: Vec<f64> =
-        rho.iter().zip(need.iter()).map(|(r, l)| r.cost() * l.len() as f64).collect();
-    let parts = threads
-        .unwrap_or_else(|| cores().min((costs.iter().sum::<f64>() / MIN_COST_PER_THREAD) as usize));
-    let mut work: Vec<(&mut Rho, &mut Vec<f64>)> = rho.iter_mut().zip(need.iter_mut()).collect();
-    in_parallel(&mut work, &split(&costs, parts.max(1)), |_, part| {
-        for (r, list) in part.iter_mut() {
-            for &theta in list.iter() {
-                r.at(theta);
-            }
-            list.clear();
+    let total: f64 = costs.iter().sum();
+    let threads = threads.unwrap_or_else(|| cores().min((total / MIN_COST_PER_THREAD) as usize));
+    let one = |r: &mut Rho, list: &mut Vec<f64>| {
+        for &theta in list.iter() {
+            r.at(theta);
         }
+        list.clear();
+    };
+    if threads <= 1 {
+        rho.iter_mut().zip(need.iter_mut()).for_each(|(r, list)| one(r, list));
+        return;
+    }
+    let mut order: Vec<usize> = (0..rho.len()).filter(|&s| costs[s] > 0.0).collect();
+    order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]));
+    let work: Vec<Mutex<(&mut Rho, &mut Vec<f64>)>> =
+        rho.iter_mut().zip(need.iter_mut()).map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let worker = || {
+        while let Some(&s) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let mut item = work[s].lock().expect("each source is taken once");
+            let (r, list) = &mut *item;
+            one(r, list);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads.min(order.len()) {
+            scope.spawn(worker);
+        }
+        worker();
     });
 }
 
