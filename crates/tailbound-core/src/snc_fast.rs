@@ -12,15 +12,21 @@
 //! ```
 //!
 //! with `rho` of an MMPP source `log1p(r) / theta`, `r` the Perron root of
-//! `diag(1 + e) G + diag(e)`, `e_s = p_s theta / (mu_s - theta)`. Each flow's search is
-//! independent of the others: levels of step `100, 10, ..., 1e-9` around the current `theta`
-//! (grids built by sequential addition), first strict minimum kept, `theta = lo` when no grid point
-//! is finite; points at or beyond the flow's pole (smallest `mu` of its sources) are infinite and
-//! not evaluated. Each source keeps a memo `theta -> rho` shared by every flow using it, with the
-//! Perron vector at each `theta`: a new root starts from the vector interpolated between its
-//! memoised neighbours (see `PerronSolver`), which changes the work, not the root. The
-//! Python module `tailbound.snc.fast` builds the plan; its tests compare the result with the
-//! per-flow operator trees.
+//! `diag(1 + e) G + diag(e)`, `e_s = p_s theta / (mu_s - theta)`. Each flow's search is the
+//! reference's: levels of step `100, 10, ..., 1e-9` around the current `theta` (grids built by
+//! sequential addition), first strict minimum kept, `theta = lo` when no grid point is finite;
+//! points at or beyond the flow's pole (smallest `mu` of its sources) are infinite and not
+//! evaluated. The flows' searches are independent but for the sources they share, so they run
+//! level by level together: a level's grids are built for every flow, the `rho` they need that
+//! are not yet memoised are computed source by source, then every flow's grid is compared. Each
+//! source keeps a memo `theta -> rho` shared by every flow using it, with the Perron vector at
+//! each `theta`: a new root starts from the vector interpolated between its memoised neighbours
+//! (see `PerronSolver`), which changes the work, not the root (to ~1e-16). The sources' roots of
+//! a level run on the machine's cores (threads take whole sources, so each source still computes
+//! its `theta`s in increasing order: the same floats on any number of threads); a level with
+//! little work stays on one thread, and `TAILBOUND_SNC_THREADS` fixes the count. The Python
+//! module `tailbound.snc.fast` builds the plan; its tests compare the result with the per-flow
+//! operator trees.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
