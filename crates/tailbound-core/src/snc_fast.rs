@@ -364,6 +364,8 @@ impl Search<'_> {
         let mut grid = Vec::new();
         let mut grid_ptr = vec![0; flows + 1];
         let mut need: Vec<Vec<f64>> = vec![vec![]; rho.len()];
+        // Asked once: `available_parallelism` reads the cgroup files (~25 µs a call).
+        let cores = if threads.is_none() { cores() } else { 1 };
         let mut step = INITIAL_THETA / DECREASE;
         while step >= MIN_THETA {
             grid.clear();
@@ -381,7 +383,7 @@ impl Search<'_> {
                     }
                 }
             }
-            compute(rho, &mut need, threads);
+            compute(rho, &mut need, threads, cores);
             let rho: &[Rho] = rho;
             let compare = |first: usize, out: &mut [f64]| {
                 for (k, t) in out.iter_mut().enumerate() {
@@ -389,7 +391,7 @@ impl Search<'_> {
                     *t = self.best(rho, f, &grid[grid_ptr[f]..grid_ptr[f + 1]]);
                 }
             };
-            let parts = threads.unwrap_or_else(|| cores().min(reads / MIN_READS_PER_THREAD));
+            let parts = threads.unwrap_or_else(|| cores.min(reads / MIN_READS_PER_THREAD));
             let weights: Vec<f64> =
                 (0..flows).map(|f| (grid_ptr[f + 1] - grid_ptr[f]) as f64).collect();
             in_parallel(&mut theta, &split(&weights, parts.max(1)), |run, out| {
@@ -403,10 +405,10 @@ impl Search<'_> {
 }
 
 /// `rho` at every new `theta` in `need` (emptied), each source's in increasing order, on up to
-/// `threads` threads (`None`: the cores, fewer if a thread would get less than
+/// `threads` threads (`None`: `cores`, fewer if a thread would get less than
 /// [`MIN_COST_PER_THREAD`] of estimated work). Threads take the sources one at a time, the
 /// costliest first; which thread computes a source does not change its values.
-fn compute(rho: &mut [Rho], need: &mut [Vec<f64>], threads: Option<usize>) {
+fn compute(rho: &mut [Rho], need: &mut [Vec<f64>], threads: Option<usize>, cores: usize) {
     let mut costs = Vec::with_capacity(rho.len());
     for (r, list) in rho.iter().zip(need.iter_mut()) {
         list.sort_unstable_by(f64::total_cmp);
@@ -415,7 +417,7 @@ fn compute(rho: &mut [Rho], need: &mut [Vec<f64>], threads: Option<usize>) {
         costs.push(r.cost() * list.len() as f64);
     }
     let total: f64 = costs.iter().sum();
-    let threads = threads.unwrap_or_else(|| cores().min((total / MIN_COST_PER_THREAD) as usize));
+    let threads = threads.unwrap_or_else(|| cores.min((total / MIN_COST_PER_THREAD) as usize));
     let one = |r: &mut Rho, list: &mut Vec<f64>| {
         for &theta in list.iter() {
             r.at(theta);
