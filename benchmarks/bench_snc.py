@@ -6,15 +6,20 @@ every tenant (both directions) for the fixed set, excluding the MMPP fits (timed
 compare with the reference implementation's figure: 0.16 s for 16 tenants on 4 hosts (thesis
 §4.4.5), and, in the same run, the all-flows search in the Rust core (``engine="rust"``, the
 default) with the previous level-by-level numpy search (``engine="numpy"``) on the same network.
-Times are the best of a few runs (7 up to 64 tenants, 3 at 256, 1 at 1000): the machine is
-shared. Run: ``.venv/bin/python -m benchmarks.bench_snc [max_tenants]``.
+The bounds are timed with the Rust search's default thread count (the machine's cores where the
+work justifies them) alternating with one thread (``TAILBOUND_SNC_THREADS=1``). Times are the best
+of a few runs (7 up to 64 tenants, 3 at 256, 1 at 1000): the machine is shared. Run:
+``.venv/bin/python -m benchmarks.bench_snc [max_tenants]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import sys
 import time
+from collections.abc import Iterator
 
 from tailbound.experiments._snc_common import find_data, tenant, tenant_set
 from tailbound.snc.analysis import snc_bound_function
@@ -24,6 +29,7 @@ from tailbound.snc.mmpp import MmppModel
 from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
 
 REFERENCE_16_S = 0.16
+THREADS_VAR = "TAILBOUND_SNC_THREADS"
 SLOS = (0.01, 0.02, 0.05, 0.1)
 
 
@@ -54,6 +60,21 @@ def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
     return specs
 
 
+@contextlib.contextmanager
+def threads(count: int | None) -> Iterator[None]:
+    """Fix the Rust search's thread count (``TAILBOUND_SNC_THREADS``; ``None``: its default, the
+    machine's cores where the work justifies them) for the duration."""
+    saved = os.environ.pop(THREADS_VAR, None)
+    if count is not None:
+        os.environ[THREADS_VAR] = str(count)
+    try:
+        yield
+    finally:
+        os.environ.pop(THREADS_VAR, None)
+        if saved is not None:
+            os.environ[THREADS_VAR] = saved
+
+
 def repeats(n: int) -> int:
     """Timed repetitions per size (the best is reported: the machine is shared and noisy)."""
     return 7 if n <= 64 else 3 if n <= 256 else 1
@@ -74,13 +95,21 @@ def main(argv: list[str] | None = None) -> None:
         total = time.perf_counter() - start
         fit = cache.fit_seconds
         seconds = total - fit
-        # Again with the fits cached (memos emptied each time), best of a few runs.
-        for _ in range(repeats(n) - 1):
-            for model in cache.copies.values():
-                model._memo.clear()
-            start = time.perf_counter()
-            bound(specs)
-            seconds = min(seconds, time.perf_counter() - start)
+        # Again with the fits cached (memos emptied each time), best of a few runs, alternating
+        # the default thread count with one thread.
+        single = float("inf")
+        for _ in range(repeats(n)):
+            for count in (None, 1):
+                for model in cache.copies.values():
+                    model._memo.clear()
+                with threads(count):
+                    start = time.perf_counter()
+                    bound(specs)
+                    took = time.perf_counter() - start
+                if count is None:
+                    seconds = min(seconds, took)
+                else:
+                    single = min(single, took)
         # Search only (network built), the Rust search against the previous numpy search, on
         # fresh model copies (empty memos) each time, alternating, best of a few runs.
         searches = {"rust": float("inf"), "numpy": float("inf")}
@@ -100,13 +129,19 @@ def main(argv: list[str] | None = None) -> None:
                 f"{seconds:.3f}",
                 f"{1e3 * seconds / n:.2f}",
                 f"{seconds / (REFERENCE_16_S * n / 16):.2f}",
+                f"{single:.3f}",
+                f"{single / seconds:.2f}",
                 f"{searches['rust']:.3f}",
                 f"{searches['numpy']:.3f}",
                 f"{searches['numpy'] / searches['rust']:.1f}",
                 f"{fit:.2f}",
             ]
         )
-        print(f"n={n}: bounds {seconds:.3f} s, fits {fit:.2f} s", file=sys.stderr, flush=True)
+        print(
+            f"n={n}: bounds {seconds:.3f} s (1 thread {single:.3f} s), fits {fit:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     print(
         markdown_table(
             [
@@ -115,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
                 "bounds s",
                 "ms / tenant",
                 "ours / reference (0.16 s per 16)",
+                "bounds s, 1 thread",
+                "1 thread / default",
                 "search rust s",
                 "search numpy s (previous)",
                 "numpy / rust",

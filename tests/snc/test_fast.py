@@ -67,6 +67,20 @@ def test_fast_path_rust_search_equals_numpy_search(
             assert rust[key] == pytest.approx(value, rel=1e-12)
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_fast_path_rust_search_same_floats_on_any_thread_count(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, threads: str
+) -> None:
+    # TAILBOUND_SNC_THREADS fixes the Rust search's thread count; each source computes its
+    # thetas in the same order on any count, so the bounds are the same floats.
+    tset = scenario(data_dir, 16, 4, 125e6)
+    net, _, _ = build_network(tset, tset.tenants, FitCache())
+    monkeypatch.delenv("TAILBOUND_SNC_THREADS", raising=False)
+    default = snc_meister_all(net, list(net.flows), "rust")
+    monkeypatch.setenv("TAILBOUND_SNC_THREADS", threads)
+    assert snc_meister_all(net, list(net.flows), "rust") == default
+
+
 def test_fast_path_rejects_unknown_engine(data_dir: Path) -> None:
     tset = scenario(data_dir, 2, 2, 125e6)
     net, _, _ = build_network(tset, tset.tenants, FitCache())

@@ -12,18 +12,26 @@
 //! ```
 //!
 //! with `rho` of an MMPP source `log1p(r) / theta`, `r` the Perron root of
-//! `diag(1 + e) G + diag(e)`, `e_s = p_s theta / (mu_s - theta)`. Each flow's search is
-//! independent of the others: levels of step `100, 10, ..., 1e-9` around the current `theta`
-//! (grids built by sequential addition), first strict minimum kept, `theta = lo` when no grid point
-//! is finite; points at or beyond the flow's pole (smallest `mu` of its sources) are infinite and
-//! not evaluated. Each source keeps a memo `theta -> rho` shared by every flow using it, with the
-//! Perron vector at each `theta`: a new root starts from the vector interpolated between its
-//! memoised neighbours (see `PerronSolver`), which changes the work, not the root. The
-//! Python module `tailbound.snc.fast` builds the plan; its tests compare the result with the
-//! per-flow operator trees.
+//! `diag(1 + e) G + diag(e)`, `e_s = p_s theta / (mu_s - theta)`. Each flow's search is the
+//! reference's: levels of step `100, 10, ..., 1e-9` around the current `theta` (grids built by
+//! sequential addition), first strict minimum kept, `theta = lo` when no grid point is finite;
+//! points at or beyond the flow's pole (smallest `mu` of its sources) are infinite and not
+//! evaluated. The flows' searches are independent but for the sources they share, so they run
+//! level by level together: a level's grids are built for every flow, the `rho` they need that
+//! are not yet memoised are computed source by source, then every flow's grid is compared. Each
+//! source keeps a memo `theta -> rho` shared by every flow using it, with the Perron vector at
+//! each `theta`: a new root starts from the vector interpolated between its memoised neighbours
+//! (see `PerronSolver`), which changes the work, not the root (to ~1e-16). The sources' roots of
+//! a level run on the machine's cores (threads take whole sources, so each source still computes
+//! its `theta`s in increasing order: the same floats on any number of threads); a level with
+//! little work stays on one thread, and `TAILBOUND_SNC_THREADS` fixes the count. The Python
+//! module `tailbound.snc.fast` builds the plan; its tests compare the result with the per-flow
+//! operator trees.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// A hasher for `theta` bits: one multiply (the memo's keys are not adversarial, and SipHash
 /// showed in profiles).
@@ -182,6 +190,21 @@ impl<'a> Rho<'a> {
         true
     }
 
+    /// `rho(theta)` already computed by [`Rho::at`].
+    fn memoised(&self, theta: f64) -> f64 {
+        let slot = self.memo.get(&theta.to_bits()).expect("every needed theta is computed first");
+        self.values[*slot]
+    }
+
+    /// Estimated work of one new `rho` (the units of [`MIN_COST_PER_THREAD`]).
+    fn cost(&self) -> f64 {
+        if self.source.n > 2 {
+            (self.source.n * self.source.n) as f64
+        } else {
+            1.0
+        }
+    }
+
     /// `rho(theta)` for `theta` below every `mu` of the source (the caller checks the pole).
     fn at(&mut self, theta: f64) -> f64 {
         if let Some(&slot) = self.memo.get(&theta.to_bits()) {
@@ -233,23 +256,38 @@ fn log1m_exp(z: f64) -> f64 {
     }
 }
 
+/// Environment variable fixing the number of threads of [`snc_meister_search`] (a positive
+/// integer, e.g. `1` for single-thread timings); the results do not depend on it.
+pub const THREADS_VAR: &str = "TAILBOUND_SNC_THREADS";
+
+/// Estimated work below which a batch runs on one thread: another thread (spawned per batch)
+/// does not pay for itself. Units of [`Rho::cost`] (`n^2` per root; ~15 ns each on the
+/// benchmark's 10-state fits), so about 0.3 ms of roots per thread.
+const MIN_COST_PER_THREAD: f64 = 20_000.0;
+
+/// Latency evaluations (flow, grid point, source read) below which a level's flows are
+/// compared on one thread (a read is a memo lookup, ~10 ns).
+const MIN_READS_PER_THREAD: usize = 50_000;
+
 struct Search<'a> {
     plan: &'a Plan,
-    rho: Vec<Rho<'a>>,
     pairs_of: Vec<std::ops::Range<usize>>,
+    /// The distinct sources each flow's latency reads.
+    sources_of: Vec<Vec<usize>>,
 }
 
 impl Search<'_> {
-    fn sum(&mut self, rows: &Csr, i: usize, theta: f64) -> f64 {
+    fn sum(&self, rho: &[Rho], rows: &Csr, i: usize, theta: f64) -> f64 {
         let mut total = 0.0;
         for &s in rows.row(i) {
-            total += self.rho[s].at(theta);
+            total += rho[s].memoised(theta);
         }
         total
     }
 
-    /// Flow `f`'s latency in steps at `theta` (`inf` where the bound does not exist).
-    fn latency(&mut self, f: usize, theta: f64) -> f64 {
+    /// Flow `f`'s latency in steps at `theta` (`inf` where the bound does not exist); every
+    /// source of the flow has `rho` memoised at `theta` if `theta` is below the pole.
+    fn latency(&self, rho: &[Rho], f: usize, theta: f64) -> f64 {
         let plan = self.plan;
         let pole = plan.pole[f];
         if theta.is_nan() || pole.is_nan() || theta >= pole {
@@ -257,14 +295,14 @@ impl Search<'_> {
         }
         let (mut rho_d, mut sigma_d) = (0.0, 0.0);
         for k in self.pairs_of[f].clone() {
-            let z = self.sum(&plan.z, k, theta);
-            let r = self.sum(&plan.r, k, theta);
+            let z = self.sum(rho, &plan.z, k, theta);
+            let r = self.sum(rho, &plan.r, k, theta);
             rho_d += z;
             sigma_d += -log1m_exp(theta * (z + (r - plan.pair_c[k]))) / theta;
         }
-        let rho_w = self.sum(&plan.w, f, theta);
-        let rho_x = self.sum(&plan.x, f, theta);
-        let rho_y = self.sum(&plan.y, f, theta);
+        let rho_w = self.sum(rho, &plan.w, f, theta);
+        let rho_x = self.sum(rho, &plan.x, f, theta);
+        let rho_y = self.sum(rho, &plan.y, f, theta);
         let mut r1 = rho_y + -plan.c1[f];
         let r2 = rho_d + -plan.c2[f];
         if r1 == r2 {
@@ -282,38 +320,207 @@ impl Search<'_> {
         }
     }
 
-    fn best_theta(&mut self, f: usize) -> f64 {
+    /// The points of flow `f`'s grid around `theta` with `step` that the reference evaluates
+    /// (appended to `out`): `lo, lo + step, ...` by sequential addition up to `hi`, stopping at
+    /// the pole (beyond it every value is infinite; the first point is always taken).
+    fn grid(&self, f: usize, theta: f64, step: f64, out: &mut Vec<f64>) {
         let pole = self.plan.pole[f];
-        let mut theta = INITIAL_THETA;
+        let lo = (theta - DECREASE * step).max(MIN_THETA);
+        let hi = theta + DECREASE * step;
+        let mut point = lo;
+        let mut first = true;
+        while point <= hi {
+            if !first && point >= pole {
+                break;
+            }
+            out.push(point);
+            point += step;
+            first = false;
+        }
+    }
+
+    /// The first strict minimum of flow `f`'s latency over `grid` (its first point if none is
+    /// finite).
+    fn best(&self, rho: &[Rho], f: usize, grid: &[f64]) -> f64 {
+        let (mut best, mut best_value) = (grid[0], f64::INFINITY);
+        for &point in grid {
+            let value = self.latency(rho, f, point);
+            if value < best_value {
+                best = point;
+                best_value = value;
+            }
+        }
+        best
+    }
+
+    /// Every flow's search, level by level: each level's grids are built for all flows, the
+    /// `rho` they need computed source by source (on up to `threads` threads, each source's
+    /// new `theta`s in increasing order, so a source's memo and warm starts do not depend on
+    /// the threads), then each flow's grid is compared.
+    fn run(&self, rho: &mut [Rho], threads: Option<usize>) -> (Vec<f64>, Vec<f64>) {
+        let plan = self.plan;
+        let flows = plan.c1.len();
+        let mut theta = vec![INITIAL_THETA; flows];
+        let mut grid = Vec::new();
+        let mut grid_ptr = vec![0; flows + 1];
+        let mut need: Vec<Vec<f64>> = vec![vec![]; rho.len()];
+        // Asked once: `available_parallelism` reads the cgroup files (~25 µs a call).
+        let cores = if threads.is_none() { cores() } else { 1 };
         let mut step = INITIAL_THETA / DECREASE;
         while step >= MIN_THETA {
-            let lo = (theta - DECREASE * step).max(MIN_THETA);
-            let hi = theta + DECREASE * step;
-            let (mut best, mut best_value) = (lo, f64::INFINITY);
-            let mut point = lo;
-            let mut first = true;
-            while point <= hi {
-                // Beyond the pole every value is infinite; so is every later point.
-                if !first && point >= pole {
-                    break;
+            grid.clear();
+            let mut reads = 0;
+            for f in 0..flows {
+                self.grid(f, theta[f], step, &mut grid);
+                grid_ptr[f + 1] = grid.len();
+                for &point in &grid[grid_ptr[f]..] {
+                    // `latency` reads no source at or beyond the pole.
+                    if point < plan.pole[f] {
+                        for &s in &self.sources_of[f] {
+                            need[s].push(point);
+                        }
+                        reads += self.sources_of[f].len();
+                    }
                 }
-                let value = self.latency(f, point);
-                if value < best_value {
-                    best = point;
-                    best_value = value;
-                }
-                point += step;
-                first = false;
             }
-            theta = best;
+            compute(rho, &mut need, threads, cores);
+            let rho: &[Rho] = rho;
+            let compare = |first: usize, out: &mut [f64]| {
+                for (k, t) in out.iter_mut().enumerate() {
+                    let f = first + k;
+                    *t = self.best(rho, f, &grid[grid_ptr[f]..grid_ptr[f + 1]]);
+                }
+            };
+            let parts = threads.unwrap_or_else(|| cores.min(reads / MIN_READS_PER_THREAD));
+            let weights: Vec<f64> =
+                (0..flows).map(|f| (grid_ptr[f + 1] - grid_ptr[f]) as f64).collect();
+            in_parallel(&mut theta, &split(&weights, parts.max(1)), |run, out| {
+                compare(run.start, out)
+            });
             step /= DECREASE;
         }
-        theta
+        let latency = (0..flows).map(|f| self.latency(rho, f, theta[f])).collect();
+        (theta, latency)
     }
 }
 
-/// Best `theta` and the latency there (steps) of every flow of `plan`.
+/// `rho` at every new `theta` in `need` (emptied), each source's in increasing order, on up to
+/// `threads` threads (`None`: `cores`, fewer if a thread would get less than
+/// [`MIN_COST_PER_THREAD`] of estimated work). Threads take the sources one at a time, the
+/// costliest first; which thread computes a source does not change its values.
+fn compute(rho: &mut [Rho], need: &mut [Vec<f64>], threads: Option<usize>, cores: usize) {
+    let mut costs = Vec::with_capacity(rho.len());
+    for (r, list) in rho.iter().zip(need.iter_mut()) {
+        list.sort_unstable_by(f64::total_cmp);
+        list.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        list.retain(|t| !r.memo.contains_key(&t.to_bits()));
+        costs.push(r.cost() * list.len() as f64);
+    }
+    let total: f64 = costs.iter().sum();
+    let threads = threads.unwrap_or_else(|| cores.min((total / MIN_COST_PER_THREAD) as usize));
+    let one = |r: &mut Rho, list: &mut Vec<f64>| {
+        for &theta in list.iter() {
+            r.at(theta);
+        }
+        list.clear();
+    };
+    if threads <= 1 {
+        rho.iter_mut().zip(need.iter_mut()).for_each(|(r, list)| one(r, list));
+        return;
+    }
+    let mut order: Vec<usize> = (0..rho.len()).filter(|&s| costs[s] > 0.0).collect();
+    order.sort_by(|&a, &b| costs[b].total_cmp(&costs[a]));
+    let work: Vec<Mutex<(&mut Rho, &mut Vec<f64>)>> =
+        rho.iter_mut().zip(need.iter_mut()).map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let worker = || {
+        while let Some(&s) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let mut item = work[s].lock().expect("each source is taken once");
+            let (r, list) = &mut *item;
+            one(r, list);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads.min(order.len()) {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |c| c.get())
+}
+
+/// `job(run, &mut items[run])` for each of the contiguous `runs` (covering `items` in order),
+/// the first on this thread, the others on scoped threads.
+fn in_parallel<T: Send>(
+    items: &mut [T],
+    runs: &[std::ops::Range<usize>],
+    job: impl Fn(std::ops::Range<usize>, &mut [T]) + Sync,
+) {
+    if runs.len() <= 1 {
+        job(0..items.len(), items);
+        return;
+    }
+    std::thread::scope(|scope| {
+        let mut rest = items;
+        let mut pieces = Vec::with_capacity(runs.len());
+        for run in runs {
+            let (piece, tail) = rest.split_at_mut(run.len());
+            pieces.push((run.clone(), piece));
+            rest = tail;
+        }
+        let mut pieces = pieces.into_iter();
+        let (run0, piece0) = pieces.next().expect("at least two runs");
+        let job = &job;
+        for (run, piece) in pieces {
+            scope.spawn(move || job(run, piece));
+        }
+        job(run0, piece0);
+    });
+}
+
+/// Contiguous runs covering `costs`, at most `parts` of them, of about equal total cost (a run
+/// ends where the cumulative cost first reaches its share); empty runs are dropped.
+fn split(costs: &[f64], parts: usize) -> Vec<std::ops::Range<usize>> {
+    let total: f64 = costs.iter().sum();
+    let mut runs = Vec::with_capacity(parts);
+    let (mut start, mut done) = (0, 0.0);
+    for (i, c) in costs.iter().enumerate() {
+        done += c;
+        if runs.len() + 1 < parts && done >= total * (runs.len() + 1) as f64 / parts as f64 {
+            runs.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    runs.push(start..costs.len());
+    runs.retain(|r| !r.is_empty());
+    runs
+}
+
+/// Best `theta` and the latency there (steps) of every flow of `plan`, on the number of
+/// threads [`THREADS_VAR`] fixes, else on as many as the machine has and each batch of work
+/// justifies (see [`snc_meister_search_threads`]).
 pub fn snc_meister_search(plan: &Plan) -> Result<(Vec<f64>, Vec<f64>)> {
+    let fixed = std::env::var(THREADS_VAR).ok().and_then(|v| v.trim().parse::<usize>().ok());
+    snc_meister_search_threads(plan, fixed.filter(|&t| t > 0))
+}
+
+/// Best `theta` and the latency there (steps) of every flow of `plan`, on up to `threads`
+/// threads (`None`: `available_parallelism`, and one thread for a batch of less than
+/// [`MIN_COST_PER_THREAD`] of roots or [`MIN_READS_PER_THREAD`] of comparisons).
+///
+/// The flows' searches run level by level together (each is still the reference's search:
+/// the same grids, the same first strict minimum). At each level the sources' new `rho`s are
+/// computed in parallel — sources split over threads, each source's `theta`s in increasing
+/// order — then the flows' grids compared in parallel — flows split over threads, reading
+/// the memos. A source's memo thus sees the same `theta`s in the same order whatever the
+/// thread count, so the results are the same floats on any number of threads (tested).
+pub fn snc_meister_search_threads(
+    plan: &Plan,
+    threads: Option<usize>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
     let flows = plan.c1.len();
     let pairs = plan.pair_flow.len();
     if [plan.c2.len(), plan.eps.len(), plan.pole.len()].iter().any(|&l| l != flows)
@@ -333,6 +540,15 @@ pub fn snc_meister_search(plan: &Plan) -> Result<(Vec<f64>, Vec<f64>)> {
     ] {
         csr.check(name, rows, sources)?;
     }
+    let (pairs_of, sources_of) = layout(plan);
+    let mut rho = plan.sources.iter().map(Rho::new).collect::<Result<Vec<_>>>()?;
+    let search = Search { plan, pairs_of, sources_of };
+    Ok(search.run(&mut rho, threads))
+}
+
+/// Each flow's range of pairs and its distinct sources (in first-read order).
+fn layout(plan: &Plan) -> (Vec<std::ops::Range<usize>>, Vec<Vec<usize>>) {
+    let (flows, pairs, sources) = (plan.c1.len(), plan.pair_flow.len(), plan.sources.len());
     let mut pairs_of = vec![0..0; flows];
     let mut k = 0;
     for (f, range) in pairs_of.iter_mut().enumerate() {
@@ -342,16 +558,22 @@ pub fn snc_meister_search(plan: &Plan) -> Result<(Vec<f64>, Vec<f64>)> {
         }
         *range = start..k;
     }
-    let rho = plan.sources.iter().map(Rho::new).collect::<Result<Vec<_>>>()?;
-    let mut search = Search { plan, rho, pairs_of };
-    let mut thetas = Vec::with_capacity(flows);
-    let mut latencies = Vec::with_capacity(flows);
-    for f in 0..flows {
-        let theta = search.best_theta(f);
-        thetas.push(theta);
-        latencies.push(search.latency(f, theta));
-    }
-    Ok((thetas, latencies))
+    let mut seen = vec![usize::MAX; sources];
+    let sources_of = (0..flows)
+        .map(|f| {
+            let own = [&plan.w, &plan.x, &plan.y].map(|c| c.row(f));
+            let paired = pairs_of[f].clone().flat_map(|k| [plan.z.row(k), plan.r.row(k)]);
+            let mut list = vec![];
+            for &s in own.into_iter().chain(paired).flatten() {
+                if seen[s] != f {
+                    seen[s] = f;
+                    list.push(s);
+                }
+            }
+            list
+        })
+        .collect();
+    (pairs_of, sources_of)
 }
 
 #[cfg(test)]
@@ -411,5 +633,138 @@ mod tests {
         let bad = Csr { ptr: vec![0, 2], idx: vec![0] };
         assert!(bad.check("w", 1, 1).is_err());
         assert!(csr(&[&[3]]).check("w", 1, 1).is_err());
+    }
+
+    /// A pseudo-random source of `n` states (a fixed linear congruential sequence): sparse
+    /// transitions of order 1e-3 per step, request probabilities up to 0.1, work rates 2-6.
+    fn sample_source(n: usize, seed: u64) -> Source {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut generator = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let u = next();
+                if i != j && u > 0.3 {
+                    generator[i * n + j] = 1e-3 * u;
+                }
+            }
+            generator[i * n + i] =
+                -(0..n).filter(|&j| j != i).map(|j| generator[i * n + j]).sum::<f64>();
+        }
+        let p = (0..n).map(|_| 0.1 * next()).collect();
+        let mu = (0..n).map(|_| 2.0 + 4.0 * next()).collect();
+        Source { n, generator, p, mu }
+    }
+
+    /// Six flows over twelve sources of 1 to 7 states, each flow with its own and shared
+    /// sources and one or two pairs feeding its second queue.
+    fn sample_plan() -> Plan {
+        let sizes = [1, 2, 3, 4, 5, 6, 7, 2, 3, 5, 1, 7];
+        let sources: Vec<Source> =
+            sizes.iter().enumerate().map(|(i, &n)| sample_source(n, 11 + i as u64)).collect();
+        let pole = |rows: &[&[usize]]| {
+            let min = rows.iter().flat_map(|r| r.iter()).flat_map(|&s| sources[s].mu.iter());
+            min.fold(f64::INFINITY, |m, &x| m.min(x))
+        };
+        let w: [&[usize]; 6] = [&[0], &[1, 2], &[3], &[4, 5], &[6], &[7, 8]];
+        let x: [&[usize]; 6] = [&[9], &[], &[10, 11], &[0], &[2], &[]];
+        let y: [&[usize]; 6] = [&[3, 4], &[5], &[], &[6, 7], &[8, 9], &[10]];
+        let pair_flow = vec![0, 0, 1, 3, 4, 4, 5];
+        let z: [&[usize]; 7] = [&[1], &[2, 3], &[4], &[5, 8], &[11], &[0, 1], &[6]];
+        let r: [&[usize]; 7] = [&[5], &[], &[7, 9], &[10], &[3], &[2], &[]];
+        let poles = (0..6)
+            .map(|f| {
+                let mut rows = vec![w[f], x[f], y[f]];
+                for (k, &pf) in pair_flow.iter().enumerate() {
+                    if pf == f {
+                        rows.extend([z[k], r[k]]);
+                    }
+                }
+                pole(&rows)
+            })
+            .collect();
+        Plan {
+            c1: vec![0.9, 1.0, 0.8, 1.2, 1.0, 0.9],
+            c2: vec![1.1, 0.9, 1.0, 1.3, 1.2, 1.0],
+            eps: vec![1e-3, 1e-4, 1e-2, 1e-3, 1e-5, 1e-3],
+            pole: poles,
+            sources,
+            w: csr(&w),
+            x: csr(&x),
+            y: csr(&y),
+            pair_c: vec![0.8, 0.9, 1.0, 0.7, 0.9, 1.1, 0.8],
+            pair_flow,
+            z: csr(&z),
+            r: csr(&r),
+        }
+    }
+
+    /// The reference search for one flow alone, point by point with a fresh memo (what the
+    /// level-by-level driver must reproduce).
+    fn alone(plan: &Plan, f: usize) -> (f64, f64) {
+        let mut rho = plan.sources.iter().map(|s| Rho::new(s).unwrap()).collect::<Vec<_>>();
+        let (pairs_of, sources_of) = layout(plan);
+        let search = Search { plan, pairs_of, sources_of };
+        let (mut theta, mut step) = (INITIAL_THETA, INITIAL_THETA / DECREASE);
+        let mut grid = vec![];
+        let value_at = |rho: &mut Vec<Rho>, point: f64| {
+            if point < plan.pole[f] {
+                for &s in &search.sources_of[f] {
+                    rho[s].at(point);
+                }
+            }
+            search.latency(rho, f, point)
+        };
+        while step >= MIN_THETA {
+            grid.clear();
+            search.grid(f, theta, step, &mut grid);
+            let (mut best, mut best_value) = (grid[0], f64::INFINITY);
+            for &point in &grid {
+                let value = value_at(&mut rho, point);
+                if value < best_value {
+                    (best, best_value) = (point, value);
+                }
+            }
+            theta = best;
+            step /= DECREASE;
+        }
+        (theta, value_at(&mut rho, theta))
+    }
+
+    #[test]
+    fn all_flows_match_each_flow_searched_alone() {
+        let plan = sample_plan();
+        let (theta, latency) = snc_meister_search_threads(&plan, Some(1)).unwrap();
+        let mut finite = 0;
+        for f in 0..plan.c1.len() {
+            let (t, l) = alone(&plan, f);
+            assert_eq!(theta[f], t, "flow {f}");
+            assert!(l == latency[f] || (l - latency[f]).abs() <= 1e-13 * l, "flow {f}");
+            finite += usize::from(l.is_finite());
+        }
+        assert!(finite >= 4, "the sample plan should mostly give bounds: {latency:?}");
+    }
+
+    /// Each source's memo sees the same thetas in the same order on any number of threads, so
+    /// the results are the same floats.
+    #[test]
+    fn thread_count_does_not_change_results() {
+        let plan = sample_plan();
+        let one = snc_meister_search_threads(&plan, Some(1)).unwrap();
+        for threads in [Some(2), Some(3), Some(5), None] {
+            assert_eq!(snc_meister_search_threads(&plan, threads).unwrap(), one, "{threads:?}");
+        }
+    }
+
+    #[test]
+    fn split_balances_contiguous_runs() {
+        assert_eq!(split(&[1.0; 6], 2), vec![0..3, 3..6]);
+        assert_eq!(split(&[5.0, 1.0, 1.0, 1.0, 1.0, 1.0], 2), vec![0..1, 1..6]);
+        assert_eq!(split(&[1.0, 1.0], 5), vec![0..1, 1..2]);
+        assert_eq!(split(&[], 3), Vec::<std::ops::Range<usize>>::new());
+        assert_eq!(split(&[0.0, 0.0, 0.0], 1), vec![0..3]);
     }
 }

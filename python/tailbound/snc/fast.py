@@ -47,8 +47,11 @@ class _Plan:
     def use(self, arrival: Bound, role: str, row: int) -> None:
         assert isinstance(arrival, MmppArrival)  # checked by _independent
         key = id(arrival.model)
-        self.models[key] = arrival.model
-        self.uses.setdefault(key, defaultdict(list))[role].append(row)
+        uses = self.uses.get(key)
+        if uses is None:  # not setdefault: that would build a defaultdict per call
+            self.models[key] = arrival.model
+            uses = self.uses[key] = defaultdict(list)
+        uses[role].append(row)
 
 
 def _independent(net: Network) -> bool:
