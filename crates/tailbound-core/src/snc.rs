@@ -299,6 +299,41 @@ impl PerronSolver {
     }
 }
 
+/// Pseudo-random test inputs shared by this module's tests and `snc_fast`'s.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// A fixed linear congruential sequence of uniform numbers in `[0, 1)`.
+    pub(crate) struct Lcg(pub(crate) u64);
+
+    impl Lcg {
+        pub(crate) fn next(&mut self) -> f64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    /// A generator of `n` states: each off-diagonal transition present when its draw exceeds
+    /// `keep_above`, with rate `scale` times the draw; rows sum to zero.
+    pub(crate) fn sample_generator(
+        rng: &mut Lcg,
+        n: usize,
+        keep_above: f64,
+        scale: f64,
+    ) -> Vec<f64> {
+        let mut g = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let u = rng.next();
+                if i != j && u > keep_above {
+                    g[i * n + j] = scale * u;
+                }
+            }
+            g[i * n + i] = -(0..n).filter(|&j| j != i).map(|j| g[i * n + j]).sum::<f64>();
+        }
+        g
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,25 +402,9 @@ mod tests {
         assert!(close(got, lambda - 1.0, 1e-10), "{got} {}", lambda - 1.0);
     }
 
-    /// A pseudo-random generator of `n` states (a fixed linear congruential sequence), some
-    /// transitions absent as in a fitted chain.
+    /// A pseudo-random generator of `n` states, some transitions absent as in a fitted chain.
     fn sample_generator(n: usize, seed: u64) -> Vec<f64> {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let mut g = vec![0.0; n * n];
-        for i in 0..n {
-            for j in 0..n {
-                let u = next();
-                if i != j && u > 0.4 {
-                    g[i * n + j] = 1e-5 * u;
-                }
-            }
-            g[i * n + i] = -(0..n).filter(|&j| j != i).map(|j| g[i * n + j]).sum::<f64>();
-        }
-        g
+        super::testing::sample_generator(&mut super::testing::Lcg(seed), n, 0.4, 1e-5)
     }
 
     /// The root does not depend on the starting vector (only the work does): a cold start, the

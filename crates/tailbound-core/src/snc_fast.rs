@@ -579,6 +579,7 @@ fn layout(plan: &Plan) -> (Vec<std::ops::Range<usize>>, Vec<Vec<usize>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snc::testing::{sample_generator, Lcg};
 
     fn csr(rows: &[&[usize]]) -> Csr {
         let mut ptr = vec![0];
@@ -635,27 +636,13 @@ mod tests {
         assert!(csr(&[&[3]]).check("w", 1, 1).is_err());
     }
 
-    /// A pseudo-random source of `n` states (a fixed linear congruential sequence): sparse
-    /// transitions of order 1e-3 per step, request probabilities up to 0.1, work rates 2-6.
+    /// A pseudo-random source of `n` states: sparse transitions of order 1e-3 per step,
+    /// request probabilities up to 0.1, work rates 2-6.
     fn sample_source(n: usize, seed: u64) -> Source {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let mut generator = vec![0.0; n * n];
-        for i in 0..n {
-            for j in 0..n {
-                let u = next();
-                if i != j && u > 0.3 {
-                    generator[i * n + j] = 1e-3 * u;
-                }
-            }
-            generator[i * n + i] =
-                -(0..n).filter(|&j| j != i).map(|j| generator[i * n + j]).sum::<f64>();
-        }
-        let p = (0..n).map(|_| 0.1 * next()).collect();
-        let mu = (0..n).map(|_| 2.0 + 4.0 * next()).collect();
+        let mut rng = Lcg(seed);
+        let generator = sample_generator(&mut rng, n, 0.3, 1e-3);
+        let p = (0..n).map(|_| 0.1 * rng.next()).collect();
+        let mu = (0..n).map(|_| 2.0 + 4.0 * rng.next()).collect();
         Source { n, generator, p, mu }
     }
 
