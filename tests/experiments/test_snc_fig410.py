@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tailbound.experiments import snc_fig410
-from tailbound.experiments.snc_fig410 import POLICIES, arrivals, population
+from tailbound.experiments.snc_fig410 import DNC_POLICIES, POLICIES, arrivals, population
 
 
 def test_population_shifts_and_halves(data_dir: Path) -> None:
@@ -33,6 +33,22 @@ def test_small_run_writes_table_and_plot(data_dir: Path, tmp_path: Path) -> None
     for policy in POLICIES:
         assert f"| {policy} | 2 |" in table
     assert "Admitted tenants per order" in table
+    header = next(line for line in table.splitlines() if line.startswith("| policy |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    rows = {
+        cells[0]: dict(zip(columns, cells, strict=True))
+        for line in table.splitlines()
+        if line.startswith("| ")
+        and (cells := [c.strip() for c in line.strip("|").split("|")])
+        and cells[0] in POLICIES
+        and len(cells) == len(columns)
+    }
+    for policy, row in rows.items():
+        alone = int(row["of which miss alone on the second half"])
+        assert alone <= int(row["SLO violations"]), policy
+    # the DNC baselines' worst-case bounds hold on the traces the decisions were made from
+    for policy in DNC_POLICIES:
+        assert rows[policy]["violations replaying the first halves"] == "0", policy
     assert (tmp_path / "snc_fig410.png").stat().st_size > 1000
 
 
