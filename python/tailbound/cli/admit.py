@@ -44,17 +44,19 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.snc.dnc_policies import POLICIES, dnc_bound_function
     from tailbound.snc.incremental import IncrementalSnc
     from tailbound.snc.io import fmt_ms, markdown_table, write_json_atomic
-    from tailbound.snc.tenants import load_tenants
+    from tailbound.snc.tenants import FitCache, load_tenants
 
     tset = load_tenants(args.tenants)
+    fits = FitCache()
     bounds: BoundFunction
     if args.policy in POLICIES:
         bounds = dnc_bound_function(tset, args.policy)
     elif args.policy == "snc-meister":
-        bounds = IncrementalSnc(tset)  # same bounds, re-using flows an arrival leaves unchanged
+        # same bounds, re-using flows an arrival leaves unchanged
+        bounds = IncrementalSnc(tset, fits)
     else:
-        bounds = snc_bound_function(tset, args.policy)
-    bounds = with_floor(bounds, tset, args.policy, not args.no_alone_floor)
+        bounds = snc_bound_function(tset, args.policy, fits)
+    bounds = with_floor(bounds, tset, args.policy, not args.no_alone_floor, fits)
     decisions = admit_in_order(tset.tenants, bounds)
     rows = [
         [

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tailbound.snc.analysis import BoundFunction
-    from tailbound.snc.tenants import TenantSet
+    from tailbound.snc.tenants import FitCache, TenantSet
 
 #: The bound functions the ``bound`` and ``admit`` verbs choose from: the SNC analyses
 #: (``tailbound.snc.network.ANALYSES``) then the DNC baselines (``tailbound.snc.dnc_policies``),
@@ -52,15 +52,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def with_floor(bounds: BoundFunction, tset: TenantSet, analysis: str, on: bool) -> BoundFunction:
+def with_floor(
+    bounds: BoundFunction, tset: TenantSet, analysis: str, on: bool, fits: FitCache
+) -> BoundFunction:
     """``bounds`` floored by the tenants' measured latencies alone when ``on`` and ``analysis``
-    is an SNC analysis (a DNC baseline's worst-case bound is never below it)."""
-    from tailbound.snc.alone import floored_by_trace_files
+    is an SNC analysis (a DNC baseline's worst-case bound is never below it); the traces come
+    from ``fits``, which the SNC fits read them into."""
+    from tailbound.snc.alone import AloneFloor
     from tailbound.snc.dnc_policies import POLICIES
 
     if not on or analysis in POLICIES:
         return bounds
-    return floored_by_trace_files(bounds, tset)
+    return AloneFloor(bounds, fits.trace, tset.link_bytes_per_s)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         bounds = dnc_bound_function(tset, args.analysis)
     else:
         bounds = snc_bound_function(tset, args.analysis, cache)
-    bounds = with_floor(bounds, tset, args.analysis, args.alone_floor)
+    bounds = with_floor(bounds, tset, args.analysis, args.alone_floor, cache)
     start = time.perf_counter()
     results = bounds(tset.tenants)
     elapsed = time.perf_counter() - start - cache.fit_seconds

@@ -53,7 +53,6 @@ from tailbound.snc.mmpp import INTERVAL_NS
 from tailbound.snc.replay import Enforced, replay
 from tailbound.snc.tenants import (
     FitCache,
-    Requests,
     TenantSet,
     TenantSpec,
     priorities_by_slo,
@@ -110,10 +109,7 @@ def population(data: Path, count: int, seed: int) -> Population:
 def caches(pop: Population, interval_ns: int = INTERVAL_NS) -> tuple[FitCache, CurveCache]:
     """The MMPP-fit (on ``interval_ns`` intervals, the reference's 1 s by default) and r-b-curve
     caches, primed with the first halves (no file reads)."""
-    fits = FitCache(interval_ns=interval_ns)
-    for key, tr in pop.first.items():
-        ns = np.rint(np.asarray(tr.time) * 1e9).astype(np.int64)
-        fits.requests[key] = Requests(ns, np.asarray(tr.op) == 0, np.asarray(tr.size, np.int64))
+    fits = FitCache(interval_ns=interval_ns, traces=dict(pop.first))
     curves = CurveCache(TenantSet(pop.tenants), dict(pop.first))
     return fits, curves
 
@@ -143,16 +139,13 @@ def bound_function(
     tset: TenantSet,
     fits: FitCache,
     curves: CurveCache,
-    pop: Population,
     alone: dict[tuple[str, float], float],
 ) -> BoundFunction:
     """``policy``'s bound function; ``snc-meister``'s is floored by each tenant's latency alone
-    on its first half (measured once per trace, kept in ``alone`` across orders)."""
+    on its first half (the trace ``fits`` holds; measured once per trace, kept in ``alone`` across
+    orders)."""
     if policy == "snc-meister":
-        first = pop.first
-        return AloneFloor(
-            IncrementalSnc(tset, fits), lambda t: first[str(t.trace)], tset.link_bytes_per_s, alone
-        )
+        return AloneFloor(IncrementalSnc(tset, fits), fits.trace, tset.link_bytes_per_s, alone)
     if policy == "snc-meister-model":
         return IncrementalSnc(tset, fits)
     return dnc_bound_function(tset, policy, curves)
@@ -211,7 +204,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
     out = []
     for policy in POLICIES:
         start = time.perf_counter()
-        bounds = bound_function(policy, tset, fits, curves, pop, alone)
+        bounds = bound_function(policy, tset, fits, curves, alone)
         decisions = admit_in_order(specs, bounds)
         admitted = [d.tenant for d in decisions if d.admitted]
         second = [pop.second[str(t.trace)] for t in admitted]

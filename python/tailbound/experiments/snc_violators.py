@@ -35,7 +35,7 @@ from tailbound.snc.bounds import ConstantService
 from tailbound.snc.io import markdown_table
 from tailbound.snc.latency import latency_bound
 from tailbound.snc.mmpp import MmppArrival, fit_mmpp
-from tailbound.snc.tenants import LINK_BYTES_PER_S
+from tailbound.snc.tenants import LINK_BYTES_PER_S, requests_of
 from tailbound.traces.trace import Trace
 
 INTERVALS_NS = (1_000_000_000, 100_000_000, 10_000_000)
@@ -73,7 +73,7 @@ def alone_row(
     def tail(work: NDArray[np.float64]) -> float:
         return float(np.quantile(fifo_sojourn(t2, work / rate), 1.0 - eps))
 
-    ns1 = np.rint(np.asarray(first.time) * 1e9).astype(np.int64)
+    ns1 = requests_of(first).arrival_ns
     w1 = direction_work(first, direction)
     bounds = [
         latency_bound(MmppArrival(fit_mmpp(ns1, w1, iv), {0}), ConstantService(rate), eps)

@@ -55,17 +55,27 @@ class MessageSizes:
     small_factor: float = 0.025
     large_factor: float = 1.1
 
-    def _bytes(self, trace: Trace, read_factor: float, write_factor: float) -> NDArray[np.float64]:
-        factor = np.where(trace.op == Op.READ, read_factor, write_factor)
-        return self.overhead_bytes + factor * trace.size.astype(np.float64)
+    def _bytes(
+        self, is_read: NDArray[np.bool_], size: NDArray, read_factor: float, write_factor: float
+    ) -> NDArray[np.float64]:
+        factor = np.where(is_read, read_factor, write_factor)
+        return self.overhead_bytes + factor * np.asarray(size).astype(np.float64)
 
     def request_bytes(self, trace: Trace) -> NDArray[np.float64]:
         """Bytes of each request message, client to server."""
-        return self._bytes(trace, self.small_factor, self.large_factor)
+        return self.request_bytes_of(trace.op == Op.READ, trace.size)
 
     def response_bytes(self, trace: Trace) -> NDArray[np.float64]:
         """Bytes of each response message, server to client."""
-        return self._bytes(trace, self.large_factor, self.small_factor)
+        return self.response_bytes_of(trace.op == Op.READ, trace.size)
+
+    def request_bytes_of(self, is_read: NDArray[np.bool_], size: NDArray) -> NDArray[np.float64]:
+        """:meth:`request_bytes` of requests given as read flags and sizes (bytes)."""
+        return self._bytes(is_read, size, self.small_factor, self.large_factor)
+
+    def response_bytes_of(self, is_read: NDArray[np.bool_], size: NDArray) -> NDArray[np.float64]:
+        """:meth:`response_bytes` of requests given as read flags and sizes (bytes)."""
+        return self._bytes(is_read, size, self.large_factor, self.small_factor)
 
 
 @dataclass(frozen=True)

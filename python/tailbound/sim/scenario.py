@@ -107,9 +107,9 @@ class Scenario:
             m = net.table("messages")
             m.check_keys({"overhead_bytes", "small_factor", "large_factor"})
             messages = MessageSizes(
-                m.number("overhead_bytes", 200.0),
-                m.number("small_factor", 0.025),
-                m.number("large_factor", 1.1),
+                m.number("overhead_bytes", messages.overhead_bytes),
+                m.number("small_factor", messages.small_factor),
+                m.number("large_factor", messages.large_factor),
             )
         hosts: list[str] = []
         bandwidth: dict[str, float] = {}

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from tailbound.sim.results import percentile
 from tailbound.snc.analysis import BoundFunction, TenantBound
 from tailbound.snc.replay import Enforced, replay
-from tailbound.snc.tenants import TenantSet, TenantSpec
+from tailbound.snc.tenants import TenantSpec
 from tailbound.traces.trace import Trace
 
 
@@ -48,11 +47,11 @@ class AloneFloor:
     """A :data:`~tailbound.snc.analysis.BoundFunction` predicting ``max(bound, latency alone)``
     for every tenant (module docstring).
 
-    ``trace_of`` gives the trace a tenant's decision is made from (a tenant's file, or the first
-    half of a trace in an experiment). Latencies alone are measured once per (trace, percentile)
-    and kept in ``alone`` (pass the same dictionary to share them between wrappers, e.g. over
-    the arrival orders of an experiment). ``newcomer_bound`` (the admission screen) is kept
-    when the wrapped function has it.
+    ``trace_of`` gives the trace a tenant's decision is made from (``FitCache.trace``: its file,
+    or the first half of a trace an experiment primed). Latencies alone are measured once per
+    (trace, percentile) and kept in ``alone`` (pass the same dictionary to share them between
+    wrappers, e.g. over the arrival orders of an experiment). ``newcomer_bound`` (the admission
+    screen) is kept when the wrapped function has it.
     """
 
     def __init__(
@@ -89,11 +88,3 @@ class AloneFloor:
     def _newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
         screen = self.bounds.newcomer_bound  # type: ignore[attr-defined]
         return self.floor(tenants[-1], screen(tenants))
-
-
-def floored_by_trace_files(bounds: BoundFunction, tset: TenantSet) -> AloneFloor:
-    """``bounds`` floored by each tenant's latency alone on its whole trace file (the CLI's
-    ``bound --alone-floor`` and ``admit``)."""
-    from tailbound.traces import read_trace
-
-    return AloneFloor(bounds, lambda t: read_trace(Path(t.trace)), tset.link_bytes_per_s)

@@ -41,6 +41,7 @@ from tailbound.errors import ConfigError
 from tailbound.profiles.tokens import MessageSizes, SsdProfile
 from tailbound.snc.mmpp import INTERVAL_NS, MmppArrival, MmppModel, fit_mmpp
 from tailbound.snc.network import Flow, Network
+from tailbound.traces.trace import Trace
 
 LINK_BYTES_PER_S = 125_000_000.0
 
@@ -149,14 +150,18 @@ class Requests:
     size: NDArray[np.int64]
 
 
-def read_requests(path: str | Path) -> Requests:
-    """A trace file (any format :func:`~tailbound.traces.read_trace` reads) as arrival
-    nanoseconds, read flags and sizes, the reference model's inputs."""
-    from tailbound.traces import read_trace
-
-    trace = read_trace(Path(path))
+def requests_of(trace: Trace) -> Requests:
+    """``trace`` as arrival nanoseconds, read flags and sizes, the reference model's inputs."""
     ns = np.rint(np.asarray(trace.time) * 1e9).astype(np.int64)
     return Requests(ns, np.asarray(trace.op) == 0, np.asarray(trace.size, dtype=np.int64))
+
+
+def read_requests(path: str | Path) -> Requests:
+    """A trace file (any format :func:`~tailbound.traces.read_trace` reads) as
+    :func:`requests_of` gives it."""
+    from tailbound.traces import read_trace
+
+    return requests_of(read_trace(Path(path)))
 
 
 # ------------------------------------------------------------------------------ model building
@@ -168,10 +173,22 @@ class FitCache:
 
     models: dict[tuple[str, str], MmppModel] = field(default_factory=dict)
     requests: dict[str, Requests] = field(default_factory=dict)
+    # Traces by ``str(spec.trace)``, read once (the fits and the measured floor both use them);
+    # experiments holding their traces in memory prime it.
+    traces: dict[str, Trace] = field(default_factory=dict)
     fit_seconds: float = 0.0
     # The MMPP fit's interval (the reference's 1 s); other values are a diagnostic knob only
     # (docs/results-snc.md, "Why SNC-Meister misses").
     interval_ns: int = INTERVAL_NS
+
+    def trace(self, spec: TenantSpec) -> Trace:
+        """``spec``'s trace, read from its file the first time."""
+        key = str(spec.trace)
+        if key not in self.traces:
+            from tailbound.traces import read_trace
+
+            self.traces[key] = read_trace(Path(spec.trace))
+        return self.traces[key]
 
     def model(self, spec: TenantSpec, direction: str, tset: TenantSet) -> MmppModel:
         key = (str(spec.trace), direction)
@@ -180,7 +197,7 @@ class FitCache:
 
             start = time.perf_counter()
             if str(spec.trace) not in self.requests:
-                self.requests[str(spec.trace)] = read_requests(spec.trace)
+                self.requests[str(spec.trace)] = requests_of(self.trace(spec))
             req = self.requests[str(spec.trace)]
             self.models[key] = fit_mmpp(
                 req.arrival_ns, work(req, direction, tset), self.interval_ns
@@ -192,19 +209,15 @@ class FitCache:
 def work(req: Requests, direction: str, tset: TenantSet) -> NDArray[np.float64]:
     """Each request's work in a direction: bytes on the wire (``in``: request message, ``out``:
     response message) or device-seconds (``storage``)."""
-    m = MessageSizes()
-    size = req.size.astype(np.float64)
     if direction == "in":
-        factor = np.where(req.is_read, m.small_factor, m.large_factor)
-    elif direction == "out":
-        factor = np.where(req.is_read, m.large_factor, m.small_factor)
-    elif direction == "storage":
+        return MessageSizes().request_bytes_of(req.is_read, req.size)
+    if direction == "out":
+        return MessageSizes().response_bytes_of(req.is_read, req.size)
+    if direction == "storage":
         assert tset.ssd_profile is not None
         op = np.where(req.is_read, 0, 1).astype(np.uint8)
-        return size / tset.ssd_profile.bandwidth(op, req.size)
-    else:
-        raise ValueError(direction)
-    return m.overhead_bytes + factor * size
+        return req.size.astype(np.float64) / tset.ssd_profile.bandwidth(op, req.size)
+    raise ValueError(direction)
 
 
 def priorities_by_slo(slos: Sequence[float]) -> list[int]:
