@@ -70,6 +70,18 @@ def test_admit_writes_decisions(tenants_file: Path, tmp_path: Path) -> None:
         assert d["latency_s"] == pytest.approx(max(m["latency_s"], d["latency_alone_s"]))
 
 
+def test_admit_with_joint_floor(tenants_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "decisions.json"
+    args = ["admit", "--tenants", str(tenants_file), "--joint-floor", "--out", str(out)]
+    assert main(args) == 0
+    assert "together ms" in capsys.readouterr().out
+    decisions = json.loads(out.read_text())["decisions"]
+    assert [d["admitted"] for d in decisions] == [True, True, False]
+    for d in decisions[:2]:  # admitted: measured together with the tenants admitted before
+        assert d["latency_alone_s"] <= d["latency_joint_s"] <= d["latency_s"] <= d["slo_s"]
+    assert "latency_joint_s" not in decisions[2]  # rejected by the bound: no replay
+
+
 def test_bound_with_alone_floor(tenants_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "bounds.json"
     args = ["bound", "--tenants", str(tenants_file), "--alone-floor", "--out", str(out)]

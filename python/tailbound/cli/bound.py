@@ -53,17 +53,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def with_floor(
-    bounds: BoundFunction, tset: TenantSet, analysis: str, on: bool, fits: FitCache
+    bounds: BoundFunction,
+    tset: TenantSet,
+    analysis: str,
+    on: bool,
+    fits: FitCache,
+    *,
+    joint: bool = False,
 ) -> BoundFunction:
-    """``bounds`` floored by the tenants' measured latencies alone when ``on`` and ``analysis``
-    is an SNC analysis (a DNC baseline's worst-case bound is never below it); the traces come
-    from ``fits``, which the SNC fits read them into."""
+    """``bounds`` floored by the tenants' measured latencies alone when ``on``, and by their
+    latencies replayed together when ``joint``, if ``analysis`` is an SNC analysis (a DNC
+    baseline's worst-case bound is never below either on its own traces); the traces come from
+    ``fits``, which the SNC fits read them into."""
     from tailbound.snc.alone import AloneFloor
     from tailbound.snc.dnc_policies import POLICIES
+    from tailbound.snc.joint import JointFloor
 
-    if not on or analysis in POLICIES:
+    if analysis in POLICIES:
         return bounds
-    return AloneFloor(bounds, fits.trace, tset.link_bytes_per_s)
+    if on:
+        bounds = AloneFloor(bounds, fits.trace, tset.link_bytes_per_s)
+    if joint:
+        bounds = JointFloor(bounds, fits.trace, tset.link_bytes_per_s)
+    return bounds
 
 
 def run(args: argparse.Namespace) -> int:

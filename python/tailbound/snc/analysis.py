@@ -30,6 +30,9 @@ class TenantBound:
     #: The tenant's measured latency alone at its percentile when the prediction is floored by
     #: it (:class:`tailbound.snc.alone.AloneFloor`); ``latency_s`` is then at least this.
     latency_alone_s: float | None = None
+    #: The tenant's latency at its percentile measured by replaying the whole set together when
+    #: the prediction is floored by it (:class:`tailbound.snc.joint.JointFloor`).
+    latency_joint_s: float | None = None
 
     @classmethod
     def of_directions(
@@ -71,6 +74,8 @@ class TenantBound:
             out["latency_storage_s"] = num(self.latency_storage_s)
         if self.latency_alone_s is not None:
             out["latency_alone_s"] = num(self.latency_alone_s)
+        if self.latency_joint_s is not None:
+            out["latency_joint_s"] = num(self.latency_joint_s)
         return out
 
 
