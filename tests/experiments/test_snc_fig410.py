@@ -75,3 +75,41 @@ def test_interval_option_fits_on_shorter_intervals(data_dir: Path, tmp_path: Pat
     table = (tmp_path / "snc_fig410_interval0.5.md").read_text()
     assert "MMPP interval 0.5 s" in table
     assert not (tmp_path / "snc_fig410.md").exists()
+
+
+def test_stationary_only_builds_tenants_from_the_traces_passing_the_tests(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from tailbound.experiments.snc_fig410 import stationary_traces
+
+    vetted = stationary_traces(data_dir)
+    assert 14 in vetted and 18 not in vetted  # see tests/traces/test_stationarity.py
+    pop = population(data_dir, 5, seed=3, traces=(5, 14))
+    assert [Path(str(t.trace)).name.split("@")[0] for t in pop.tenants] == [
+        "trace0005.txt",
+        "trace0014.txt",
+    ] * 2 + ["trace0005.txt"]
+    args = ["--out", str(tmp_path), "--data", str(data_dir), "--tenants", "4", "--orders", "1"]
+    assert snc_fig410.main([*args, "--scale", "2", "--stationary-only"]) == 0
+    table = (tmp_path / "snc_fig410_stationary.md").read_text()
+    assert f"from the {len(vetted)} stationary wc62 traces" in table
+
+
+def test_joint_policy_never_misses_on_the_decision_data(data_dir: Path, tmp_path: Path) -> None:
+    """snc-meister-joint admits a tenant only if the replay of the admitted set with it, on the
+    first halves, meets every SLO: replaying the final admitted set's first halves under the
+    same priorities is its last check, so it has no miss there by construction."""
+    args = ["--out", str(tmp_path), "--data", str(data_dir), "--tenants", "12", "--orders", "1"]
+    assert snc_fig410.main([*args, "--scale", "1", "--policies", "snc-meister-joint,dnc"]) == 0
+    table = (tmp_path / "snc_fig410_snc-meister-joint+dnc.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| snc-meister-joint |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert int(cells[2]) > 0 and cells[11] == "0"  # admitted some; no first-half miss
+    assert "| silo |" not in table
+
+
+def test_unknown_policy_is_refused(data_dir: Path, tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit):
+        snc_fig410.main(["--out", str(tmp_path), "--policies", "snc-meister,psychic"])

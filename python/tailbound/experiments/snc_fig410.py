@@ -13,9 +13,14 @@ its SLO when the 99.9th percentile of its replayed latencies exceeds it.
 Policies: ``snc-meister`` is tailbound's SNC-Meister admission, the SNC-Meister bound floored by
 each tenant's latency alone measured on its first half (:mod:`tailbound.snc.alone`);
 ``snc-meister-model`` the thesis' rule (the bound only); ``dnc``, ``silo``, ``qjump`` the DNC
-baselines. Violators whose second half misses the SLO even alone are counted apart: no decision
-from the first half could meet them except by rejecting the tenant. The admitted set is also
-replayed on its first halves (the data the decisions were made from) under the same enforcement.
+baselines. Optional (``--policies``): ``snc-meister-joint``, ``snc-meister`` whose predictions are
+also floored by the latencies measured replaying the admitted tenants and the newcomer together
+on their first halves at each arrival (:mod:`tailbound.snc.joint`), so that it never admits a set
+its own decision data shows missing an SLO.
+
+Violators whose second half misses the SLO even alone are counted apart: no decision from the
+first half could meet them except by rejecting the tenant. The admitted set is also replayed on
+its first halves (the data the decisions were made from) under the same enforcement.
 
 SLO scaling (*choice*): the thesis' memcached traces meet 10 ms alone; ours (block-storage traces
 with 128 KiB writes and bursts up to 132× the mean) do not. ``scale`` is the 90th percentile over
@@ -23,6 +28,11 @@ the tenants of their latency bound *alone* on the network (the larger of SNC-Mei
 percentile and the DNC baseline's worst case), divided by 10 ms and rounded up to an integer: the
 tightest class is then met alone by about 90% of the tenants under every analysis, so what limits
 admission is sharing, as in the thesis. ``--scale`` overrides it.
+
+Trace vetting (``--stationary-only``): the thesis ran its experiments on traces that passed
+standard stationarity tests (§4.3.2); this option builds the tenants from the wc62 traces that
+pass ADF and KPSS on their per-second request counts and bytes at 5%
+(:mod:`tailbound.traces.stationarity`) — 39 of the 62 — instead of all of them.
 
 Run: ``python -m tailbound.experiments.snc_fig410 --out out/experiments`` (options below; a small
 configuration: ``--tenants 40 --orders 2``).
@@ -49,6 +59,7 @@ from tailbound.snc.alone import AloneFloor, alone_latency
 from tailbound.snc.analysis import BoundFunction
 from tailbound.snc.dnc_policies import CurveCache, configurations, dnc_bound_function
 from tailbound.snc.incremental import IncrementalSnc
+from tailbound.snc.joint import JointFloor
 from tailbound.snc.mmpp import INTERVAL_NS
 from tailbound.snc.replay import Enforced, replay
 from tailbound.snc.tenants import (
@@ -58,12 +69,16 @@ from tailbound.snc.tenants import (
     priorities_by_slo,
 )
 from tailbound.traces import read_trace
+from tailbound.traces.stationarity import stationarity
 from tailbound.traces.trace import Trace
 
 #: ``snc-meister`` is tailbound's SNC-Meister admission: the bound floored by each tenant's
 #: measured latency alone (:mod:`tailbound.snc.alone`); ``snc-meister-model`` the thesis' (the
-#: bound only); then the DNC baselines.
-POLICIES = ("snc-meister", "snc-meister-model", "dnc", "silo", "qjump")
+#: bound only); ``snc-meister-joint`` also floors by the latencies measured replaying the
+#: admitted tenants and the newcomer together at each arrival (:mod:`tailbound.snc.joint`;
+#: not run by default: one replay per arrival makes an order ~10 minutes); then the DNC baselines.
+ALL_POLICIES = ("snc-meister", "snc-meister-model", "snc-meister-joint", "dnc", "silo", "qjump")
+POLICIES = tuple(p for p in ALL_POLICIES if p != "snc-meister-joint")  # the default run
 DNC_POLICIES = ("dnc", "silo", "qjump")
 BASE_SLOS_S = (0.010, 0.020, 0.050, 0.100)
 CLIENTS = 12
@@ -81,13 +96,16 @@ class Population:
     second: dict[str, Trace]
 
 
-def population(data: Path, count: int, seed: int) -> Population:
-    """``count`` tenants over the wc62 traces with random circular shifts (module docstring)."""
+def population(
+    data: Path, count: int, seed: int, traces: Sequence[int] = tuple(range(TRACES))
+) -> Population:
+    """``count`` tenants over the wc62 traces ``traces`` (all 62 by default) with random circular
+    shifts (module docstring): tenant ``i`` replays ``traces[i mod len(traces)]``."""
     rng = random.Random(seed)
     full = {}
     tenants, first, second = [], {}, {}
     for i in range(count):
-        index = i % TRACES
+        index = traces[i % len(traces)]
         if index not in full:
             full[index] = read_trace(trace_path(data, index), duration_s=TRACE_S)
         shift = rng.uniform(0.0, full[index].duration)
@@ -104,6 +122,17 @@ def population(data: Path, count: int, seed: int) -> Population:
             )
         )
     return Population(tuple(tenants), first, second)
+
+
+def stationary_traces(data: Path, alpha: float = 0.05) -> tuple[int, ...]:
+    """The wc62 traces passing the stationarity tests of thesis §4.3.2 at ``alpha``
+    (:mod:`tailbound.traces.stationarity`: ADF and KPSS on the whole 600 s trace's per-second
+    request counts and bytes)."""
+    return tuple(
+        i
+        for i in range(TRACES)
+        if stationarity(read_trace(trace_path(data, i), duration_s=TRACE_S)).passes(alpha)
+    )
 
 
 def caches(pop: Population, interval_ns: int = INTERVAL_NS) -> tuple[FitCache, CurveCache]:
@@ -148,6 +177,9 @@ def bound_function(
         return AloneFloor(IncrementalSnc(tset, fits), fits.trace, tset.link_bytes_per_s, alone)
     if policy == "snc-meister-model":
         return IncrementalSnc(tset, fits)
+    if policy == "snc-meister-joint":
+        floored = bound_function("snc-meister", tset, fits, curves, alone)
+        return JointFloor(floored, fits.trace, tset.link_bytes_per_s)
     return dnc_bound_function(tset, policy, curves)
 
 
@@ -184,11 +216,17 @@ _STATE: dict[str, object] = {}
 
 
 def _init(
-    data: str, count: int, seed: int, scale: float | None, interval_ns: int = INTERVAL_NS
+    data: str,
+    count: int,
+    seed: int,
+    scale: float | None,
+    interval_ns: int = INTERVAL_NS,
+    traces: Sequence[int] = tuple(range(TRACES)),
+    policies: Sequence[str] = POLICIES,
 ) -> None:
-    pop = population(Path(data), count, seed)
+    pop = population(Path(data), count, seed, traces)
     fits, curves = caches(pop, interval_ns)
-    _STATE.update(pop=pop, fits=fits, curves=curves, seed=seed, alone={})
+    _STATE.update(pop=pop, fits=fits, curves=curves, seed=seed, alone={}, policies=policies)
     _STATE["scale"] = scale if scale is not None else slo_scale(pop, fits, curves)
 
 
@@ -202,7 +240,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
     specs = arrivals(pop, order, int(_STATE["seed"]), scale)  # type: ignore[call-overload]
     tset = TenantSet(tuple(specs))
     out = []
-    for policy in POLICIES:
+    for policy in _STATE["policies"]:  # type: ignore[attr-defined]
         start = time.perf_counter()
         bounds = bound_function(policy, tset, fits, curves, alone)
         decisions = admit_in_order(specs, bounds)
@@ -263,8 +301,10 @@ def run(
     scale: float | None,
     jobs: int,
     interval_ns: int = INTERVAL_NS,
+    traces: Sequence[int] = tuple(range(TRACES)),
+    policies: Sequence[str] = POLICIES,
 ) -> tuple[float, list[OrderResult]]:
-    _init(str(data), count, seed, scale, interval_ns)
+    _init(str(data), count, seed, scale, interval_ns, traces, policies)
     chosen = float(_STATE["scale"])  # type: ignore[arg-type]
     print(f"SLO scale {chosen:g}: SLOs {[round(s * chosen * 1e3) for s in BASE_SLOS_S]} ms")
     tasks = [(o, o < replay_orders) for o in range(orders)]
@@ -274,18 +314,25 @@ def run(
             results += run_order(o, rep)
     else:
         with ProcessPoolExecutor(
-            jobs, initializer=_init, initargs=(str(data), count, seed, chosen, interval_ns)
+            jobs,
+            initializer=_init,
+            initargs=(str(data), count, seed, chosen, interval_ns, traces, policies),
         ) as ex:
             for part in ex.map(run_order, *zip(*tasks, strict=True)):
                 results += part
     return chosen, results
 
 
-def summary_rows(results: Sequence[OrderResult]) -> list[list[object]]:
-    by = {p: [r for r in results if r.policy == p] for p in POLICIES}
-    best_dnc = max(statistics.median(r.admitted for r in by[p]) for p in DNC_POLICIES)
+def summary_rows(
+    results: Sequence[OrderResult], policies: Sequence[str] = POLICIES
+) -> list[list[object]]:
+    by = {p: [r for r in results if r.policy == p] for p in policies}
+    best_dnc = max(
+        (statistics.median(r.admitted for r in by[p]) for p in DNC_POLICIES if p in by),
+        default=0,
+    )
     rows = []
-    for p in POLICIES:
+    for p in policies:
         rs = by[p]
         counts = [r.admitted for r in rs]
         replayed = [r for r in rs if r.replayed]
@@ -348,13 +395,35 @@ def main(argv: list[str] | None = None) -> int:
             "model); other values write snc_fig410_interval<T>.md (docs/results-snc.md)"
         ),
     )
+    p.add_argument(
+        "--policies",
+        type=lambda text: tuple(text.split(",")),
+        default=POLICIES,
+        help=(
+            f"comma-separated policies (default {','.join(POLICIES)}; also snc-meister-joint); "
+            "a choice other than the default writes snc_fig410_<policies>.md"
+        ),
+    )
+    p.add_argument(
+        "--stationary-only",
+        action="store_true",
+        help=(
+            "build the tenants only from the traces that pass the stationarity tests of thesis "
+            "§4.3.2 (ADF and KPSS at 5%%; writes snc_fig410_stationary.md)"
+        ),
+    )
     args = p.parse_args(argv)
+    if unknown := [q for q in args.policies if q not in ALL_POLICIES]:
+        p.error(f"unknown policies {', '.join(unknown)} (known: {', '.join(ALL_POLICIES)})")
     interval_ns = round(args.mmpp_interval_s * 1e9)
     if interval_ns <= 0:
         p.error("--mmpp-interval-s must be positive")
     data = find_data(args.data)
     replay_orders = args.orders if args.replay_orders is None else args.replay_orders
     start = time.perf_counter()
+    traces = stationary_traces(data) if args.stationary_only else tuple(range(TRACES))
+    if args.stationary_only:
+        print(f"{len(traces)} of {TRACES} traces pass the stationarity tests: {list(traces)}")
     scale, results = run(
         data,
         args.tenants,
@@ -364,14 +433,20 @@ def main(argv: list[str] | None = None) -> int:
         args.scale,
         args.jobs,
         interval_ns,
+        traces,
+        args.policies,
     )
-    name = (
-        "snc_fig410"
-        if interval_ns == INTERVAL_NS
-        else f"snc_fig410_interval{args.mmpp_interval_s:g}"
-    )
+    name = "snc_fig410"
+    if interval_ns != INTERVAL_NS:
+        name += f"_interval{args.mmpp_interval_s:g}"
+    if args.stationary_only:
+        name += "_stationary"
+    if args.policies != POLICIES:
+        name += "_" + "+".join(args.policies)
     title = (
-        f"Fig. 4.10 reproduction: {args.tenants} tenants, {args.orders} orders, SLOs "
+        f"Fig. 4.10 reproduction: {args.tenants} tenants "
+        f"({'from the ' + str(len(traces)) + ' stationary' if args.stationary_only else 'from all'}"
+        f" wc62 traces), {args.orders} orders, SLOs "
         f"{'/'.join(str(round(s * scale * 1e3)) for s in BASE_SLOS_S)} ms at the 99.9th "
         f"percentile (scale {scale:g}), seed {args.seed}, MMPP interval "
         f"{args.mmpp_interval_s:g} s, {time.perf_counter() - start:.0f} s"
@@ -381,22 +456,31 @@ def main(argv: list[str] | None = None) -> int:
             o,
             *[
                 next(r.admitted for r in results if r.order == o and r.policy == pol)
-                for pol in POLICIES
+                for pol in args.policies
             ],
         ]
         for o in sorted({r.order for r in results})
     ]
     from tailbound.snc.io import markdown_table
 
-    extra = "\nAdmitted tenants per order:\n\n" + markdown_table(["order", *POLICIES], per_order)
-    png = write_outputs(
-        Path(args.out), name, title, HEADER, summary_rows(results), extra=extra + "\n"
+    extra = "\nAdmitted tenants per order:\n\n" + markdown_table(
+        ["order", *args.policies], per_order
     )
-    plot(results, png, title)
+    png = write_outputs(
+        Path(args.out),
+        name,
+        title,
+        HEADER,
+        summary_rows(results, args.policies),
+        extra=extra + "\n",
+    )
+    plot(results, png, title, args.policies)
     return 0
 
 
-def plot(results: Sequence[OrderResult], png: Path, title: str) -> None:
+def plot(
+    results: Sequence[OrderResult], png: Path, title: str, policies: Sequence[str] = POLICIES
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -413,10 +497,10 @@ def plot(results: Sequence[OrderResult], png: Path, title: str) -> None:
                 for r in results
                 if r.policy == p
             ]
-            for p in POLICIES
+            for p in policies
         ]
         ax.boxplot(data)
-        ax.set_xticks(range(1, len(POLICIES) + 1), POLICIES)
+        ax.set_xticks(range(1, len(policies) + 1), policies)
         ax.set_ylabel(label)
     fig.suptitle(title, fontsize=8)
     fig.tight_layout()
