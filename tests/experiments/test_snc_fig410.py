@@ -113,3 +113,19 @@ def test_unknown_policy_is_refused(data_dir: Path, tmp_path: Path) -> None:
 
     with pytest.raises(SystemExit):
         snc_fig410.main(["--out", str(tmp_path), "--policies", "snc-meister,psychic"])
+
+
+def test_violator_lines_count_orders_and_mark_misses_alone() -> None:
+    from tailbound.experiments.snc_fig410 import OrderResult, violator_lines
+
+    def result(order: int, violators: tuple[str, ...], alone: tuple[str, ...]) -> OrderResult:
+        return OrderResult(order, "dnc", 10, 1.0, True, violators, (), alone, 1.5, 0.1)
+
+    results = [
+        result(0, ("w001/trace0001", "w014/trace0014"), ("w014/trace0014",)),
+        result(1, ("w014/trace0014",), ("w014/trace0014",)),
+    ]
+    assert violator_lines(results, ["dnc"]).splitlines() == [
+        "- dnc, second halves: w014/trace0014* ×2, w001/trace0001 ×1",
+        "- dnc, first halves: none",
+    ]

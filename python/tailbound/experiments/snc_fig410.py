@@ -44,6 +44,7 @@ import math
 import random
 import statistics
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -200,15 +201,28 @@ class OrderResult:
     admitted: int
     bytes_per_s: float  # mean request+response bytes per second of the admitted second halves
     replayed: bool
-    violations: int
+    # admitted tenants missing their SLO on the replayed second halves, as ``name/trace``
+    violators: tuple[str, ...]
     # admitted tenants missing their SLO when the *first* halves (the decision's data) are
     # replayed together under the same enforcement
-    violations_first_half: int
+    violators_first_half: tuple[str, ...]
     # violators whose second half misses its SLO even alone on the network: no decision taken
     # from the first half could have met it except by rejecting the tenant
-    violations_alone: int
+    violators_alone: tuple[str, ...]
     worst_ratio: float  # largest replayed p99.9 / SLO among the admitted (nan if not replayed)
     seconds: float
+
+    @property
+    def violations(self) -> int:
+        return len(self.violators)
+
+    @property
+    def violations_first_half(self) -> int:
+        return len(self.violators_first_half)
+
+    @property
+    def violations_alone(self) -> int:
+        return len(self.violators_alone)
 
 
 # one process's state for the parallel runs
@@ -247,21 +261,23 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
         admitted = [d.tenant for d in decisions if d.admitted]
         second = [pop.second[str(t.trace)] for t in admitted]
         volume = sum(_bytes(tr) for tr in second) / max((tr.duration for tr in second), default=1.0)
-        violations, violations_first, violations_alone, worst = 0, 0, 0, math.nan
+        violators: list[TenantSpec] = []
+        alone_violators: list[TenantSpec] = []
+        first_violators: list[TenantSpec] = []
+        worst = math.nan
         if replay_it and admitted:
             rules = enforced(policy, bounds, admitted)
             ratios = _slo_ratios(admitted, replay(admitted, second, rules))
-            violations = sum(r > 1.0 for r in ratios)
             worst = max(ratios)
-            violations_alone = sum(
-                alone_latency(t, pop.second[str(t.trace)], tset.link_bytes_per_s) > t.slo_s
-                for t, r in zip(admitted, ratios, strict=True)
-                if r > 1.0
-            )
+            violators = [t for t, r in zip(admitted, ratios, strict=True) if r > 1.0]
+            alone_violators = [
+                t
+                for t in violators
+                if alone_latency(t, pop.second[str(t.trace)], tset.link_bytes_per_s) > t.slo_s
+            ]
             first = [pop.first[str(t.trace)] for t in admitted]
-            violations_first = sum(
-                r > 1.0 for r in _slo_ratios(admitted, replay(admitted, first, rules))
-            )
+            first_ratios = _slo_ratios(admitted, replay(admitted, first, rules))
+            first_violators = [t for t, r in zip(admitted, first_ratios, strict=True) if r > 1.0]
         out.append(
             OrderResult(
                 order,
@@ -269,15 +285,38 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
                 len(admitted),
                 volume,
                 replay_it,
-                violations,
-                violations_first,
-                violations_alone,
+                _labels(violators),
+                _labels(first_violators),
+                _labels(alone_violators),
                 worst,
                 time.perf_counter() - start,
             )
         )
         print(out[-1], flush=True)
     return out
+
+
+def _labels(tenants: Sequence[TenantSpec]) -> tuple[str, ...]:
+    """``name/trace`` of each tenant (the stem of its wc62 trace file)."""
+    return tuple(f"{t.name}/{Path(str(t.trace).split('@')[0]).stem}" for t in tenants)
+
+
+def violator_lines(results: Sequence[OrderResult], policies: Sequence[str]) -> str:
+    """Per policy, the violators of the second-half replay with the number of orders they
+    violated in (``*``: misses even alone), then those of the first-half replay."""
+    lines = []
+    for p in policies:
+        rs = [r for r in results if r.policy == p]
+        alone = {v for r in rs for v in r.violators_alone}
+        second = Counter(v for r in rs for v in r.violators)
+        first = Counter(v for r in rs for v in r.violators_first_half)
+        for what, counts, mark in (("second halves", second, alone), ("first halves", first, ())):
+            listed = ", ".join(
+                f"{v}{'*' if v in mark else ''} ×{n}"
+                for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            )
+            lines.append(f"- {p}, {what}: {listed or 'none'}")
+    return "\n".join(lines)
 
 
 def _slo_ratios(admitted: Sequence[TenantSpec], latencies: dict[str, np.ndarray]) -> list[float]:
@@ -463,8 +502,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     from tailbound.snc.io import markdown_table
 
-    extra = "\nAdmitted tenants per order:\n\n" + markdown_table(
-        ["order", *args.policies], per_order
+    extra = (
+        "\nAdmitted tenants per order:\n\n"
+        + markdown_table(["order", *args.policies], per_order)
+        + "\n\nViolators (`name/trace ×orders`; `*`: misses even alone on the second half):\n\n"
+        + violator_lines(results, args.policies)
     )
     png = write_outputs(
         Path(args.out),
