@@ -126,6 +126,9 @@ def test_violator_lines_count_orders_and_mark_misses_alone() -> None:
         result(1, ("w014/trace0014",), ("w014/trace0014",)),
     ]
     assert violator_lines(results, ["dnc"]).splitlines() == [
-        "- dnc, second halves: w014/trace0014* ×2, w001/trace0001 ×1",
+        "- dnc, second halves: w014/trace0014 ×2 (2 alone), w001/trace0001 ×1",
         "- dnc, first halves: none",
     ]
+    assert violator_lines(results, ["dnc"], most=1).splitlines()[0] == (
+        "- dnc, second halves: w014/trace0014 ×2 (2 alone), and 1 more"
+    )

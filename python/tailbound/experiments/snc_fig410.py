@@ -301,21 +301,27 @@ def _labels(tenants: Sequence[TenantSpec]) -> tuple[str, ...]:
     return tuple(f"{t.name}/{Path(str(t.trace).split('@')[0]).stem}" for t in tenants)
 
 
-def violator_lines(results: Sequence[OrderResult], policies: Sequence[str]) -> str:
-    """Per policy, the violators of the second-half replay with the number of orders they
-    violated in (``*``: misses even alone), then those of the first-half replay."""
+def violator_lines(results: Sequence[OrderResult], policies: Sequence[str], most: int = 12) -> str:
+    """Per policy, the ``most`` most frequent violators of the second-half replay with the number
+    of orders they violated in (and in how many of those they miss even alone), then those of the
+    first-half replay."""
+
+    def listed(counts: Counter[str], alone: Counter[str]) -> str:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        text = ", ".join(
+            f"{v} ×{n}" + (f" ({alone[v]} alone)" if alone[v] else "") for v, n in ranked[:most]
+        )
+        more = len(ranked) - most
+        return (text + (f", and {more} more" if more > 0 else "")) or "none"
+
     lines = []
     for p in policies:
         rs = [r for r in results if r.policy == p]
-        alone = {v for r in rs for v in r.violators_alone}
+        alone = Counter(v for r in rs for v in r.violators_alone)
         second = Counter(v for r in rs for v in r.violators)
         first = Counter(v for r in rs for v in r.violators_first_half)
-        for what, counts, mark in (("second halves", second, alone), ("first halves", first, ())):
-            listed = ", ".join(
-                f"{v}{'*' if v in mark else ''} ×{n}"
-                for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-            )
-            lines.append(f"- {p}, {what}: {listed or 'none'}")
+        lines.append(f"- {p}, second halves: {listed(second, alone)}")
+        lines.append(f"- {p}, first halves: {listed(first, Counter())}")
     return "\n".join(lines)
 
 
@@ -505,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = (
         "\nAdmitted tenants per order:\n\n"
         + markdown_table(["order", *args.policies], per_order)
-        + "\n\nViolators (`name/trace ×orders`; `*`: misses even alone on the second half):\n\n"
+        + "\n\nViolators (`name/trace ×orders`, and in how many of them it misses even alone):\n\n"
         + violator_lines(results, args.policies)
     )
     png = write_outputs(
