@@ -149,18 +149,15 @@ def plot(reports: list[TraceReport], png: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(9, 3.8))
     for passes, colour, label in ((True, "tab:blue", "passes"), (False, "tab:red", "fails")):
         picked = [r for r in reports if r.passes == passes]
-        ax.vlines(
-            [r.index for r in picked],
-            [r.best_s * 1e3 for r in picked],
-            [r.worst_s * 1e3 for r in picked],
-            colour,
-            lw=3,
-            label=f"{label} ADF+KPSS",
-        )
+        xs = [r.index for r in picked]
+        best, worst = [r.best_s * 1e3 for r in picked], [r.worst_s * 1e3 for r in picked]
+        ax.vlines(xs, best, worst, colour, lw=3, label=f"{label} ADF+KPSS")
+        ax.plot(xs + xs, best + worst, "_", color=colour, ms=8)  # visible when best == worst
     ax.set_yscale("log")
+    ax.set_ylim(top=ax.get_ylim()[1] * 8)  # room for the legend above the data
     ax.set_xlabel("wc62 trace")
     ax.set_ylabel("p99.9 alone per 300 s window (ms)")
-    ax.legend()
+    ax.legend(loc="upper left", ncols=2)
     fig.suptitle(title, fontsize=8)
     fig.tight_layout()
     save_figure(fig, png, dpi=120)
