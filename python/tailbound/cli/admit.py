@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         bounds = snc_bound_function(tset, args.policy, fits)
     bounds = with_floor(
-        bounds, tset, args.policy, not args.no_alone_floor, fits, joint=args.joint_floor
+        bounds, tset, args.policy, fits, alone=not args.no_alone_floor, joint=args.joint_floor
     )
     decisions = admit_in_order(tset.tenants, bounds)
     rows = [

@@ -56,12 +56,12 @@ def with_floor(
     bounds: BoundFunction,
     tset: TenantSet,
     analysis: str,
-    on: bool,
     fits: FitCache,
     *,
+    alone: bool,
     joint: bool = False,
 ) -> BoundFunction:
-    """``bounds`` floored by the tenants' measured latencies alone when ``on``, and by their
+    """``bounds`` floored by the tenants' measured latencies alone when ``alone``, and by their
     latencies replayed together when ``joint``, if ``analysis`` is an SNC analysis (a DNC
     baseline's worst-case bound is never below either on its own traces); the traces come from
     ``fits``, which the SNC fits read them into."""
@@ -71,7 +71,7 @@ def with_floor(
 
     if analysis in POLICIES:
         return bounds
-    if on:
+    if alone:
         bounds = AloneFloor(bounds, fits.trace, tset.link_bytes_per_s)
     if joint:
         bounds = JointFloor(bounds, fits.trace, tset.link_bytes_per_s)
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         bounds = dnc_bound_function(tset, args.analysis)
     else:
         bounds = snc_bound_function(tset, args.analysis, cache)
-    bounds = with_floor(bounds, tset, args.analysis, args.alone_floor, cache)
+    bounds = with_floor(bounds, tset, args.analysis, cache, alone=args.alone_floor)
     start = time.perf_counter()
     results = bounds(tset.tenants)
     elapsed = time.perf_counter() - start - cache.fit_seconds

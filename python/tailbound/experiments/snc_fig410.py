@@ -54,7 +54,6 @@ import numpy as np
 
 from tailbound.experiments._snc_common import find_data, parser, trace_path, write_outputs
 from tailbound.plotting import save_figure
-from tailbound.sim.results import percentile
 from tailbound.snc.admission import admit_in_order
 from tailbound.snc.alone import AloneFloor, alone_latency
 from tailbound.snc.analysis import BoundFunction
@@ -62,7 +61,7 @@ from tailbound.snc.dnc_policies import CurveCache, configurations, dnc_bound_fun
 from tailbound.snc.incremental import IncrementalSnc
 from tailbound.snc.joint import JointFloor
 from tailbound.snc.mmpp import INTERVAL_NS
-from tailbound.snc.replay import Enforced, replay
+from tailbound.snc.replay import Enforced, replayed_percentiles
 from tailbound.snc.tenants import (
     FitCache,
     TenantSet,
@@ -267,7 +266,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
         worst = math.nan
         if replay_it and admitted:
             rules = enforced(policy, bounds, admitted)
-            ratios = _slo_ratios(admitted, replay(admitted, second, rules))
+            ratios = _slo_ratios(admitted, second, rules)
             worst = max(ratios)
             violators = [t for t, r in zip(admitted, ratios, strict=True) if r > 1.0]
             alone_violators = [
@@ -276,7 +275,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
                 if alone_latency(t, pop.second[str(t.trace)], tset.link_bytes_per_s) > t.slo_s
             ]
             first = [pop.first[str(t.trace)] for t in admitted]
-            first_ratios = _slo_ratios(admitted, replay(admitted, first, rules))
+            first_ratios = _slo_ratios(admitted, first, rules)
             first_violators = [t for t, r in zip(admitted, first_ratios, strict=True) if r > 1.0]
         out.append(
             OrderResult(
@@ -325,9 +324,13 @@ def violator_lines(results: Sequence[OrderResult], policies: Sequence[str], most
     return "\n".join(lines)
 
 
-def _slo_ratios(admitted: Sequence[TenantSpec], latencies: dict[str, np.ndarray]) -> list[float]:
-    """Each admitted tenant's replayed latency at its percentile divided by its SLO."""
-    return [percentile(latencies[t.name], t.percentile) / t.slo_s for t in admitted]
+def _slo_ratios(
+    admitted: Sequence[TenantSpec], traces: Sequence[Trace], rules: Sequence[Enforced]
+) -> list[float]:
+    """Each admitted tenant's latency at its percentile, ``traces`` replayed under ``rules``,
+    divided by its SLO."""
+    measured = replayed_percentiles(admitted, traces, rules)
+    return [m / t.slo_s for m, t in zip(measured, admitted, strict=True)]
 
 
 def _bytes(tr: Trace) -> float:

@@ -29,9 +29,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from tailbound.sim.results import percentile
 from tailbound.snc.analysis import BoundFunction, TenantBound
-from tailbound.snc.replay import Enforced, replay
+from tailbound.snc.replay import Enforced, replayed_percentiles
 from tailbound.snc.tenants import TenantSpec
 from tailbound.traces.trace import Trace
 
@@ -39,8 +38,10 @@ from tailbound.traces.trace import Trace
 def alone_latency(spec: TenantSpec, trace: Trace, link_bytes_per_s: float) -> float:
     """``spec``'s latency (s) at its percentile when ``trace`` is replayed with nothing else on
     the network (host links of ``link_bytes_per_s`` bytes per second)."""
-    latencies = replay([spec], [trace], [Enforced(0)], link_bytes_per_s=link_bytes_per_s)
-    return percentile(latencies[spec.name], spec.percentile)
+    (latency,) = replayed_percentiles(
+        [spec], [trace], [Enforced(0)], link_bytes_per_s=link_bytes_per_s
+    )
+    return latency
 
 
 class AloneFloor:

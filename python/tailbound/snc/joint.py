@@ -25,9 +25,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from tailbound.sim.results import percentile
 from tailbound.snc.analysis import BoundFunction, TenantBound
-from tailbound.snc.replay import Enforced, replay
+from tailbound.snc.replay import Enforced, replayed_percentiles
 from tailbound.snc.tenants import TenantSpec
 from tailbound.traces.trace import Trace
 
@@ -58,13 +57,12 @@ class JointFloor:
         """Each tenant's latency (s) at its percentile when ``tenants`` are replayed together at
         the priorities of ``bounds``."""
         self.replays += 1
-        latencies = replay(
+        return replayed_percentiles(
             tenants,
             [self.trace_of(t) for t in tenants],
             [Enforced(b.priority) for b in bounds],
             link_bytes_per_s=self.link_bytes_per_s,
         )
-        return [percentile(latencies[t.name], t.percentile) for t in tenants]
 
     def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
         bounds = self.bounds(tenants)

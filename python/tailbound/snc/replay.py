@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.sim.results import percentile
 from tailbound.sim.scenario import Scenario
 from tailbound.snc.tenants import TenantSpec
 from tailbound.traces.trace import Trace
@@ -108,3 +109,14 @@ def replay(
     sim.run()
     results = sim.results()
     return {t.name: np.asarray(results[t.name].latency) for t in tenants}
+
+
+def replayed_percentiles(
+    tenants: Sequence[TenantSpec],
+    traces: Sequence[Trace],
+    enforced: Sequence[Enforced],
+    **network: float,
+) -> list[float]:
+    """Each tenant's replayed latency (s) at its own percentile (:func:`replay`)."""
+    latencies = replay(tenants, traces, enforced, **network)
+    return [percentile(latencies[t.name], t.percentile) for t in tenants]
