@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from tailbound.experiments.wc_common import FIG54_SLOS, find_wc62, resample, server_cluster
-from tailbound.policies.inputs import load_cluster, load_tenants
+from tailbound.model import load_cluster, load_tenants
 from tailbound.policies.placement import WorkloadCompactorPolicy, place
 from tailbound.policies.workload import characterize_all
 from tailbound.profiles import SsdProfile
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--first-fit", type=int, default=300)
     args = p.parse_args(argv if argv is not None else [])
     data = find_wc62()
-    configs = load_tenants(data / "tenants.json")
+    configs = load_tenants(data / "tenants.json").tenants
     cluster = load_cluster(data / "cluster.json")
     profile = SsdProfile.load(data / "profile_ssd.json")
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         configs,
         lambda c: traces[c.name],
         profile=profile,
-        link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+        link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
     )
     curves_s = time.perf_counter() - start - read_s
     ff = place(workloads, cluster, WorkloadCompactorPolicy())

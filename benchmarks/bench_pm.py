@@ -7,10 +7,10 @@ arrival curve (mean load ``0.8 / n`` per stage, bursts of 1–10 ms of work; *ch
 the benchmark needs no data and no r-b curve computation, which is not what is timed),
 priorities by index. For every tenant and stage we compute its worst-case latency three ways:
 
-- **LP** (ours, :func:`~tailbound.policies.pm_lp.lp_delay`): one LP per tenant and stage with the
+- **LP** (ours, :func:`~tailbound.dnc.lp.lp_delay`): one LP per tenant and stage with the
   served amount ``y`` free, so the horizontal deviation comes out of one solve;
 - **sampled y** (the thesis' description taken literally): ``β^{-1}(y)`` from
-  :func:`~tailbound.policies.pm_lp.service_inverse`, one LP from scratch per sample of ``y``
+  :func:`~tailbound.dnc.lp.service_inverse`, one LP from scratch per sample of ``y``
   (:data:`SAMPLES` samples, geometric from 1 µs to the path's total burst), and the largest
   ``β^{-1}(y) − α^{-1}(y)`` over the samples — slower, and below the true maximum when the
   samples miss the maximiser (an unsafe bound);
@@ -37,8 +37,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tailbound.dnc.lp import LpFlow, lp_delay, service_inverse
 from tailbound.policies import prioritymeister as pm
-from tailbound.policies.pm_lp import LpFlow, lp_delay, service_inverse
 from tailbound.policies.prioritymeister import PmTenant, latencies, prioritize
 from tailbound.stages import STORAGE_PATH, Stage
 

@@ -22,11 +22,12 @@ import time
 from collections.abc import Iterator
 
 from tailbound.experiments._snc_common import find_data, tenant, tenant_set
+from tailbound.model import Tenant, TenantSet
 from tailbound.snc.analysis import snc_bound_function
 from tailbound.snc.fast import snc_meister_all
-from tailbound.snc.io import markdown_table
 from tailbound.snc.mmpp import MmppModel
-from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
+from tailbound.snc.tenants import FitCache, build_network
+from tailbound.tables import markdown_table
 
 REFERENCE_16_S = 0.16
 THREADS_VAR = "TAILBOUND_SNC_THREADS"
@@ -42,7 +43,7 @@ class DistinctFits(FitCache):
         super().__init__()
         self.copies: dict[tuple[str, str], MmppModel] = {}
 
-    def model(self, spec: TenantSpec, direction: str, tset: TenantSet) -> MmppModel:
+    def model(self, spec: Tenant, direction: str, tset: TenantSet) -> MmppModel:
         key = (spec.name, direction)
         if key not in self.copies:
             fitted = super().model(spec, direction, tset)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -52,3 +53,22 @@ def small_trace() -> Trace:
         offset=rng.integers(0, 1 << 30, 10),
         name="small",
     )
+
+
+@pytest.fixture
+def write_tenants(tmp_path: Path, data_dir: Path):  # type: ignore[no-untyped-def]
+    """Write a tenants file whose traces are wc62 traces given by index."""
+
+    def write(tenants: list[dict], **top: object) -> Path:
+        docs = []
+        for t in tenants:
+            doc = dict(t)
+            doc["trace"] = str(
+                data_dir / "wc62" / "traces" / f"trace{doc.pop('trace_index'):04d}.txt"
+            )
+            docs.append(doc)
+        path = tmp_path / "tenants.json"
+        path.write_text(json.dumps({"tenants": docs, **top}))
+        return path
+
+    return write

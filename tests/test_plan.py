@@ -8,11 +8,34 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tailbound.errors import ConfigError
-from tailbound.plan import Plan, StageLimit, TenantPlan
-from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.model import Slo
+from tailbound.plan import (
+    Bound,
+    Discipline,
+    DispatchRule,
+    Plan,
+    Rejection,
+    StageLimit,
+    TenantPlan,
+    enforcer_level,
+    stage_queues,
+)
+from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
 numbers = st.floats(0.0, 1.0, allow_nan=False)
 names = st.text("abcdefgh0123", min_size=1, max_size=6)
+
+
+@st.composite
+def bounds(draw: st.DrawFn, stages: tuple[Stage, ...]) -> Bound:
+    return Bound(
+        latency_s=draw(numbers),
+        analysis=draw(st.sampled_from(["wc-check", "snc-meister", "dnc"])),
+        percentile=draw(st.sampled_from([1.0, 0.999])),
+        stages={s: draw(numbers) for s in stages if draw(st.booleans())},
+        alone_s=draw(st.none() | numbers),
+        joint_s=draw(st.none() | numbers),
+    )
 
 
 @st.composite
@@ -20,28 +43,57 @@ def plans(draw: st.DrawFn) -> Plan:
     n = draw(st.integers(0, 4))
     tenants = []
     for i in range(n):
+        device = draw(st.none() | names)
+        stages = STORAGE_PATH if device is not None else NETWORK_PATH
         limits = {
             s: StageLimit(
                 draw(numbers),
                 draw(numbers),
                 None if s == Stage.STORAGE else draw(st.floats(1.0, 1e10)),
             )
-            for s in STORAGE_PATH
+            for s in stages
+            if draw(st.booleans())
+        }
+        extra = {
+            s: (StageLimit(draw(numbers), draw(numbers)),) for s in limits if draw(st.booleans())
         }
         tenants.append(
             TenantPlan(
                 name=f"t{i}",
-                slo_s=draw(st.floats(0.001, 5.0)),
+                slo=Slo(draw(st.floats(0.001, 5.0)), draw(st.sampled_from([0.99, 0.999, 1.0]))),
                 server=draw(names),
-                device=draw(names),
-                priority={s: draw(st.integers(0, 4)) for s in STORAGE_PATH},
+                device=device,
+                priority={s: draw(st.integers(0, 4)) for s in stages},
                 limits=limits,
-                latency_bound_s=draw(numbers),
+                extra_limits=extra,
+                bound=draw(bounds(stages)),
                 client_host=draw(st.none() | names),
                 client_vm=draw(st.none() | names),
             )
         )
-    return Plan("workloadcompactor", draw(st.integers(0, 20)), tenants, ["x"], 1.1, {"k": 1})
+    rejected = [Rejection("x", "fits on no server"), Rejection("y", "misses", ("y", "t0"))]
+    disciplines = {
+        s: Discipline(draw(st.sampled_from(["priority", "fifo", "sfq"])), "demotion")
+        for s in STORAGE_PATH
+    }
+    return Plan(
+        "workloadcompactor",
+        draw(st.integers(0, 20)),
+        tenants,
+        rejected,
+        1.1,
+        {"k": 1},
+        disciplines,
+        DispatchRule(draw(st.none() | st.integers(1, 64)), None, draw(st.none() | st.just(0))),
+    )
+
+
+def tenant(name: str = "a", device: str | None = "ssd0", level: int = 0) -> TenantPlan:
+    stages = STORAGE_PATH if device is not None else NETWORK_PATH
+    limits = {s: StageLimit(0.1, 0.01, 125e6 if s != Stage.STORAGE else None) for s in stages}
+    return TenantPlan(
+        name, Slo(0.1), "s0", device, dict.fromkeys(stages, level), limits, Bound(0.05, "wc-check")
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -51,12 +103,7 @@ def test_plan_json_round_trips(plan: Plan) -> None:
 
 
 def test_plan_save_is_atomic_and_loads(tmp_path: Path) -> None:
-    limits = {s: StageLimit(0.1, 0.01, 125e6 if s != Stage.STORAGE else None) for s in STORAGE_PATH}
-    plan = Plan(
-        "knee",
-        1,
-        [TenantPlan("a", 0.1, "s0", "ssd0", dict.fromkeys(STORAGE_PATH, 0), limits, 0.05)],
-    )
+    plan = Plan("knee", 1, [tenant()])
     path = tmp_path / "plan.json"
     plan.save(path)
     assert Plan.load(path) == plan
@@ -64,6 +111,52 @@ def test_plan_save_is_atomic_and_loads(tmp_path: Path) -> None:
     doc = json.loads(path.read_text())
     assert doc["tenants"][0]["stages"]["net_in"]["rate_bytes_per_s"] == pytest.approx(12.5e6)
     assert "rate_bytes_per_s" not in doc["tenants"][0]["stages"]["storage"]
+
+
+def test_infinite_bound_is_null_in_the_file(tmp_path: Path) -> None:
+    t = tenant()
+    plan = Plan("snc-meister", 1, [TenantPlan(**{**t.__dict__, "bound": Bound(float("inf"), "x")})])
+    plan.save(tmp_path / "p.json")
+    assert json.loads((tmp_path / "p.json").read_text())["tenants"][0]["latency_bound_s"] is None
+    assert Plan.load(tmp_path / "p.json").tenants[0].latency_bound_s == float("inf")
+
+
+def test_network_only_tenant_crosses_two_stages() -> None:
+    t = tenant(device=None)
+    assert t.stages == NETWORK_PATH
+    assert stage_queues(t) == {
+        Stage.NET_IN: ("client-a.egress", "s0.ingress"),
+        Stage.NET_OUT: ("s0.egress", "client-a.ingress"),
+    }
+    assert t.buckets(Stage.STORAGE) == []
+
+
+def test_version_1_plans_are_read() -> None:
+    doc = Plan("knee", 1, [tenant()]).to_json()
+    doc["version"] = 1
+    doc["rejected"] = ["b"]
+    for key in ("priority_levels", "disciplines", "dispatch"):
+        doc.pop(key)
+    for t in doc["tenants"]:
+        t.pop("bound")
+    plan = Plan.from_json(doc)
+    assert plan.rejected == [Rejection("b", "not placed")]
+    assert plan.tenants[0].latency_bound_s == 0.05
+    assert plan.discipline(Stage.STORAGE) == Discipline("priority", "shaping")
+
+
+def test_levels_beyond_the_limit_are_refused() -> None:
+    doc = Plan("pm", 1, [tenant(level=3)], priority_levels=4).to_json()
+    assert Plan.from_json(doc).levels_used() == 1
+    doc["priority_levels"] = 3
+    with pytest.raises(ConfigError) as info:
+        Plan.from_json(doc)
+    assert info.value.field == "tenants[0].priority.net_in"
+
+
+def test_enforcer_levels_keep_the_order_above_best_effort() -> None:
+    levels = [enforcer_level(p, 8) for p in range(8)]
+    assert levels == sorted(levels, reverse=True) and min(levels) > 0
 
 
 @pytest.mark.parametrize(
@@ -77,16 +170,16 @@ def test_plan_save_is_atomic_and_loads(tmp_path: Path) -> None:
         ),
         (lambda d: d["tenants"][0]["priority"].pop("net_out"), "tenants[0].priority.net_out"),
         (lambda d: d.update(version=9), "format"),
+        (lambda d: d["tenants"][0].update(percentile=1.5), "tenants[0].percentile"),
+        (lambda d: d["tenants"][0].update(slo_s=-1), "tenants[0].slo_s"),
+        (lambda d: d["tenants"].append(dict(d["tenants"][0])), "tenants[1].name"),
+        (lambda d: d["disciplines"].update(storage={"kind": "wfq"}), "disciplines.storage"),
+        (lambda d: d["dispatch"].update(read_mpl=-1), "dispatch.read_mpl"),
+        (lambda d: d["rejected"].append({"name": "z"}), "rejected[0].reason"),
     ],
 )
 def test_plan_errors_name_the_field(mutate, field: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    limits = {s: StageLimit(0.1, 0.01) for s in STORAGE_PATH}
-    plan = Plan(
-        "knee",
-        1,
-        [TenantPlan("a", 0.1, "s0", "ssd0", dict.fromkeys(STORAGE_PATH, 0), limits, 0.05)],
-    )
-    doc = plan.to_json()
+    doc = Plan("knee", 1, [tenant()]).to_json()
     mutate(doc)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))

@@ -8,22 +8,24 @@ from pathlib import Path
 import pytest
 
 from tailbound.demo import DEMO_SSD, demo_cluster
+from tailbound.model import Slo, Tenant
 from tailbound.plan import Plan
-from tailbound.policies.inputs import TenantConfig
 from tailbound.policies.placement import place
 from tailbound.policies.workload import characterize
 from tailbound.policies.workloadcompactor import make_policy, to_plan
-from tailbound.traces.fleet import Workload, demo_fleet
+from tailbound.traces.fleet import GeneratedTenant, demo_fleet
 from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import poisson_trace
 from tailbound.traces.trace import Trace
 from tailbound.verify import replay_plan
 
 
-def plan_fleet(fleet: list[Workload], traces: dict[str, Trace], link: float, margin: float) -> Plan:
+def plan_fleet(
+    fleet: list[GeneratedTenant], traces: dict[str, Trace], link: float, margin: float
+) -> Plan:
     characterised = [
         characterize(
-            TenantConfig(w.name, w.slo_latency_s, Path(w.name), w.slo_percentile),
+            Tenant(w.name, w.slo, Path(w.name)),
             traces[w.name],
             profile=DEMO_SSD,
             link_bandwidth_bytes_per_s=link,
@@ -54,7 +56,7 @@ def test_replay_never_exceeds_workloadcompactor_bounds(seed: int, link: float) -
     for c in v.checks:
         assert c.requests == len(traces[c.name])
         assert c.max_s <= c.bound_s, (c.name, c.max_s, c.bound_s)
-        assert c.bound_s <= c.slo_s
+        assert c.bound_s <= c.slo.latency_s
 
 
 def test_replay_second_half_meets_slos_promised_on_first_half_of_stationary_workloads() -> None:
@@ -64,11 +66,10 @@ def test_replay_second_half_meets_slos_promised_on_first_half_of_stationary_work
     rates = [300.0, 900.0, 1500.0, 2500.0, 600.0, 1200.0]
     slos = [0.02, 0.05, 0.05, 0.1, 0.02, 0.2]
     fleet = [
-        Workload(
+        GeneratedTenant(
             f"p{i}",
             poisson_trace(rate, 120.0, seed=i, sizes=FixedSize(16384), read_fraction=0.7),
-            slo,
-            0.999,
+            Slo(slo, 0.999),
         )
         for i, (rate, slo) in enumerate(zip(rates, slos, strict=True))
     ]

@@ -21,14 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tailbound.model import Cluster, Server, Tenant
 from tailbound.plan import Plan
-from tailbound.policies.inputs import ClusterConfig, ServerConfig, TenantConfig
 from tailbound.policies.placement import place
-from tailbound.policies.workload import Workload, characterize
+from tailbound.policies.workload import TenantCurves, characterize
 from tailbound.policies.workloadcompactor import make_policy, to_plan
 from tailbound.profiles import SsdProfile
-from tailbound.traces.fleet import Workload as FleetWorkload
-from tailbound.traces.fleet import demo_fleet
+from tailbound.traces.fleet import GeneratedTenant, demo_fleet
 from tailbound.verify import Verification, replay_plan
 
 #: The demo's device: 80 µs + size / 520 MB/s per read, 120 µs + size / 420 MB/s per write.
@@ -52,17 +51,17 @@ DEMO_SAFETY_MARGIN = 1.1
 class DemoResult:
     """What the demo decided and measured."""
 
-    fleet: list[FleetWorkload]
+    fleet: list[GeneratedTenant]
     plans: dict[str, Plan]
     verification: Verification
     seconds: dict[str, float]
 
 
-def demo_cluster(servers: int) -> ClusterConfig:
+def demo_cluster(servers: int) -> Cluster:
     """``servers`` storage servers with one SSD each on :data:`DEMO_LINK_BYTES_PER_S` links."""
-    return ClusterConfig(
+    return Cluster(
         DEMO_LINK_BYTES_PER_S,
-        tuple(ServerConfig(f"server{i:02d}", ("ssd0",)) for i in range(servers)),
+        tuple(Server(f"server{i:02d}", ("ssd0",)) for i in range(servers)),
     )
 
 
@@ -82,9 +81,9 @@ def run_demo(
     progress(f"generated {len(fleet)} workloads, {requests:,} requests over {duration_s:g} s")
 
     start = time.perf_counter()
-    characterised: list[Workload] = [
+    characterised: list[TenantCurves] = [
         characterize(
-            TenantConfig(w.name, w.slo_latency_s, Path(w.name), w.slo_percentile),
+            Tenant(w.name, w.slo, Path(w.name)),
             w.trace.first_half(),
             profile=DEMO_SSD,
             link_bandwidth_bytes_per_s=DEMO_LINK_BYTES_PER_S,
@@ -105,7 +104,11 @@ def run_demo(
 
     start = time.perf_counter()
     plan = plans["workloadcompactor"]
-    halves = {w.name: w.trace.second_half() for w in fleet if w.name not in plan.rejected}
+    halves = {
+        w.name: w.trace.second_half()
+        for w in fleet
+        if w.name not in {r.name for r in plan.rejected}
+    }
     verification = replay_plan(
         plan,
         halves,

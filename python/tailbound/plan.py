@@ -1,46 +1,71 @@
-"""The ``Plan``: the hand-off between deciding and doing (see ``docs/architecture.md``).
+"""The ``Plan``: the one hand-off between deciding and doing (see ``docs/architecture.md``).
 
-A plan says, for every tenant, where it runs (server, device, client host and VM), its priority
-at each stage, its token-bucket rate limit ``(r, b)`` at each stage and the latency bound the
-analysis predicts. The simulator turns a plan into a scenario; enforcers turn it into queue
-configuration. It is plain data with a JSON form, read and written by :meth:`Plan.load` and
-:meth:`Plan.save` (atomically).
+Every policy returns a plan; the simulator, :mod:`tailbound.verify`, the experiments and the
+enforcers read only the plan. It says, for every admitted tenant, where it runs (server, device,
+client host and VM), its priority at each stage, its token buckets ``(r, b)`` at each stage and the
+latency the analysis predicts (with the analysis that predicted it); for every rejected tenant, why.
+It also says how every queue is scheduled (:class:`Discipline` per stage), the device dispatch rule
+to enforce (:class:`DispatchRule`) and the number of priority levels the enforcers offer
+(:attr:`Plan.priority_levels`; policies respect it, :meth:`Plan.from_json` checks it).
 
-JSON layout (``format`` ``"tailbound-plan"``, ``version`` 1)::
+**The plan owns its naming and priority conventions**: :func:`client_name`, :func:`device_name`
+and :func:`stage_queues` name the queues a tenant's stages cross, and :func:`enforcer_level`
+turns the plan's levels (0 is the most important, the thesis' convention) into the enforcers'
+(larger is more important: the simulator's schedulers, HTB's inverse).
 
-    {"format": "tailbound-plan", "version": 1,
+JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are read too)::
+
+    {"format": "tailbound-plan", "version": 2,
      "policy": "workloadcompactor", "servers_used": 11, "safety_margin": 1.0,
+     "priority_levels": 8,
+     "disciplines": {"net_in": {"kind": "priority", "mode": "shaping"}, "storage": {...}, ...},
+     "dispatch": {"read_mpl": null, "write_mpl": null, "low_priority_mpl": null},
      "stages": ["net_in", "storage", "net_out"],
      "tenants": [
        {"name": "C0", "slo_s": 0.2, "percentile": 0.999,
-        "server": "server000", "device": "ssd0",
+        "server": "server000", "device": "ssd0",           # device null: network only
         "client_host": "client000", "client_vm": "0",
         "priority": {"net_in": 1, "storage": 1, "net_out": 1},
-        "stages": {"net_in": {"rate": 0.0123, "bucket": 0.0008,
-                              "capacity_bytes_per_s": 125000000.0,
-                              "rate_bytes_per_s": 1537500.0, "bucket_bytes": 100000.0}, ...},
-        "latency_bound_s": 0.187}],
-     "rejected": [], "meta": {...}}
+        "stages": {"net_in": {"rate": 0.0123, "bucket": 0.0008,   # stages without buckets
+                              "capacity_bytes_per_s": 125000000.0, # are left out
+                              "rate_bytes_per_s": 1537500.0, "bucket_bytes": 100000.0,
+                              "extra": [...]}, ...},
+        "latency_bound_s": 0.187,
+        "bound": {"analysis": "workloadcompactor", "percentile": 1.0,
+                  "stages": {...}, "alone_s": null, "joint_s": null}}],
+     "rejected": [{"name": "C7", "reason": "...", "violated": ["C7"],
+                   "latency_bound_s": 0.4, "bound": {...}}],
+     "meta": {...}}
 
 Units: ``rate`` is a utilisation of the stage's queue (0..1], ``bucket`` seconds of work at the
 stage (tokens, thesis §2.3.2); network stages also give bytes per second and bytes (utilisation
-× the link bandwidth). Priority 0 is the highest. ``client_host``/``client_vm`` may be ``null``.
+× the link bandwidth). ``latency_bound_s`` is ``null`` when the analysis found no finite bound.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
-from tailbound.profiles.jsonio import read_json
-from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.jsonio import read_json, write_json_atomic
+from tailbound.model import Slo
+from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
 FORMAT = "tailbound-plan"
-VERSION = 1
+VERSION = 2
+#: Priority levels real enforcers offer (HTB has 8 class priorities): the default limit.
+PRIORITY_LEVELS = 8
+#: Scheduler kinds a plan may ask for at a stage (the simulator's and the enforcers' kinds with
+#: per-tenant parameters a plan carries: priority levels, SFQ weights, EDF deadlines = SLOs).
+DISCIPLINE_KINDS = ("priority", "fifo", "sfq", "edf")
+#: What a priority queue does with traffic over its buckets: wait (``shaping``) or go on below
+#: every level (``demotion``, PriorityMeister's enforcer, thesis §2.2.1).
+LIMIT_MODES = ("shaping", "demotion")
 
 
 @dataclass(frozen=True)
@@ -52,8 +77,8 @@ class StageLimit:
     bucket_s: float
     capacity_per_s: float | None = None
 
-    def to_json(self) -> dict[str, float]:
-        out = {"rate": self.rate, "bucket": self.bucket_s}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rate": self.rate, "bucket": self.bucket_s}
         if self.capacity_per_s is not None:
             out["capacity_bytes_per_s"] = self.capacity_per_s
             out["rate_bytes_per_s"] = self.rate * self.capacity_per_s
@@ -62,44 +87,159 @@ class StageLimit:
 
 
 @dataclass(frozen=True)
+class Discipline:
+    """How the queues of one stage are scheduled: ``kind`` (:data:`DISCIPLINE_KINDS`) and, for
+    strict priority, the ``mode`` of its token buckets (:data:`LIMIT_MODES`)."""
+
+    kind: str = "priority"
+    mode: str = "shaping"
+
+    def __post_init__(self) -> None:
+        if self.kind not in DISCIPLINE_KINDS:
+            raise ValueError(f"unknown discipline {self.kind!r} (known: {DISCIPLINE_KINDS})")
+        if self.mode not in LIMIT_MODES:
+            raise ValueError(f"unknown limit mode {self.mode!r} (known: {LIMIT_MODES})")
+
+
+@dataclass(frozen=True)
+class DispatchRule:
+    """The device dispatch rule enforcers apply: how many reads and writes may be in service at
+    once, and how many less important requests may join a more important one in service (thesis
+    §2.2.1). ``None`` keeps the device profile's own limits."""
+
+    read_mpl: int | None = None
+    write_mpl: int | None = None
+    low_priority_mpl: int | None = None
+
+    def to_json(self) -> dict[str, int | None]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A predicted latency and where it came from.
+
+    ``latency_s`` is at ``percentile`` (1 for a worst-case bound; ``inf`` when the analysis found
+    no finite bound); ``stages`` splits it by stage when the analysis does (``net_in``,
+    ``storage``, ``net_out``); ``alone_s``/``joint_s`` are the measured latencies a prediction was
+    floored by (the tenant replayed alone, the tenants replayed together)."""
+
+    latency_s: float
+    analysis: str
+    percentile: float = 1.0
+    stages: Mapping[Stage, float] = field(default_factory=dict)
+    alone_s: float | None = None
+    joint_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "analysis": self.analysis,
+            "percentile": self.percentile,
+            "stages": {str(s): _finite(v) for s, v in self.stages.items()},
+            "alone_s": _finite(self.alone_s),
+            "joint_s": _finite(self.joint_s),
+        }
+
+
+@dataclass(frozen=True)
 class TenantPlan:
-    """One tenant's placement, priorities, limits and predicted bound."""
+    """One admitted tenant's placement, priorities, limits and predicted bound.
+
+    A tenant with a ``device`` crosses the three stages of :data:`STORAGE_PATH`; one without
+    crosses the network only (:data:`NETWORK_PATH`: a key-value or RPC tenant talking to
+    ``server``). A tenant without an SLO (``slo`` ``None``) is best-effort throughput traffic;
+    a stage's priority ``None`` is best effort there, below every level. ``limits`` has an entry
+    for every stage with token buckets (none: unlimited at that stage); ``extra_limits`` more
+    buckets at a stage (PriorityMeister's multiple rate limiters: a request needs room in every
+    bucket of its stage).
+    """
 
     name: str
-    slo_s: float
+    slo: Slo | None
     server: str
-    device: str
-    priority: dict[Stage, int]
-    limits: dict[Stage, StageLimit]
-    latency_bound_s: float
-    percentile: float = 0.999
+    device: str | None
+    priority: Mapping[Stage, int | None]
+    limits: Mapping[Stage, StageLimit]
+    bound: Bound
     client_host: str | None = None
     client_vm: str | None = None
-    #: Further buckets per stage beyond ``limits`` (PriorityMeister's multiple rate limiters:
-    #: a request needs room in every bucket of its stage).
-    extra_limits: dict[Stage, tuple[StageLimit, ...]] = field(default_factory=dict)
+    extra_limits: Mapping[Stage, tuple[StageLimit, ...]] = field(default_factory=dict)
+    #: SFQ weight per stage where the stage's discipline is ``sfq`` (default 1).
+    weight: Mapping[Stage, float] = field(default_factory=dict)
+    #: EDF relative deadline (s) per stage where the discipline is ``edf`` (default: the SLO).
+    deadline_s: Mapping[Stage, float] = field(default_factory=dict)
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages the tenant's requests cross, in order."""
+        return STORAGE_PATH if self.device is not None else NETWORK_PATH
+
+    @property
+    def slo_s(self) -> float:
+        """The SLO's latency (s); ``inf`` for best effort."""
+        return self.slo.latency_s if self.slo is not None else math.inf
+
+    @property
+    def percentile(self) -> float | None:
+        return self.slo.percentile if self.slo is not None else None
+
+    @property
+    def latency_bound_s(self) -> float:
+        """The predicted latency (s) at the bound's percentile."""
+        return self.bound.latency_s
 
     def buckets(self, stage: Stage) -> list[tuple[float, float]]:
-        """Every ``(rate, bucket_s)`` enforced at ``stage``, the primary limit first."""
+        """Every ``(rate, bucket_s)`` enforced at ``stage``, the primary limit first (empty when
+        the stage is unlimited)."""
+        if stage not in self.limits:
+            return []
         limits = (self.limits[stage], *self.extra_limits.get(stage, ()))
         return [(lim.rate, lim.bucket_s) for lim in limits]
 
     def to_json(self) -> dict[str, Any]:
-        stages: dict[str, dict[str, Any]] = {str(s): self.limits[s].to_json() for s in STORAGE_PATH}
-        for s, extra in self.extra_limits.items():
-            if extra:
-                stages[str(s)]["extra"] = [lim.to_json() for lim in extra]
-        return {
+        stages: dict[str, dict[str, Any]] = {}
+        for s in self.stages:
+            if s in self.limits:
+                stages[str(s)] = self.limits[s].to_json()
+                if self.extra_limits.get(s):
+                    stages[str(s)]["extra"] = [lim.to_json() for lim in self.extra_limits[s]]
+        out: dict[str, Any] = {
             "name": self.name,
-            "slo_s": self.slo_s,
-            "percentile": self.percentile,
+            "slo_s": self.slo.latency_s if self.slo is not None else None,
+            "percentile": self.slo.percentile if self.slo is not None else None,
             "server": self.server,
             "device": self.device,
             "client_host": self.client_host,
             "client_vm": self.client_vm,
-            "priority": {str(s): self.priority[s] for s in STORAGE_PATH},
+            "priority": {str(s): self.priority[s] for s in self.stages},
             "stages": stages,
-            "latency_bound_s": self.latency_bound_s,
+            "latency_bound_s": _finite(self.bound.latency_s),
+            "bound": self.bound.to_json(),
+        }
+        if self.weight:
+            out["weight"] = {str(s): w for s, w in self.weight.items()}
+        if self.deadline_s:
+            out["deadline_s"] = {str(s): d for s, d in self.deadline_s.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A tenant the policy did not admit: why, the tenants that would have missed their SLOs
+    with it (often itself), and the bound that decided, if one was computed."""
+
+    name: str
+    reason: str
+    violated: tuple[str, ...] = ()
+    bound: Bound | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "reason": self.reason,
+            "violated": list(self.violated),
+            "latency_bound_s": None if self.bound is None else _finite(self.bound.latency_s),
+            "bound": None if self.bound is None else self.bound.to_json(),
         }
 
 
@@ -110,9 +250,14 @@ class Plan:
     policy: str
     servers_used: int
     tenants: list[TenantPlan]
-    rejected: list[str] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
     safety_margin: float = 1.0
     meta: dict[str, Any] = field(default_factory=dict)
+    disciplines: Mapping[Stage, Discipline] = field(
+        default_factory=lambda: dict.fromkeys(STORAGE_PATH, Discipline())
+    )
+    dispatch: DispatchRule = field(default_factory=DispatchRule)
+    priority_levels: int = PRIORITY_LEVELS
 
     def tenant(self, name: str) -> TenantPlan:
         """The plan of the tenant called ``name``."""
@@ -121,6 +266,14 @@ class Plan:
                 return t
         raise KeyError(name)
 
+    def discipline(self, stage: Stage) -> Discipline:
+        """How ``stage``'s queues are scheduled (strict priority with shaping by default)."""
+        return self.disciplines.get(stage, Discipline())
+
+    def levels_used(self) -> int:
+        """How many distinct priority levels the plan's tenants use (0 if none)."""
+        return len({p for t in self.tenants for p in t.priority.values() if p is not None})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
@@ -128,15 +281,20 @@ class Plan:
             "policy": self.policy,
             "servers_used": self.servers_used,
             "safety_margin": self.safety_margin,
+            "priority_levels": self.priority_levels,
+            "disciplines": {
+                str(s): {"kind": d.kind, "mode": d.mode} for s, d in self.disciplines.items()
+            },
+            "dispatch": self.dispatch.to_json(),
             "stages": [str(s) for s in STORAGE_PATH],
             "tenants": [t.to_json() for t in self.tenants],
-            "rejected": list(self.rejected),
+            "rejected": [r.to_json() for r in self.rejected],
             "meta": self.meta,
         }
 
     def save(self, path: str | Path) -> None:
         """Write the plan as JSON atomically (temporary file in the same folder, then rename)."""
-        write_text_atomic(path, json.dumps(self.to_json(), indent=1) + "\n")
+        write_json_atomic(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> Plan:
@@ -145,81 +303,267 @@ class Plan:
 
     @classmethod
     def from_json(cls, document: Any, *, path: str | None = None) -> Plan:
-        """Build a plan from its parsed JSON document."""
+        """Build a plan from its parsed JSON document (version 1 or 2) and check it."""
         reader = _Reader(path)
         if not isinstance(document, dict):
             raise ConfigError(path, "a plan must be a JSON object")
-        if document.get("format") != FORMAT or document.get("version") != VERSION:
-            raise ConfigError(path, f"expected format {FORMAT!r} version {VERSION}", field="format")
+        version = document.get("version")
+        if document.get("format") != FORMAT or version not in (1, VERSION):
+            raise ConfigError(
+                path, f"expected format {FORMAT!r} version 1 or {VERSION}", field="format"
+            )
         tenants_doc = reader.get(document, "tenants", list)
-        tenants = [reader.tenant(t, f"tenants[{i}]") for i, t in enumerate(tenants_doc)]
-        return cls(
+        tenants = [reader.tenant(t, f"tenants[{i}]", version) for i, t in enumerate(tenants_doc)]
+        rejected_doc = reader.get(document, "rejected", list)
+        plan = cls(
             policy=reader.get(document, "policy", str),
             servers_used=reader.get(document, "servers_used", int),
             tenants=tenants,
-            rejected=[str(r) for r in reader.get(document, "rejected", list)],
-            safety_margin=float(reader.number(document, "safety_margin")),
+            rejected=[reader.rejection(r, f"rejected[{i}]") for i, r in enumerate(rejected_doc)],
+            safety_margin=reader.number(document, "safety_margin"),
             meta=dict(document.get("meta") or {}),
+            disciplines=reader.disciplines(document.get("disciplines", {})),
+            dispatch=reader.dispatch(document.get("dispatch", {})),
+            priority_levels=(
+                reader.get(document, "priority_levels", int) if version >= 2 else PRIORITY_LEVELS
+            ),
         )
+        plan.check(path)
+        return plan
+
+    def check(self, path: str | None = None) -> None:
+        """Raise :class:`ConfigError` if the plan cannot be enforced as written: duplicate
+        names, an SLO out of range, more priority levels than :attr:`priority_levels`."""
+        seen: set[str] = set()
+        for i, t in enumerate(self.tenants):
+            if t.name in seen:
+                raise ConfigError(path, f"duplicate tenant {t.name!r}", field=f"tenants[{i}].name")
+            seen.add(t.name)
+            for s, p in t.priority.items():
+                if p is not None and not 0 <= p < self.priority_levels:
+                    raise ConfigError(
+                        path,
+                        f"level {p} outside the plan's {self.priority_levels} priority levels",
+                        field=f"tenants[{i}].priority.{s}",
+                    )
+        if self.priority_levels < 1:
+            raise ConfigError(path, "must be at least 1", field="priority_levels")
 
 
+# ------------------------------------------------------------------------------ conventions
+def device_name(tenant: TenantPlan) -> str:
+    """The queue name of the device ``tenant`` is placed on (device names repeat across servers,
+    so the server is part of it)."""
+    return f"{tenant.server}.{tenant.device}"
+
+
+def client_name(tenant: TenantPlan) -> str:
+    """The client host ``tenant`` runs on: the plan's, else a host of its own."""
+    return tenant.client_host or f"client-{tenant.name}"
+
+
+def stage_queues(tenant: TenantPlan) -> dict[Stage, tuple[str, ...]]:
+    """The queues each of ``tenant``'s stages crosses, in order: ``net_in`` the client's egress
+    and the server's ingress, ``storage`` the device, ``net_out`` the server's egress and the
+    client's ingress. Buckets apply at a stage's first queue (the sender shapes, thesis §2.2.2);
+    the stage's priority at all of them."""
+    client, server = client_name(tenant), tenant.server
+    queues = {
+        Stage.NET_IN: (f"{client}.egress", f"{server}.ingress"),
+        Stage.STORAGE: (device_name(tenant),),
+        Stage.NET_OUT: (f"{server}.egress", f"{client}.ingress"),
+    }
+    return {s: queues[s] for s in tenant.stages}
+
+
+def enforcer_level(level: int | None, levels: int) -> int:
+    """A plan level (0 most important) as an enforcer level (larger more important), for a plan
+    of ``levels`` levels: ``levels − level``, so every level stays above 0, the level of
+    best-effort traffic (``None``)."""
+    return 0 if level is None else levels - level
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+# ------------------------------------------------------------------------------ reading
 class _Reader:
     def __init__(self, path: str | None) -> None:
         self.path = path
 
-    def get(self, doc: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
+    def error(self, message: str, field: str) -> ConfigError:
+        return ConfigError(self.path, message, field=field)
+
+    def get(self, doc: Any, key: str, kind: type, where: str = "") -> Any:
         value = doc.get(key) if isinstance(doc, dict) else None
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ConfigError(
-                self.path, f"expected {kind.__name__}, got {value!r}", field=f"{where}{key}"
-            )
+            raise self.error(f"expected {kind.__name__}, got {value!r}", f"{where}{key}")
         return value
 
-    def number(self, doc: dict[str, Any], key: str, where: str = "") -> float:
+    def number(self, doc: Any, key: str, where: str = "", *, nullable: bool = False) -> float:
         value = doc.get(key) if isinstance(doc, dict) else None
+        if value is None and nullable:
+            return math.inf
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(self.path, f"expected a number, got {value!r}", field=f"{where}{key}")
+            raise self.error(f"expected a number, got {value!r}", f"{where}{key}")
         return float(value)
 
-    def tenant(self, doc: Any, where: str) -> TenantPlan:
+    def optional(self, doc: Any, key: str, where: str) -> float | None:
+        value = doc.get(key) if isinstance(doc, dict) else None
+        return None if value is None else self.number(doc, key, where)
+
+    def name(self, doc: Any, key: str, where: str) -> str | None:
+        value = doc.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.error(f"expected a string or null, got {value!r}", f"{where}{key}")
+        return value
+
+    def slo(self, doc: Any, where: str) -> Slo | None:
+        if doc.get("slo_s") is None and doc.get("percentile") is None:
+            return None  # best effort
+        latency = self.number(doc, "slo_s", where)
+        percentile = self.number(doc, "percentile", where)
+        try:
+            return Slo(latency, percentile)
+        except ValueError as e:
+            key = "slo_s" if "latency" in str(e) else "percentile"
+            raise self.error(str(e), f"{where}{key}") from None
+
+    def tenant(self, doc: Any, where: str, version: int) -> TenantPlan:
         if not isinstance(doc, dict):
-            raise ConfigError(self.path, "expected an object", field=where)
+            raise self.error("expected an object", where)
         w = where + "."
+        device = self.get(doc, "device", str, w) if version == 1 else self.name(doc, "device", w)
+        stages = STORAGE_PATH if device is not None else NETWORK_PATH
         priority_doc = self.get(doc, "priority", dict, w)
         stages_doc = self.get(doc, "stages", dict, w)
-        priority = {}
-        limits = {}
+        priority: dict[Stage, int | None] = {}
+        limits: dict[Stage, StageLimit] = {}
         extra: dict[Stage, tuple[StageLimit, ...]] = {}
-        for stage in STORAGE_PATH:
-            p = priority_doc.get(str(stage))
-            if not isinstance(p, int) or isinstance(p, bool):
-                raise ConfigError(
-                    self.path, f"expected an integer, got {p!r}", field=f"{w}priority.{stage}"
+        for stage in stages:
+            p = priority_doc.get(str(stage), "missing")
+            if (p is not None or version == 1) and (not isinstance(p, int) or isinstance(p, bool)):
+                raise self.error(
+                    f"expected an integer or null (best effort), got {p!r}", f"{w}priority.{stage}"
                 )
             priority[stage] = p
             limit = stages_doc.get(str(stage))
             lw = f"{w}stages.{stage}."
+            if limit is None and version >= 2:
+                continue
             limits[stage] = self.limit(limit, lw)
             more = limit.get("extra", []) if isinstance(limit, dict) else []
             if not isinstance(more, list):
-                raise ConfigError(self.path, f"expected a list, got {more!r}", field=f"{lw}extra")
+                raise self.error(f"expected a list, got {more!r}", f"{lw}extra")
             if more:
                 extra[stage] = tuple(self.limit(m, f"{lw}extra[{i}].") for i, m in enumerate(more))
-        host = doc.get("client_host")
-        vm = doc.get("client_vm")
+        slo = self.slo(doc, w)
+        latency = self.number(doc, "latency_bound_s", w, nullable=version >= 2)
         return TenantPlan(
             name=self.get(doc, "name", str, w),
-            slo_s=self.number(doc, "slo_s", w),
-            percentile=self.number(doc, "percentile", w),
+            slo=slo,
             server=self.get(doc, "server", str, w),
-            device=self.get(doc, "device", str, w),
-            client_host=host if isinstance(host, str) else None,
-            client_vm=vm if isinstance(vm, str) else None,
+            device=device,
+            client_host=self.name(doc, "client_host", w),
+            client_vm=self.name(doc, "client_vm", w),
             priority=priority,
             limits=limits,
             extra_limits=extra,
-            latency_bound_s=self.number(doc, "latency_bound_s", w),
+            bound=self.bound(doc.get("bound"), latency, f"{w}bound.", policy_default=""),
+            weight=self.per_stage(doc.get("weight", {}), f"{w}weight"),
+            deadline_s=self.per_stage(doc.get("deadline_s", {}), f"{w}deadline_s"),
         )
+
+    def bound(self, doc: Any, latency: float, where: str, *, policy_default: str) -> Bound:
+        if doc is None:
+            return Bound(latency, policy_default)
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", where.rstrip("."))
+        stages_doc = doc.get("stages", {})
+        if not isinstance(stages_doc, dict):
+            raise self.error(f"expected an object, got {stages_doc!r}", f"{where}stages")
+        stages = {}
+        for key in stages_doc:
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", f"{where}stages.{key}") from None
+            stages[stage] = self.number(stages_doc, key, f"{where}stages.", nullable=True)
+        return Bound(
+            latency_s=latency,
+            analysis=self.get(doc, "analysis", str, where),
+            percentile=self.number(doc, "percentile", where),
+            stages=stages,
+            alone_s=self.optional(doc, "alone_s", where),
+            joint_s=self.optional(doc, "joint_s", where),
+        )
+
+    def per_stage(self, doc: Any, where: str) -> dict[Stage, float]:
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", where)
+        out = {}
+        for key in doc:
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", f"{where}.{key}") from None
+            value = self.number(doc, key, f"{where}.")
+            if not (value > 0 and math.isfinite(value)):
+                raise self.error(f"expected a positive number, got {value}", f"{where}.{key}")
+            out[stage] = value
+        return out
+
+    def rejection(self, doc: Any, where: str) -> Rejection:
+        if isinstance(doc, str):  # version 1: names only
+            return Rejection(doc, "not placed")
+        if not isinstance(doc, dict):
+            raise self.error("expected an object", where)
+        w = where + "."
+        violated = doc.get("violated", [])
+        if not isinstance(violated, list) or not all(isinstance(v, str) for v in violated):
+            raise self.error(f"expected a list of names, got {violated!r}", f"{w}violated")
+        bound = None
+        if doc.get("bound") is not None:
+            latency = self.number(doc, "latency_bound_s", w, nullable=True)
+            bound = self.bound(doc["bound"], latency, f"{w}bound.", policy_default="")
+        return Rejection(
+            name=self.get(doc, "name", str, w),
+            reason=self.get(doc, "reason", str, w),
+            violated=tuple(violated),
+            bound=bound,
+        )
+
+    def disciplines(self, doc: Any) -> dict[Stage, Discipline]:
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", "disciplines")
+        out = dict.fromkeys(STORAGE_PATH, Discipline())
+        for key, value in doc.items():
+            where = f"disciplines.{key}"
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", where) from None
+            if not isinstance(value, dict):
+                raise self.error(f"expected an object, got {value!r}", where)
+            try:
+                out[stage] = Discipline(
+                    str(value.get("kind", "priority")), str(value.get("mode", "shaping"))
+                )
+            except ValueError as e:
+                raise self.error(str(e), where) from None
+        return out
+
+    def dispatch(self, doc: Any) -> DispatchRule:
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", "dispatch")
+        values: dict[str, int | None] = {}
+        for f in dataclasses.fields(DispatchRule):
+            v = doc.get(f.name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise self.error(f"expected a count >= 0 or null, got {v!r}", f"dispatch.{f.name}")
+            values[f.name] = v
+        return DispatchRule(**values)
 
     def limit(self, doc: Any, where: str) -> StageLimit:
         rate = self.number(doc, "rate", where)

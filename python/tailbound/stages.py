@@ -19,3 +19,6 @@ class Stage(StrEnum):
 
 #: The stages of a storage request, in the order a request passes them.
 STORAGE_PATH: tuple[Stage, ...] = (Stage.NET_IN, Stage.STORAGE, Stage.NET_OUT)
+
+#: The stages of a network-only request (a key-value or RPC tenant: no device).
+NETWORK_PATH: tuple[Stage, ...] = (Stage.NET_IN, Stage.NET_OUT)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tailbound.atomic import atomic_path
+from tailbound.model import Slo
 from tailbound.plan import Plan
 from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.results import SimResults
@@ -36,8 +37,7 @@ class TenantCheck:
     """
 
     name: str
-    slo_s: float
-    percentile: float
+    slo: Slo
     bound_s: float
     achieved_s: float
     worst_window_s: float
@@ -47,7 +47,7 @@ class TenantCheck:
     @property
     def met(self) -> bool:
         """The SLO held over the replay."""
-        return self.achieved_s <= self.slo_s
+        return self.slo.met_by(self.achieved_s)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Verification:
         for c in self.checks:
             server = self.plan.tenant(c.name).server
             rows.append(
-                f"| {c.name} | {server} | {_ms(c.slo_s)} @ {100 * c.percentile:g}% "
+                f"| {c.name} | {server} | {_ms(c.slo.latency_s)} @ {100 * c.slo.percentile:g}% "
                 f"| {_ms(c.bound_s)} | {_ms(c.achieved_s)} | {_ms(c.worst_window_s)} "
                 f"| {_ms(c.max_s)} | {'yes' if c.met else 'NO'} |"
             )
@@ -106,8 +106,8 @@ class Verification:
                     [
                         c.name,
                         self.plan.tenant(c.name).server,
-                        c.slo_s,
-                        c.percentile,
+                        c.slo.latency_s,
+                        c.slo.percentile,
                         c.bound_s,
                         c.achieved_s,
                         c.worst_window_s,
@@ -126,17 +126,18 @@ def replay_plan(
     plan: Plan,
     traces: Mapping[str, Trace | Mapping[str, Any]],
     *,
-    profile: str | Path | Mapping[str, Any],
     link_bandwidth_bytes_per_s: float,
-    mode: str = "shaping",
-    mtu_bytes: int = 1500,
+    profile: str | Path | Mapping[str, Any] | None = None,
+    mode: str | None = None,
+    mtu_bytes: float = 1500,
+    propagation_s: float = 0.0,
     window_s: float = 180.0,
 ) -> Verification:
     """Simulate ``plan`` with each tenant replaying ``traces[name]`` and check every tenant.
 
-    ``profile`` is the SSD profile of the plan's devices (path or JSON document); ``mode`` the
-    rate limiters' behaviour (``"shaping"`` for WorkloadCompactor, ``"demotion"`` for
-    PriorityMeister's storage enforcer).
+    ``profile`` is the SSD profile of the plan's devices (path or JSON document; not needed for a
+    network-only plan); ``mode`` overrides the plan's rate-limiter behaviour (``"shaping"`` or
+    ``"demotion"``, PriorityMeister's storage enforcer) at every queue.
     """
     doc = scenario_from_plan(
         plan,
@@ -145,22 +146,24 @@ def replay_plan(
         link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s,
         mode=mode,
         mtu_bytes=mtu_bytes,
+        propagation_s=propagation_s,
     )
     simulator = Scenario.from_dict(doc).simulator()
     simulator.run()
     results = simulator.results()
     checks = []
     for tenant in plan.tenants:
+        if tenant.slo is None:  # best effort: nothing was promised
+            continue
         w = results[tenant.name]
         latency = w.latency
         checks.append(
             TenantCheck(
                 name=tenant.name,
-                slo_s=tenant.slo_s,
-                percentile=tenant.percentile,
+                slo=tenant.slo,
                 bound_s=tenant.latency_bound_s,
-                achieved_s=w.percentile(tenant.percentile),
-                worst_window_s=w.worst_window(window_s, tenant.percentile),
+                achieved_s=w.percentile(tenant.slo.percentile),
+                worst_window_s=w.worst_window(window_s, tenant.slo.percentile),
                 max_s=float(latency.max()) if latency.size else 0.0,
                 requests=int(latency.size),
             )

@@ -8,6 +8,11 @@ from pathlib import Path
 import pytest
 
 from tailbound.cli.main import main
+from tailbound.model import load_tenants
+from tailbound.plan import Plan
+from tailbound.stages import Stage
+from tailbound.traces import read_trace
+from tailbound.verify import replay_plan
 
 
 @pytest.fixture
@@ -32,63 +37,86 @@ def tenants_file(tmp_path: Path, data_dir: Path) -> Path:
     return path
 
 
-def test_bound_writes_json(tenants_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_bound_writes_a_plan(tenants_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "bounds.json"
     assert main(["bound", "--tenants", str(tenants_file), "--out", str(out)]) == 0
-    doc = json.loads(out.read_text())
-    rows = doc["tenants"]
-    assert [r["name"] for r in rows] == ["T0", "T1", "T2"]
-    for r in rows:
-        assert set(r) >= {
-            "name",
-            "priority",
-            "latency_s",
-            "latency_in_s",
-            "latency_out_s",
-            "meets_slo",
-        }
-        assert r["latency_s"] == pytest.approx(r["latency_in_s"] + r["latency_out_s"])
-    assert [r["priority"] for r in rows] == [1, 2, 0]
-    assert rows[2]["meets_slo"] is False
+    plan = Plan.load(out)
+    assert plan.policy == "snc-meister" and not plan.rejected
+    assert [t.name for t in plan.tenants] == ["T0", "T1", "T2"]
+    for t in plan.tenants:
+        assert t.device is None and t.stages == (Stage.NET_IN, Stage.NET_OUT)
+        assert t.bound.analysis == "snc-meister" and t.bound.percentile == t.percentile == 0.999
+        parts = t.bound.stages
+        assert t.latency_bound_s == pytest.approx(parts[Stage.NET_IN] + parts[Stage.NET_OUT])
+        assert not t.limits  # SNC-Meister enforces priorities only
+    assert [t.priority[Stage.NET_IN] for t in plan.tenants] == [1, 2, 0]
+    assert plan.tenants[2].latency_bound_s > plan.tenants[2].slo_s  # T2 misses (0.5 ms SLO)
     assert "T2" in capsys.readouterr().out
 
 
-def test_admit_writes_decisions(tenants_file: Path, tmp_path: Path) -> None:
-    out = tmp_path / "decisions.json"
+def test_admit_writes_a_plan_of_admitted_and_rejected(tenants_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
     assert main(["admit", "--tenants", str(tenants_file), "--out", str(out)]) == 0
-    decisions = json.loads(out.read_text())["decisions"]
-    assert [d["admitted"] for d in decisions] == [True, True, False]
+    plan = Plan.load(out)
+    assert [t.name for t in plan.tenants] == ["T0", "T1"]
+    (rejected,) = plan.rejected
+    assert rejected.name == "T2" and rejected.violated == ("T2",)
+    assert rejected.bound is not None and rejected.bound.latency_s > 0.0005
     # by default every prediction is at least the tenant's measured latency alone
-    for d in decisions:
-        assert 0 < d["latency_alone_s"] <= d["latency_s"]
+    for t in plan.tenants:
+        assert t.bound.alone_s is not None and 0 < t.bound.alone_s <= t.latency_bound_s
+        assert t.latency_bound_s <= t.slo_s
     plain = tmp_path / "plain.json"
     args = ["admit", "--tenants", str(tenants_file), "--no-alone-floor", "--out", str(plain)]
     assert main(args) == 0
-    model = json.loads(plain.read_text())["decisions"]
-    assert all("latency_alone_s" not in d for d in model)
-    for d, m in zip(decisions, model, strict=True):
-        assert d["latency_s"] == pytest.approx(max(m["latency_s"], d["latency_alone_s"]))
+    model = Plan.load(plain)
+    assert all(t.bound.alone_s is None for t in model.tenants)
+    for t, m in zip(plan.tenants, model.tenants, strict=True):
+        assert t.latency_bound_s == pytest.approx(max(m.latency_bound_s, t.bound.alone_s))
+
+
+def test_an_admission_plan_is_verified_from_its_file(tenants_file: Path, tmp_path: Path) -> None:
+    """The hand-off: what `admit` decided is replayed from the file alone, and the replay of the
+    decision's own traces stays within the admitted tenants' SLOs here."""
+    out = tmp_path / "plan.json"
+    assert main(["admit", "--tenants", str(tenants_file), "--out", str(out)]) == 0
+    plan = Plan.load(out)
+    tset = load_tenants(tenants_file)
+    traces = {t.name: read_trace(t.trace).slice_time(0.0, 60.0) for t in tset.tenants}
+    v = replay_plan(
+        plan,
+        {t.name: traces[t.name] for t in plan.tenants},
+        link_bandwidth_bytes_per_s=tset.link_bytes_per_s,
+        propagation_s=5e-6,
+    )
+    assert [c.name for c in v.checks] == ["T0", "T1"]
+    assert all(c.requests == len(traces[c.name]) for c in v.checks)
+    assert all(c.achieved_s > 0 for c in v.checks)
 
 
 def test_admit_with_joint_floor(tenants_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    out = tmp_path / "decisions.json"
+    out = tmp_path / "plan.json"
     args = ["admit", "--tenants", str(tenants_file), "--joint-floor", "--out", str(out)]
     assert main(args) == 0
     assert "together ms" in capsys.readouterr().out
-    decisions = json.loads(out.read_text())["decisions"]
-    assert [d["admitted"] for d in decisions] == [True, True, False]
-    for d in decisions[:2]:  # admitted: measured together with the tenants admitted before
-        assert d["latency_alone_s"] <= d["latency_joint_s"] <= d["latency_s"] <= d["slo_s"]
-    assert "latency_joint_s" not in decisions[2]  # rejected by the bound: no replay
+    plan = Plan.load(out)
+    assert [t.name for t in plan.tenants] == ["T0", "T1"]
+    for t in plan.tenants:  # admitted: measured together with every admitted tenant
+        b = t.bound
+        assert b.alone_s is not None and b.joint_s is not None
+        assert b.alone_s <= b.joint_s <= t.latency_bound_s <= t.slo_s
+    rejected = plan.rejected[0].bound
+    assert rejected is not None and rejected.joint_s is None  # rejected by the bound: no replay
 
 
 def test_bound_with_alone_floor(tenants_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "bounds.json"
     args = ["bound", "--tenants", str(tenants_file), "--alone-floor", "--out", str(out)]
     assert main(args) == 0
-    for r in json.loads(out.read_text())["tenants"]:
-        model = r["latency_in_s"] + r["latency_out_s"]
-        assert r["latency_s"] == pytest.approx(max(model, r["latency_alone_s"]))
+    for t in Plan.load(out).tenants:
+        model = t.bound.stages[Stage.NET_IN] + t.bound.stages[Stage.NET_OUT]
+        assert t.bound.alone_s is not None
+        assert t.latency_bound_s == pytest.approx(max(model, t.bound.alone_s))
 
 
 def test_bad_tenants_file_is_one_line_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -100,36 +128,45 @@ def test_bad_tenants_file_is_one_line_error(tmp_path: Path, capsys) -> None:  # 
     assert "Traceback" not in err
 
 
+def test_tenants_without_hosts_are_one_line_errors(data_dir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["admit", "--tenants", str(data_dir / "wc62" / "tenants.json")]) == 2
+    err = capsys.readouterr().err
+    assert "tenants[0].client_host" in err and "needs it" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("policy", ["dnc", "silo", "qjump"])
 def test_admit_with_dnc_baselines(tenants_file: Path, tmp_path: Path, policy: str) -> None:
-    out = tmp_path / "decisions.json"
+    out = tmp_path / "plan.json"
     assert (
         main(["admit", "--tenants", str(tenants_file), "--policy", policy, "--out", str(out)]) == 0
     )
-    doc = json.loads(out.read_text())
-    assert doc["policy"] == policy
-    decisions = doc["decisions"]
-    assert [d["name"] for d in decisions] == ["T0", "T1", "T2"]
+    plan = Plan.load(out)
+    assert plan.policy == policy
     # 0.5 ms is below what a 100th-percentile bound of these bursty traces can give
-    assert decisions[2]["admitted"] is False
-    for d in decisions:
-        assert d["admitted"] == (d["meets_slo"] and not d["violated"])
+    assert [r.name for r in plan.rejected] == ["T2"]
+    assert [t.name for t in plan.tenants] == ["T0", "T1"]
+    for t in plan.tenants:
+        assert t.bound.percentile == 1.0 and t.latency_bound_s <= t.slo_s
+        assert t.buckets(Stage.NET_IN) and t.buckets(Stage.NET_OUT)  # the baselines rate-limit
+    mode = "demotion" if policy == "dnc" else "shaping"
+    assert plan.discipline(Stage.NET_IN).mode == mode
 
 
 def test_bound_with_dnc_analysis(tenants_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "bounds.json"
     args = ["bound", "--tenants", str(tenants_file), "--analysis", "dnc", "--out", str(out)]
     assert main(args) == 0
-    rows = json.loads(out.read_text())["tenants"]
-    assert [r["priority"] for r in rows] == [1, 2, 0]
-    for r in rows:
-        assert r["latency_s"] == pytest.approx(r["latency_in_s"] + r["latency_out_s"])
-        assert r["latency_s"] > 0
+    plan = Plan.load(out)
+    assert [t.priority[Stage.NET_IN] for t in plan.tenants] == [1, 2, 0]
+    for t in plan.tenants:
+        parts = t.bound.stages
+        assert t.latency_bound_s == pytest.approx(parts[Stage.NET_IN] + parts[Stage.NET_OUT])
+        assert t.latency_bound_s > 0
 
 
-def test_bound_functions_are_the_snc_analyses_and_dnc_policies() -> None:
-    from tailbound.cli.bound import BOUND_FUNCTIONS
-    from tailbound.snc.dnc_policies import POLICIES
+def test_the_verbs_offer_the_registered_admission_policies() -> None:
+    from tailbound.policies.dnc_baselines import POLICIES
+    from tailbound.policies.registry import names
     from tailbound.snc.network import ANALYSES
 
-    assert BOUND_FUNCTIONS == (*ANALYSES, *POLICIES)
+    assert names("admission") == (*ANALYSES, *POLICIES)

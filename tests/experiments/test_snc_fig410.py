@@ -14,7 +14,7 @@ def test_population_shifts_and_halves(data_dir: Path) -> None:
     keys = [str(t.trace) for t in pop.tenants]
     assert len(set(keys)) == 70  # a reused trace gets its own shift
     assert {t.client_host for t in pop.tenants} == {f"client{i:02d}" for i in range(12)}
-    assert {t.server_host for t in pop.tenants} <= {f"server{i}" for i in range(6)}
+    assert {t.server for t in pop.tenants} <= {f"server{i}" for i in range(6)}
     for k in keys[:3]:
         first, second = pop.first[k], pop.second[k]
         assert first.duration == second.duration == 300.0

@@ -11,12 +11,12 @@ from tailbound.policies.baselines import (
     knee,
 )
 from tailbound.policies.server import Placed, latency_bounds
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 
 def test_effective_bandwidth_meets_the_slo_alone_with_zero_buckets(
-    wc62_subset: list[Workload],
+    wc62_subset: list[TenantCurves],
 ) -> None:
     for w in wc62_subset:
         limits = effective_bandwidth(w)
@@ -28,7 +28,7 @@ def test_effective_bandwidth_meets_the_slo_alone_with_zero_buckets(
         assert bound <= w.slo_s * (1 + 1e-9)
 
 
-def test_effective_bandwidth_rate_is_the_smallest(wc62_subset: list[Workload]) -> None:
+def test_effective_bandwidth_rate_is_the_smallest(wc62_subset: list[TenantCurves]) -> None:
     from tailbound.dnc import shaper_delay, token_bucket_min
 
     c = wc62_subset[0].curves[STORAGE_PATH[1]]
@@ -38,7 +38,7 @@ def test_effective_bandwidth_rate_is_the_smallest(wc62_subset: list[Workload]) -
     assert shaper_delay(alpha, r * 0.99, 0.0) > 0.05
 
 
-def test_average_rate_reads_the_bucket_off_the_curve(wc62_subset: list[Workload]) -> None:
+def test_average_rate_reads_the_bucket_off_the_curve(wc62_subset: list[TenantCurves]) -> None:
     w = wc62_subset[0]
     limits = average_rate(w, 2.0)
     assert limits is not None
@@ -48,7 +48,7 @@ def test_average_rate_reads_the_bucket_off_the_curve(wc62_subset: list[Workload]
         assert bucket[s] == pytest.approx(float(w.curves[stage].bucket_at(rate[s])))
 
 
-def test_knee_minimises_rate_plus_bucket(wc62_subset: list[Workload]) -> None:
+def test_knee_minimises_rate_plus_bucket(wc62_subset: list[TenantCurves]) -> None:
     w = wc62_subset[1]
     limits = knee(w)
     assert limits is not None

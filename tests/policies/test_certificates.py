@@ -10,17 +10,17 @@ from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.policies import wc_lp
 from tailbound.policies.certificate_store import CertificateStore
 from tailbound.policies.certificates import Certificate, region_min, region_vertices
-from tailbound.policies.inputs import Event
+from tailbound.policies.events import Event
 from tailbound.policies.placement import PlacementResult, WorkloadCompactorPolicy, place
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, check
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 SLOS = [0.05, 0.1, 0.25, 1.0]
 
 
 def crowded_servers(
-    pool: list[Workload], rng: np.random.Generator, count: int, devices: int
+    pool: list[TenantCurves], rng: np.random.Generator, count: int, devices: int
 ) -> list[list[Placed]]:
     """``count`` servers holding 2–8 tenants with random SLOs on random devices (many of them
     too crowded for one more)."""
@@ -41,7 +41,7 @@ def crowded_servers(
     return out
 
 
-def newcomers(pool: list[Workload], rng: np.random.Generator, count: int, devices: int):
+def newcomers(pool: list[TenantCurves], rng: np.random.Generator, count: int, devices: int):
     return [
         Placed(
             pool[int(rng.integers(len(pool)))].with_slo(float(rng.choice(SLOS)), f"new{i}"),
@@ -58,7 +58,9 @@ def certificates_of(tenants: list[Placed], devices: int) -> list[Certificate]:
 
 
 @pytest.mark.parametrize("devices", [1, 2])
-def test_certificates_never_refute_a_feasible_lp(wc62_subset: list[Workload], devices: int) -> None:
+def test_certificates_never_refute_a_feasible_lp(
+    wc62_subset: list[TenantCurves], devices: int
+) -> None:
     # every certificate of an infeasible LP, tried on the same server with other newcomers
     # (other SLOs, other devices): whenever it claims a proof, the LP must be infeasible
     rng = np.random.default_rng(7 + devices)
@@ -77,7 +79,7 @@ def test_certificates_never_refute_a_feasible_lp(wc62_subset: list[Workload], de
     assert said == agreed
 
 
-def test_certificates_stay_valid_when_tenants_join(wc62_subset: list[Workload]) -> None:
+def test_certificates_stay_valid_when_tenants_join(wc62_subset: list[TenantCurves]) -> None:
     # a certificate of a smaller server, with the terms of tenants that joined since added
     rng = np.random.default_rng(3)
     said, agreed = 0, 0
@@ -94,7 +96,7 @@ def test_certificates_stay_valid_when_tenants_join(wc62_subset: list[Workload]) 
     assert said > 0 and said == agreed
 
 
-def test_store_equals_certificates_one_by_one(wc62_subset: list[Workload]) -> None:
+def test_store_equals_certificates_one_by_one(wc62_subset: list[TenantCurves]) -> None:
     rng = np.random.default_rng(5)
     servers = crowded_servers(wc62_subset, rng, 30, 2)
     store = CertificateStore(max_devices=2)
@@ -120,7 +122,7 @@ def test_store_equals_certificates_one_by_one(wc62_subset: list[Workload]) -> No
     d=st.floats(0.0, 50.0),
 )
 def test_region_min_is_the_lp_minimum(
-    wc62_subset: list[Workload], which: int, slo: float, c: float, d: float
+    wc62_subset: list[TenantCurves], which: int, slo: float, c: float, d: float
 ) -> None:
     # min of c r + d b over one tenant's region (the LP's columns and r-b curve rows) by HiGHS
     w = wc62_subset[which].with_slo(slo)
@@ -173,7 +175,7 @@ def where(result: PlacementResult) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.parametrize("fff", [False, True])
 def test_placements_identical_with_and_without_certificates(
-    wc62_subset: list[Workload], fff: bool
+    wc62_subset: list[TenantCurves], fff: bool
 ) -> None:
     rng = np.random.default_rng(4)
     tenants = resample(wc62_subset, 200 if fff else 60, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
@@ -190,7 +192,7 @@ def test_placements_identical_with_and_without_certificates(
     assert with_certs.rejected == without.rejected
 
 
-def test_placements_identical_with_departures(wc62_subset: list[Workload]) -> None:
+def test_placements_identical_with_departures(wc62_subset: list[TenantCurves]) -> None:
     # departures drop the server's certificates (its rows change); two devices per server
     rng = np.random.default_rng(8)
     tenants = resample(wc62_subset, 100, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
@@ -214,7 +216,7 @@ def test_placements_identical_with_departures(wc62_subset: list[Workload]) -> No
     assert where(results[0]) == where(results[1])
 
 
-def plain_fast_first_fit(workloads: list[Workload]) -> dict[str, tuple[int, int]]:
+def plain_fast_first_fit(workloads: list[TenantCurves]) -> dict[str, tuple[int, int]]:
     """Fast-first-fit as thesis §5.2.3 states it, one device per server, servers added as
     needed: for each server in order, skip it if a queue's configured rates plus the
     newcomer's mean rate exceed 0.999, else solve its LP and check; no screen, no certificate."""
@@ -244,7 +246,7 @@ def plain_fast_first_fit(workloads: list[Workload]) -> dict[str, tuple[int, int]
     return out
 
 
-def test_fast_first_fit_equals_the_plain_loop(wc62_subset: list[Workload]) -> None:
+def test_fast_first_fit_equals_the_plain_loop(wc62_subset: list[TenantCurves]) -> None:
     # everything on (cluster screen, certificates, chunked screening) against the plain loop
     rng = np.random.default_rng(12)
     tenants = resample(wc62_subset, 150, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))

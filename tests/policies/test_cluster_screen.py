@@ -8,11 +8,11 @@ from tailbound.policies import cluster_screen, wc_lp
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.placement import WorkloadCompactorPolicy, place
 from tailbound.policies.server import SLO_SCALE, Placed
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 
 
 def random_servers(
-    pool: list[Workload], rng: np.random.Generator, count: int
+    pool: list[TenantCurves], rng: np.random.Generator, count: int
 ) -> list[tuple[list[Placed], Placed]]:
     """``count`` servers with two devices: existing tenants and a newcomer."""
     slo_choices = [0.05, 0.1, 0.25, 1.0]
@@ -28,7 +28,7 @@ def random_servers(
     return out
 
 
-def test_cluster_screen_never_rejects_a_feasible_lp(wc62_subset: list[Workload]) -> None:
+def test_cluster_screen_never_rejects_a_feasible_lp(wc62_subset: list[TenantCurves]) -> None:
     # a proof of infeasibility: whenever the screen says so, the LP must agree; and it finds at
     # least every server the per-server screen finds (its grid contains that screen's grid)
     servers = random_servers(wc62_subset, np.random.default_rng(11), 150)
@@ -50,7 +50,7 @@ def test_cluster_screen_never_rejects_a_feasible_lp(wc62_subset: list[Workload])
     assert said == agreed and said > 0
 
 
-def test_cluster_screen_vectorised_equals_one_by_one(wc62_subset: list[Workload]) -> None:
+def test_cluster_screen_vectorised_equals_one_by_one(wc62_subset: list[TenantCurves]) -> None:
     rng = np.random.default_rng(5)
     servers = random_servers(wc62_subset, rng, 40)
     screen = ClusterScreen(max_devices=2)
@@ -67,7 +67,7 @@ def test_cluster_screen_vectorised_equals_one_by_one(wc62_subset: list[Workload]
 
 
 def test_cluster_screen_turns_off_beyond_max_levels(
-    wc62_subset: list[Workload], monkeypatch: pytest.MonkeyPatch
+    wc62_subset: list[TenantCurves], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cluster_screen, "MAX_LEVELS", 2)
     screen = ClusterScreen(max_devices=1)
@@ -83,7 +83,7 @@ def test_cluster_screen_turns_off_beyond_max_levels(
 
 @pytest.mark.parametrize("fff", [False, True])
 def test_placements_identical_with_and_without_cluster_screen(
-    wc62_subset: list[Workload], fff: bool
+    wc62_subset: list[TenantCurves], fff: bool
 ) -> None:
     rng = np.random.default_rng(3)
     tenants = resample(wc62_subset, 200 if fff else 80, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
@@ -106,7 +106,7 @@ def test_placements_identical_with_and_without_cluster_screen(
     assert with_screen.rejected == without.rejected
 
 
-def test_tenant_terms_at_several_levels_equal_the_formula(wc62_subset: list[Workload]) -> None:
+def test_tenant_terms_at_several_levels_equal_the_formula(wc62_subset: list[TenantCurves]) -> None:
     # h_js(p) = min_k [β_k + SLO'_p (w_s [SLO_j < p] + λ) ρ_k], level by level, same floats
     levels = np.array([0.05, 0.1, 0.25, 1.0])
     for w in wc62_subset[:4]:

@@ -3,9 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tailbound.policies.inputs import ClusterConfig, Event, ServerConfig
+from tailbound.model import Cluster, Server
+from tailbound.policies.events import Event
 from tailbound.policies.placement import Placer, place
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 POLICIES = [
@@ -17,18 +18,16 @@ POLICIES = [
 ]
 
 
-def small_cluster(servers: int = 12, devices: int = 1) -> ClusterConfig:
-    return ClusterConfig(
+def small_cluster(servers: int = 12, devices: int = 1) -> Cluster:
+    return Cluster(
         125e6,
-        tuple(
-            ServerConfig(f"s{i}", tuple(f"ssd{d}" for d in range(devices))) for i in range(servers)
-        ),
+        tuple(Server(f"s{i}", tuple(f"ssd{d}" for d in range(devices))) for i in range(servers)),
     )
 
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("fff", [False, True])
-def test_placement_meets_every_slo(wc62_subset: list[Workload], policy: str, fff: bool) -> None:
+def test_placement_meets_every_slo(wc62_subset: list[TenantCurves], policy: str, fff: bool) -> None:
     result = place(wc62_subset, small_cluster(), make_policy(policy), fast_first_fit=fff)
     for server in result.servers:
         if server.tenants:
@@ -38,7 +37,9 @@ def test_placement_meets_every_slo(wc62_subset: list[Workload], policy: str, fff
             assert server.rate[:, 1].sum() <= 0.999 + 1e-9
 
 
-def test_workloadcompactor_uses_no_more_servers_than_baselines(wc62_subset: list[Workload]) -> None:
+def test_workloadcompactor_uses_no_more_servers_than_baselines(
+    wc62_subset: list[TenantCurves],
+) -> None:
     cluster = small_cluster()
     wc = place(wc62_subset, cluster, make_policy("workloadcompactor"))
     assert not wc.rejected
@@ -48,7 +49,7 @@ def test_workloadcompactor_uses_no_more_servers_than_baselines(wc62_subset: list
         assert wc.servers_used <= other.servers_used or placed_other < len(wc62_subset)
 
 
-def test_fast_first_fit_tries_fewer_configurations(wc62_subset: list[Workload]) -> None:
+def test_fast_first_fit_tries_fewer_configurations(wc62_subset: list[TenantCurves]) -> None:
     cluster = small_cluster()
     ff = place(wc62_subset, cluster, make_policy("workloadcompactor"))
     fff = place(wc62_subset, cluster, make_policy("workloadcompactor"), fast_first_fit=True)
@@ -56,7 +57,7 @@ def test_fast_first_fit_tries_fewer_configurations(wc62_subset: list[Workload]) 
     assert fff.servers_used <= ff.servers_used + 1
 
 
-def test_departure_reoptimises_the_server(wc62_subset: list[Workload]) -> None:
+def test_departure_reoptimises_the_server(wc62_subset: list[TenantCurves]) -> None:
     placer = Placer(small_cluster(), make_policy("workloadcompactor"))
     for w in wc62_subset[:6]:
         placer.add(w)
@@ -70,7 +71,7 @@ def test_departure_reoptimises_the_server(wc62_subset: list[Workload]) -> None:
     assert np.all(server.bounds() <= [t.workload.slo_s * (1 + 1e-9) for t in server.tenants])
 
 
-def test_events_replay_arrivals_and_departures(wc62_subset: list[Workload]) -> None:
+def test_events_replay_arrivals_and_departures(wc62_subset: list[TenantCurves]) -> None:
     events = [Event(i, "add") for i in range(6)] + [
         Event(2, "del"),
         Event(2, "add"),
@@ -82,7 +83,7 @@ def test_events_replay_arrivals_and_departures(wc62_subset: list[Workload]) -> N
     assert result.peak_servers >= result.servers_used
 
 
-def test_several_devices_share_the_server_link(wc62_subset: list[Workload]) -> None:
+def test_several_devices_share_the_server_link(wc62_subset: list[TenantCurves]) -> None:
     one = place(wc62_subset, small_cluster(devices=1), make_policy("workloadcompactor"))
     two = place(wc62_subset, small_cluster(devices=2), make_policy("workloadcompactor"))
     assert two.servers_used <= one.servers_used
@@ -94,7 +95,7 @@ def test_several_devices_share_the_server_link(wc62_subset: list[Workload]) -> N
                 assert server.rate[on_d, 1].sum() <= 0.999 + 1e-9
 
 
-def test_grow_adds_servers_and_rejects_what_fits_nowhere(wc62_subset: list[Workload]) -> None:
+def test_grow_adds_servers_and_rejects_what_fits_nowhere(wc62_subset: list[TenantCurves]) -> None:
     result = place(
         wc62_subset, small_cluster(servers=1), make_policy("workloadcompactor"), grow=True
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.model import Slo
+from tailbound.plan import Bound, Plan, StageLimit, TenantPlan
 from tailbound.policies.pm_plan import groups, plan_tenant, prioritize_all, prioritized_plan
 from tailbound.policies.prioritymeister import PmTenant
 from tailbound.profiles import SsdProfile
@@ -50,12 +51,12 @@ def test_prioritized_plan_replays_within_its_bounds() -> None:
         [
             TenantPlan(
                 n,
-                slos[n],
+                Slo(slos[n]),
                 "s0",
                 "d0",
                 {s: 0 for s in STORAGE_PATH},
                 {s: limit for s in STORAGE_PATH},
-                0.0,
+                Bound(0.0, "test"),
             )
             for n in sources
         ],
@@ -71,9 +72,9 @@ def test_prioritized_plan_replays_within_its_bounds() -> None:
         placed, tenants, result, link_bandwidth_bytes_per_s=BANDWIDTH, policy="prioritymeister"
     )
     assert all(len(t.buckets(Stage.STORAGE)) >= 2 for t in plan.tenants)
-    doc = scenario_from_plan(
-        plan, sources, profile=PROFILE, link_bandwidth_bytes_per_s=BANDWIDTH, mode="demotion"
-    )
+    assert plan.discipline(Stage.STORAGE).mode == "demotion"  # PriorityMeister's enforcer
+    assert all(t.bound.analysis == "pm-lp" for t in plan.tenants)
+    doc = scenario_from_plan(plan, sources, profile=PROFILE, link_bandwidth_bytes_per_s=BANDWIDTH)
     for d in doc["devices"]:  # non-preemptive, one request at a time, no low beside high
         d.update(read_mpl=1, write_mpl=1, low_priority_mpl=0)
     sim = Scenario.from_dict(doc).simulator()

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tailbound.dnc import bounds
 from tailbound.dnc.curves import TokenBucket, constant_rate, token_bucket_min
+from tailbound.dnc.lp import LpFlow, lp_delay, service_inverse
 from tailbound.dnc.operators import aggregate, horizontal_deviation, leftover
-from tailbound.policies.pm_lp import LpFlow, lp_delay, service_inverse
 from tailbound.sim import shape, single_queue
 
 

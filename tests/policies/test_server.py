@@ -16,11 +16,11 @@ from tailbound.policies.server import (
     shaper_delays,
     slos,
 )
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 
-def test_queue_delays_fast_path_matches_general_operators(wc62_subset: list[Workload]) -> None:
+def test_queue_delays_fast_path_matches_general_operators(wc62_subset: list[TenantCurves]) -> None:
     rng = np.random.default_rng(3)
     tenants = [Placed(w, device=k % 2) for k, w in enumerate(wc62_subset[:6])]
     rate = rng.uniform(0.01, 0.15, (6, 3))
@@ -44,7 +44,7 @@ def test_queue_delays_fast_path_matches_general_operators(wc62_subset: list[Work
             )
 
 
-def test_shaper_delays_match_the_general_operator(wc62_subset: list[Workload]) -> None:
+def test_shaper_delays_match_the_general_operator(wc62_subset: list[TenantCurves]) -> None:
     tenants = [Placed(w) for w in wc62_subset[:4]]
     rng = np.random.default_rng(5)
     rate = np.array(
@@ -63,7 +63,7 @@ def test_shaper_delays_match_the_general_operator(wc62_subset: list[Workload]) -
             )
 
 
-def test_latency_bound_zero_shaper_delay_on_the_curve(wc62_subset: list[Workload]) -> None:
+def test_latency_bound_zero_shaper_delay_on_the_curve(wc62_subset: list[TenantCurves]) -> None:
     w = wc62_subset[0]
     rate = np.array([[w.curves[s].rates[-1] for s in STORAGE_PATH]])
     bucket = np.array([[w.curves[s].buckets[-1] for s in STORAGE_PATH]])
@@ -71,7 +71,7 @@ def test_latency_bound_zero_shaper_delay_on_the_curve(wc62_subset: list[Workload
     assert bound[0] == pytest.approx(bucket.sum())  # alone: Eq. 5.1 is its own bucket
 
 
-def test_latency_bounds_equal_the_dnc_tenant_latency(wc62_subset: list[Workload]) -> None:
+def test_latency_bounds_equal_the_dnc_tenant_latency(wc62_subset: list[TenantCurves]) -> None:
     from tailbound.dnc import StageLoad, StageShaping, tenant_latency, token_bucket_min
 
     rng = np.random.default_rng(9)
@@ -101,7 +101,7 @@ def test_latency_bounds_equal_the_dnc_tenant_latency(wc62_subset: list[Workload]
         assert fast[j] == pytest.approx(tenant_latency(stages), rel=1e-9, abs=1e-12)
 
 
-def test_arrival_points_equal_token_bucket_min(wc62_subset: list[Workload]) -> None:
+def test_arrival_points_equal_token_bucket_min(wc62_subset: list[TenantCurves]) -> None:
     # the vectorised walk gives the very same floats as the general one, on real curves, scaled
     # curves and curves it must hand over (collinear points, one bucket, equal buckets)
     curves = [w.curves[s] for w in wc62_subset for s in STORAGE_PATH]
@@ -122,7 +122,7 @@ def test_arrival_points_equal_token_bucket_min(wc62_subset: list[Workload]) -> N
     assert fast >= len(curves) // 2
 
 
-def test_shaper_delays_equal_the_curve_by_curve_formula(wc62_subset: list[Workload]) -> None:
+def test_shaper_delays_equal_the_curve_by_curve_formula(wc62_subset: list[TenantCurves]) -> None:
     # h = max_i ((α(x_i) − b)/r − x_i)+, ∞ below the mean rate, r = 0 only with b >= α's last
     # breakpoint: the vectorised computation gives the very same floats
     rng = np.random.default_rng(6)

@@ -5,13 +5,14 @@ import pytest
 
 from tailbound.characterize import RbCurve
 from tailbound.dnc import StageLoad, multi_stage_delay
+from tailbound.model import Slo
 from tailbound.policies import wc_lp
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, queue_ids, slos
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 
-def groups(workloads: list[Workload]) -> list[list[Placed]]:
+def groups(workloads: list[TenantCurves]) -> list[list[Placed]]:
     """Small co-located groups from the subset, with several SLOs and devices."""
     out = []
     for size in (1, 2, 3, 4):
@@ -22,7 +23,7 @@ def groups(workloads: list[Workload]) -> list[list[Placed]]:
     return out
 
 
-def test_lp_solutions_satisfy_every_constraint(wc62_subset: list[Workload]) -> None:
+def test_lp_solutions_satisfy_every_constraint(wc62_subset: list[TenantCurves]) -> None:
     solved = 0
     for tenants in groups(wc62_subset):
         lp, _ = wc_lp.build_lp(tenants, devices=2)
@@ -52,7 +53,7 @@ def test_lp_solutions_satisfy_every_constraint(wc62_subset: list[Workload]) -> N
     assert solved >= 5
 
 
-def test_lp_relaxation_is_conservative_for_the_exact_bound(wc62_subset: list[Workload]) -> None:
+def test_lp_relaxation_is_conservative_for_the_exact_bound(wc62_subset: list[TenantCurves]) -> None:
     # the relaxed LP's (r, b) meet the exact Eq. 5.5 bound of every tenant
     for tenants in groups(wc62_subset):
         sol = wc_lp.solve(tenants, devices=2)
@@ -75,14 +76,14 @@ def test_lp_relaxation_is_conservative_for_the_exact_bound(wc62_subset: list[Wor
 
 def test_lp_infeasible_when_bursts_cannot_fit() -> None:
     c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
-    w = Workload("w", 0.1, dict.fromkeys(STORAGE_PATH, c))
+    w = TenantCurves("w", Slo(0.1), dict.fromkeys(STORAGE_PATH, c))
     assert wc_lp.solve([Placed(w.with_slo(0.1, n)) for n in "ab"]) is not None
     assert wc_lp.solve([Placed(w.with_slo(0.1, n)) for n in "abc"]) is None
 
 
 def test_lp_rejects_a_tenant_whose_mean_rate_exceeds_the_cap() -> None:
     c = RbCurve(np.array([0.9995, 1.0]), np.array([0.01, 0.0]), 0.9995)
-    w = Workload("w", 1.0, dict.fromkeys(STORAGE_PATH, c))
+    w = TenantCurves("w", Slo(1.0), dict.fromkeys(STORAGE_PATH, c))
     assert wc_lp.solve([Placed(w)]) is None
 
 
@@ -90,8 +91,8 @@ def test_lp_priorities_let_a_loose_tenant_take_the_burst() -> None:
     # a tight tenant (10 ms) with a loose one (1 s): the loose one may keep a large bucket
     tight = RbCurve(np.array([0.05, 0.5, 1.0]), np.array([0.01, 0.002, 0.0]), 0.05)
     loose = RbCurve(np.array([0.2, 0.6, 1.0]), np.array([0.2, 0.05, 0.0]), 0.2)
-    a = Workload("a", 0.02, dict.fromkeys(STORAGE_PATH, tight))
-    b = Workload("b", 1.0, dict.fromkeys(STORAGE_PATH, loose))
+    a = TenantCurves("a", Slo(0.02), dict.fromkeys(STORAGE_PATH, tight))
+    b = TenantCurves("b", Slo(1.0), dict.fromkeys(STORAGE_PATH, loose))
     sol = wc_lp.solve([Placed(a), Placed(b)])
     assert sol is not None
     assert sol.bucket[1].sum() > 0.1  # b's bursts only delay b
@@ -100,7 +101,7 @@ def test_lp_priorities_let_a_loose_tenant_take_the_burst() -> None:
     assert pytest.approx(sol.objective) == float(sol.rate.sum())
 
 
-def test_screen_never_rejects_a_feasible_lp(wc62_subset: list[Workload]) -> None:
+def test_screen_never_rejects_a_feasible_lp(wc62_subset: list[TenantCurves]) -> None:
     # certainly_infeasible is a proof of infeasibility: whenever it says so, the LP must agree
     rng = np.random.default_rng(11)
     slo_choices = [0.05, 0.1, 0.25, 1.0]
@@ -118,7 +119,7 @@ def test_screen_never_rejects_a_feasible_lp(wc62_subset: list[Workload]) -> None
     assert said == agreed and said > 0
 
 
-def test_eq57_rows_match_a_row_by_row_build(wc62_subset: list[Workload]) -> None:
+def test_eq57_rows_match_a_row_by_row_build(wc62_subset: list[TenantCurves]) -> None:
     # the vectorised Eq. 5.7 build against the definition, row by row and in the same order
     rng = np.random.default_rng(4)
     for m in range(30):
@@ -152,7 +153,7 @@ def test_eq57_rows_match_a_row_by_row_build(wc62_subset: list[Workload]) -> None
         assert np.array_equal(lp.row_upper[len(a) - len(expected) :], [e[1] for e in expected])
 
 
-def test_curve_and_capacity_rows_match_a_row_by_row_build(wc62_subset: list[Workload]) -> None:
+def test_curve_and_capacity_rows_match_a_row_by_row_build(wc62_subset: list[TenantCurves]) -> None:
     # the r-b curve rows (tenant by tenant, stage by stage) then one capacity row per queue
     rng = np.random.default_rng(9)
     for _ in range(20):

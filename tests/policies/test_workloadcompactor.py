@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tailbound.policies.inputs import ClusterConfig, TenantConfig, load_events
+from tailbound.model import Cluster, Tenant
+from tailbound.policies.events import load_events
 from tailbound.policies.placement import place
-from tailbound.policies.workload import Workload, characterize_all
+from tailbound.policies.workload import TenantCurves, characterize_all
 from tailbound.policies.workloadcompactor import make_policy, priority_levels, to_plan
 from tailbound.profiles import SsdProfile
 from tailbound.traces.readers import read_trace
@@ -22,7 +23,7 @@ def test_priority_levels_tighter_slo_higher_priority() -> None:
     assert priority_levels([0.45, 0.1, 0.95, 0.1, 0.05]) == {0.05: 0, 0.1: 1, 0.45: 2, 0.95: 3}
 
 
-def check_plan_bounds(result, cluster: ClusterConfig) -> None:  # type: ignore[no-untyped-def]
+def check_plan_bounds(result, cluster: Cluster) -> None:  # type: ignore[no-untyped-def]
     plan = to_plan(result, cluster, policy="workloadcompactor", safety_margin=1.0)
     for t in plan.tenants:
         assert t.latency_bound_s <= t.slo_s * (1 + 1e-9), t
@@ -30,7 +31,7 @@ def check_plan_bounds(result, cluster: ClusterConfig) -> None:  # type: ignore[n
 
 
 def test_workloadcompactor_subset_first_fit_and_fast(
-    wc62_subset: list[Workload], wc62_cluster: ClusterConfig
+    wc62_subset: list[TenantCurves], wc62_cluster: Cluster
 ) -> None:
     ff = place(wc62_subset, wc62_cluster, make_policy("workloadcompactor"))
     fff = place(wc62_subset, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=True)
@@ -43,7 +44,7 @@ def test_workloadcompactor_subset_first_fit_and_fast(
 
 @pytest.mark.slow
 def test_workloadcompactor_reference_run_at_most_11_servers(
-    wc62_all: list[Workload], wc62_cluster: ClusterConfig
+    wc62_all: list[TenantCurves], wc62_cluster: Cluster
 ) -> None:
     for fff in (False, True):
         result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=fff)
@@ -54,7 +55,7 @@ def test_workloadcompactor_reference_run_at_most_11_servers(
 
 @pytest.mark.slow
 def test_workloadcompactor_reference_events_end_on_at_most_11_servers(
-    wc62_all: list[Workload], wc62_cluster: ClusterConfig, wc62_dir: Path
+    wc62_all: list[TenantCurves], wc62_cluster: Cluster, wc62_dir: Path
 ) -> None:
     events = load_events(wc62_dir / "events.csv", len(wc62_all))
     result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), events=events)
@@ -66,14 +67,14 @@ def test_workloadcompactor_reference_events_end_on_at_most_11_servers(
 
 @pytest.mark.slow
 def test_workloadcompactor_reference_run_end_to_end_faster_than_the_reference(
-    wc62_tenants: list[TenantConfig], wc62_cluster: ClusterConfig, wc62_dir: Path
+    wc62_tenants: list[Tenant], wc62_cluster: Cluster, wc62_dir: Path
 ) -> None:
     start = time.perf_counter()
     workloads = characterize_all(
         wc62_tenants,
         lambda c: read_trace(c.trace),
         profile=SsdProfile.load(wc62_dir / "profile_ssd.json"),
-        link_bandwidth_bytes_per_s=wc62_cluster.link_bandwidth_bytes_per_s,
+        link_bandwidth_bytes_per_s=wc62_cluster.link_bytes_per_s,
     )
     result = place(workloads, wc62_cluster, make_policy("workloadcompactor"))
     elapsed = time.perf_counter() - start

@@ -4,7 +4,9 @@ hand-off and the ``simulate`` command."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,8 @@ import pytest
 
 from tailbound.cli.main import main
 from tailbound.errors import ConfigError
-from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.model import Slo
+from tailbound.plan import Bound, Discipline, DispatchRule, Plan, StageLimit, TenantPlan
 from tailbound.sim import Scenario, scenario_from_plan
 from tailbound.stages import STORAGE_PATH, Stage
 
@@ -151,12 +154,12 @@ def _tenant(name: str, priority: int, **kwargs: Any) -> TenantPlan:
     limit = StageLimit(0.5, 0.001)
     return TenantPlan(
         name,
-        0.01,
+        Slo(0.01),
         "s0",
         "mem",
         {s: priority for s in STORAGE_PATH},
         {s: limit for s in STORAGE_PATH},
-        0.005,
+        Bound(0.005, "test"),
         **kwargs,
     )
 
@@ -188,13 +191,59 @@ def test_scenario_from_plan_configures_every_queue_on_the_route() -> None:
     assert queues["c0.egress"]["buckets"] == {"A": [[0.5, 0.001]]}
     assert queues["s0.egress"]["buckets"]["A"] == [[0.5, 0.001], [0.9, 0.0001]]
     assert "A" not in queues["s0.ingress"]["buckets"]  # the sender shapes, not the receiver
-    # plan level 0 is the most important: the simulator's larger number
-    assert queues["s0.ingress"]["priority"] == {"A": 1, "B": 0}
+    # plan level 0 is the most important: the simulator's larger number, above best effort (0)
+    assert queues["s0.ingress"]["priority"] == {"A": 8, "B": 7}
     sim = Scenario.from_dict(doc).simulator()
     sim.run()
     assert sim.results()["B"].stages == ("net_in", "storage", "net_out")
     with pytest.raises(ConfigError, match="no trace given"):
         scenario_from_plan(plan, {}, profile=MEMORY_PROFILE, link_bandwidth_bytes_per_s=1e8)
+
+
+def test_scenario_from_plan_network_only_disciplines_and_dispatch() -> None:
+    """A network-only tenant talks to its server (no device); a stage's discipline reaches every
+    queue of the stage; the plan's dispatch rule reaches every device."""
+    net = TenantPlan(
+        "N",
+        Slo(0.01),
+        "s0",
+        None,
+        {Stage.NET_IN: 2, Stage.NET_OUT: None},
+        {},
+        Bound(math.inf, "test"),
+        client_host="c0",
+    )
+    disk = dataclasses.replace(_tenant("D", 0, client_host="c1"), weight={Stage.STORAGE: 3.0})
+    plan = Plan(
+        "test",
+        1,
+        [net, disk],
+        disciplines={
+            Stage.NET_IN: Discipline("priority", "demotion"),
+            Stage.STORAGE: Discipline("sfq"),
+            Stage.NET_OUT: Discipline("fifo"),
+        },
+        dispatch=DispatchRule(read_mpl=2, write_mpl=None, low_priority_mpl=0),
+    )
+    traces = {w["name"]: w["trace"] for w in small_doc()["workloads"]}
+    doc = scenario_from_plan(
+        plan,
+        {"N": traces["A"], "D": traces["B"]},
+        profile=MEMORY_PROFILE,
+        link_bandwidth_bytes_per_s=1e8,
+    )
+    (n,) = [w for w in doc["workloads"] if w["name"] == "N"]
+    assert n["server"] == "s0" and "device" not in n
+    queues = {q["queue"]: q for q in doc["queues"]}
+    assert queues["c0.egress"]["mode"] == "demotion" and queues["c0.egress"]["priority"]["N"] == 6
+    assert queues["s0.mem"] == {"queue": "s0.mem", "kind": "sfq", "weight": {"D": 3.0}}
+    assert queues["s0.egress"]["kind"] == queues["c0.ingress"]["kind"] == "fifo"
+    (device,) = doc["devices"]
+    assert (device["read_mpl"], device["low_priority_mpl"]) == (2, 0)
+    assert "write_mpl" not in device  # the profile's own limit
+    sim = Scenario.from_dict(doc).simulator()
+    sim.run()
+    assert sim.results()["N"].stages == ("net_in", "net_out")
 
 
 def test_simulate_cli_prints_table_and_writes_plot(tmp_path: Path, capsys: Any) -> None:

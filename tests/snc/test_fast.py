@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 import pytest
 
+from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.snc.fast import snc_meister_all
 from tailbound.snc.network import flow_latencies, snc_meister
-from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
+from tailbound.snc.tenants import FitCache, build_network
 
 
 def scenario(data: Path, n: int, hosts: int, link: float, traces: int = 62) -> TenantSet:
@@ -18,13 +20,12 @@ def scenario(data: Path, n: int, hosts: int, link: float, traces: int = 62) -> T
         client = i % hosts
         server = (client + 1 + (i // hosts) % (hosts - 1)) % hosts
         specs.append(
-            TenantSpec(
+            Tenant(
                 name=f"T{i}",
-                slo_s=(0.01, 0.02, 0.05, 0.1)[i % 4],
+                slo=Slo((0.01, 0.02, 0.05, 0.1)[i % 4], (0.999, 0.99)[i % 2]),
                 trace=data / "wc62" / "traces" / f"trace{i % traces:04d}.txt",
                 client_host=f"h{client}",
-                server_host=f"h{server}",
-                percentile=(0.999, 0.99)[i % 2],
+                server=f"h{server}",
             )
         )
     return TenantSet(tuple(specs), link)
@@ -90,9 +91,7 @@ def test_fast_path_rejects_unknown_engine(data_dir: Path) -> None:
 
 def test_fast_path_declines_dependency_groups(data_dir: Path) -> None:
     base = scenario(data_dir, 4, 2, 125e6)
-    grouped = TenantSet(
-        tuple(TenantSpec(**{**t.__dict__, "group": "g"}) for t in base.tenants), 125e6
-    )
+    grouped = TenantSet(tuple(dataclasses.replace(t, group="g") for t in base.tenants), 125e6)
     net, _, _ = build_network(grouped, grouped.tenants, FitCache())
     assert snc_meister_all(net, list(net.flows)) is None
     # flow_latencies still answers, through the general path

@@ -6,21 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from tailbound.snc.admission import admit_in_order
+from tailbound.model import Slo, Tenant, TenantSet
+from tailbound.policies.admission import admit_in_order
 from tailbound.snc.analysis import snc_bound_function
 from tailbound.snc.incremental import IncrementalSnc
-from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec
+from tailbound.snc.tenants import FitCache
 
 
 def test_incremental_matches_full_admission(data_dir: Path) -> None:
     slos = [0.02, 0.01, 0.05, 0.1, 0.01, 0.02, 0.05, 0.01, 0.1, 0.02, 0.01, 0.05]
     specs = [
-        TenantSpec(
+        Tenant(
             f"t{i}",
-            slo,
+            Slo(slo),
             data_dir / "wc62" / "traces" / f"trace{(7 * i) % 62:04d}.txt",
             f"c{i % 3}",
-            f"s{i % 2}",
+            server=f"s{i % 2}",
         )
         for i, slo in enumerate(slos)
     ]

@@ -9,16 +9,22 @@ import numpy as np
 import pytest
 
 from tailbound.errors import ConfigError, TraceFormatError
+from tailbound.model import TenantSet
+from tailbound.model import load_tenants as load_file
 from tailbound.snc.tenants import (
     FitCache,
     Requests,
-    TenantSet,
     build_network,
-    load_tenants,
+    check_tenants,
     priorities_by_slo,
     read_requests,
     work,
 )
+
+
+def load_tenants(path: Path) -> TenantSet:
+    """A tenants file as the SNC analyses read it: the one loader, then their own checks."""
+    return check_tenants(load_file(path))
 
 
 def test_read_requests_gives_reference_inputs(tmp_path: Path) -> None:
@@ -46,6 +52,11 @@ def test_work_per_direction_uses_message_sizes() -> None:
 
 def test_priorities_by_slo_are_dense_ranks() -> None:
     assert priorities_by_slo([0.1, 0.01, 0.1, 0.05, 0.5]) == [2, 0, 2, 1, 3]
+
+
+def test_priorities_by_slo_respect_the_level_limit() -> None:
+    slos = [0.01 * (i + 1) for i in range(10)]
+    assert priorities_by_slo(slos) == [0, 1, 2, 3, 4, 5, 6, 7, 7, 7]
 
 
 @pytest.mark.parametrize(

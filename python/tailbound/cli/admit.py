@@ -1,10 +1,10 @@
-"""``tailbound admit``: arrival-order admission control with SNC-Meister or a DNC baseline."""
+"""``tailbound admit``: arrival-order admission control, written as a Plan."""
 
 from __future__ import annotations
 
 import argparse
 
-from tailbound.cli.bound import BOUND_FUNCTIONS, with_floor
+from tailbound.policies.registry import names
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,15 +15,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "Tenants arrive in file order; each is admitted only if it and every admitted "
             "tenant still meet their SLOs (thesis §4.2). Rejected tenants run best effort. "
             "dnc, silo and qjump are the worst-case (100th percentile) baselines of thesis "
-            "§4.3.1 (PriorityMeister-style DNC, Silo++, QJump++)."
+            "§4.3.1 (PriorityMeister-style DNC, Silo++, QJump++). The plan written by --out "
+            "holds the admitted tenants with their priorities, rate limits and bounds, and "
+            "every rejected tenant with the reason."
         ),
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file (arrival order)")
     parser.add_argument(
         "--policy",
         default="snc-meister",
-        choices=BOUND_FUNCTIONS,
-        help="bound function deciding admission (default snc-meister)",
+        choices=names("admission"),
+        help="admission policy (default snc-meister)",
     )
     parser.add_argument(
         "--no-alone-floor",
@@ -43,32 +45,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "policies; one replay per arrival)"
         ),
     )
-    parser.add_argument("--out", help="write the decisions as JSON to this file")
+    parser.add_argument("--out", help="write the plan (admitted and rejected tenants) as JSON")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tailbound.snc.admission import admit_in_order
-    from tailbound.snc.analysis import BoundFunction, snc_bound_function
-    from tailbound.snc.dnc_policies import POLICIES, dnc_bound_function
-    from tailbound.snc.incremental import IncrementalSnc
-    from tailbound.snc.io import fmt_ms, markdown_table, write_json_atomic
-    from tailbound.snc.tenants import FitCache, load_tenants
+    from tailbound.model import load_tenants
+    from tailbound.policies.admission import admission_plan, admit_in_order
+    from tailbound.policies.registry import build
+    from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
-    fits = FitCache()
-    bounds: BoundFunction
-    if args.policy in POLICIES:
-        bounds = dnc_bound_function(tset, args.policy)
-    elif args.policy == "snc-meister":
-        # same bounds, re-using flows an arrival leaves unchanged
-        bounds = IncrementalSnc(tset, fits)
-    else:
-        bounds = snc_bound_function(tset, args.policy, fits)
-    bounds = with_floor(
-        bounds, tset, args.policy, fits, alone=not args.no_alone_floor, joint=args.joint_floor
+    policy = build(
+        args.policy,
+        "admission",
+        tset,
+        alone_floor=not args.no_alone_floor,
+        joint_floor=args.joint_floor,
     )
-    decisions = admit_in_order(tset.tenants, bounds)
+    decisions = admit_in_order(tset.tenants, policy)
     rows = [
         [
             d.tenant.name,
@@ -89,8 +84,12 @@ def run(args: argparse.Namespace) -> int:
     admitted = sum(d.admitted for d in decisions)
     print(f"\n{args.policy}: admitted {admitted} of {len(decisions)} tenants")
     if args.out:
-        write_json_atomic(
-            args.out,
-            {"policy": args.policy, "decisions": [d.to_json() for d in decisions]},
+        plan = admission_plan(
+            args.policy,
+            policy,
+            decisions,
+            link_bytes_per_s=tset.link_bytes_per_s,
+            meta={"verb": "admit", "tenants": str(tset.path)},
         )
+        plan.save(args.out)
     return 0

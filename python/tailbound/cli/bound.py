@@ -1,18 +1,10 @@
-"""``tailbound bound``: every tenant's SNC latency bound at its percentile for a fixed set."""
+"""``tailbound bound``: every tenant's latency bound for a fixed set, written as a Plan."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tailbound.snc.analysis import BoundFunction
-    from tailbound.snc.tenants import FitCache, TenantSet
-
-#: The bound functions the ``bound`` and ``admit`` verbs choose from: the SNC analyses
-#: (``tailbound.snc.network.ANALYSES``) then the DNC baselines (``tailbound.snc.dnc_policies``),
-#: spelled out here so that building the parser imports neither numpy nor the analyses.
-BOUND_FUNCTIONS = ("snc-meister", "snc-hop-by-hop", "snc-convolution", "dnc", "silo", "qjump")
+from tailbound.policies.registry import names
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -21,14 +13,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="predict every tenant's percentile latency with stochastic network calculus",
         description=(
             "Predict each tenant's latency at its SLO percentile (request and response "
-            "directions and total) for a fixed set of tenants, with SNC (thesis ch. 4)."
+            "directions and total) for a fixed set of tenants, with SNC (thesis ch. 4) or the "
+            "worst case of a DNC baseline, and write the plan that enforces it."
         ),
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file")
     parser.add_argument(
         "--analysis",
         default="snc-meister",
-        choices=BOUND_FUNCTIONS,
+        choices=names("admission"),
         help=(
             "network analysis (default snc-meister); dnc, silo and qjump are the worst-case "
             "(100th percentile) bounds of the DNC baselines of thesis §4.3.1"
@@ -48,55 +41,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "trace in the simulator (off by default: the analysis' own bound)"
         ),
     )
-    parser.add_argument("--out", help="write the bounds as JSON to this file")
+    parser.add_argument("--out", help="write the plan (priorities, limits, bounds) as JSON here")
     parser.set_defaults(run=run)
-
-
-def with_floor(
-    bounds: BoundFunction,
-    tset: TenantSet,
-    analysis: str,
-    fits: FitCache,
-    *,
-    alone: bool,
-    joint: bool = False,
-) -> BoundFunction:
-    """``bounds`` floored by the tenants' measured latencies alone when ``alone``, and by their
-    latencies replayed together when ``joint``, if ``analysis`` is an SNC analysis (a DNC
-    baseline's worst-case bound is never below either on its own traces); the traces come from
-    ``fits``, which the SNC fits read them into."""
-    from tailbound.snc.alone import AloneFloor
-    from tailbound.snc.dnc_policies import POLICIES
-    from tailbound.snc.joint import JointFloor
-
-    if analysis in POLICIES:
-        return bounds
-    if alone:
-        bounds = AloneFloor(bounds, fits.trace, tset.link_bytes_per_s)
-    if joint:
-        bounds = JointFloor(bounds, fits.trace, tset.link_bytes_per_s)
-    return bounds
 
 
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from tailbound.snc.analysis import snc_bound_function
-    from tailbound.snc.dnc_policies import POLICIES, dnc_bound_function
-    from tailbound.snc.io import fmt_ms, markdown_table, write_json_atomic
-    from tailbound.snc.tenants import FitCache, load_tenants
+    from tailbound.model import load_tenants
+    from tailbound.policies.admission import bounds_plan
+    from tailbound.policies.registry import build
+    from tailbound.snc.tenants import FitCache
+    from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
-    cache = FitCache()
-    bounds: BoundFunction
-    if args.analysis in POLICIES:
-        bounds = dnc_bound_function(tset, args.analysis)
-    else:
-        bounds = snc_bound_function(tset, args.analysis, cache)
-    bounds = with_floor(bounds, tset, args.analysis, cache, alone=args.alone_floor)
+    fits = FitCache()
+    policy = build(
+        args.analysis, "admission", tset, fits=fits, alone_floor=args.alone_floor, incremental=False
+    )
     start = time.perf_counter()
-    results = bounds(tset.tenants)
-    elapsed = time.perf_counter() - start - cache.fit_seconds
+    results = policy(tset.tenants)
+    elapsed = time.perf_counter() - start - fits.fit_seconds
     rows = [
         [
             r.name,
@@ -127,15 +92,16 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(header, rows))
     print(
         f"\n{args.analysis}: {len(results)} tenants, bounds in {elapsed:.3f} s "
-        f"(MMPP fits {cache.fit_seconds:.3f} s)"
+        f"(MMPP fits {fits.fit_seconds:.3f} s)"
     )
     if args.out:
-        write_json_atomic(
-            args.out,
-            {
-                "analysis": args.analysis,
-                "arrival_model": args.arrival_model,
-                "tenants": [r.to_json() for r in results],
-            },
+        plan = bounds_plan(
+            args.analysis,
+            policy,
+            tset.tenants,
+            results,
+            link_bytes_per_s=tset.link_bytes_per_s,
+            meta={"verb": "bound", "arrival_model": args.arrival_model, "tenants": str(tset.path)},
         )
+        plan.save(args.out)
     return 0

@@ -46,14 +46,15 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tailbound.errors import ConfigError
-    from tailbound.policies.inputs import load_cluster, load_events, load_tenants
+    from tailbound.model import load_cluster, load_tenants
+    from tailbound.policies.events import load_events
     from tailbound.policies.placement import place
     from tailbound.policies.workload import characterize_all
     from tailbound.policies.workloadcompactor import make_policy, to_plan
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
 
-    tenants = load_tenants(args.tenants)
+    tenants = load_tenants(args.tenants).tenants
     cluster = load_cluster(args.cluster)
     profile = SsdProfile.load(args.profile)
     events = load_events(args.events, len(tenants)) if args.events else None
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             tenants,
             read,
             profile=profile,
-            link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+            link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
             safety_margin=margin,
             progress=bar.update,
         )

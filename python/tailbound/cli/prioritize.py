@@ -36,8 +36,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tailbound.errors import ConfigError
+    from tailbound.model import load_tenants
     from tailbound.plan import Plan
-    from tailbound.policies.inputs import load_tenants
     from tailbound.policies.pm_plan import plan_tenant, prioritize_all, prioritized_plan
     from tailbound.profiles import SsdProfile
     from tailbound.stages import STORAGE_PATH
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.link_bandwidth > 0:
         raise ConfigError(None, f"--link-bandwidth must be positive, got {args.link_bandwidth}")
     plan = Plan.load(args.plan)
-    configs = {c.name: c for c in load_tenants(args.tenants)}
+    configs = {c.name: c for c in load_tenants(args.tenants).tenants}
     missing = [t.name for t in plan.tenants if t.name not in configs]
     if missing:
         raise ConfigError(args.tenants, f"no trace for planned tenants {missing}")

@@ -81,7 +81,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tailbound.profiles.jsonio import write_json_atomic
+    from tailbound.jsonio import write_json_atomic
     from tailbound.profiles.profiler import DEFAULT_SIZES, ProfileSettings, profile_file
 
     settings = ProfileSettings(
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         on_note=lambda m: print(f"tailbound profile: note: {m}", file=sys.stderr),
     )
-    write_json_atomic(args.out, result.profile.to_json())
+    write_json_atomic(args.out, result.profile.to_json(), indent=2)
     if not args.quiet:
         p = result.profile
         print(f"{args.target}: {'O_DIRECT' if result.direct_io else 'buffered'} I/O")

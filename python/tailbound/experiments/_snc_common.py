@@ -11,9 +11,9 @@ from typing import Any
 from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 from tailbound.experiments.wc_common import find_wc62
+from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
-from tailbound.snc.io import markdown_table
-from tailbound.snc.tenants import TenantSet, TenantSpec
+from tailbound.tables import markdown_table
 
 #: wc62 traces with a similar, moderate request-direction load (0.1–0.3% of 1 Gb/s each).
 SIMILAR_TRACES = (1, 5, 7, 8, 9, 10, 11, 29, 35, 38, 40, 43, 57, 59, 61, 14)
@@ -45,19 +45,18 @@ def tenant(
     slo_s: float = 0.05,
     percentile: float = 0.999,
     group: str | None = None,
-) -> TenantSpec:
-    return TenantSpec(
+) -> Tenant:
+    return Tenant(
         name=name,
-        slo_s=slo_s,
+        slo=Slo(slo_s, percentile),
         trace=trace_path(data, index),
         client_host=client,
-        server_host=server,
-        percentile=percentile,
+        server=server,
         group=group,
     )
 
 
-def tenant_set(tenants: Sequence[TenantSpec], link_bytes_per_s: float) -> TenantSet:
+def tenant_set(tenants: Sequence[Tenant], link_bytes_per_s: float) -> TenantSet:
     return TenantSet(tuple(tenants), link_bytes_per_s)
 
 

@@ -6,16 +6,18 @@ tenants: open-loop latency-sensitive ones (a trace and an SLO) and closed-loop t
 
 - ``ps``: start-time fair queueing with equal weights at the device, FIFO links (no network QoS);
 - ``cake``: the same SFQ, with the latency tenants' weights adjusted every ``period_s`` from the
-  tail latency measured in that period (:func:`cake_controller`, through the simulator's control
-  hook);
+  tail latency measured in that period (:class:`~tailbound.policies.scheduling.Cake`, through the
+  simulator's control hook);
 - ``edf``: earliest deadline first at the device, deadline = SLO, FIFO links;
 - ``byslo``: strict priority by SLO (tightest first) at every queue, no rate limits;
 - ``pm``: PriorityMeister's priorities (:func:`~tailbound.policies.prioritymeister.prioritize`)
   and ``k`` token buckets per tenant and stage, enforced in demotion mode (thesis §2.2.1: traffic
   over its limits is served at the lowest priority).
 
-Latencies are reported for requests issued in the second half of the run, as the thesis does
-for every policy ("to avoid any convergence issues" of Cake).
+Every policy comes from :mod:`tailbound.policies` and produces a :class:`~tailbound.plan.Plan`
+of the setup, replayed through the one scenario builder. Latencies are reported for requests
+issued in the second half of the run, as the thesis does for every policy ("to avoid any
+convergence issues" of Cake).
 """
 
 from __future__ import annotations
@@ -31,17 +33,25 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.characterize import rb_curve
-from tailbound.policies.prioritymeister import (
-    PmTenant,
-    Prioritized,
-    by_slo,
-    prioritize,
-    rate_limits,
+from tailbound.model import Slo
+from tailbound.plan import (
+    Bound,
+    Discipline,
+    Plan,
+    StageLimit,
+    TenantPlan,
+    device_name,
+    stage_queues,
 )
+from tailbound.policies.pm_plan import ANALYSIS as PM_ANALYSIS
+from tailbound.policies.pm_plan import prioritizer
+from tailbound.policies.prioritymeister import PmTenant, Prioritized, rate_limits
+from tailbound.policies.scheduling import Cake, earliest_deadline_first, proportional_share
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.profiles.disk import DiskProfile
 from tailbound.profiles.tokens import MessageSizes, SsdModel
-from tailbound.sim import Scenario, Simulator, Slo, percentile
+from tailbound.sim import Scenario, Simulator, percentile
+from tailbound.sim.plan import scenario_from_plan
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import onoff_trace, poisson_trace
@@ -202,57 +212,61 @@ def file_copy(duration_s: float, size: int = 262_144) -> Trace:
     )
 
 
-# ------------------------------------------------------------------------------ scenarios
-def base_document(setup: Setup) -> dict[str, Any]:
-    """The scenario document of ``setup`` (placeholder traces, replaced in :func:`scenario`)."""
-    hosts = [{"name": SERVER}] + [{"name": t.client} for t in setup.tenants]
-    workloads = []
-    for t in setup.tenants:
-        w: dict[str, Any] = {
-            "name": t.name,
-            "client": t.client,
-            "device": t.device,
-            "trace": {"synthetic": {"kind": "sequential", "requests": 1}},
-        }
-        if t.slo is not None:
-            w["slo"] = {"latency_s": t.slo.latency_s, "percentile": t.slo.percentile}
-        if t.outstanding is not None:
-            w["issue"] = {"closed": {"outstanding": t.outstanding}}
-        workloads.append(w)
-    return {
-        "duration_s": setup.duration_s,
-        "network": {"bandwidth_bytes_per_s": BANDWIDTH, "mtu_bytes": MTU, "propagation_s": 5e-6},
-        "hosts": hosts,
-        "devices": [dict(d) for d in setup.devices],
-        "workloads": workloads,
+# ------------------------------------------------------------------------------ plans
+def placed_plan(setup: Setup) -> Plan:
+    """``setup`` as a placed plan: every tenant on its device of :data:`SERVER` from a client
+    host of its own, best effort everywhere and unlimited until a policy configures it."""
+    tenants = [
+        TenantPlan(
+            name=t.name,
+            slo=t.slo,
+            server=SERVER,
+            device=t.device,
+            client_host=t.client,
+            priority=dict.fromkeys(STORAGE_PATH, None),
+            limits={},
+            bound=Bound(float("inf"), "none"),
+        )
+        for t in setup.tenants
+    ]
+    return Plan("placed", 1, tenants)
+
+
+def simulator(setup: Setup, plan: Plan) -> Simulator:
+    """The simulator replaying ``setup``'s traces through ``plan`` (the one scenario builder,
+    :func:`~tailbound.sim.plan.scenario_from_plan`, with the setup's own device tables and the
+    closed-loop tenants' issue discipline)."""
+    placed = {t.name: t for t in plan.tenants}
+    devices = {
+        device_name(placed[t.name]): d
+        for d in setup.devices
+        for t in setup.tenants
+        if t.device == d["name"]
     }
-
-
-def scenario(setup: Setup, queues: Sequence[Mapping[str, Any]]) -> Scenario:
-    """The scenario of ``setup`` with the given queue tables and the tenants' own traces."""
-    doc = base_document(setup)
-    doc["queues"] = [dict(q) for q in queues]
-    sc = Scenario.from_dict(doc)
-    traces = {t.name: t.trace for t in setup.tenants}
-    workloads = tuple(dataclasses.replace(w, trace=traces[w.name]) for w in sc.workloads)
-    return dataclasses.replace(sc, workloads=workloads)
-
-
-def stage_queues(t: Tenant) -> dict[Stage, tuple[str, ...]]:
-    """The queues each stage of ``t`` crosses (thesis §3.2: every switch egress and device)."""
-    return {
-        Stage.NET_IN: (f"{t.client}.egress", f"{SERVER}.ingress"),
-        Stage.STORAGE: (t.device,),
-        Stage.NET_OUT: (f"{SERVER}.egress", f"{t.client}.ingress"),
-    }
+    doc = scenario_from_plan(
+        plan,
+        {t.name: t.trace for t in setup.tenants},
+        link_bandwidth_bytes_per_s=BANDWIDTH,
+        devices=devices,
+        mtu_bytes=MTU,
+        propagation_s=5e-6,
+        duration_s=setup.duration_s,
+        issue={
+            t.name: {"closed": {"outstanding": t.outstanding}}
+            for t in setup.tenants
+            if t.outstanding is not None
+        },
+    )
+    return Scenario.from_dict(doc).simulator()
 
 
 # ------------------------------------------------------------------------ PriorityMeister
 def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmTenant]:
-    """Every tenant as PriorityMeister sees it: ``k`` buckets per stage from its trace's r-b
-    curve (:func:`~tailbound.policies.prioritymeister.rate_limits`), its largest request per
-    stage (one packet on a link: links interleave messages by packet), its SLO (none: infinite).
-    A stage without work (a memory device) is left out of the analysis; a disk's work is its
+    """Every tenant as PriorityMeister sees it: the plan's queues
+    (:func:`~tailbound.plan.stage_queues`), ``k`` buckets per stage from its trace's r-b curve
+    (:func:`~tailbound.policies.prioritymeister.rate_limits`), its largest request per stage (one
+    packet on a link: links interleave messages by packet), its SLO (none: infinite). A stage
+    without work (a memory device) is left out of the analysis; a disk's work is its
     ``DiskModel``'s (the device's inline profile)."""
     memory = {d["name"] for d in setup.devices if d.get("kind") == "memory"}
     disks = {
@@ -260,9 +274,10 @@ def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmT
         for d in setup.devices
         if d.get("kind") == "disk"
     }
+    placed = {t.name: t for t in placed_plan(setup).tenants}
     out = []
     for t in setup.tenants:
-        queues = stage_queues(t)
+        queues = stage_queues(placed[t.name])
         buckets: dict[Stage, tuple[tuple[float, float], ...]] = {}
         biggest: dict[Stage, float] = {}
         for stage in STORAGE_PATH:
@@ -282,86 +297,46 @@ def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmT
     return out
 
 
-def priority_queues(
-    setup: Setup,
-    result: Prioritized,
-    buckets: Mapping[str, Mapping[Stage, Sequence[tuple[float, float]]]] | None,
-    mode: str = "demotion",
-) -> list[dict[str, Any]]:
-    """Queue tables for priorities (0 = highest; the simulator's larger-is-higher is
-    ``levels − p``) at every queue of a stage, buckets at each stage's first queue (the sender
-    shapes). Tenants without a priority at a stage (throughput tenants) go below every level."""
-    tables: dict[str, dict[str, Any]] = {}
-    top = 1 + max((p for v in result.priorities.values() for p in v.values()), default=0)
-    for t in setup.tenants:
-        prio = result.priorities.get(t.name, {})
-        for stage, queues in stage_queues(t).items():
-            level = top - prio[stage] if stage in prio else 0
-            for i, q in enumerate(queues):
-                table = tables.setdefault(
-                    q, {"queue": q, "kind": "priority", "mode": mode, "priority": {}, "buckets": {}}
-                )
-                table["priority"][t.name] = int(level)
-                limits = (buckets or {}).get(t.name, {}).get(stage, ())
-                if i == 0 and limits:
-                    table["buckets"][t.name] = [[float(r), float(b)] for r, b in limits]
-    return list(tables.values())
+def priority_plan(
+    placed: Plan, result: Prioritized, tenants: Sequence[PmTenant], *, buckets: bool, name: str
+) -> Plan:
+    """``placed`` with the analysis' priorities (a stage it leaves out, a memory device, is best
+    effort), every bucket when ``buckets`` (else none) and the LP bounds; rate limiters demote
+    (thesis §2.2.1: traffic over its limits is served below every level)."""
+    by_name = {t.name: t for t in tenants}
+    out = []
+    for tp in placed.tenants:
+        prio = result.priorities.get(tp.name, {})
+        limits: dict[Stage, StageLimit] = {}
+        extra: dict[Stage, tuple[StageLimit, ...]] = {}
+        for stage, bs in by_name[tp.name].buckets.items() if buckets else ():
+            if bs:
+                capacity = None if stage == Stage.STORAGE else BANDWIDTH
+                ls = [StageLimit(r, b, capacity) for r, b in bs]
+                limits[stage], extra[stage] = ls[0], tuple(ls[1:])
+        out.append(
+            dataclasses.replace(
+                tp,
+                priority={s: prio.get(s) for s in tp.stages},
+                limits=limits,
+                extra_limits={s: e for s, e in extra.items() if e},
+                bound=Bound(result.bounds[tp.name], PM_ANALYSIS),
+            )
+        )
+    disciplines = dict.fromkeys(STORAGE_PATH, Discipline("priority", "demotion"))
+    return dataclasses.replace(placed, policy=name, tenants=out, disciplines=disciplines)
 
 
 # ----------------------------------------------------------------------------- policies
 @dataclass(frozen=True)
 class PolicyRun:
     """One policy's result: per tenant the latencies (s) of requests issued in the second half,
-    and PriorityMeister's or bySLO's analysis when it has one."""
+    the plan it enforced, and PriorityMeister's or bySLO's analysis when it has one."""
 
     policy: str
     latency: dict[str, NDArray[np.float64]]
     analysis: Prioritized | None = None
-
-
-def cake_controller(
-    sim: Simulator,
-    setup: Setup,
-    device: str,
-    *,
-    period_s: float,
-    upper: float = 0.9,
-    max_weight: float = 64.0,
-) -> None:
-    """A Cake-style reactive controller (Wang et al., SoCC 2012; thesis §3.3.1), run to the end.
-
-    Every ``period_s`` each latency tenant's tail at its SLO percentile over the requests that
-    finished in the period is compared with its SLO: above it, the tenant's SFQ weight at the
-    device is multiplied by ``latency / SLO`` (at most ×2); below ``upper × SLO`` (the
-    SLO-compliance bound the thesis raised) it is decreased by one step of 10%, never below 1.
-    Throughput tenants keep weight 1. *Choice*: the thesis extends Cake to several latency tenants
-    with one weight each and gives no further parameters; these are Cake's proportional rule.
-    """
-    weights = {t.name: 1.0 for t in setup.tenants}
-    seen = {t.name: 0 for t in setup.tenants}
-    t = 0.0
-    while t < setup.duration_s:
-        t = min(t + period_s, setup.duration_s)
-        sim.run(t)
-        results = sim.results()
-        for tenant in setup.tenants:
-            if tenant.slo is None or tenant.device != device:
-                continue
-            res = results[tenant.name]
-            done = np.flatnonzero(res.finished)
-            fresh = done[seen[tenant.name] :] if done.size > seen[tenant.name] else done[:0]
-            seen[tenant.name] = done.size
-            if fresh.size == 0:
-                continue
-            tail = percentile(res.latency[fresh], tenant.slo.percentile)
-            w = weights[tenant.name]
-            if tail > tenant.slo.latency_s:
-                w = min(max_weight, w * min(2.0, tail / tenant.slo.latency_s))
-            elif tail < upper * tenant.slo.latency_s:
-                w = max(1.0, w * 0.9)
-            if w != weights[tenant.name]:
-                weights[tenant.name] = w
-                sim.set_param(device, tenant.name, "weight", w)
+    plan: Plan | None = None
 
 
 def run_policy(
@@ -373,35 +348,37 @@ def run_policy(
     period_s: float = 1.0,
     declared: Setup | None = None,
 ) -> PolicyRun:
-    """Simulate ``setup`` under ``policy`` (one of :data:`POLICIES`).
+    """Simulate ``setup`` under ``policy`` (one of :data:`POLICIES`, from the policy registry).
 
     ``declared`` is what the tenants' traces looked like when PriorityMeister and bySLO
     configured the system (default: ``setup`` itself); Fig. 3.6 runs a misbehaving trace against
     the limits of a well-behaved one."""
-    devices = [d["name"] for d in setup.devices]
+    placed = placed_plan(setup)
     analysis = None
-    if policy in ("ps", "cake"):
-        names = [t.name for t in setup.tenants]
-        queues = [{"queue": d, "kind": "sfq", "weight": dict.fromkeys(names, 1.0)} for d in devices]
-    elif policy == "edf":
-        loose = {t.name: 10.0 * setup.duration_s for t in setup.tenants if t.slo is None}
-        queues = [{"queue": d, "kind": "edf", "deadline_s": loose} for d in devices]
+    controller: Cake | None = None
+    if policy in ("ps", "edf"):
+        plan = (
+            proportional_share(placed)
+            if policy == "ps"
+            else earliest_deadline_first(placed, 10.0 * setup.duration_s)
+        )
+    elif policy == "cake":
+        controller = Cake(period_s=period_s)
+        plan = controller.plan(placed)
     elif policy in ("byslo", "pm"):
         profile = SsdProfile.load(profile_path)
         tenants = pm_tenants(declared or setup, profile, k)
-        analysis = prioritize(tenants) if policy == "pm" else by_slo(tenants)
+        analysis = prioritizer("prioritymeister" if policy == "pm" else "byslo")(tenants)
         missed = analysis.violations(tenants)
         if missed:  # the order is used anyway, so the run shows what it does; flagged here
             late = ", ".join(f"{n} by {1e3 * v:.3g} ms" for n, v in missed.items())
             print(f"{policy}: the analysis does not guarantee every SLO ({late})", file=sys.stderr)
-        buckets = {t.name: t.buckets for t in tenants} if policy == "pm" else None
-        queues = priority_queues(setup, analysis, buckets)
+        plan = priority_plan(placed, analysis, tenants, buckets=policy == "pm", name=policy)
     else:
         raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
-    sim = scenario(setup, queues).simulator()
-    if policy == "cake":
-        for d in devices:
-            cake_controller(sim, setup, d, period_s=period_s)
+    sim = simulator(setup, plan)
+    if controller is not None:
+        controller.run(sim, plan, setup.duration_s)
     # a grace period lets the last requests finish; one still unfinished counts as infinite
     sim.run(setup.duration_s + GRACE_S)
     results = sim.results()
@@ -413,7 +390,7 @@ def run_policy(
         lat[res.finished] = res.latency
         keep = (res.issue >= half) & (res.issue < setup.duration_s)
         latency[t.name] = lat[keep]
-    return PolicyRun(policy, latency, analysis)
+    return PolicyRun(policy, latency, analysis, plan)
 
 
 def percentile_rows(

@@ -31,13 +31,15 @@ from tailbound.experiments.wc_common import (
 )
 from tailbound.policies.placement import place
 from tailbound.policies.pm_placement import PriorityMeisterPolicy
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 SLOS = (0.1, 0.25, 1.0)
 
 
-def run(workloads: list[Workload], seed: int, count: int | None, k: int) -> list[dict[str, Any]]:
+def run(
+    workloads: list[TenantCurves], seed: int, count: int | None, k: int
+) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed)
     rows = []
     for slo in SLOS:

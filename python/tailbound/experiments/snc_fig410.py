@@ -11,12 +11,12 @@ policy's priorities (and, for the DNC baselines, its rate limits) enforced, and 
 its SLO when the 99.9th percentile of its replayed latencies exceeds it.
 
 Policies: ``snc-meister`` is tailbound's SNC-Meister admission, the SNC-Meister bound floored by
-each tenant's latency alone measured on its first half (:mod:`tailbound.snc.alone`);
+each tenant's latency alone measured on its first half (:mod:`tailbound.policies.floors`);
 ``snc-meister-model`` the thesis' rule (the bound only); ``dnc``, ``silo``, ``qjump`` the DNC
 baselines. Optional (``--policies``): ``snc-meister-joint``, ``snc-meister`` whose predictions are
 also floored by the latencies measured replaying the admitted tenants and the newcomer together
-on their first halves at each arrival (:mod:`tailbound.snc.joint`), so that it never admits a set
-its own decision data shows missing an SLO.
+on their first halves at each arrival (:mod:`tailbound.policies.floors`), so that it never admits
+a set its own decision data shows missing an SLO.
 
 Violators whose second half misses the SLO even alone are counted apart: no decision from the
 first half could meet them except by rejecting the tenant. The admitted set is also replayed on
@@ -53,29 +53,22 @@ from pathlib import Path
 import numpy as np
 
 from tailbound.experiments._snc_common import find_data, parser, trace_path, write_outputs
+from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
-from tailbound.snc.admission import admit_in_order
-from tailbound.snc.alone import AloneFloor, alone_latency
-from tailbound.snc.analysis import BoundFunction
-from tailbound.snc.dnc_policies import CurveCache, configurations, dnc_bound_function
-from tailbound.snc.incremental import IncrementalSnc
-from tailbound.snc.joint import JointFloor
+from tailbound.policies.admission import AdmissionPolicy, Configured, admit_in_order
+from tailbound.policies.dnc_baselines import CurveCache
+from tailbound.policies.floors import alone_latency, replayed
+from tailbound.policies.registry import build
 from tailbound.snc.mmpp import INTERVAL_NS
-from tailbound.snc.replay import Enforced, replayed_percentiles
-from tailbound.snc.tenants import (
-    FitCache,
-    TenantSet,
-    TenantSpec,
-    priorities_by_slo,
-)
+from tailbound.snc.tenants import FitCache
 from tailbound.traces import read_trace
 from tailbound.traces.stationarity import stationarity
 from tailbound.traces.trace import Trace
 
 #: ``snc-meister`` is tailbound's SNC-Meister admission: the bound floored by each tenant's
-#: measured latency alone (:mod:`tailbound.snc.alone`); ``snc-meister-model`` the thesis' (the
+#: measured latency alone (:mod:`tailbound.policies.floors`); ``snc-meister-model`` the thesis' (the
 #: bound only); ``snc-meister-joint`` also floors by the latencies measured replaying the
-#: admitted tenants and the newcomer together at each arrival (:mod:`tailbound.snc.joint`;
+#: admitted tenants and the newcomer together at each arrival (:mod:`tailbound.policies.floors`;
 #: not run by default: one replay per arrival makes an order ~10 minutes); then the DNC baselines.
 ALL_POLICIES = ("snc-meister", "snc-meister-model", "snc-meister-joint", "dnc", "silo", "qjump")
 POLICIES = tuple(p for p in ALL_POLICIES if p != "snc-meister-joint")  # the default run
@@ -91,7 +84,7 @@ TRACE_S = 600.0  # every wc62 trace is a 600 s recording (shared/data/README.md)
 class Population:
     """The tenants (SLO not yet drawn) and their trace halves, keyed by ``str(spec.trace)``."""
 
-    tenants: tuple[TenantSpec, ...]
+    tenants: tuple[Tenant, ...]
     first: dict[str, Trace]
     second: dict[str, Trace]
 
@@ -113,12 +106,12 @@ def population(
         shifted = full[index].shift_circular(shift)
         first[key], second[key] = shifted.first_half(), shifted.second_half()
         tenants.append(
-            TenantSpec(
+            Tenant(
                 name=f"w{i:03d}",
-                slo_s=1.0,
+                slo=Slo(1.0),
                 trace=Path(key),
                 client_host=f"client{i % CLIENTS:02d}",
-                server_host=f"server{rng.randrange(SERVERS)}",
+                server=f"server{rng.randrange(SERVERS)}",
             )
         )
     return Population(tuple(tenants), first, second)
@@ -146,19 +139,21 @@ def caches(pop: Population, interval_ns: int = INTERVAL_NS) -> tuple[FitCache, C
 def slo_scale(pop: Population, fits: FitCache, curves: CurveCache) -> float:
     """The SLO scale of the module docstring."""
     tset = TenantSet(pop.tenants)
-    snc = IncrementalSnc(tset, fits)
-    dnc = dnc_bound_function(tset, "dnc", curves)
+    snc = build("snc-meister", "admission", tset, fits=fits)
+    dnc = build("dnc", "admission", tset, curves=curves)
     alone = [max(snc([t])[0].latency_s, dnc([t])[0].latency_s) for t in pop.tenants]
     return float(math.ceil(float(np.percentile(alone, 90)) / BASE_SLOS_S[0]))
 
 
-def arrivals(pop: Population, order: int, seed: int, scale: float) -> list[TenantSpec]:
+def arrivals(pop: Population, order: int, seed: int, scale: float) -> list[Tenant]:
     """Order ``order``'s arrival sequence with its drawn SLOs."""
     rng = random.Random(seed * 1_000_003 + order)
     specs = list(pop.tenants)
     rng.shuffle(specs)
     return [
-        TenantSpec(t.name, rng.choice(BASE_SLOS_S) * scale, t.trace, t.client_host, t.server_host)
+        Tenant(
+            t.name, Slo(rng.choice(BASE_SLOS_S) * scale), t.trace, t.client_host, server=t.server
+        )
         for t in specs
     ]
 
@@ -169,28 +164,24 @@ def bound_function(
     fits: FitCache,
     curves: CurveCache,
     alone: dict[tuple[str, float], float],
-) -> BoundFunction:
-    """``policy``'s bound function; ``snc-meister``'s is floored by each tenant's latency alone
+) -> AdmissionPolicy:
+    """``policy``'s admission policy; ``snc-meister``'s is floored by each tenant's latency alone
     on its first half (the trace ``fits`` holds; measured once per trace, kept in ``alone`` across
-    orders)."""
-    if policy == "snc-meister":
-        return AloneFloor(IncrementalSnc(tset, fits), fits.trace, tset.link_bytes_per_s, alone)
-    if policy == "snc-meister-model":
-        return IncrementalSnc(tset, fits)
-    if policy == "snc-meister-joint":
-        floored = bound_function("snc-meister", tset, fits, curves, alone)
-        return JointFloor(floored, fits.trace, tset.link_bytes_per_s)
-    return dnc_bound_function(tset, policy, curves)
-
-
-def enforced(policy: str, bounds: BoundFunction, admitted: Sequence[TenantSpec]) -> list[Enforced]:
-    """What the policy enforces: SNC-Meister only priorities by SLO; the baselines their levels
-    and rate limits — PriorityMeister-style ``dnc`` demotes traffic above its limits (§2.2.1),
-    Silo++ and QJump++ pace it (their rate limiters shape)."""
-    if policy not in DNC_POLICIES:
-        return [Enforced(p) for p in priorities_by_slo([t.slo_s for t in admitted])]
-    mode = "demotion" if policy == "dnc" else "shaping"
-    return [Enforced(c.level, c.buckets, mode) for c in configurations(bounds, admitted)]
+    orders), ``snc-meister-joint``'s also by the tenants' latencies replayed together. What a
+    policy enforces (its ``configure``) is what the replays enforce: SNC-Meister only priorities
+    by SLO; the baselines their levels and rate limits — PriorityMeister-style ``dnc`` demotes
+    traffic above its limits (§2.2.1), Silo++ and QJump++ pace it (their rate limiters shape)."""
+    name = "snc-meister" if policy.startswith("snc-meister") else policy
+    return build(
+        name,
+        "admission",
+        tset,
+        fits=fits,
+        curves=curves,
+        alone_floor=policy in ("snc-meister", "snc-meister-joint"),
+        joint_floor=policy == "snc-meister-joint",
+        alone=alone,
+    )
 
 
 @dataclass(frozen=True)
@@ -260,13 +251,13 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
         admitted = [d.tenant for d in decisions if d.admitted]
         second = [pop.second[str(t.trace)] for t in admitted]
         volume = sum(_bytes(tr) for tr in second) / max((tr.duration for tr in second), default=1.0)
-        violators: list[TenantSpec] = []
-        alone_violators: list[TenantSpec] = []
-        first_violators: list[TenantSpec] = []
+        violators: list[Tenant] = []
+        alone_violators: list[Tenant] = []
+        first_violators: list[Tenant] = []
         worst = math.nan
         if replay_it and admitted:
-            rules = enforced(policy, bounds, admitted)
-            ratios = _slo_ratios(admitted, second, rules)
+            rules = bounds.configure(admitted)
+            ratios = _slo_ratios(admitted, second, rules, bounds.mode)
             worst = max(ratios)
             violators = [t for t, r in zip(admitted, ratios, strict=True) if r > 1.0]
             alone_violators = [
@@ -275,7 +266,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
                 if alone_latency(t, pop.second[str(t.trace)], tset.link_bytes_per_s) > t.slo_s
             ]
             first = [pop.first[str(t.trace)] for t in admitted]
-            first_ratios = _slo_ratios(admitted, first, rules)
+            first_ratios = _slo_ratios(admitted, first, rules, bounds.mode)
             first_violators = [t for t, r in zip(admitted, first_ratios, strict=True) if r > 1.0]
         out.append(
             OrderResult(
@@ -295,7 +286,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
     return out
 
 
-def _labels(tenants: Sequence[TenantSpec]) -> tuple[str, ...]:
+def _labels(tenants: Sequence[Tenant]) -> tuple[str, ...]:
     """``name/trace`` of each tenant (the stem of its wc62 trace file)."""
     return tuple(f"{t.name}/{Path(str(t.trace).split('@')[0]).stem}" for t in tenants)
 
@@ -325,11 +316,11 @@ def violator_lines(results: Sequence[OrderResult], policies: Sequence[str], most
 
 
 def _slo_ratios(
-    admitted: Sequence[TenantSpec], traces: Sequence[Trace], rules: Sequence[Enforced]
+    admitted: Sequence[Tenant], traces: Sequence[Trace], rules: Sequence[Configured], mode: str
 ) -> list[float]:
-    """Each admitted tenant's latency at its percentile, ``traces`` replayed under ``rules``,
-    divided by its SLO."""
-    measured = replayed_percentiles(admitted, traces, rules)
+    """Each admitted tenant's latency at its percentile, ``traces`` replayed under ``rules`` with
+    rate limiters in ``mode``, divided by its SLO."""
+    measured = replayed(admitted, traces, rules, mode=mode)
     return [m / t.slo_s for m, t in zip(measured, admitted, strict=True)]
 
 
@@ -509,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for o in sorted({r.order for r in results})
     ]
-    from tailbound.snc.io import markdown_table
+    from tailbound.tables import markdown_table
 
     extra = (
         "\nAdmitted tenants per order:\n\n"

@@ -22,9 +22,10 @@ from tailbound.experiments._snc_common import (
     tenant_set,
     write_outputs,
 )
+from tailbound.model import Slo
 from tailbound.snc.analysis import snc_bound_function
-from tailbound.snc.io import fmt_ms
 from tailbound.snc.tenants import FitCache
+from tailbound.tables import fmt_ms
 
 NINES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15)
 SLOS = (0.01, 0.02, 0.05, 0.1)
@@ -38,7 +39,7 @@ def run(data: Path) -> list[dict[str, float]]:
     cache = FitCache()
     results = []
     for k in NINES:
-        specs = [dataclasses.replace(t, percentile=1 - 10.0**-k) for t in base]
+        specs = [dataclasses.replace(t, slo=Slo(t.slo_s, 1 - 10.0**-k)) for t in base]
         start = time.perf_counter()
         bounds = snc_bound_function(tenant_set(specs, 125e6), "snc-meister", cache)(specs)
         seconds = time.perf_counter() - start

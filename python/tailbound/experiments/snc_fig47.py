@@ -31,16 +31,15 @@ from tailbound.experiments._snc_common import (
     tenant_set,
     write_outputs,
 )
-from tailbound.snc.io import fmt_ms
+from tailbound.model import Tenant, TenantSet
 from tailbound.snc.network import ANALYSIS_FUNCTIONS
 from tailbound.snc.tenants import (
     FitCache,
-    TenantSet,
-    TenantSpec,
     build_network,
     read_requests,
     work,
 )
+from tailbound.tables import fmt_ms
 
 LINK = 62.5e6  # bytes/s (500 Mb/s)
 ANALYSES = ("snc-convolution", "snc-hop-by-hop", "snc-meister")
@@ -48,7 +47,7 @@ CURVES = (*ANALYSES, "dnc")
 
 
 def request_work(
-    cache: FitCache, spec: TenantSpec, tset: TenantSet
+    cache: FitCache, spec: Tenant, tset: TenantSet
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(arrival times in s, request-message bytes) of a tenant's trace."""
     if str(spec.trace) not in cache.requests:

@@ -26,9 +26,10 @@ from tailbound.experiments._snc_common import (
     trace_path,
     write_outputs,
 )
-from tailbound.snc.io import fmt_ms
+from tailbound.model import TenantSet
 from tailbound.snc.network import snc_meister
-from tailbound.snc.tenants import FitCache, TenantSet, build_network, read_requests, work
+from tailbound.snc.tenants import FitCache, build_network, read_requests, work
+from tailbound.tables import fmt_ms
 
 LINK = 125e6  # bytes/s (1 Gb/s)
 TRACE = 12

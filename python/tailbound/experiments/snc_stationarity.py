@@ -5,11 +5,11 @@ For each wc62 trace this writes the ADF and KPSS p-values of its per-second requ
 bytes and whether it passes (:mod:`tailbound.traces.stationarity`, 5%), next to what decides the
 Fig. 4.10 violations that no admission decision can prevent: how much the trace's 99.9th
 percentile latency *alone* on the network changes from one 300 s stretch to another. The trace is
-replayed once alone through its four 125 MB/s links (as :func:`tailbound.snc.alone.alone_latency`
-does), and its requests' latencies are grouped by circular 300 s windows starting every
-``--step-s`` seconds — the halves a circularly shifted copy of the trace is decided on and replayed
-in Fig. 4.10 (up to the queue carried into a window, which the copy's own replay starts
-without).
+replayed once alone through its four 125 MB/s links (as
+:func:`tailbound.policies.floors.alone_latency` does), and its requests' latencies are grouped by
+circular 300 s windows starting every ``--step-s`` seconds — the halves a circularly shifted copy
+of the trace is decided on and replayed in Fig. 4.10 (up to the queue carried into a window,
+which the copy's own replay starts without).
 
 Run: ``python -m tailbound.experiments.snc_stationarity --out out/experiments`` (about 10 s).
 """
@@ -25,10 +25,11 @@ from numpy.typing import NDArray
 
 from tailbound.experiments._snc_common import find_data, parser, trace_path, write_outputs
 from tailbound.experiments.snc_fig410 import TRACE_S, TRACES
+from tailbound.model import Slo, Tenant
 from tailbound.plotting import save_figure
+from tailbound.policies.admission import Configured
+from tailbound.policies.floors import replay
 from tailbound.sim.results import percentile
-from tailbound.snc.replay import Enforced, replay
-from tailbound.snc.tenants import TenantSpec
 from tailbound.traces import read_trace
 from tailbound.traces.stationarity import Stationarity, stationarity
 
@@ -77,8 +78,10 @@ class TraceReport:
 def report(data: Path, index: int, step_s: float) -> TraceReport:
     """wc62 trace ``index``'s tests and window latencies alone (module docstring)."""
     trace = read_trace(trace_path(data, index), duration_s=TRACE_S)
-    spec = TenantSpec("alone", 1.0, Path(trace.name), "client", "server", percentile=PERCENTILE)
-    latencies = replay([spec], [trace], [Enforced(0)])[spec.name]
+    spec = Tenant(
+        "alone", Slo(1.0, PERCENTILE), Path(trace.name), client_host="client", server="server"
+    )
+    latencies = replay([spec], [trace], [Configured(0)])[spec.name]
     windows = window_percentiles(trace.time, latencies, TRACE_S, WINDOW_S, step_s)
     return TraceReport(
         index,

@@ -30,12 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.experiments._snc_common import find_data
+from tailbound.model import DEFAULT_LINK_BYTES_PER_S as LINK_BYTES_PER_S
 from tailbound.profiles.tokens import MessageSizes
 from tailbound.snc.bounds import ConstantService
-from tailbound.snc.io import markdown_table
 from tailbound.snc.latency import latency_bound
 from tailbound.snc.mmpp import MmppArrival, fit_mmpp
-from tailbound.snc.tenants import LINK_BYTES_PER_S, requests_of
+from tailbound.snc.tenants import requests_of
+from tailbound.tables import markdown_table
 from tailbound.traces.trace import Trace
 
 INTERVALS_NS = (1_000_000_000, 100_000_000, 10_000_000)

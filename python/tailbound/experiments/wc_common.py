@@ -19,11 +19,11 @@ import numpy as np
 from tailbound.atomic import atomic_path, write_text_atomic
 from tailbound.characterize import RbCurve
 from tailbound.errors import ConfigError
+from tailbound.model import Cluster, Server, Slo, load_cluster, load_tenants
 from tailbound.plotting import save_figure
-from tailbound.policies.inputs import ClusterConfig, ServerConfig, load_cluster, load_tenants
 from tailbound.policies.server import Placed, check
 from tailbound.policies.wc_lp import solve
-from tailbound.policies.workload import Workload, characterize_all
+from tailbound.policies.workload import TenantCurves, characterize_all
 from tailbound.profiles import SsdProfile
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.readers import read_trace
@@ -55,29 +55,29 @@ def find_wc62(explicit: Path | None = None) -> Path:
     raise ConfigError(None, "cannot find shared/data/wc62: pass --data or set TAILBOUND_DATA")
 
 
-def server_cluster(devices: int = 1, servers: int = 1, bandwidth: float = 125e6) -> ClusterConfig:
+def server_cluster(devices: int = 1, servers: int = 1, bandwidth: float = 125e6) -> Cluster:
     """A cluster of identical servers (placement grows it as needed)."""
-    return ClusterConfig(
+    return Cluster(
         bandwidth,
         tuple(
-            ServerConfig(f"server{i:03d}", tuple(f"ssd{d}" for d in range(devices)))
+            Server(f"server{i:03d}", tuple(f"ssd{d}" for d in range(devices)))
             for i in range(servers)
         ),
     )
 
 
-def load_wc62(data: Path, cache: Path | None) -> tuple[list[Workload], ClusterConfig]:
+def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Cluster]:
     """The 62 workloads with their SLOs from tenants.json, curves cached in ``cache``."""
-    configs = load_tenants(data / "tenants.json")
+    configs = load_tenants(data / "tenants.json").tenants
     cluster = load_cluster(data / "cluster.json")
     stamp = [[c.name, c.trace.stat().st_size] for c in configs]
     if cache is not None and cache.is_file():
         doc = json.loads(cache.read_text())
         if doc.get("stamp") == stamp:
             return [
-                Workload(
+                TenantCurves(
                     c.name,
-                    c.slo_s,
+                    c.slo,
                     {
                         Stage(s): RbCurve(np.array(v[0]), np.array(v[1]), v[2], Stage(s), c.name)
                         for s, v in doc["curves"][c.name].items()
@@ -89,7 +89,7 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[Workload], ClusterCo
         configs,
         lambda c: read_trace(c.trace),
         profile=SsdProfile.load(data / "profile_ssd.json"),
-        link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+        link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
     )
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +108,7 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[Workload], ClusterCo
     return workloads, cluster
 
 
-def fits_alone(workload: Workload) -> bool:
+def fits_alone(workload: TenantCurves) -> bool:
     """Whether the workload meets its SLO on a server of its own (thesis §5.4.1: only such
     workloads are used)."""
     placed = [Placed(workload)]
@@ -117,17 +117,17 @@ def fits_alone(workload: Workload) -> bool:
 
 
 def resample(
-    pool: Sequence[Workload],
+    pool: Sequence[TenantCurves],
     count: int,
     rng: np.random.Generator,
     *,
     slos: Sequence[float] | None = None,
     scale: tuple[float, float] = (1.0, 1.0),
-) -> list[Workload]:
+) -> list[TenantCurves]:
     """``count`` synthetic workloads: each a random pool member, its curves scaled by a random
     factor in ``scale`` (more or less work, same shape), with a random SLO from ``slos`` (or its
     own), kept only if it meets that SLO alone."""
-    out: list[Workload] = []
+    out: list[TenantCurves] = []
     attempts = 0
     while len(out) < count:
         attempts += 1
@@ -139,7 +139,7 @@ def resample(
         curves = (
             {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
         )
-        w = Workload(f"{base.name}#{len(out)}", slo, curves)
+        w = TenantCurves(f"{base.name}#{len(out)}", Slo(slo, base.slo.percentile), curves)
         if fits_alone(w):
             out.append(w)
     return out
@@ -179,7 +179,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def setup(args: argparse.Namespace) -> tuple[list[Workload], ClusterConfig]:
+def setup(args: argparse.Namespace) -> tuple[list[TenantCurves], Cluster]:
     """Load the wc62 workloads for an experiment's arguments."""
     import matplotlib
 

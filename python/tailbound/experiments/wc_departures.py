@@ -27,13 +27,13 @@ from tailbound.experiments.wc_common import (
     setup,
     write_table,
 )
-from tailbound.policies.inputs import Event, load_events
+from tailbound.policies.events import Event, load_events
 from tailbound.policies.placement import place
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 
-def run(workloads: Sequence[Workload], events: Sequence[Event]) -> list[dict[str, object]]:
+def run(workloads: Sequence[TenantCurves], events: Sequence[Event]) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     wc_peak = wc_final = 1
     for policy in POLICIES:

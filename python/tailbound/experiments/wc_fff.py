@@ -30,12 +30,12 @@ from tailbound.experiments.wc_common import (
     write_table,
 )
 from tailbound.policies.placement import place
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 
 def run(
-    workloads: Sequence[Workload], sizes: Sequence[int], first_fit_max: int, seed: int
+    workloads: Sequence[TenantCurves], sizes: Sequence[int], first_fit_max: int, seed: int
 ) -> list[dict[str, object]]:
     rng = np.random.default_rng(seed)
     everything = resample(workloads, max(sizes), rng, slos=FIG54_SLOS, scale=(0.8, 1.2))

@@ -35,11 +35,11 @@ from tailbound.experiments.wc_common import (
 )
 from tailbound.policies.placement import place
 from tailbound.policies.server import Placed
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 
-def fits_alone_everywhere(workload: Workload) -> bool:
+def fits_alone_everywhere(workload: TenantCurves) -> bool:
     """Meets its SLO alone under WorkloadCompactor and under every baseline."""
     return fits_alone(workload) and all(
         make_policy(p).configure([Placed(workload)], 1) is not None for p in POLICIES[1:]
@@ -47,11 +47,11 @@ def fits_alone_everywhere(workload: Workload) -> bool:
 
 
 def run(
-    workloads: Sequence[Workload], seed: int, count: int | None = None
+    workloads: Sequence[TenantCurves], seed: int, count: int | None = None
 ) -> list[dict[str, object]]:
     rng = np.random.default_rng(seed)
     rows: list[dict[str, object]] = []
-    scenarios: list[tuple[str, list[Workload]]] = []
+    scenarios: list[tuple[str, list[TenantCurves]]] = []
     for slo in FIG54_SLOS:
         pool = [w.with_slo(slo) for w in workloads]
         scenarios.append((f"same SLO {slo * 1000:.0f} ms", pool))

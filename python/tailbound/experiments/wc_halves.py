@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from tailbound.experiments.wc_common import find_wc62, parser, save_plot, write_table
-from tailbound.policies.inputs import load_cluster, load_tenants
+from tailbound.model import load_cluster, load_tenants
 from tailbound.policies.placement import place
 from tailbound.policies.workload import characterize_all
 from tailbound.policies.workloadcompactor import make_policy, to_plan
@@ -35,7 +35,7 @@ def run(data: object, margin: float, mode: str = "demotion") -> Verification:
     from pathlib import Path
 
     data = Path(str(data))
-    configs = load_tenants(data / "tenants.json")
+    configs = load_tenants(data / "tenants.json").tenants
     cluster = load_cluster(data / "cluster.json")
     profile = SsdProfile.load(data / "profile_ssd.json")
     traces = {c.name: read_trace(c.trace, duration_s=WC62_DURATION_S) for c in configs}
@@ -43,7 +43,7 @@ def run(data: object, margin: float, mode: str = "demotion") -> Verification:
         configs,
         lambda c: traces[c.name].first_half(),
         profile=profile,
-        link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+        link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
         safety_margin=margin,
     )
     result = place(workloads, cluster, make_policy("workloadcompactor"))
@@ -52,7 +52,7 @@ def run(data: object, margin: float, mode: str = "demotion") -> Verification:
         plan,
         {t.name: traces[t.name].second_half() for t in plan.tenants},
         profile=data / "profile_ssd.json",
-        link_bandwidth_bytes_per_s=cluster.link_bandwidth_bytes_per_s,
+        link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
         mode=mode,
     )
 
@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         {
             "tenant": c.name,
             "server": v.plan.tenant(c.name).server,
-            "slo_ms": 1e3 * c.slo_s,
+            "slo_ms": 1e3 * c.slo.latency_s,
             "bound_ms": 1e3 * c.bound_s,
             "p999_ms": 1e3 * c.achieved_s,
             "max_ms": 1e3 * c.max_s,
@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     fig, ax = plt.subplots(figsize=(12, 4))
     x = range(len(v.checks))
     ax.bar(x, [1e3 * c.achieved_s for c in v.checks], label="achieved 99.9th percentile")
-    ax.scatter(x, [1e3 * c.slo_s for c in v.checks], marker="_", s=120, color="k", label="SLO")
+    ax.scatter(
+        x, [1e3 * c.slo.latency_s for c in v.checks], marker="_", s=120, color="k", label="SLO"
+    )
     ax.set_yscale("log")
     ax.set_xlabel("tenant")
     ax.set_ylabel("latency (ms)")

@@ -27,11 +27,11 @@ from tailbound.experiments.wc_common import (
     write_table,
 )
 from tailbound.policies.placement import place
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 
-def run(workloads: Sequence[Workload], count: int, seed: int) -> list[dict[str, object]]:
+def run(workloads: Sequence[TenantCurves], count: int, seed: int) -> list[dict[str, object]]:
     rng = np.random.default_rng(seed)
     chosen = resample(workloads, count, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
     rows: list[dict[str, object]] = []

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from tailbound.characterize import RbCurve
 from tailbound.policies.server import RATE_CAP, arrival_points
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 Limits = tuple[NDArray[np.float64], NDArray[np.float64]]  # (rate[3], bucket[3])
@@ -45,7 +45,7 @@ def effective_bandwidth_rate(curve: RbCurve, delay_s: float) -> float:
     return float(max(tail, float(np.max(ys / (xs + delay_s)))))
 
 
-def effective_bandwidth(workload: Workload, steps: int = 400) -> Limits | None:
+def effective_bandwidth(workload: TenantCurves, steps: int = 400) -> Limits | None:
     """``b = 0`` at every stage; the SLO is split between the three shapers to minimise the sum
     of rates (marginal-gain greedy over ``steps`` equal slices of the SLO). ``None`` if no rate
     within the cap meets the SLO."""
@@ -69,7 +69,7 @@ def effective_bandwidth(workload: Workload, steps: int = 400) -> Limits | None:
     return rates, np.zeros(3)
 
 
-def average_rate(workload: Workload, k: float) -> Limits | None:
+def average_rate(workload: TenantCurves, k: float) -> Limits | None:
     """``r = k ×`` mean (capped at 0.999), ``b = b(r)`` from the r-b curve."""
     rates = np.array([min(k * workload.mean(s), RATE_CAP) for s in STORAGE_PATH])
     rates = np.maximum(rates, [workload.curves[s].rates[0] for s in STORAGE_PATH])
@@ -81,7 +81,7 @@ def average_rate(workload: Workload, k: float) -> Limits | None:
     return rates, buckets
 
 
-def knee(workload: Workload) -> Limits | None:
+def knee(workload: TenantCurves) -> Limits | None:
     """The point of each stage's r-b curve (vertices and the capped end) minimising ``r + b``."""
     rates, buckets = np.zeros(3), np.zeros(3)
     for s, stage in enumerate(STORAGE_PATH):
@@ -101,7 +101,7 @@ class Baseline:
     its SLO even alone)."""
 
     name: str
-    choose: Callable[[Workload], Limits | None]
+    choose: Callable[[TenantCurves], Limits | None]
 
 
 def baseline(name: str) -> Baseline:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from tailbound.policies.certificates import KEEP, MARGIN, Certificate, region_vertices
 from tailbound.policies.server import Placed
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 
 _T = TypeVar("_T", bound=np.generic)
 
@@ -112,7 +112,7 @@ class CertificateStore:
         return np.any(bound > MARGIN * self.scale[servers], axis=1)
 
     def _bounds(
-        self, w: Workload, device: int, servers: NDArray[np.int64], *, every: bool
+        self, w: TenantCurves, device: int, servers: NDArray[np.int64], *, every: bool
     ) -> NDArray[np.float64]:
         """``L(y)`` of each certificate of ``servers`` with ``w`` on ``device``: ``(C, KEEP)``;
         ``-inf`` for empty slots and (unless ``every``) certificates that do not apply."""

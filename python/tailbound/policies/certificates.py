@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 #: Margin on ``L(y) > 0``, relative to the sum of the magnitudes of its terms and of ``y``: far
@@ -51,7 +51,9 @@ _K = 16
 
 
 @lru_cache(maxsize=65536)
-def region_vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+def region_vertices(
+    workload: TenantCurves,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """Lower-left vertices of the tenant's region at each stage, where ``c r + d b`` with
     ``c, d >= 0`` is smallest: the r-b curve between ``r_lo`` (the larger of its first rate and
     the rate where its bucket falls to ``SLO' = 0.999 SLO``) and ``r = 0.999``. Rates and
@@ -62,7 +64,8 @@ def region_vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np
     --------
     >>> from tailbound.characterize import RbCurve
     >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.4, 0.1, 0.0]), 0.1)
-    >>> w = Workload("w", 0.2 / SLO_SCALE, {s: c for s in STORAGE_PATH})
+    >>> from tailbound.model import Slo
+    >>> w = TenantCurves("w", Slo(0.2 / SLO_SCALE), {s: c for s in STORAGE_PATH})
     >>> r, b = region_vertices(w)  # b <= 0.2 from r = 0.4 on; the last point is at r = 0.999
     >>> r[0, :3].round(4).tolist(), b[0, :3].round(4).tolist()
     ([0.3667, 0.5, 0.999], [0.2, 0.1, 0.0002])
@@ -91,7 +94,7 @@ def region_vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np
     return pad_edge(rs, k), pad_edge(bs, k)
 
 
-def region_min(workload: Workload, c: NDArray[np.float64], d: NDArray[np.float64]) -> float:
+def region_min(workload: TenantCurves, c: NDArray[np.float64], d: NDArray[np.float64]) -> float:
     """``Σ_s min_{region_s} (c_s r + d_s b)`` for ``c, d >= 0`` of shape ``(3,)``."""
     verts = region_vertices(workload)
     if verts is None:
@@ -100,7 +103,7 @@ def region_min(workload: Workload, c: NDArray[np.float64], d: NDArray[np.float64
     return float((c[:, None] * rates + d[:, None] * buckets).min(axis=1).sum())
 
 
-def _regions_min(workloads: Sequence[Workload], cd: NDArray[np.float64]) -> list[float]:
+def _regions_min(workloads: Sequence[TenantCurves], cd: NDArray[np.float64]) -> list[float]:
     """:func:`region_min` of each workload with ``c = cd[j, :, 0]``, ``d = cd[j, :, 1]``, in one
     numpy pass when the vertex arrays share their shape (the same floats)."""
     verts = [region_vertices(w) for w in workloads]
@@ -145,7 +148,7 @@ class Certificate:
         d = (self.eq57[:, None] * inside).sum(axis=0)
         return c, d
 
-    def bound(self, workload: Workload, device: int) -> float:
+    def bound(self, workload: TenantCurves, device: int) -> float:
         """``L(y)`` of the LP with ``workload`` added on ``device`` (``-inf`` if this
         certificate does not apply to it)."""
         if self.only is not None and self.only != (workload.slo_s, device):
@@ -153,7 +156,7 @@ class Certificate:
         c, d = self.coefficients(workload.slo_s, device)
         return self.constant + region_min(workload, c, d)
 
-    def proves(self, workload: Workload, device: int) -> bool:
+    def proves(self, workload: TenantCurves, device: int) -> bool:
         """Does this certificate prove the LP with ``workload`` added on ``device`` infeasible?"""
         return bool(self.bound(workload, device) > MARGIN * self.scale)
 

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed
 from tailbound.policies.wc_lp import _vertices
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 
 #: Distinct SLOs beyond which the screen switches off (its arrays grow with the level count).
 MAX_LEVELS = 64
@@ -55,11 +55,11 @@ _T = TypeVar("_T", bound=np.generic)
 
 
 #: Cached ``h`` per (tenant, level), oldest dropped first beyond :data:`_CACHE_SIZE`.
-_terms: dict[tuple[Workload, float], NDArray[np.float64]] = {}
+_terms: dict[tuple[TenantCurves, float], NDArray[np.float64]] = {}
 _CACHE_SIZE = 262144
 
 
-def tenant_terms_at(workload: Workload, levels: NDArray[np.float64]) -> NDArray[np.float64]:
+def tenant_terms_at(workload: TenantCurves, levels: NDArray[np.float64]) -> NDArray[np.float64]:
     """``h_js(p)`` of a tenant at each level ``p`` in ``levels``, for each stage and ``(w, λ)``:
     shape ``(len(levels), 3, W·L)`` (the tenant counts as higher when its SLO is below ``p``;
     same arithmetic as the per-server screen). Computed in one pass for the levels not cached
@@ -86,7 +86,7 @@ def tenant_terms_at(workload: Workload, levels: NDArray[np.float64]) -> NDArray[
     return np.stack([_terms[(workload, float(x))] for x in levels])
 
 
-def _means(workload: Workload) -> NDArray[np.float64]:
+def _means(workload: TenantCurves) -> NDArray[np.float64]:
     return _vertices(workload)[0][:, 0]
 
 
@@ -167,7 +167,7 @@ class ClusterScreen:
 
     # ------------------------------------------------------------------ the test
     def infeasible(
-        self, workload: Workload, device: int, servers: NDArray[np.int64]
+        self, workload: TenantCurves, device: int, servers: NDArray[np.int64]
     ) -> NDArray[np.bool_]:
         """For each server in ``servers``: does the screen prove that ``workload`` on ``device``
         makes that server's LP infeasible? (All ``False`` when the screen is off.)"""

@@ -30,14 +30,16 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.model import Cluster
+from tailbound.model import Server as ServerConfig
 from tailbound.policies import wc_lp
 from tailbound.policies.baselines import Baseline, Limits
 from tailbound.policies.certificate_store import CertificateStore
 from tailbound.policies.certificates import Certificate
 from tailbound.policies.cluster_screen import ClusterScreen
-from tailbound.policies.inputs import ClusterConfig, Event, ServerConfig
+from tailbound.policies.events import Event
 from tailbound.policies.server import RATE_CAP, Placed, check, latency_bounds
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 #: Candidate servers screened at once, at first (then twice as many each time): first-fit
@@ -46,7 +48,14 @@ CHUNK = 64
 
 
 class Policy(Protocol):
-    """Configures the tenants of one server, or says they do not fit together."""
+    """A placement policy: configures the tenants of one server, or says they do not fit
+    together.
+
+    Optional capabilities the placer uses when a policy offers them (WorkloadCompactor's): a true
+    ``screen`` says ``configure`` solves the server LP of :mod:`tailbound.policies.wc_lp`, so the
+    cluster screen may skip servers where that LP is provably infeasible; a true ``certify`` says
+    an infeasible ``configure`` leaves its infeasibility certificates in ``certificates``.
+    """
 
     @property
     def name(self) -> str:
@@ -103,7 +112,7 @@ class FixedPolicy:
     def name(self) -> str:
         return self.baseline.name
 
-    def limits(self, workload: Workload) -> Limits | None:
+    def limits(self, workload: TenantCurves) -> Limits | None:
         key = id(workload)
         if key not in self._cache:
             self._cache[key] = self.baseline.choose(workload)
@@ -123,7 +132,7 @@ class FixedPolicy:
 
 
 @dataclass
-class Server:
+class ServerState:
     """A server's tenants and their current limits."""
 
     config: ServerConfig
@@ -145,7 +154,7 @@ class PlacementResult:
     """Where every tenant went: the servers (in cluster order), who could not be placed, the
     peak number of servers in use, and how much work it took."""
 
-    servers: list[Server]
+    servers: list[ServerState]
     rejected: list[str]
     peak_servers: int
     configure_calls: int
@@ -176,7 +185,7 @@ class Placer:
 
     def __init__(
         self,
-        cluster: ClusterConfig,
+        cluster: Cluster,
         policy: Policy,
         *,
         fast_first_fit: bool = False,
@@ -187,22 +196,23 @@ class Placer:
         self.policy = policy
         self.fast_first_fit = fast_first_fit
         self.grow = grow
-        self.servers = [Server(c) for c in cluster.servers]
+        self.servers = [ServerState(c) for c in cluster.servers]
         self.max_devices = max(len(c.devices) for c in cluster.servers)
         # configured rate sums per server: [net_in, net_out, storage_0..]; NaN for absent devices
         self.sums = np.full((len(self.servers), 2 + self.max_devices), np.nan)
         for i, s in enumerate(self.servers):
             self.sums[i, : 2 + s.devices] = 0.0
-        # the LP screen over all servers at once: only for the LP policy with its screen on
+        # the LP screen over all servers at once: only for a policy whose configure solves the
+        # server LP and says so (``screen``: WorkloadCompactor's)
         self.screen: ClusterScreen | None = None
-        if cluster_screen and isinstance(policy, WorkloadCompactorPolicy) and policy.screen:
+        if cluster_screen and getattr(policy, "screen", False):
             self.screen = ClusterScreen(self.max_devices)
             for s in self.servers:
                 self.screen.add_server(s.devices)
-        # kept infeasibility certificates: only for the LP policy when it makes them (one switch,
-        # the policy's ``certify``)
+        # kept infeasibility certificates: only for a policy that makes them (one switch, the
+        # policy's ``certify``; it leaves them in its ``certificates``)
         self.certificates: CertificateStore | None = None
-        if isinstance(policy, WorkloadCompactorPolicy) and policy.certify:
+        if getattr(policy, "certify", False):
             self.certificates = CertificateStore(self.max_devices)
             for _ in self.servers:
                 self.certificates.add_server()
@@ -218,7 +228,7 @@ class Placer:
     def _add_server(self) -> None:
         template = self.cluster.servers[-1]
         config = ServerConfig(f"server{len(self.servers):03d}", template.devices)
-        self.servers.append(Server(config))
+        self.servers.append(ServerState(config))
         row = np.full((1, self.sums.shape[1]), np.nan)
         row[0, : 2 + len(template.devices)] = 0.0
         self.sums = np.vstack([self.sums, row])
@@ -242,7 +252,7 @@ class Placer:
         self.in_use += bool(s.tenants) - was_in_use
         self.peak = max(self.peak, self.in_use)
 
-    def _candidates(self, workload: Workload) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    def _candidates(self, workload: TenantCurves) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(server, device) pairs in first-fit order, filtered by fast-first-fit: servers and
         devices."""
         n, d = len(self.servers), self.max_devices
@@ -259,7 +269,7 @@ class Placer:
         return servers.astype(np.int64), devices.astype(np.int64)
 
     def _screen(
-        self, workload: Workload, servers: NDArray[np.int64], devices: NDArray[np.int64]
+        self, workload: TenantCurves, servers: NDArray[np.int64], devices: NDArray[np.int64]
     ) -> list[tuple[int, int]]:
         """Drop the (server, device) pairs where the cluster screen or a kept certificate proves
         the LP infeasible (exact, so first-fit still finds the same server)."""
@@ -278,7 +288,7 @@ class Placer:
         return list(zip(servers[keep].tolist(), devices[keep].tolist(), strict=True))
 
     # ------------------------------------------------------------------ events
-    def add(self, workload: Workload) -> int | None:
+    def add(self, workload: TenantCurves) -> int | None:
         """Place ``workload`` on the first (server, device) where it fits; its server index."""
         if workload.name in self.where:
             raise ValueError(f"tenant {workload.name!r} is already placed")
@@ -303,7 +313,7 @@ class Placer:
             first = len(self.servers)
             self._add_server()
 
-    def _try(self, workload: Workload, i: int, device: int) -> bool:
+    def _try(self, workload: TenantCurves, i: int, device: int) -> bool:
         """Configure server ``i`` with ``workload`` on ``device``; place it there if it fits."""
         server = self.servers[i]
         tenants = [*server.tenants, Placed(workload, device)]
@@ -313,8 +323,8 @@ class Placer:
         newcomer = None if screened else len(tenants) - 1
         limits = self.policy.configure(tenants, server.devices, newcomer)
         if limits is None:
-            if self.certificates is not None and isinstance(self.policy, WorkloadCompactorPolicy):
-                self.certificates.add(i, self.policy.certificates)
+            if self.certificates is not None:
+                self.certificates.add(i, self.policy.certificates)  # type: ignore[attr-defined]
             return False
         was_in_use = bool(server.tenants)
         server.tenants = tenants
@@ -354,8 +364,8 @@ class Placer:
 
 
 def place(
-    workloads: Sequence[Workload],
-    cluster: ClusterConfig,
+    workloads: Sequence[TenantCurves],
+    cluster: Cluster,
     policy: Policy,
     *,
     fast_first_fit: bool = False,

@@ -19,7 +19,7 @@ import numpy as np
 from tailbound.policies.placement import Limits
 from tailbound.policies.prioritymeister import PmTenant, prioritize, rate_limits
 from tailbound.policies.server import Placed
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH, Stage
 
 
@@ -32,7 +32,7 @@ def server_tenant(placed: Placed, name: str, k: int) -> PmTenant:
         Stage.NET_OUT: ("net_out",),
     }
     buckets = {s: rate_limits(w.curves[s], k) for s in STORAGE_PATH}
-    return PmTenant(name, w.slo_s, queues, buckets, {}, w.percentile)
+    return PmTenant(name, w.slo_s, queues, buckets, {})
 
 
 @dataclass
@@ -47,13 +47,13 @@ class PriorityMeisterPolicy:
         key = id(placed.workload)
         if key not in self._buckets:
             self._buckets[key] = dict(server_tenant(placed, "", self.k).buckets)
-        w: Workload = placed.workload
+        w: TenantCurves = placed.workload
         queues = {
             Stage.NET_IN: ("net_in",),
             Stage.STORAGE: (f"storage{placed.device}",),
             Stage.NET_OUT: ("net_out",),
         }
-        return PmTenant(f"{i}:{w.name}", w.slo_s, queues, self._buckets[key], {}, w.percentile)
+        return PmTenant(f"{i}:{w.name}", w.slo_s, queues, self._buckets[key], {})
 
     def configure(
         self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None

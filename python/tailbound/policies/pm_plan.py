@@ -2,18 +2,27 @@
 buckets from its trace, run the prioritizer (or bySLO) on every group of tenants that share a
 queue, and write priorities, every bucket and the bounds back into a plan.
 
-Queue names follow :func:`tailbound.sim.plan.scenario_from_plan` (``<client>.egress``,
+Queue names are the plan's own (:func:`tailbound.plan.stage_queues`: ``<client>.egress``,
 ``<server>.ingress``, ``<server>.<device>``, ``<server>.egress``, ``<client>.ingress``), so the
-analysis and the replay describe the same system.
+analysis, the replay and the enforcers describe the same system. The plan enforces PriorityMeister's
+buckets in demotion mode (thesis §2.2.1: traffic over its limits goes on below every level).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tailbound.characterize import rb_curve
-from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.plan import (
+    PRIORITY_LEVELS,
+    Bound,
+    Discipline,
+    Plan,
+    StageLimit,
+    TenantPlan,
+    stage_queues,
+)
 from tailbound.policies.prioritymeister import (
     PmTenant,
     Prioritized,
@@ -22,9 +31,11 @@ from tailbound.policies.prioritymeister import (
     rate_limits,
 )
 from tailbound.profiles import SsdProfile, stage_model
-from tailbound.sim.plan import client_name, device_name
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.trace import Trace
+
+#: The analysis behind the bounds: the LP of thesis §3.2.3 (:mod:`tailbound.dnc.lp`), worst case.
+ANALYSIS = "pm-lp"
 
 
 def plan_tenant(
@@ -38,12 +49,7 @@ def plan_tenant(
 ) -> PmTenant:
     """``tenant`` as PriorityMeister sees it: the plan's queues, ``k`` buckets per stage from its
     trace's r-b curve, its largest request per stage (one packet on a link)."""
-    client, server = client_name(tenant), tenant.server
-    queues = {
-        Stage.NET_IN: (f"{client}.egress", f"{server}.ingress"),
-        Stage.STORAGE: (device_name(tenant),),
-        Stage.NET_OUT: (f"{server}.egress", f"{client}.ingress"),
-    }
+    queues = stage_queues(tenant)
     buckets: dict[Stage, tuple[tuple[float, float], ...]] = {}
     biggest: dict[Stage, float] = {}
     for stage in STORAGE_PATH:
@@ -55,7 +61,7 @@ def plan_tenant(
             biggest[stage] = float(model.tokens(trace).max())
         else:
             biggest[stage] = mtu_bytes / link_bandwidth_bytes_per_s
-    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest, tenant.percentile)
+    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest)
 
 
 def groups(tenants: Sequence[PmTenant]) -> list[list[PmTenant]]:
@@ -83,14 +89,26 @@ def groups(tenants: Sequence[PmTenant]) -> list[list[PmTenant]]:
     return list(out.values())
 
 
-def prioritize_all(tenants: Sequence[PmTenant], policy: str = "prioritymeister") -> Prioritized:
+def prioritizer(name: str) -> Callable[..., Prioritized]:
+    """The prioritization policy ``name`` (the registry's factory): ``prioritymeister`` (the
+    prioritizer of thesis §3.2.2) or ``byslo`` (§3.3.1)."""
+    if name == "prioritymeister":
+        return prioritize
+    if name == "byslo":
+        return by_slo
+    raise ValueError(f"unknown prioritization policy {name!r} (known: prioritymeister, byslo)")
+
+
+def prioritize_all(
+    tenants: Sequence[PmTenant], policy: str = "prioritymeister", levels: int = PRIORITY_LEVELS
+) -> Prioritized:
     """The prioritizer (or ``"byslo"``) on each group of :func:`groups`, merged."""
-    run = prioritize if policy == "prioritymeister" else by_slo
+    run = prioritizer(policy)
     priorities: dict[str, dict[Stage, int]] = {}
     bounds: dict[str, float] = {}
     stage_bounds: dict[str, dict[Stage, float]] = {}
     for group in groups(tenants):
-        r = run(group)
+        r = run(group, levels)
         priorities |= r.priorities
         bounds |= r.bounds
         stage_bounds |= r.stage_bounds
@@ -123,9 +141,13 @@ def prioritized_plan(
                 priority=dict(result.priorities[tp.name]),
                 limits=limits,
                 extra_limits=extra,
-                latency_bound_s=result.bounds[tp.name],
+                bound=Bound(result.bounds[tp.name], ANALYSIS, stages=result.stage_bounds[tp.name]),
             )
         )
     return dataclasses.replace(
-        plan, policy=policy, tenants=out, meta={**plan.meta, **dict(meta or {})}
+        plan,
+        policy=policy,
+        tenants=out,
+        meta={**plan.meta, **dict(meta or {})},
+        disciplines=dict.fromkeys(STORAGE_PATH, Discipline("priority", "demotion")),
     )

@@ -1,5 +1,5 @@
 """PriorityMeister (thesis ch. 3): multiple rate limiters per tenant and stage (§3.2.1), the
-prioritizer (§3.2.2) over the LP latency analysis (§3.2.3, :mod:`tailbound.policies.pm_lp`), and
+prioritizer (§3.2.2) over the LP latency analysis (§3.2.3, :mod:`tailbound.dnc.lp`), and
 the ``bySLO`` baseline (§3.3.1).
 
 A :class:`PmTenant` is a placed tenant: its SLO, the queues each stage crosses (``net_in``: the
@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tailbound.characterize import RbCurve
-from tailbound.policies.pm_lp import Bucket, LpFlow, lp_delay
+from tailbound.dnc.lp import Bucket, LpFlow, lp_delay
+from tailbound.plan import PRIORITY_LEVELS
 from tailbound.stages import STORAGE_PATH, Stage
 
 Priorities = dict[str, dict[Stage, int]]
@@ -64,15 +65,16 @@ def rate_limits(curve: RbCurve, k: int = 3) -> tuple[Bucket, ...]:
 
 @dataclass(frozen=True)
 class PmTenant:
-    """A placed tenant: SLO, per stage the queues crossed, token buckets and largest request
-    (seconds of work at the stage; one packet's time on a link, a request's work on a device)."""
+    """A placed tenant: its SLO latency (``inf``: none, a throughput tenant; the analysis is
+    worst case, so the SLO's percentile plays no part), per stage the queues crossed, token
+    buckets and largest request (seconds of work at the stage; one packet's time on a link, a
+    request's work on a device)."""
 
     name: str
     slo_s: float
     queues: Mapping[Stage, tuple[str, ...]]
     buckets: Mapping[Stage, tuple[Bucket, ...]]
     max_request_s: Mapping[Stage, float]
-    percentile: float = 0.999
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -190,8 +192,29 @@ def _compact(priorities: Priorities) -> Priorities:
     return out
 
 
-def prioritize(tenants: Sequence[PmTenant]) -> Prioritized:
-    """The prioritizer of thesis §3.2.2.
+def limit_levels(priorities: Priorities, levels: int) -> Priorities:
+    """``priorities`` with every level past ``levels − 1`` at each stage merged into level
+    ``levels − 1`` (the least important tenants share the lowest level an enforcer has: HTB has
+    8). Sound for the LP analysis, where a flow of the same level interferes (FIFO in a level).
+
+    >>> limit_levels({"a": {Stage.STORAGE: 0}, "b": {Stage.STORAGE: 5}}, 2)["b"]
+    {<Stage.STORAGE: 'storage'>: 1}
+    """
+    if levels < 1:
+        raise ValueError(f"at least one priority level is needed, got {levels}")
+    return {n: {s: min(p, levels - 1) for s, p in v.items()} for n, v in priorities.items()}
+
+
+def _result(tenants: Sequence[PmTenant], prio: Priorities, levels: int) -> Prioritized:
+    """The bounds of ``tenants`` under ``prio`` capped at ``levels`` levels."""
+    prio = limit_levels(prio, levels)
+    stage_bounds = stage_latencies(tenants, prio)
+    bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
+    return Prioritized(prio, bounds, stage_bounds)
+
+
+def prioritize(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Prioritized:
+    """The prioritizer of thesis §3.2.2, within ``levels`` priority levels per stage.
 
     Repeatedly: every unfinished tenant is tried at the lowest priority among the unfinished
     ones at each stage it is not yet assigned; one that meets its SLO there (a tenant without an
@@ -200,6 +223,9 @@ def prioritize(tenants: Sequence[PmTenant]) -> Prioritized:
     own level). When none does, the tenant with the smallest violation (latency − SLO) is
     assigned the lowest level only at its stage of smallest latency. Assigned levels are never
     revisited; tenants that cannot meet their SLO end up with the levels this leaves them.
+    *Choice* (the thesis assumes as many levels as tenants): past ``levels`` levels at a stage
+    the least important tenants share the lowest (:func:`limit_levels`), and the bounds are
+    computed for the levels enforced.
 
     Examples
     --------
@@ -237,15 +263,13 @@ def prioritize(tenants: Sequence[PmTenant]) -> Prioritized:
             pending[name].discard(stage)
         if not pending[name]:
             del todo[name]
-    prio = _compact(_priorities(tenants, order))
-    stage_bounds = stage_latencies(tenants, prio)
-    bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
-    return Prioritized(prio, bounds, stage_bounds)
+    return _result(tenants, _compact(_priorities(tenants, order)), levels)
 
 
-def by_slo(tenants: Sequence[PmTenant]) -> Prioritized:
+def by_slo(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Prioritized:
     """The ``bySLO`` baseline (thesis §3.3.1): the tightest SLO gets the highest priority at
-    every stage; equal SLOs share a level. Bounds by the same analysis.
+    every stage; equal SLOs share a level, and past ``levels`` levels the loosest share the
+    lowest. Bounds by the same analysis.
 
     >>> q = {Stage.STORAGE: ("d",)}
     >>> a = PmTenant("a", 0.5, q, {Stage.STORAGE: ((0.2, 0.005),)}, {})
@@ -253,8 +277,6 @@ def by_slo(tenants: Sequence[PmTenant]) -> Prioritized:
     >>> by_slo([a, b]).priorities["b"][Stage.STORAGE]
     0
     """
-    levels = sorted({t.slo_s for t in tenants})
-    prio: Priorities = {t.name: {s: levels.index(t.slo_s) for s in t.stages} for t in tenants}
-    stage_bounds = stage_latencies(tenants, prio)
-    bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
-    return Prioritized(prio, bounds, stage_bounds)
+    slos = sorted({t.slo_s for t in tenants})
+    prio: Priorities = {t.name: {s: slos.index(t.slo_s) for s in t.stages} for t in tenants}
+    return _result(tenants, prio, levels)

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from tailbound.characterize import RbCurve
 from tailbound.dnc.curves import token_bucket_min
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 #: The reference system's guard against rounding: SLOs ×0.999 inside the LP, rates ≤ 0.999.
@@ -34,7 +34,7 @@ NET_IN, STORAGE, NET_OUT = 0, 1, 2
 class Placed:
     """A workload on a device (index into the server's devices)."""
 
-    workload: Workload
+    workload: TenantCurves
     device: int = 0
 
 

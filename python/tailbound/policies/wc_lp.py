@@ -33,7 +33,7 @@ from tailbound.characterize import RbCurve
 from tailbound.policies import certificates
 from tailbound.policies.certificates import Certificate
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids, slos
-from tailbound.policies.workload import Workload
+from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
 _INF = highspy.kHighsInf
@@ -60,7 +60,7 @@ def segment_rows(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float6
 
 
 @lru_cache(maxsize=65536)
-def tenant_block(workload: Workload) -> tuple[NDArray[np.float64], ...]:
+def tenant_block(workload: TenantCurves) -> tuple[NDArray[np.float64], ...]:
     """A tenant's part of the LP, cached: column bounds of its six columns
     ``(r_in, b_in, r_st, b_st, r_out, b_out)`` and its r-b curve rows (local rate column,
     coefficient of ``r``, right-hand side)."""
@@ -245,10 +245,11 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     --------
     >>> import numpy as np
     >>> from tailbound.characterize import RbCurve
-    >>> from tailbound.policies.workload import Workload
+    >>> from tailbound.model import Slo
+    >>> from tailbound.policies.workload import TenantCurves
     >>> from tailbound.stages import STORAGE_PATH
     >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
-    >>> w = Workload("w", 1.0, {s: c for s in STORAGE_PATH})
+    >>> w = TenantCurves("w", Slo(1.0), {s: c for s in STORAGE_PATH})
     >>> sol = solve([Placed(w), Placed(w.with_slo(1.0, "v"))])
     >>> sol.rate.round(3).tolist()  # a loose SLO: both stay at their mean rate
     [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1]]
@@ -297,7 +298,7 @@ _K = 16  # points per stage in the screen's arrays (12 segments + the 0.999 poin
 
 
 @lru_cache(maxsize=65536)
-def _vertices(workload: Workload) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _vertices(workload: TenantCurves) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each stage's r-b curve points with ``r <= 0.999`` plus the point at ``r = 0.999``,
     padded to a common length: rates and buckets, shape ``(3, K)`` (padding repeats the last
     point, which changes no minimum)."""

@@ -1,4 +1,4 @@
-"""A workload as placement policies see it: its SLO and an r-b curve per stage.
+"""A tenant as placement policies see it: its SLO and an r-b curve per stage.
 
 :func:`characterize` turns a tenant's trace into that (thesis §2.3, §5.2): token models for the
 three stages (``net_in`` and ``net_out`` on the server's link, ``storage`` on the SSD profile),
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tailbound.characterize import RbCurve, rb_curve
 from tailbound.characterize.prune import prune
-from tailbound.policies.inputs import TenantConfig
+from tailbound.model import Slo, Tenant
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.trace import Trace
@@ -23,37 +23,41 @@ DEFAULT_SEGMENTS = 12
 
 
 @dataclass(frozen=True, eq=False)
-class Workload:
-    """A tenant to place: name, SLO ``(slo_s, percentile)`` and an r-b curve per stage.
+class TenantCurves:
+    """A tenant to place: name, SLO and an r-b curve per stage.
 
     The curves are in utilisation of the stage's queue and seconds of work, already scaled by
     any safety margin and pruned.
     """
 
     name: str
-    slo_s: float
+    slo: Slo
     curves: dict[Stage, RbCurve] = field(repr=False)
-    percentile: float = 0.999
+
+    @property
+    def slo_s(self) -> float:
+        """The SLO's latency (s)."""
+        return self.slo.latency_s
 
     def mean(self, stage: Stage) -> float:
         """Long-run utilisation of ``stage`` (the smallest rate on its r-b curve)."""
         return float(self.curves[stage].mean_rate)
 
-    def with_slo(self, slo_s: float, name: str | None = None) -> Workload:
-        """The same workload with another SLO (the Fig. 5.4 experiments)."""
-        return Workload(name or self.name, slo_s, self.curves, self.percentile)
+    def with_slo(self, slo_s: float, name: str | None = None) -> TenantCurves:
+        """The same tenant with another SLO latency (the Fig. 5.4 experiments)."""
+        return TenantCurves(name or self.name, Slo(slo_s, self.slo.percentile), self.curves)
 
 
 def characterize(
-    config: TenantConfig,
+    config: Tenant,
     trace: Trace,
     *,
     profile: SsdProfile,
     link_bandwidth_bytes_per_s: float,
     safety_margin: float = 1.0,
     segments: int = DEFAULT_SEGMENTS,
-) -> Workload:
-    """The :class:`Workload` of one tenant from its trace (thesis §2.3.1, §5.2)."""
+) -> TenantCurves:
+    """The :class:`TenantCurves` of one tenant from its trace (thesis §2.3.1, §5.2)."""
     curves = {}
     for stage in STORAGE_PATH:
         model = stage_model(
@@ -61,12 +65,12 @@ def characterize(
         )
         curve = prune(rb_curve(trace, model), segments)
         curves[stage] = curve.scaled(safety_margin) if safety_margin != 1.0 else curve
-    return Workload(config.name, config.slo_s, curves, config.percentile)
+    return TenantCurves(config.name, config.slo, curves)
 
 
 def characterize_all(
-    configs: Sequence[TenantConfig],
-    read: Callable[[TenantConfig], Trace],
+    configs: Sequence[Tenant],
+    read: Callable[[Tenant], Trace],
     *,
     profile: SsdProfile,
     link_bandwidth_bytes_per_s: float,
@@ -74,11 +78,11 @@ def characterize_all(
     segments: int = DEFAULT_SEGMENTS,
     workers: int = 2,
     progress: Callable[[int], None] | None = None,
-) -> list[Workload]:
+) -> list[TenantCurves]:
     """:func:`characterize` for every tenant, ``workers`` at a time (numpy releases the GIL in
     rbGen's array passes), in input order; ``progress(1)`` after each tenant."""
 
-    def one(config: TenantConfig) -> Workload:
+    def one(config: Tenant) -> TenantCurves:
         w = characterize(
             config,
             read(config),

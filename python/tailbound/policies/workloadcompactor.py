@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tailbound.plan import Plan, StageLimit, TenantPlan
+from tailbound.model import Cluster
+from tailbound.plan import Bound, Plan, Rejection, StageLimit, TenantPlan
 from tailbound.policies.baselines import baseline
-from tailbound.policies.inputs import ClusterConfig
 from tailbound.policies.placement import (
     FixedPolicy,
     PlacementResult,
@@ -29,14 +29,20 @@ from tailbound.policies.placement import (
 )
 from tailbound.stages import STORAGE_PATH, Stage
 
-#: Policy names the ``place`` command accepts (``average-rate:K`` takes any K > 0).
-POLICIES = ("workloadcompactor", "effective-bandwidth", "average-rate:K", "knee")
+#: The analysis behind a placement's bounds: WorkloadCompactor's latency check (Eq. 5.5 with
+#: the shapers' delays, :func:`tailbound.policies.server.check`), a worst-case bound.
+ANALYSIS = "wc-check"
 
 
 def make_policy(name: str) -> Policy:
-    """``workloadcompactor``, ``effective-bandwidth``, ``average-rate:K`` or ``knee``."""
+    """The placement policy ``name``: ``workloadcompactor``, ``effective-bandwidth``,
+    ``average-rate:K``, ``knee`` or ``prioritymeister-placement`` (the registry's factory)."""
     if name == "workloadcompactor":
         return WorkloadCompactorPolicy()
+    if name == "prioritymeister-placement":
+        from tailbound.policies.pm_placement import PriorityMeisterPolicy
+
+        return PriorityMeisterPolicy()
     return FixedPolicy(baseline(name))
 
 
@@ -53,7 +59,7 @@ def priority_levels(slos: Iterable[float]) -> dict[float, int]:
 
 def to_plan(
     result: PlacementResult,
-    cluster: ClusterConfig,
+    cluster: Cluster,
     *,
     policy: str,
     safety_margin: float,
@@ -65,9 +71,9 @@ def to_plan(
     levels = priority_levels(p.workload.slo_s for _, p, _ in placed.values())
     clients = _client_hosts(result, cluster)
     capacity = {
-        Stage.NET_IN: cluster.link_bandwidth_bytes_per_s,
+        Stage.NET_IN: cluster.link_bytes_per_s,
         Stage.STORAGE: None,
-        Stage.NET_OUT: cluster.link_bandwidth_bytes_per_s,
+        Stage.NET_OUT: cluster.link_bytes_per_s,
     }
     tenants = []
     bounds = {i: s.bounds() for i, s in enumerate(result.servers) if s.tenants}
@@ -85,29 +91,28 @@ def to_plan(
         tenants.append(
             TenantPlan(
                 name=name,
-                slo_s=p.workload.slo_s,
-                percentile=p.workload.percentile,
+                slo=p.workload.slo,
                 server=server.config.name,
                 device=server.config.devices[p.device],
                 client_host=host,
                 client_vm=vm,
                 priority=dict.fromkeys(STORAGE_PATH, levels[p.workload.slo_s]),
                 limits=limits,
-                latency_bound_s=float(bounds[i][row]),
+                bound=Bound(float(bounds[i][row]), ANALYSIS),
             )
         )
     return Plan(
         policy=policy,
         servers_used=result.servers_used,
         tenants=tenants,
-        rejected=list(result.rejected),
+        rejected=[Rejection(name, "fits on no server") for name in result.rejected],
         safety_margin=safety_margin,
         meta=dict(meta or {}),
     )
 
 
 def _client_hosts(
-    result: PlacementResult, cluster: ClusterConfig
+    result: PlacementResult, cluster: Cluster
 ) -> dict[str, tuple[str | None, str | None]]:
     """Client VMs as the WorkloadCompactor system grouped them: all tenants of a server on one
     client host of their own, so the client's link carries exactly the server's flows and the

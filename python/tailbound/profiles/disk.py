@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tailbound.errors import ConfigError
-from tailbound.profiles.jsonio import read_json
+from tailbound.jsonio import read_json
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 

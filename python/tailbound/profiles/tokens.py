@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
+from tailbound.jsonio import read_json
 from tailbound.profiles.disk import DiskModel, DiskProfile
-from tailbound.profiles.jsonio import read_json
 from tailbound.stages import Stage
 from tailbound.traces.trace import Op, Trace
 

@@ -1,23 +1,25 @@
-"""Turn a :class:`~tailbound.plan.Plan` (the policies' hand-off, ARCHITECTURE.md) into a scenario.
+"""The one scenario builder: a :class:`~tailbound.plan.Plan` (the policies' hand-off) as a scenario.
 
-A plan says, per tenant, the server and device it is placed on, its priority at each stage (0 is
+A plan says, per tenant, the server (and device) it is placed on, its priority at each stage (0 is
 the highest) and its token buckets at each stage (rates as utilisations of the stage, sizes in
-seconds of work). :func:`scenario_from_plan` builds the scenario document that replays each
-tenant's trace through exactly that configuration:
+seconds of work), and how each stage's queues are scheduled. :func:`scenario_from_plan` builds the
+scenario document that replays each tenant's trace through exactly that configuration, with the
+plan's own conventions (:func:`~tailbound.plan.stage_queues`,
+:func:`~tailbound.plan.enforcer_level`):
 
 - one host per server of the plan and per client host (a tenant without one gets its own);
-  a device ``"<server>.<device>"`` per device in use, served by ``profile``;
-- ``net_in``'s priority applies at both queues the request message crosses (client egress and
-  server ingress), its buckets at the client egress only — the sender shapes, as the thesis'
-  network enforcer does at end hosts (§2.2.2);
-- ``storage``'s priority and buckets apply at the device's dispatcher;
-- ``net_out``'s priority applies at the server egress and client ingress, its buckets at the
-  server egress.
+  a device ``"<server>.<device>"`` per device in use, served by ``profile`` under the plan's
+  :class:`~tailbound.plan.DispatchRule`; a tenant without a device is a network-only workload
+  (request to its server and response back);
+- a stage's priority applies at every queue it crosses, its buckets at its first queue only —
+  the sender shapes, as the thesis' network enforcer does at end hosts (§2.2.2) and the storage
+  enforcer at the device's dispatcher (§2.2.1);
+- each queue gets its stage's discipline: strict priority with the plan's limit mode
+  (``"shaping"``: traffic over its buckets waits; ``"demotion"``: it goes on below every level),
+  FIFO, SFQ with the tenants' weights, or EDF with deadlines at the SLOs.
 
-Every queue gets a strict-priority scheduler in ``mode`` (``"shaping"``: WorkloadCompactor's
-latency is the network-calculus bound plus the shaper's delay; ``"demotion"``: PriorityMeister's
-storage enforcer, thesis §2.2.1). The simulator counts larger priorities as more important, so
-plan level ``p`` becomes ``top − p`` with ``top`` the plan's lowest level.
+Everything that replays a plan (``tailbound simulate`` of a plan, :mod:`tailbound.verify`, the
+measured floors of admission, the experiments) builds its scenario here.
 """
 
 from __future__ import annotations
@@ -26,46 +28,45 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from tailbound.errors import ConfigError
-from tailbound.plan import Plan, TenantPlan
+from tailbound.plan import Plan, TenantPlan, client_name, device_name, enforcer_level, stage_queues
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
-
-
-def device_name(tenant: TenantPlan) -> str:
-    """The simulator's name of the device ``tenant`` is placed on (device names repeat across
-    servers, so the server is part of it)."""
-    return f"{tenant.server}.{tenant.device}"
-
-
-def client_name(tenant: TenantPlan) -> str:
-    """The client host ``tenant`` runs on: the plan's, else a host of its own."""
-    return tenant.client_host or f"client-{tenant.name}"
 
 
 def scenario_from_plan(
     plan: Plan,
     traces: Mapping[str, Mapping[str, Any] | Trace],
     *,
-    profile: str | Path | Mapping[str, Any],
     link_bandwidth_bytes_per_s: float,
-    mode: str = "shaping",
-    mtu_bytes: int = 1500,
+    profile: str | Path | Mapping[str, Any] | None = None,
+    devices: Mapping[str, Mapping[str, Any]] | None = None,
+    mode: str | None = None,
+    mtu_bytes: float = 1500,
+    propagation_s: float = 0.0,
     base_latency_s: float = 0.0,
     duration_s: float | None = None,
+    issue: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The scenario document replaying ``plan``.
 
     ``traces`` maps each tenant's name to its trace: a :class:`~tailbound.traces.Trace`, or a
     source (``{"path": ..., "format": ...}`` or ``{"synthetic": {...}}``, see
     :mod:`tailbound.sim.sources`); ``profile`` is the SSD profile (a path, or its JSON document)
-    of every device.
+    of every device, unless ``devices`` gives a device's own scenario table (``kind``,
+    ``profile``, limits; keyed by :func:`~tailbound.plan.device_name`). ``mode`` overrides the
+    plan's limit mode at every priority queue (to compare shaping and demotion on one plan);
+    ``issue`` gives a tenant's issue discipline (closed loop), open loop otherwise.
 
-    >>> from tailbound.plan import StageLimit, TenantPlan
+    >>> from tailbound.model import Slo
+    >>> from tailbound.plan import Bound, StageLimit, TenantPlan
     >>> from tailbound.stages import STORAGE_PATH
     >>> limit = StageLimit(0.5, 0.001)
-    >>> t = TenantPlan("A", 0.05, "s0", "ssd0", {s: 0 for s in STORAGE_PATH},
-    ...                {s: limit for s in STORAGE_PATH}, 0.04)
+    >>> t = TenantPlan("A", Slo(0.05), "s0", "ssd0", {s: 0 for s in STORAGE_PATH},
+    ...                {s: limit for s in STORAGE_PATH}, Bound(0.04, "demo"))
     >>> doc = scenario_from_plan(
     ...     Plan("demo", 1, [t]),
     ...     {"A": {"synthetic": {"kind": "poisson", "rate": 10, "duration_s": 1}}},
@@ -75,30 +76,22 @@ def scenario_from_plan(
     >>> sorted(q["queue"] for q in doc["queues"])
     ['client-A.egress', 'client-A.ingress', 's0.egress', 's0.ingress', 's0.ssd0']
     """
-    if mode not in ("shaping", "demotion"):
+    if mode is not None and mode not in ("shaping", "demotion"):
         raise ValueError(f"mode must be 'shaping' or 'demotion', got {mode!r}")
     missing = [t.name for t in plan.tenants if t.name not in traces]
     if missing:
         raise ConfigError(None, f"no trace given for planned tenants {missing}")
     hosts = sorted({t.server for t in plan.tenants} | {client_name(t) for t in plan.tenants})
-    profile_doc = str(profile) if isinstance(profile, str | Path) else dict(profile)
-    devices = sorted({(device_name(t), t.server) for t in plan.tenants})
     doc: dict[str, Any] = {
-        "network": {"bandwidth_bytes_per_s": link_bandwidth_bytes_per_s, "mtu_bytes": mtu_bytes},
+        "network": {
+            "bandwidth_bytes_per_s": link_bandwidth_bytes_per_s,
+            "mtu_bytes": mtu_bytes,
+            "propagation_s": propagation_s,
+        },
         "hosts": [{"name": h} for h in hosts],
-        "devices": [
-            {"name": name, "host": host, "profile": profile_doc, "base_latency_s": base_latency_s}
-            for name, host in devices
-        ],
+        "devices": _devices(plan, profile, devices or {}, base_latency_s),
         "workloads": [
-            {
-                "name": t.name,
-                "client": client_name(t),
-                "device": device_name(t),
-                "slo": {"latency_s": t.slo_s, "percentile": t.percentile},
-                "trace": _source(traces[t.name]),
-            }
-            for t in plan.tenants
+            _workload(t, traces[t.name], (issue or {}).get(t.name)) for t in plan.tenants
         ],
         "queues": _queues(plan, mode),
     }
@@ -107,27 +100,95 @@ def scenario_from_plan(
     return doc
 
 
-def _source(trace: Mapping[str, Any] | Trace) -> Mapping[str, Any] | Trace:
-    return trace if isinstance(trace, Trace) else dict(trace)
+def _devices(
+    plan: Plan,
+    profile: str | Path | Mapping[str, Any] | None,
+    tables: Mapping[str, Mapping[str, Any]],
+    base_latency_s: float,
+) -> list[dict[str, Any]]:
+    used = sorted({(device_name(t), t.server) for t in plan.tenants if t.device is not None})
+    rule = {k: v for k, v in plan.dispatch.to_json().items() if v is not None}
+    out = []
+    for name, host in used:
+        if name in tables:
+            table = {**tables[name], "name": name, "host": host}
+        elif profile is None:
+            raise ConfigError(None, f"no profile for device {name!r} of the plan")
+        else:
+            doc = str(profile) if isinstance(profile, str | Path) else dict(profile)
+            table = {"name": name, "host": host, "profile": doc, "base_latency_s": base_latency_s}
+        out.append({**table, **rule})
+    return out
 
 
-def _queues(plan: Plan, mode: str) -> list[dict[str, Any]]:
-    top = max((p for t in plan.tenants for p in t.priority.values()), default=0)
+def _workload(
+    t: TenantPlan, trace: Mapping[str, Any] | Trace, issue: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    w: dict[str, Any] = {
+        "name": t.name,
+        "client": client_name(t),
+        "trace": trace if isinstance(trace, Trace) else dict(trace),
+    }
+    if t.slo is not None:
+        w["slo"] = {"latency_s": t.slo.latency_s, "percentile": t.slo.percentile}
+    if t.device is not None:
+        w["device"] = device_name(t)
+    else:
+        w["server"] = t.server
+    if issue is not None:
+        w["issue"] = dict(issue)
+    return w
+
+
+def _queues(plan: Plan, mode: str | None) -> list[dict[str, Any]]:
     queues: dict[str, dict[str, Any]] = {}
 
-    def configure(queue: str, tenant: TenantPlan, stage: Stage, *, shaped: bool) -> None:
-        q = queues.setdefault(
-            queue, {"queue": queue, "kind": "priority", "mode": mode, "priority": {}, "buckets": {}}
-        )
-        q["priority"][tenant.name] = top - tenant.priority[stage]
-        if shaped:
-            q["buckets"][tenant.name] = [[r, b] for r, b in tenant.buckets(stage)]
+    def table(queue: str, stage: Stage) -> dict[str, Any]:
+        d = plan.discipline(stage)
+        if queue not in queues:
+            if d.kind == "priority":
+                queues[queue] = {
+                    "queue": queue,
+                    "kind": "priority",
+                    "mode": mode or d.mode,
+                    "priority": {},
+                    "buckets": {},
+                }
+            elif d.kind == "sfq":
+                queues[queue] = {"queue": queue, "kind": "sfq", "weight": {}}
+            elif d.kind == "edf":  # deadlines default to the SLOs
+                queues[queue] = {"queue": queue, "kind": "edf", "deadline_s": {}}
+            else:
+                queues[queue] = {"queue": queue, "kind": "fifo"}
+        return queues[queue]
 
     for t in plan.tenants:
-        client, server = client_name(t), t.server
-        configure(f"{client}.egress", t, Stage.NET_IN, shaped=True)
-        configure(f"{server}.ingress", t, Stage.NET_IN, shaped=False)
-        configure(device_name(t), t, Stage.STORAGE, shaped=True)
-        configure(f"{server}.egress", t, Stage.NET_OUT, shaped=True)
-        configure(f"{client}.ingress", t, Stage.NET_OUT, shaped=False)
+        for stage, names in stage_queues(t).items():
+            for i, queue in enumerate(names):
+                q = table(queue, stage)
+                if q["kind"] == "priority":
+                    q["priority"][t.name] = enforcer_level(t.priority[stage], plan.priority_levels)
+                    if i == 0 and t.buckets(stage):
+                        q["buckets"][t.name] = [[r, b] for r, b in t.buckets(stage)]
+                elif q["kind"] == "sfq":
+                    q["weight"][t.name] = t.weight.get(stage, 1.0)
+                elif q["kind"] == "edf" and stage in t.deadline_s:
+                    q["deadline_s"][t.name] = t.deadline_s[stage]
     return list(queues.values())
+
+
+def replay(
+    plan: Plan,
+    traces: Mapping[str, Mapping[str, Any] | Trace],
+    **scenario: Any,
+) -> dict[str, NDArray[np.float64]]:
+    """Each planned tenant's request latencies (s) when ``traces`` are replayed through ``plan``
+    open loop to the end (``scenario``: the keyword arguments of :func:`scenario_from_plan`)."""
+    from tailbound.sim.scenario import Scenario
+
+    if not plan.tenants:
+        return {}
+    sim = Scenario.from_dict(scenario_from_plan(plan, traces, **scenario)).simulator()
+    sim.run()
+    results = sim.results()
+    return {t.name: np.asarray(results[t.name].latency) for t in plan.tenants}

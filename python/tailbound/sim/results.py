@@ -13,16 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.model import Slo
+
 #: The percentiles every report shows (fractions).
 REPORT_PERCENTILES: tuple[float, ...] = (0.5, 0.9, 0.99, 0.999, 0.9999, 1.0)
-
-
-@dataclass(frozen=True)
-class Slo:
-    """A tail-latency objective: a fraction ``percentile`` of requests within ``latency_s``."""
-
-    latency_s: float
-    percentile: float
 
 
 def percentile(latency: NDArray[np.float64], p: float) -> float:

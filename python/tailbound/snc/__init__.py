@@ -7,7 +7,7 @@
 * :mod:`~tailbound.snc.network` — SNC-Meister's two-hop analysis, SNC hop-by-hop and SNC
   convolution;
 * :mod:`~tailbound.snc.tenants`, :mod:`~tailbound.snc.analysis`,
-  :mod:`~tailbound.snc.admission` — tenants files, per-tenant bounds and admission control.
+  :mod:`~tailbound.policies.admission` — tenants files, per-tenant bounds and admission control.
 """
 
 from tailbound.snc.bounds import (

@@ -1,7 +1,7 @@
 """Per-tenant latency bounds for a fixed set of tenants (the ``tailbound bound`` command).
 
 A *bound function* maps a list of tenants to one :class:`TenantBound` each; admission control
-(:mod:`tailbound.snc.admission`) is written against that signature so other analyses (the DNC
+(:mod:`tailbound.policies.admission`) is written against that signature so other analyses (the DNC
 baselines) plug in the same way.
 """
 
@@ -11,8 +11,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.snc.network import flow_latencies
-from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
+from tailbound.snc.tenants import FitCache, build_network, check_tenants
 
 
 @dataclass(frozen=True)
@@ -25,19 +26,16 @@ class TenantBound:
     latency_in_s: float
     latency_out_s: float
     latency_storage_s: float | None
-    slo_s: float
-    percentile: float
+    slo: Slo
     #: The tenant's measured latency alone at its percentile when the prediction is floored by
-    #: it (:class:`tailbound.snc.alone.AloneFloor`); ``latency_s`` is then at least this.
+    #: it (:class:`tailbound.policies.floors.AloneFloor`); ``latency_s`` is then at least this.
     latency_alone_s: float | None = None
     #: The tenant's latency at its percentile measured by replaying the whole set together when
-    #: the prediction is floored by it (:class:`tailbound.snc.joint.JointFloor`).
+    #: the prediction is floored by it (:class:`tailbound.policies.floors.JointFloor`).
     latency_joint_s: float | None = None
 
     @classmethod
-    def of_directions(
-        cls, tenant: TenantSpec, priority: int, per: Mapping[str, float]
-    ) -> TenantBound:
+    def of_directions(cls, tenant: Tenant, priority: int, per: Mapping[str, float]) -> TenantBound:
         """A tenant's bound from its per-direction bounds (seconds): ``"in"``, ``"out"`` and
         optionally ``"storage"``, summed (a NaN from an unstable queue counts as infinite)."""
         total = math.fsum(per.values())
@@ -48,47 +46,33 @@ class TenantBound:
             latency_in_s=per["in"],
             latency_out_s=per["out"],
             latency_storage_s=per.get("storage"),
-            slo_s=tenant.slo_s,
-            percentile=tenant.percentile,
+            slo=tenant.slo,
         )
 
     @property
+    def slo_s(self) -> float:
+        return self.slo.latency_s
+
+    @property
+    def percentile(self) -> float:
+        return self.slo.percentile
+
+    @property
     def meets_slo(self) -> bool:
-        return self.latency_s <= self.slo_s
-
-    def to_json(self) -> dict[str, object]:
-        def num(x: float | None) -> float | None:
-            return None if x is None or not math.isfinite(x) else x
-
-        out: dict[str, object] = {
-            "name": self.name,
-            "priority": self.priority,
-            "latency_s": num(self.latency_s),
-            "latency_in_s": num(self.latency_in_s),
-            "latency_out_s": num(self.latency_out_s),
-            "meets_slo": self.meets_slo,
-            "slo_s": self.slo_s,
-            "percentile": self.percentile,
-        }
-        if self.latency_storage_s is not None:
-            out["latency_storage_s"] = num(self.latency_storage_s)
-        if self.latency_alone_s is not None:
-            out["latency_alone_s"] = num(self.latency_alone_s)
-        if self.latency_joint_s is not None:
-            out["latency_joint_s"] = num(self.latency_joint_s)
-        return out
+        return self.slo.met_by(self.latency_s)
 
 
-BoundFunction = Callable[[Sequence[TenantSpec]], list[TenantBound]]
+BoundFunction = Callable[[Sequence[Tenant]], list[TenantBound]]
 
 
 def snc_bound_function(
     tset: TenantSet, analysis: str = "snc-meister", cache: FitCache | None = None
 ) -> BoundFunction:
     """A bound function computing SNC bounds with ``analysis`` (fits cached across calls)."""
+    check_tenants(tset)
     fits = cache if cache is not None else FitCache()
 
-    def bounds(tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+    def bounds(tenants: Sequence[Tenant]) -> list[TenantBound]:
         net, flows, priorities = build_network(tset, tenants, fits)
         latency = flow_latencies(net, analysis)
         out = []

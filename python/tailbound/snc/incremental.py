@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from tailbound.model import Tenant, TenantSet
 from tailbound.snc.analysis import TenantBound, snc_bound_function
 from tailbound.snc.fast import snc_meister_all
 from tailbound.snc.mmpp import MmppArrival
 from tailbound.snc.network import Flow, Network
-from tailbound.snc.tenants import FitCache, TenantSet, TenantSpec, build_network
+from tailbound.snc.tenants import FitCache, build_network
 
 
 def _source(f: Flow, names: Sequence[str]) -> Hashable:
@@ -57,18 +58,18 @@ class IncrementalSnc:
         self.memo: dict[Hashable, float] = {}
         self.solved = 0
 
-    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+    def __call__(self, tenants: Sequence[Tenant]) -> list[TenantBound]:
         if any(t.device is not None or t.group is not None for t in tenants):
             return self.full(tenants)
         return self._bounds(tenants, range(len(tenants)))
 
-    def newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
+    def newcomer_bound(self, tenants: Sequence[Tenant]) -> TenantBound:
         """The last tenant's bound with all of ``tenants`` present (the admission screen)."""
         if any(t.device is not None or t.group is not None for t in tenants):
             return self.full(tenants)[-1]
         return self._bounds(tenants, [len(tenants) - 1])[0]
 
-    def _bounds(self, tenants: Sequence[TenantSpec], which: Sequence[int]) -> list[TenantBound]:
+    def _bounds(self, tenants: Sequence[Tenant], which: Sequence[int]) -> list[TenantBound]:
         net, flows, priorities = build_network(self.tset, tenants, self.fits)
         names = [t.name for t in tenants]
         wanted = {i for w in which for i in flows[w].flows.values()}

@@ -1,25 +1,23 @@
 """Tenants of a full-bisection network (and optionally storage devices) as SNC flows.
 
-The tenants file extends ``wc62/tenants.json``::
-
-    {"link_bandwidth_bytes_per_s": 125000000,          # optional, default 1 Gb/s
-     "ssd_profile": "profile_ssd.json",                # needed when a tenant names a device
-     "tenants": [{"name": "C0", "slo_s": 0.2, "percentile": 0.999, "trace": "traces/t0.txt",
-                  "client_host": "client000", "server_host": "server003",
-                  "device": "ssd3", "group": "g1"}, ...]}
-
-Paths are relative to the tenants file. Each tenant has a request flow (client host's egress →
-server host's ingress) and a response flow (server host's egress → client host's ingress), whose
-work is bytes on the wire by the network token model's :class:`MessageSizes` (a read's request is
+Tenants come from the one tenants file (:func:`tailbound.model.load_tenants`); the SNC analyses
+need each tenant's ``client_host`` and ``server_host`` and a percentile below 1
+(:func:`check_tenants`). Each tenant has a request flow (client host's egress → server host's
+ingress) and a response flow (server host's egress → client host's ingress), whose work is bytes
+on the wire by the network token model's :class:`MessageSizes` (a read's request is
 ``200 + 0.025·size`` bytes, its response ``200 + 1.1·size``; a write the reverse); every host link
-serves ``link_bandwidth_bytes_per_s`` in each direction. A tenant with a ``device`` also has a
-storage flow: one queue per device serving one device-second per second, work in device-seconds
-by :class:`SsdModel` (thesis §4.4.6: storage is one more queue; our choice: a separate one-hop
-flow analysed like a network hop).
+serves the file's ``link_bandwidth_bytes_per_s`` in each direction. A tenant with a ``device``
+also has a storage flow: one queue per device serving one device-second per second, work in
+device-seconds by :class:`SsdModel` on the file's ``ssd_profile`` (thesis §4.4.6: storage is one
+more queue; our choice: a separate one-hop flow analysed like a network hop).
 
 Violation probability: a tenant's ``1 - percentile`` is split evenly over its flows (two, or three
-with a device) and its latency is the sum of its flows' bounds (union bound), as in the reference
-implementation. Priorities by SLO: dense ranks of ``slo_s``, 0 for the tightest.
+with a device) and its latency is the sum of its flows' bounds: the thesis' union bound. The
+reference implementation does not split evenly: an initialisation-order slip in its ``SNC.cpp``
+sets a flow's epsilon from the number of flows added so far, so the request flow gets the whole
+``1 − p`` and the response ``(1 − p)/2``. With that one line of the reference corrected, our bounds
+agree with it to 1e-12 on seven scenarios, dependency groups included (docs/snc.md). Priorities by
+SLO: dense ranks of ``slo_s``, 0 for the tightest, at most the plan's priority levels.
 
 Dependencies: tenants sharing a ``group`` are mutually dependent (possibly adversarially
 correlated); each flow's arrival depends on its own flow and on every flow of the group's other
@@ -28,116 +26,53 @@ tenants (not on its own tenant's other direction, as in the reference implementa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
+from tailbound.model import Tenant, TenantSet
 from tailbound.profiles.tokens import MessageSizes, SsdProfile
 from tailbound.snc.mmpp import INTERVAL_NS, MmppArrival, MmppModel, fit_mmpp
 from tailbound.snc.network import Flow, Network
 from tailbound.traces.trace import Trace
 
-LINK_BYTES_PER_S = 125_000_000.0
+#: Priority levels SNC-Meister's priorities by SLO may use (real enforcers have 8 or fewer:
+#: HTB has 8 class priorities); SLO classes past the last share it (conservative: equal
+#: priority counts as higher).
+PRIORITY_LEVELS = 8
 
 
-@dataclass(frozen=True)
-class TenantSpec:
-    """One tenant: SLO ``(slo_s, percentile)``, trace, hosts, optional device and group."""
-
-    name: str
-    slo_s: float
-    trace: Path
-    client_host: str
-    server_host: str
-    percentile: float = 0.999
-    device: str | None = None
-    group: str | None = None
-
-
-@dataclass(frozen=True)
-class TenantSet:
-    """A parsed tenants file."""
-
-    tenants: tuple[TenantSpec, ...]
-    link_bytes_per_s: float = LINK_BYTES_PER_S
-    ssd_profile: SsdProfile | None = None
-    path: Path | None = None
-
-
-# ------------------------------------------------------------------------------ loading
-def _field(
-    doc: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, where: str
-) -> Any:
-    if key not in doc:
-        raise ConfigError(path, "missing", field=f"{where}.{key}")
-    value = doc[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ConfigError(path, f"wrong type {type(value).__name__}", field=f"{where}.{key}")
-    return value
-
-
-def load_tenants(path: str | Path) -> TenantSet:
-    """Parse a tenants file, raising :class:`ConfigError` naming the field at fault."""
-    path = Path(path)
-    try:
-        document = json.loads(path.read_text())
-    except OSError as e:
-        raise ConfigError(path, f"cannot read the tenants file: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(path, f"not JSON: {e.msg} at line {e.lineno}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("tenants"), list):
-        raise ConfigError(path, "expected an object with a list 'tenants'", field="tenants")
-    base = path.parent
-    tenants = []
-    names: set[str] = set()
-    for i, doc in enumerate(document["tenants"]):
-        where = f"tenants[{i}]"
-        if not isinstance(doc, dict):
-            raise ConfigError(path, "each tenant must be an object", field=where)
-        name = _field(doc, "name", str, path, where)
-        if name in names:
-            raise ConfigError(path, f"duplicate tenant name {name!r}", field=f"{where}.name")
-        names.add(name)
-        slo = float(_field(doc, "slo_s", (int, float), path, where))
-        if not slo > 0:
-            raise ConfigError(path, "must be positive", field=f"{where}.slo_s")
-        percentile = float(doc.get("percentile", 0.999))
-        if not 0 < percentile < 1:
+def check_tenants(
+    tset: TenantSet, who: str = "the SNC analysis", *, stochastic: bool = True
+) -> TenantSet:
+    """``tset`` if every tenant has what ``who`` needs: client and server hosts, a profile for a
+    device and, for a ``stochastic`` bound, a percentile below 1; :class:`ConfigError` naming
+    the first field at fault otherwise."""
+    tset.require("client_host", who)
+    tset.require("server_host", who)
+    for i, t in enumerate(tset.tenants):
+        if stochastic and not t.percentile < 1:
             raise ConfigError(
-                path, "SNC bounds need a percentile in (0, 1)", field=f"{where}.percentile"
+                tset.path,
+                "SNC bounds need a percentile in (0, 1)",
+                field=f"tenants[{i}].percentile",
             )
-        device = doc.get("device")
-        group = doc.get("group")
-        for key, value in (("device", device), ("group", group)):
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(path, "must be a string", field=f"{where}.{key}")
-        tenants.append(
-            TenantSpec(
-                name=name,
-                slo_s=slo,
-                percentile=percentile,
-                trace=base / _field(doc, "trace", str, path, where),
-                client_host=_field(doc, "client_host", str, path, where),
-                server_host=_field(doc, "server_host", str, path, where),
-                device=device,
-                group=group,
+        if t.device is not None and tset.ssd_profile is None:
+            raise ConfigError(
+                tset.path, f"tenant {t.name} names a device but no ssd_profile", field="ssd_profile"
             )
-        )
-    link = float(document.get("link_bandwidth_bytes_per_s", LINK_BYTES_PER_S))
-    if not link > 0:
-        raise ConfigError(path, "must be positive", field="link_bandwidth_bytes_per_s")
-    profile = None
-    if "ssd_profile" in document:
-        profile = SsdProfile.load(base / str(document["ssd_profile"]))
-    elif any(t.device for t in tenants):
-        raise ConfigError(path, "a tenant names a device but no ssd_profile", field="ssd_profile")
-    return TenantSet(tuple(tenants), link, profile, path)
+    return tset
+
+
+@lru_cache(maxsize=8)
+def ssd_profile(path: Path) -> SsdProfile:
+    """The SSD profile at ``path``, read once."""
+    return SsdProfile.load(path)
 
 
 # ------------------------------------------------------------------------------ traces
@@ -181,7 +116,7 @@ class FitCache:
     # (docs/results-snc.md, "Why SNC-Meister misses").
     interval_ns: int = INTERVAL_NS
 
-    def trace(self, spec: TenantSpec) -> Trace:
+    def trace(self, spec: Tenant) -> Trace:
         """``spec``'s trace, read from its file the first time."""
         key = str(spec.trace)
         if key not in self.traces:
@@ -190,7 +125,7 @@ class FitCache:
             self.traces[key] = read_trace(Path(spec.trace))
         return self.traces[key]
 
-    def model(self, spec: TenantSpec, direction: str, tset: TenantSet) -> MmppModel:
+    def model(self, spec: Tenant, direction: str, tset: TenantSet) -> MmppModel:
         key = (str(spec.trace), direction)
         if key not in self.models:
             import time
@@ -216,18 +151,21 @@ def work(req: Requests, direction: str, tset: TenantSet) -> NDArray[np.float64]:
     if direction == "storage":
         assert tset.ssd_profile is not None
         op = np.where(req.is_read, 0, 1).astype(np.uint8)
-        return req.size.astype(np.float64) / tset.ssd_profile.bandwidth(op, req.size)
+        return req.size.astype(np.float64) / ssd_profile(tset.ssd_profile).bandwidth(op, req.size)
     raise ValueError(direction)
 
 
-def priorities_by_slo(slos: Sequence[float]) -> list[int]:
-    """Dense ranks of the SLO latencies, 0 for the tightest (thesis §4.2).
+def priorities_by_slo(slos: Sequence[float], levels: int = PRIORITY_LEVELS) -> list[int]:
+    """Dense ranks of the SLO latencies, 0 for the tightest (thesis §4.2), capped at
+    ``levels − 1``.
 
     >>> priorities_by_slo([0.2, 0.05, 0.2, 0.1])
     [2, 0, 2, 1]
+    >>> priorities_by_slo([0.2, 0.05, 0.2, 0.1], levels=2)
+    [1, 0, 1, 1]
     """
-    levels = {s: i for i, s in enumerate(sorted(set(slos)))}
-    return [levels[s] for s in slos]
+    rank = {s: min(i, levels - 1) for i, s in enumerate(sorted(set(slos)))}
+    return [rank[s] for s in slos]
 
 
 @dataclass(frozen=True)
@@ -239,7 +177,7 @@ class TenantFlows:
 
 
 def build_network(
-    tset: TenantSet, tenants: Sequence[TenantSpec], cache: FitCache
+    tset: TenantSet, tenants: Sequence[Tenant], cache: FitCache
 ) -> tuple[Network, list[TenantFlows], list[int]]:
     """The network of ``tenants`` (a subset of ``tset``, e.g. the admitted ones): queues, flows
     with priorities by SLO and dependency sets; also each tenant's flow ids and priority."""
@@ -250,8 +188,8 @@ def build_network(
     next_id = 0
     for i, t in enumerate(tenants):
         paths: dict[str, tuple[str, ...]] = {
-            "in": (f"{t.client_host}/egress", f"{t.server_host}/ingress"),
-            "out": (f"{t.server_host}/egress", f"{t.client_host}/ingress"),
+            "in": (f"{t.client_host}/egress", f"{t.server}/ingress"),
+            "out": (f"{t.server}/egress", f"{t.client_host}/ingress"),
         }
         if t.device is not None:
             paths["storage"] = (f"{t.device}/device",)

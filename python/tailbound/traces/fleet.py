@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tailbound.model import Slo
 from tailbound.traces.arrivals import ArrivalProcess, Mmpp, OnOff, Poisson
 from tailbound.traces.sizes import (
     EmpiricalSizes,
@@ -42,30 +43,16 @@ DEMO_C2_RANGE: tuple[float, float] = (1.0, 40.0)
 
 
 @dataclass(frozen=True)
-class Workload:
-    """A named workload: its trace and its SLO ``(slo_latency_s, slo_percentile)``.
+class GeneratedTenant:
+    """A generated tenant: its name, trace and SLO.
 
     ``arrivals`` records the process that generated the trace (``None`` for a recorded trace).
     """
 
     name: str
     trace: Trace
-    slo_latency_s: float
-    slo_percentile: float
+    slo: Slo
     arrivals: ArrivalProcess | None = None
-
-    def __post_init__(self) -> None:
-        if not self.slo_latency_s > 0:
-            raise ValueError(f"{self.name}: SLO latency must be positive, got {self.slo_latency_s}")
-        if not 0 < self.slo_percentile <= 1:
-            raise ValueError(
-                f"{self.name}: SLO percentile must be in (0, 1], got {self.slo_percentile}"
-            )
-
-    @property
-    def slo(self) -> tuple[float, float]:
-        """``(latency_s, percentile)``."""
-        return (self.slo_latency_s, self.slo_percentile)
 
 
 def _mix(kib: list[int], weights: list[float]) -> EmpiricalSizes:
@@ -111,17 +98,17 @@ def _offsets(rng: np.random.Generator, sequential: bool) -> OffsetPattern:
     return RandomOffsets(DEMO_SPAN_BYTES)
 
 
-def demo_fleet(n: int = 24, seed: int = 0, duration_s: float = 300.0) -> list[Workload]:
+def demo_fleet(n: int = 24, seed: int = 0, duration_s: float = 300.0) -> list[GeneratedTenant]:
     """``n`` named synthetic workloads of ``duration_s`` seconds each, deterministic in ``seed``.
 
-    Workload ``i`` is named ``w<i>-<arrivals>-<sizes>`` (for example ``w03-onoff-oltp``). Arrival
+    Tenant ``i`` is named ``w<i>-<arrivals>-<sizes>`` (for example ``w03-onoff-oltp``). Arrival
     kinds cycle Poisson, on/off, on/off, MMPP so every kind appears in a fleet of four or more;
     the rest is drawn at random.
 
     Examples
     --------
     >>> fleet = demo_fleet(8, seed=1, duration_s=10.0)
-    >>> len(fleet), fleet[0].name, fleet[0].slo[1]
+    >>> len(fleet), fleet[0].name, fleet[0].slo.percentile
     (8, 'w00-poisson-4k', 0.999)
     >>> all(w.trace.duration == 10.0 for w in fleet)
     True
@@ -130,7 +117,7 @@ def demo_fleet(n: int = 24, seed: int = 0, duration_s: float = 300.0) -> list[Wo
         raise ValueError(f"demo_fleet: n must be >= 0, got {n}")
     kinds = ("poisson", "onoff", "onoff", "mmpp")
     root = np.random.SeedSequence(seed)
-    fleet: list[Workload] = []
+    fleet: list[GeneratedTenant] = []
     for i, child in enumerate(root.spawn(n)):
         params_seed, trace_seed = child.spawn(2)
         rng = np.random.default_rng(params_seed)
@@ -151,5 +138,5 @@ def demo_fleet(n: int = 24, seed: int = 0, duration_s: float = 300.0) -> list[Wo
             offsets=offsets,
             name=name,
         )
-        fleet.append(Workload(name, trace, slo, DEMO_SLO_PERCENTILE, arrivals))
+        fleet.append(GeneratedTenant(name, trace, Slo(slo, DEMO_SLO_PERCENTILE), arrivals))
     return fleet

@@ -1,7 +1,7 @@
 """The DNC-based admission baselines of thesis §4.3.1 as bound functions.
 
 Each factory returns a :data:`~tailbound.snc.analysis.BoundFunction`, so the baselines plug into
-:func:`~tailbound.snc.admission.admit_in_order` exactly like SNC-Meister. All three give
+:func:`~tailbound.policies.admission.admit_in_order` exactly like SNC-Meister. All three give
 **100th-percentile** (worst-case) bounds and ignore the tenant's percentile. A tenant's request
 crosses its client's egress and its server's ingress, its response the server's egress and the
 client's ingress (the same full-bisection topology as SNC-Meister); its latency is the sum of both
@@ -9,7 +9,7 @@ directions, each direction
 
     latency_dir = pacing delay in its own rate limiter (end-host queueing)
                 + the PriorityMeister LP bound through its two links (thesis §3.2.3,
-                  :func:`~tailbound.policies.pm_lp.lp_delay`; every other flow is shaped by its
+                  :func:`~tailbound.dnc.lp.lp_delay`; every other flow is shaped by its
                   token buckets where it enters, lower levels block for one packet)
                 + 2 · (MTU / C + propagation)   (store-and-forward of the last packet and wire
                   propagation per hop; *choice*: the fluid LP does not see packets)
@@ -52,12 +52,14 @@ from pathlib import Path
 import numpy as np
 
 from tailbound.characterize import RbCurve, rb_curve
+from tailbound.dnc.lp import LpFlow, lp_delay
 from tailbound.errors import ConfigError
-from tailbound.policies.pm_lp import LpFlow, lp_delay
+from tailbound.model import Tenant, TenantSet
+from tailbound.policies.admission import WIRE, Bucket, Configured, Wire
 from tailbound.policies.prioritymeister import RATE_CAP, rate_limits
 from tailbound.profiles.tokens import stage_model
-from tailbound.snc.analysis import BoundFunction, TenantBound
-from tailbound.snc.tenants import TenantSet, TenantSpec, priorities_by_slo
+from tailbound.snc.analysis import TenantBound
+from tailbound.snc.tenants import check_tenants, priorities_by_slo
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 
@@ -70,29 +72,20 @@ SILO_SPLITS = tuple(np.round(np.linspace(0.05, 0.95, 19), 2))
 #: QJump++'s class throughputs (utilisation of a link), class 0 the highest priority.
 QJUMP_RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 DIRECTIONS = ("in", "out")
-Bucket = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class Wire:
-    """The packet-level facts the fluid analysis adds: MTU (bytes), propagation per hop (s)."""
-
-    mtu_bytes: float = 1500.0
-    propagation_s: float = 5e-6
 
 
 # ------------------------------------------------------------------------------ traces
 @dataclass
 class CurveCache:
     """Per (trace, direction) r-b curves in seconds of link work; traces are read from
-    ``TenantSpec.trace`` unless ``traces`` holds one under ``str(spec.trace)`` (the experiment's
+    ``Tenant.trace`` unless ``traces`` holds one under ``str(spec.trace)`` (the experiment's
     time-shifted halves)."""
 
     tset: TenantSet
     traces: dict[str, Trace] = field(default_factory=dict)
     curves: dict[tuple[str, str], RbCurve] = field(default_factory=dict)
 
-    def trace(self, spec: TenantSpec) -> Trace:
+    def trace(self, spec: Tenant) -> Trace:
         key = str(spec.trace)
         if key not in self.traces:
             from tailbound.traces import read_trace
@@ -100,7 +93,7 @@ class CurveCache:
             self.traces[key] = read_trace(Path(spec.trace))
         return self.traces[key]
 
-    def curve(self, spec: TenantSpec, direction: str) -> RbCurve:
+    def curve(self, spec: Tenant, direction: str) -> RbCurve:
         key = (str(spec.trace), direction)
         if key not in self.curves:
             stage = Stage.NET_IN if direction == "in" else Stage.NET_OUT
@@ -147,11 +140,11 @@ class NetFlow:
         )
 
 
-def paths(t: TenantSpec) -> dict[str, tuple[str, str]]:
+def paths(t: Tenant) -> dict[str, tuple[str, str]]:
     """The two links of each direction (client egress → server ingress and back)."""
     return {
-        "in": (f"{t.client_host}/egress", f"{t.server_host}/ingress"),
-        "out": (f"{t.server_host}/egress", f"{t.client_host}/ingress"),
+        "in": (f"{t.client_host}/egress", f"{t.server}/ingress"),
+        "out": (f"{t.server}/egress", f"{t.client_host}/ingress"),
     }
 
 
@@ -197,17 +190,15 @@ class LpMemo:
             return math.inf
 
 
-@dataclass(frozen=True)
-class Configured:
-    """A tenant's configuration under a policy: level and buckets per direction, pacing (s)."""
-
-    level: int
-    buckets: dict[str, tuple[Bucket, ...]]
-    pacing: dict[str, float]
-
-
 class _Policy:
-    """Shared machinery: curves, packet constants, the memo, and bounds of configured tenants."""
+    """Shared machinery: curves, packet constants, the memo, and bounds of configured tenants.
+
+    Every baseline is an :class:`~tailbound.policies.admission.AdmissionPolicy`: it bounds
+    (``__call__``) and says what it enforces (``configure``)."""
+
+    analysis = ""
+    mode = "shaping"  # the baselines' rate limiters pace (Silo++, QJump++)
+    worst_case = True
 
     def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
         self.tset = tset
@@ -219,9 +210,16 @@ class _Policy:
     def wire_s(self) -> float:
         return 2.0 * (self.packet_s + self.wire.propagation_s)
 
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+        """Each tenant's level, buckets and pacing delays, as the baseline chooses them."""
+        raise NotImplementedError
+
+    def __call__(self, tenants: Sequence[Tenant]) -> list[TenantBound]:
+        return self.evaluate(tenants, self.configure(tenants))
+
     def evaluate(
         self,
-        tenants: Sequence[TenantSpec],
+        tenants: Sequence[Tenant],
         config: Sequence[Configured],
         which: Sequence[int] | None = None,
     ) -> list[TenantBound]:
@@ -245,19 +243,23 @@ class _Policy:
 
 # ------------------------------------------------------------------------------ policies
 class DncPolicy(_Policy):
-    """PriorityMeister-style DNC: priorities by SLO, :data:`PM_BUCKETS` buckets on the r-b curve."""
+    """PriorityMeister-style DNC: priorities by SLO, :data:`PM_BUCKETS` buckets on the r-b curve,
+    traffic above them demoted (PriorityMeister's enforcer, thesis §2.2.1)."""
+
+    analysis = "dnc"
+    mode = "demotion"
 
     def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
         super().__init__(tset, curves, wire)
         self._buckets: dict[tuple[str, str], tuple[Bucket, ...]] = {}
 
-    def buckets(self, t: TenantSpec, direction: str) -> tuple[Bucket, ...]:
+    def buckets(self, t: Tenant, direction: str) -> tuple[Bucket, ...]:
         key = (str(t.trace), direction)
         if key not in self._buckets:
             self._buckets[key] = rate_limits(self.curves.curve(t, direction), PM_BUCKETS)
         return self._buckets[key]
 
-    def configure(self, tenants: Sequence[TenantSpec]) -> list[Configured]:
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
         levels = priorities_by_slo([t.slo_s for t in tenants])
         return [
             Configured(
@@ -268,10 +270,7 @@ class DncPolicy(_Policy):
             for t, level in zip(tenants, levels, strict=True)
         ]
 
-    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
-        return self.evaluate(tenants, self.configure(tenants))
-
-    def newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
+    def newcomer_bound(self, tenants: Sequence[Tenant]) -> TenantBound:
         """The last tenant's bound (the admission screen of :func:`admit_in_order`)."""
         return self.evaluate(tenants, self.configure(tenants), [len(tenants) - 1])[0]
 
@@ -279,11 +278,13 @@ class DncPolicy(_Policy):
 class SiloPolicy(_Policy):
     """Silo++: one FIFO level, effective-bandwidth rate limits with a one-packet bucket."""
 
+    analysis = "silo"
+
     def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
         super().__init__(tset, curves, wire)
         self._config: dict[tuple[str, float], Configured] = {}
 
-    def configure_one(self, t: TenantSpec) -> Configured:
+    def configure_one(self, t: Tenant) -> Configured:
         key = (str(t.trace), t.slo_s)
         if key not in self._config:
             budget = SILO_PACING_SHARE * t.slo_s
@@ -306,10 +307,10 @@ class SiloPolicy(_Policy):
             )
         return self._config[key]
 
-    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
-        return self.evaluate(tenants, [self.configure_one(t) for t in tenants])
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+        return [self.configure_one(t) for t in tenants]
 
-    def newcomer_bound(self, tenants: Sequence[TenantSpec]) -> TenantBound:
+    def newcomer_bound(self, tenants: Sequence[Tenant]) -> TenantBound:
         """The last tenant's bound (the admission screen of :func:`admit_in_order`)."""
         config = [self.configure_one(t) for t in tenants]
         return self.evaluate(tenants, config, [len(tenants) - 1])[0]
@@ -318,11 +319,13 @@ class SiloPolicy(_Policy):
 class QJumpPolicy(_Policy):
     """QJump++: fixed class throughputs, classes raised per tenant until the SLOs are met."""
 
+    analysis = "qjump"
+
     def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
         super().__init__(tset, curves, wire)
         self._levels: dict[tuple[str, ...], tuple[int, ...]] = {(): ()}
 
-    def at_level(self, t: TenantSpec, level: int) -> Configured:
+    def at_level(self, t: Tenant, level: int) -> Configured:
         rate = QJUMP_RATES[level]
         return Configured(
             level,
@@ -333,7 +336,7 @@ class QJumpPolicy(_Policy):
             },
         )
 
-    def levels(self, tenants: Sequence[TenantSpec]) -> tuple[int, ...]:
+    def levels(self, tenants: Sequence[Tenant]) -> tuple[int, ...]:
         """Each tenant's class, chosen greedily in list order (module docstring)."""
         names = tuple(t.name for t in tenants)
         done = max(n for n in range(len(names) + 1) if names[:n] in self._levels)
@@ -343,7 +346,7 @@ class QJumpPolicy(_Policy):
             self._levels[names[: n + 1]] = levels
         return levels
 
-    def _choose(self, tenants: Sequence[TenantSpec], earlier: tuple[int, ...]) -> int:
+    def _choose(self, tenants: Sequence[Tenant], earlier: tuple[int, ...]) -> int:
         head = [self.at_level(t, lv) for t, lv in zip(tenants, earlier, strict=False)]
         alone = None
         for level in range(len(QJUMP_RATES)):
@@ -359,11 +362,9 @@ class QJumpPolicy(_Policy):
                 alone = level
         return alone if alone is not None else len(QJUMP_RATES) - 1
 
-    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
         levels = self.levels(tenants)
-        return self.evaluate(
-            tenants, [self.at_level(t, lv) for t, lv in zip(tenants, levels, strict=True)]
-        )
+        return [self.at_level(t, lv) for t, lv in zip(tenants, levels, strict=True)]
 
 
 POLICIES: dict[str, Callable[[TenantSet, CurveCache | None, Wire], _Policy]] = {
@@ -374,9 +375,9 @@ POLICIES: dict[str, Callable[[TenantSet, CurveCache | None, Wire], _Policy]] = {
 
 
 def dnc_bound_function(
-    tset: TenantSet, policy: str = "dnc", curves: CurveCache | None = None, wire: Wire = Wire()
-) -> BoundFunction:
-    """The bound function of a DNC baseline: ``dnc``, ``silo`` or ``qjump`` (module docstring)."""
+    tset: TenantSet, policy: str = "dnc", curves: CurveCache | None = None, wire: Wire = WIRE
+) -> _Policy:
+    """The DNC baseline ``dnc``, ``silo`` or ``qjump`` (module docstring) for ``tset``."""
     if policy not in POLICIES:
         raise ValueError(f"unknown DNC policy {policy!r} (known: {', '.join(POLICIES)})")
     for i, t in enumerate(tset.tenants):
@@ -386,15 +387,5 @@ def dnc_bound_function(
                 f"the {policy} baseline models the network only (tenant {t.name} names a device)",
                 field=f"tenants[{i}].device",
             )
-    return POLICIES[policy](tset, curves, wire)  # type: ignore[return-value]
-
-
-def configurations(bound: BoundFunction, tenants: Sequence[TenantSpec]) -> list[Configured]:
-    """The priorities and rate limits a DNC baseline enforces for ``tenants`` (for replay)."""
-    if isinstance(bound, DncPolicy):
-        return bound.configure(tenants)
-    if isinstance(bound, SiloPolicy):
-        return [bound.configure_one(t) for t in tenants]
-    if isinstance(bound, QJumpPolicy):
-        return [bound.at_level(t, lv) for t, lv in zip(tenants, bound.levels(tenants), strict=True)]
-    raise TypeError(f"not a DNC baseline: {bound!r}")
+    check_tenants(tset, f"the {policy} baseline", stochastic=False)
+    return POLICIES[policy](tset, curves, wire)

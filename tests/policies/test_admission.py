@@ -6,22 +6,20 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from tailbound.snc.admission import admit_in_order
+from tailbound.model import Slo, Tenant, load_tenants
+from tailbound.policies.admission import admit_in_order, to_bound
 from tailbound.snc.analysis import TenantBound, snc_bound_function
-from tailbound.snc.tenants import TenantSpec, load_tenants
+from tailbound.stages import Stage
 
 
-def spec(name: str, slo: float) -> TenantSpec:
-    return TenantSpec(name, slo, Path("unused"), "c", "s")
+def spec(name: str, slo: float) -> Tenant:
+    return Tenant(name, Slo(slo), Path("unused"), "c", server="s")
 
 
-def load_bound(tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+def load_bound(tenants: Sequence[Tenant]) -> list[TenantBound]:
     """A toy bound: every tenant's latency is 10 ms per tenant present."""
     latency = 0.01 * len(tenants)
-    return [
-        TenantBound(t.name, 0, latency, latency / 2, latency / 2, None, t.slo_s, 0.999)
-        for t in tenants
-    ]
+    return [TenantBound(t.name, 0, latency, latency / 2, latency / 2, None, t.slo) for t in tenants]
 
 
 def test_admission_rejects_who_would_break_an_admitted_slo() -> None:
@@ -71,4 +69,4 @@ def test_bound_with_storage_device(write_tenants, data_dir: Path) -> None:  # ty
     for b in bounds:
         assert b.latency_storage_s is not None and b.latency_storage_s > 0
         assert b.latency_s == math.fsum([b.latency_in_s, b.latency_out_s, b.latency_storage_s])
-        assert b.to_json()["latency_storage_s"] == b.latency_storage_s
+        assert to_bound(b, "snc-meister", False).stages[Stage.STORAGE] == b.latency_storage_s

@@ -1,22 +1,9 @@
-"""Writing results: JSON written atomically (temporary file + rename) and plain-text tables."""
+"""Plain-text results: milliseconds and Markdown tables."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
-
-from tailbound.atomic import write_text_atomic
-
-
-def write_json_atomic(path: str | Path, document: Any) -> None:
-    """Write ``document`` as JSON to ``path`` (creating its folder) without ever leaving a
-    half-written file (:func:`tailbound.atomic.write_text_atomic`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
 
 
 def fmt_ms(seconds: float | None) -> str:

@@ -13,21 +13,19 @@ from hypothesis import strategies as st
 
 from tailbound.characterize import RbCurve
 from tailbound.errors import ConfigError
-from tailbound.snc.admission import admit_in_order
-from tailbound.snc.analysis import TenantBound
-from tailbound.snc.dnc_policies import (
+from tailbound.model import Slo, Tenant, TenantSet
+from tailbound.policies.admission import Wire, admit_in_order
+from tailbound.policies.dnc_baselines import (
     QJUMP_RATES,
     SILO_PACING_SHARE,
     CurveCache,
     QJumpPolicy,
     SiloPolicy,
-    Wire,
-    configurations,
     dnc_bound_function,
     effective_rates,
 )
-from tailbound.snc.replay import Enforced, replay
-from tailbound.snc.tenants import TenantSet, TenantSpec
+from tailbound.policies.floors import replay
+from tailbound.snc.analysis import TenantBound
 from tailbound.traces import read_trace
 from tailbound.traces.trace import Trace
 
@@ -63,7 +61,7 @@ TRACES = (5, 7, 8, 12, 14, 19)
 
 @pytest.fixture(scope="module")
 def cut_traces(data_dir: Path) -> dict[str, Trace]:
-    """The first 60 s of a few wc62 traces, keyed like ``TenantSpec.trace``."""
+    """The first 60 s of a few wc62 traces, keyed like ``Tenant.trace``."""
     return {
         f"/wc62/{i}": read_trace(data_dir / "wc62" / "traces" / f"trace{i:04d}.txt").slice_time(
             0.0, 60.0
@@ -72,14 +70,20 @@ def cut_traces(data_dir: Path) -> dict[str, Trace]:
     }
 
 
-def tenants(slos: Sequence[float], clients: int = 3, servers: int = 2) -> list[TenantSpec]:
+def tenants(slos: Sequence[float], clients: int = 3, servers: int = 2) -> list[Tenant]:
     return [
-        TenantSpec(f"t{k}", slo, Path(f"/wc62/{TRACES[k]}"), f"c{k % clients}", f"s{k % servers}")
+        Tenant(
+            f"t{k}",
+            Slo(slo),
+            Path(f"/wc62/{TRACES[k]}"),
+            f"c{k % clients}",
+            server=f"s{k % servers}",
+        )
         for k, slo in enumerate(slos)
     ]
 
 
-def bound_function(policy: str, specs: list[TenantSpec], traces: dict[str, Trace]):  # type: ignore[no-untyped-def]
+def bound_function(policy: str, specs: list[Tenant], traces: dict[str, Trace]):  # type: ignore[no-untyped-def]
     tset = TenantSet(tuple(specs))
     return dnc_bound_function(tset, policy, CurveCache(tset, dict(traces)))
 
@@ -100,7 +104,7 @@ def test_silo_rates_are_effective_bandwidths(cut_traces: dict[str, Trace]) -> No
     specs = tenants([0.2, 0.5, 1.0])
     silo = bound_function("silo", specs, cut_traces)
     assert isinstance(silo, SiloPolicy)
-    for t, c in zip(specs, configurations(silo, specs), strict=True):
+    for t, c in zip(specs, silo.configure(specs), strict=True):
         assert c.level == 0  # Silo: one FIFO level
         pacing = c.pacing["in"] + c.pacing["out"]
         assert pacing <= SILO_PACING_SHARE * t.slo_s + 1e-12
@@ -111,7 +115,9 @@ def test_silo_rates_are_effective_bandwidths(cut_traces: dict[str, Trace]) -> No
                 float(silo.curves.curve(t, d).shaping_delay(rate, bucket))
             )
     # a looser SLO never needs more bandwidth
-    lo, hi = (silo.configure_one(TenantSpec("x", s, specs[0].trace, "c0", "s0")) for s in (0.1, 1))
+    lo, hi = (
+        silo.configure_one(Tenant("x", Slo(s), specs[0].trace, "c0", server="s0")) for s in (0.1, 1)
+    )
     assert sum(b[0][0] for b in hi.buckets.values()) <= sum(b[0][0] for b in lo.buckets.values())
 
 
@@ -141,7 +147,7 @@ def test_screen_gives_the_same_decisions(cut_traces: dict[str, Trace]) -> None:
         screened = admit_in_order(specs, bound_function(policy, specs, cut_traces))
         plain_fn = bound_function(policy, specs, cut_traces)
 
-        def plain(ts: Sequence[TenantSpec], fn=plain_fn) -> list[TenantBound]:  # type: ignore[no-untyped-def]
+        def plain(ts: Sequence[Tenant], fn=plain_fn) -> list[TenantBound]:  # type: ignore[no-untyped-def]
             return fn(ts)
 
         full = admit_in_order(specs, plain)
@@ -150,7 +156,7 @@ def test_screen_gives_the_same_decisions(cut_traces: dict[str, Trace]) -> None:
 
 
 def test_device_tenants_are_refused() -> None:
-    spec = TenantSpec("a", 0.1, Path("x"), "c", "s", device="ssd0")
+    spec = Tenant("a", Slo(0.1), Path("x"), "c", server="s", device="ssd0")
     with pytest.raises(ConfigError, match="network only"):
         dnc_bound_function(TenantSet((spec,)), "dnc")
     with pytest.raises(ValueError, match="unknown DNC policy"):
@@ -176,9 +182,10 @@ def test_bounds_never_exceeded_in_the_simulator(
     assert len(admitted) >= 2
     final = bounds(admitted)
     assert all(math.isfinite(b.latency_s) for b in final)
-    mode = "demotion" if policy == "dnc" else "shaping"
-    enforced = [Enforced(c.level, c.buckets, mode) for c in configurations(bounds, admitted)]
-    latency = replay(admitted, [cut_traces[str(t.trace)] for t in admitted], enforced)
+    enforced = bounds.configure(admitted)
+    latency = replay(
+        admitted, [cut_traces[str(t.trace)] for t in admitted], enforced, mode=bounds.mode
+    )
     worst = {t.name: float(np.nanmax(latency[t.name])) for t in admitted}
     for b in final:
         assert worst[b.name] <= b.latency_s, (b.name, worst[b.name], b.latency_s)
@@ -203,8 +210,9 @@ def test_bounds_never_exceeded_property(
     admitted = [d.tenant for d in admit_in_order(specs, bounds) if d.admitted]
     if not admitted:
         return
-    mode = "demotion" if policy == "dnc" else "shaping"
-    enforced = [Enforced(c.level, c.buckets, mode) for c in configurations(bounds, admitted)]
-    latency = replay(admitted, [cut_traces[str(t.trace)] for t in admitted], enforced)
+    enforced = bounds.configure(admitted)
+    latency = replay(
+        admitted, [cut_traces[str(t.trace)] for t in admitted], enforced, mode=bounds.mode
+    )
     for b in bounds(admitted):
         assert float(np.nanmax(latency[b.name])) <= b.latency_s

@@ -1,4 +1,4 @@
-"""The measured latency alone as a floor under predicted latencies (tailbound.snc.alone)."""
+"""The measured latency alone as a floor under predicted latencies (tailbound.policies.floors)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,28 @@ from pathlib import Path
 import numpy as np
 
 from tailbound.experiments.snc_fig410 import caches, population
+from tailbound.model import DEFAULT_LINK_BYTES_PER_S as LINK_BYTES_PER_S
+from tailbound.model import Slo, Tenant, TenantSet
+from tailbound.policies.admission import Configured, SncPolicy, admit_in_order, to_bound
+from tailbound.policies.floors import AloneFloor, alone_latency, replay
 from tailbound.sim.results import percentile
-from tailbound.snc.admission import admit_in_order
-from tailbound.snc.alone import AloneFloor, alone_latency
 from tailbound.snc.analysis import TenantBound
 from tailbound.snc.incremental import IncrementalSnc
-from tailbound.snc.replay import Enforced, replay
-from tailbound.snc.tenants import LINK_BYTES_PER_S, TenantSet, TenantSpec
 
 
 def test_every_request_is_slower_shared_than_alone(data_dir: Path) -> None:
     """The floor's premise, request by request: sharing links (at higher, equal and lower
     priority levels) never makes a tenant's request faster than when its trace runs alone."""
     pop = population(data_dir, 6, seed=410)
-    specs = [TenantSpec(t.name, 0.1, t.trace, f"c{i % 2}", "s0") for i, t in enumerate(pop.tenants)]
+    specs = [
+        Tenant(t.name, Slo(0.1), t.trace, f"c{i % 2}", server="s0")
+        for i, t in enumerate(pop.tenants)
+    ]
     traces = [pop.first[str(t.trace)].slice_time(0.0, 60.0) for t in specs]
-    shared = replay(specs, traces, [Enforced(i % 3) for i in range(len(specs))])
+    shared = replay(specs, traces, [Configured(i % 3) for i in range(len(specs))])
     queued = 0
     for spec, trace in zip(specs, traces, strict=True):
-        alone = replay([spec], [trace], [Enforced(0)])[spec.name]
+        alone = replay([spec], [trace], [Configured(0)])[spec.name]
         assert len(alone) == len(shared[spec.name]) == len(trace)
         assert np.all(shared[spec.name] >= alone - 1e-12), spec.name
         queued += int(np.sum(shared[spec.name] > alone + 1e-9))
@@ -41,13 +44,15 @@ def test_floor_rejects_a_tenant_whose_own_bursts_miss_its_slo(data_dir: Path) ->
     ~46 ms at the 99.9th percentile (and so does the replayed second half)."""
     pop = population(data_dir, 39, seed=410)
     (w038,) = [t for t in pop.tenants if t.name == "w038"]
-    spec = TenantSpec("w038", 0.030, w038.trace, w038.client_host, w038.server_host)
+    spec = Tenant("w038", Slo(0.030), w038.trace, w038.client_host, server=w038.server)
     fits, _ = caches(pop)
     tset = TenantSet((spec,))
-    model = admit_in_order([spec], IncrementalSnc(tset, fits))[0]
+    model = admit_in_order([spec], SncPolicy(IncrementalSnc(tset, fits)))[0]
     assert model.admitted and model.bound.latency_s < 0.030
     assert model.bound.latency_alone_s is None
-    floor = AloneFloor(IncrementalSnc(tset, fits), lambda t: pop.first[str(t.trace)], 125e6)
+    floor = AloneFloor(
+        SncPolicy(IncrementalSnc(tset, fits)), lambda t: pop.first[str(t.trace)], 125e6
+    )
     floored = admit_in_order([spec], floor)[0]
     alone = alone_latency(spec, pop.first[str(spec.trace)], 125e6)
     assert not floored.admitted and floored.violated == ("w038",)
@@ -66,32 +71,34 @@ class _Fixed:
         if screen:
             self.newcomer_bound = lambda tenants: self(tenants)[-1]
 
-    def __call__(self, tenants: Sequence[TenantSpec]) -> list[TenantBound]:
+    def __call__(self, tenants: Sequence[Tenant]) -> list[TenantBound]:
         per = {"in": self.latency_s / 2, "out": self.latency_s / 2}
         return [TenantBound.of_directions(t, 0, per) for t in tenants]
 
 
 def test_floor_never_lowers_a_bound_and_measures_each_trace_once(data_dir: Path) -> None:
     pop = population(data_dir, 2, seed=410)
-    specs = [TenantSpec(t.name, 0.05, t.trace, t.client_host, t.server_host) for t in pop.tenants]
+    specs = [
+        Tenant(t.name, Slo(0.05), t.trace, t.client_host, server=t.server) for t in pop.tenants
+    ]
     reads: list[str] = []
 
-    def trace_of(t: TenantSpec):  # type: ignore[no-untyped-def]
+    def trace_of(t: Tenant):  # type: ignore[no-untyped-def]
         reads.append(t.name)
         return pop.first[str(t.trace)].slice_time(0.0, 30.0)
 
     memo: dict[tuple[str, float], float] = {}
-    high = AloneFloor(_Fixed(10.0, screen=False), trace_of, LINK_BYTES_PER_S, memo)
+    high = AloneFloor(SncPolicy(_Fixed(10.0, screen=False)), trace_of, LINK_BYTES_PER_S, memo)
     assert not hasattr(high, "newcomer_bound")
     for b in high(specs):
         assert b.latency_s == 10.0 and b.latency_alone_s is not None
         assert 0 < b.latency_alone_s < 10.0
-        assert b.to_json()["latency_alone_s"] == b.latency_alone_s
-    low = AloneFloor(_Fixed(0.0, screen=True), trace_of, LINK_BYTES_PER_S, memo)
+        assert to_bound(b, "snc-meister", worst_case=False).alone_s == b.latency_alone_s
+    low = AloneFloor(SncPolicy(_Fixed(0.0, screen=True)), trace_of, LINK_BYTES_PER_S, memo)
     key = {t.name: (str(t.trace), t.percentile) for t in specs}
     for b in [*low(specs), low.newcomer_bound(specs)]:
         assert b.latency_s == b.latency_alone_s == memo[key[b.name]]
     assert sorted(reads) == sorted(t.name for t in specs)  # one replay per trace, shared memo
     assert math.isinf(
-        AloneFloor(_Fixed(math.inf, False), trace_of, 1.25e8, memo)(specs)[0].latency_s
+        AloneFloor(SncPolicy(_Fixed(math.inf, False)), trace_of, 1.25e8, memo)(specs)[0].latency_s
     )

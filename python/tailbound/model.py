@@ -1,0 +1,324 @@
+"""The domain model every layer takes: :class:`Slo`, :class:`Tenant`, :class:`Cluster`.
+
+Small immutable values with readable ``repr``s, and **one** loader for each input file:
+
+- :func:`load_tenants` reads a tenants file into a :class:`TenantSet`;
+- :func:`load_cluster` reads a cluster file into a :class:`Cluster`.
+
+Every error is a :class:`~tailbound.errors.ConfigError` naming the file, the entry and the field
+(``tenants[3].slo_s``). Unknown keys are errors too: a misspelt ``"percentil"`` must not silently
+fall back to the default.
+
+Tenants file (paths relative to the file)::
+
+    {"link_bandwidth_bytes_per_s": 125000000,       # optional, default 1 Gb/s
+     "ssd_profile": "profile_ssd.json",             # optional; needed by analyses of devices
+     "tenants": [{"name": "C0", "slo_s": 0.2, "percentile": 0.999, "trace": "traces/t0.txt",
+                  "client_host": "client000", "client_vm": "0",      # optional
+                  "server_host": "server003", "device": "ssd3",      # optional (placement)
+                  "group": "g1", "class": "gold"}, ...]}             # optional
+
+What each consumer needs beyond name, SLO and trace (client and server hosts for the SNC
+analyses, a device for a storage stage) it checks itself with :meth:`TenantSet.require`, so the
+message names the field and says who needs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tailbound.errors import ConfigError
+from tailbound.jsonio import read_json
+
+#: A host link's bandwidth when a file gives none: 1 Gb/s in bytes per second.
+DEFAULT_LINK_BYTES_PER_S = 125_000_000.0
+#: The SLO percentile when a tenant gives none.
+DEFAULT_PERCENTILE = 0.999
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A tail-latency objective: a fraction ``percentile`` of requests within ``latency_s``.
+
+    ``percentile`` is in (0, 1]; 1 asks for the worst case.
+
+    >>> Slo(0.05)
+    Slo(latency_s=0.05, percentile=0.999)
+    >>> Slo(0.05, 1.0).worst_case
+    True
+    """
+
+    latency_s: float
+    percentile: float = DEFAULT_PERCENTILE
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.latency_s) and self.latency_s > 0):
+            raise ValueError(f"an SLO latency must be positive and finite, got {self.latency_s}")
+        if not 0 < self.percentile <= 1:
+            raise ValueError(f"an SLO percentile must be in (0, 1], got {self.percentile}")
+
+    @property
+    def worst_case(self) -> bool:
+        """Whether every request must meet the latency (percentile 1)."""
+        return self.percentile == 1.0
+
+    def met_by(self, latency_s: float) -> bool:
+        """Whether a latency at this SLO's percentile meets it."""
+        return latency_s <= self.latency_s
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A tenant: name, SLO, trace, and where it runs (each optional until a policy decides).
+
+    ``client_host``/``client_vm`` is where its requests come from; ``server`` the storage or
+    service host it talks to and ``device`` its volume's device there; ``group`` names tenants
+    whose traffic may be correlated (SNC dependency groups); ``service_class`` a class label
+    (tenant classes of the enforcers: Aequitas' RPC classes, Nested QoS' levels).
+    """
+
+    name: str
+    slo: Slo
+    trace: Path
+    client_host: str | None = None
+    client_vm: str | None = None
+    server: str | None = None
+    device: str | None = None
+    group: str | None = None
+    service_class: str | None = None
+
+    @property
+    def slo_s(self) -> float:
+        """The SLO's latency (s)."""
+        return self.slo.latency_s
+
+    @property
+    def percentile(self) -> float:
+        """The SLO's percentile."""
+        return self.slo.percentile
+
+
+@dataclass(frozen=True)
+class TenantSet:
+    """A tenants file: the tenants in file order (the arrival order of admission) and the
+    settings it gives for the network and devices they share."""
+
+    tenants: tuple[Tenant, ...]
+    link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S
+    ssd_profile: Path | None = None
+    path: Path | None = None
+
+    def require(self, key: str, who: str) -> None:
+        """Raise :class:`ConfigError` naming the first tenant without ``key`` (a
+        :class:`Tenant` attribute spelt as in the file) that ``who`` needs."""
+        attr = _ATTRIBUTE.get(key, key)
+        for i, t in enumerate(self.tenants):
+            if getattr(t, attr) is None:
+                raise ConfigError(
+                    self.path, f"missing ({who} needs it)", field=f"tenants[{i}].{key}"
+                )
+
+    def where(self, name: str) -> str:
+        """The entry of the tenant called ``name`` (``tenants[3]``), for error messages."""
+        for i, t in enumerate(self.tenants):
+            if t.name == name:
+                return f"tenants[{i}]"
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server host and its devices (each a storage queue); its link carries the network stages
+    of every tenant on any of its devices (thesis Fig. 5.11)."""
+
+    name: str
+    devices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClientHost:
+    """A client machine and its VMs (one tenant per VM)."""
+
+    name: str
+    vms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Servers, client hosts and the link bandwidth of every host (bytes/s, each direction)."""
+
+    link_bytes_per_s: float
+    servers: tuple[Server, ...]
+    client_hosts: tuple[ClientHost, ...] = ()
+    path: Path | None = None
+
+
+# ------------------------------------------------------------------------------ loading
+_TENANT_KEYS = (
+    "name",
+    "slo_s",
+    "percentile",
+    "trace",
+    "client_host",
+    "client_vm",
+    "server_host",
+    "device",
+    "group",
+    "class",
+)
+_ATTRIBUTE = {"server_host": "server", "class": "service_class"}
+_TENANTS_FILE_KEYS = ("tenants", "link_bandwidth_bytes_per_s", "ssd_profile")
+_CLUSTER_KEYS = ("link_bandwidth_bytes_per_s", "server_hosts", "client_hosts")
+
+
+class _Fields:
+    """Typed reads of one JSON object, errors naming file and field."""
+
+    def __init__(self, path: Path, doc: Any, where: str, keys: Iterable[str]) -> None:
+        self.path, self.where = path, where
+        if not isinstance(doc, dict):
+            raise ConfigError(path, f"expected an object, got {_show(doc)}", field=where or None)
+        unknown = sorted(set(doc) - set(keys))
+        if unknown:
+            raise ConfigError(
+                path,
+                f"unknown key (known: {', '.join(keys)})",
+                field=self.at(str(unknown[0])),
+            )
+        self.doc: Mapping[str, Any] = doc
+
+    def at(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def error(self, key: str, message: str) -> ConfigError:
+        return ConfigError(self.path, message, field=self.at(key))
+
+    def text(self, key: str, *, required: bool = True) -> str | None:
+        value = self.doc.get(key)
+        if value is None and not required and key not in self.doc:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.error(key, f"expected a non-empty string, got {_show(value)}")
+        return value
+
+    def number(self, key: str, default: float | None = None) -> float:
+        if key not in self.doc and default is not None:
+            return default
+        value = self.doc.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"expected a number, got {_show(value)}")
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a finite number, got {value}")
+        return float(value)
+
+    def positive(self, key: str, default: float | None = None) -> float:
+        value = self.number(key, default)
+        if not value > 0:
+            raise self.error(key, f"expected a positive number, got {_show(self.doc.get(key))}")
+        return value
+
+    def items(self, key: str, *, required: bool = True) -> list[Any]:
+        value = self.doc.get(key, None if required else [])
+        if not isinstance(value, list) or (required and not value):
+            raise self.error(key, f"expected a non-empty list, got {_show(value)}")
+        return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _tenant(path: Path, doc: Any, where: str) -> Tenant:
+    f = _Fields(path, doc, where, _TENANT_KEYS)
+    slo_s = f.positive("slo_s")
+    percentile = f.number("percentile", DEFAULT_PERCENTILE)
+    if not 0 < percentile <= 1:
+        raise f.error("percentile", f"expected a number in (0, 1], got {percentile}")
+    name, trace = f.text("name"), f.text("trace")
+    assert name is not None and trace is not None
+    return Tenant(
+        name=name,
+        slo=Slo(slo_s, percentile),
+        trace=path.parent / trace,
+        client_host=f.text("client_host", required=False),
+        client_vm=f.text("client_vm", required=False),
+        server=f.text("server_host", required=False),
+        device=f.text("device", required=False),
+        group=f.text("group", required=False),
+        service_class=f.text("class", required=False),
+    )
+
+
+def load_tenants(path: str | Path) -> TenantSet:
+    """Read a tenants file (module docstring), raising :class:`ConfigError` naming the field.
+
+    >>> import json, tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "tenants.json"
+    >>> _ = p.write_text(json.dumps({"tenants": [{"name": "A", "slo_s": 0.05,
+    ...     "trace": "a.txt", "percentil": 0.99}]}))
+    >>> try:
+    ...     load_tenants(p)
+    ... except ConfigError as e:
+    ...     print(e.field, "|", e.message.split(" (")[0])
+    tenants[0].percentil | unknown key
+    """
+    path = Path(path)
+    top = _Fields(path, read_json(path, what="the tenants file"), "", _TENANTS_FILE_KEYS)
+    tenants: list[Tenant] = []
+    seen: set[str] = set()
+    for i, doc in enumerate(top.items("tenants")):
+        tenant = _tenant(path, doc, f"tenants[{i}]")
+        if tenant.name in seen:
+            raise ConfigError(
+                path, f"duplicate tenant name {tenant.name!r}", field=f"tenants[{i}].name"
+            )
+        seen.add(tenant.name)
+        tenants.append(tenant)
+    profile = top.text("ssd_profile", required=False)
+    return TenantSet(
+        tenants=tuple(tenants),
+        link_bytes_per_s=top.positive("link_bandwidth_bytes_per_s", DEFAULT_LINK_BYTES_PER_S),
+        ssd_profile=None if profile is None else path.parent / profile,
+        path=path,
+    )
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    """Read ``{"link_bandwidth_bytes_per_s", "server_hosts": [{"name", "devices"}],
+    "client_hosts": [{"name", "vms"}]}``; server and client names must be unique."""
+    path = Path(path)
+    top = _Fields(path, read_json(path, what="the cluster file"), "", _CLUSTER_KEYS)
+    bandwidth = top.positive("link_bandwidth_bytes_per_s")
+    servers = []
+    names: set[str] = set()
+    for i, doc in enumerate(top.items("server_hosts")):
+        f = _Fields(path, doc, f"server_hosts[{i}]", ("name", "devices"))
+        name = f.text("name")
+        assert name is not None
+        devices = f.items("devices")
+        if not all(isinstance(d, str) and d for d in devices) or len(set(devices)) != len(devices):
+            raise f.error("devices", "expected a list of distinct device names")
+        _unique(f, name, names)
+        servers.append(Server(name, tuple(devices)))
+    clients = []
+    for i, doc in enumerate(top.items("client_hosts", required=False)):
+        f = _Fields(path, doc, f"client_hosts[{i}]", ("name", "vms"))
+        name = f.text("name")
+        assert name is not None
+        vms = f.items("vms", required=False)
+        if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in vms):
+            raise f.error("vms", "expected a list of VM names")
+        _unique(f, name, names)
+        clients.append(ClientHost(name, tuple(str(v) for v in vms)))
+    return Cluster(bandwidth, tuple(servers), tuple(clients), path)
+
+
+def _unique(f: _Fields, name: str, names: set[str]) -> None:
+    if name in names:
+        raise f.error("name", f"duplicate host name {name!r}")
+    names.add(name)

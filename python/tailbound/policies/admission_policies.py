@@ -1,0 +1,60 @@
+"""Building the admission policies by name (the registry's factory for ``admission``).
+
+- ``snc-meister``: SNC-Meister's bound (thesis Appendix A.4), for admission with flows memoised
+  across arrivals (:class:`~tailbound.snc.incremental.IncrementalSnc`: the same numbers up to
+  the order of floating-point sums);
+- ``snc-hop-by-hop``, ``snc-convolution``: the classic SNC analyses (Appendix A.3);
+- ``dnc``, ``silo``, ``qjump``: the DNC baselines of §4.3.1
+  (:mod:`tailbound.policies.dnc_baselines`).
+
+The SNC policies' predictions may be floored by measured latencies
+(:mod:`tailbound.policies.floors`): ``alone_floor`` by each tenant's latency alone, ``joint_floor``
+also by the tenants' latencies replayed together. A DNC baseline's worst-case bound is never below
+either on its own traces, so the floors are not applied to it.
+"""
+
+from __future__ import annotations
+
+from tailbound.model import TenantSet
+from tailbound.policies.admission import AdmissionPolicy, SncPolicy
+from tailbound.policies.dnc_baselines import POLICIES as DNC_POLICIES
+from tailbound.policies.dnc_baselines import CurveCache, dnc_bound_function
+from tailbound.policies.floors import AloneFloor, JointFloor
+from tailbound.snc.analysis import snc_bound_function
+from tailbound.snc.incremental import IncrementalSnc
+from tailbound.snc.tenants import FitCache
+
+
+def make_admission(
+    name: str,
+    tset: TenantSet,
+    *,
+    fits: FitCache | None = None,
+    curves: CurveCache | None = None,
+    alone_floor: bool = False,
+    joint_floor: bool = False,
+    alone: dict[tuple[str, float], float] | None = None,
+    incremental: bool = True,
+) -> AdmissionPolicy:
+    """The admission policy ``name`` for tenants of ``tset`` (module docstring).
+
+    ``fits`` and ``curves`` are caches of MMPP fits and r-b curves to share between policies
+    (the traces they hold are the decision's: an experiment primes them with first halves);
+    ``alone`` keeps measured latencies alone across policies (:class:`AloneFloor`);
+    ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants)."""
+    if name in DNC_POLICIES:
+        return dnc_bound_function(tset, name, curves)
+    fits = fits if fits is not None else FitCache()
+    policy: AdmissionPolicy
+    if name == "snc-meister" and incremental:
+        policy = SncPolicy(IncrementalSnc(tset, fits), name)
+    elif name in ("snc-meister", "snc-hop-by-hop", "snc-convolution"):
+        policy = SncPolicy(snc_bound_function(tset, name, fits), name)
+    else:
+        known = ("snc-meister", "snc-hop-by-hop", "snc-convolution", *DNC_POLICIES)
+        raise ValueError(f"unknown admission policy {name!r} (known: {', '.join(known)})")
+    if alone_floor:
+        policy = AloneFloor(policy, fits.trace, tset.link_bytes_per_s, alone)
+    if joint_floor:
+        policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
+    return policy
