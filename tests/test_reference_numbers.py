@@ -14,6 +14,7 @@ it) and are skipped without them.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,13 @@ def bounds_from_output(path: Path) -> dict[str, float]:
     """Each tenant's total latency bound (seconds) from the file ``tailbound bound --out`` wrote.
 
     The one place that knows the output format (a JSON object whose ``tenants`` rows carry
-    ``name`` and ``latency_s``); adapt it when ``bound`` writes a Plan instead."""
+    ``name`` and ``latency_s``, null for an infinite bound); adapt it when ``bound`` writes a
+    Plan instead."""
     document = json.loads(Path(path).read_text())
-    return {row["name"]: float(row["latency_s"]) for row in document["tenants"]}
+    return {
+        row["name"]: math.inf if row["latency_s"] is None else float(row["latency_s"])
+        for row in document["tenants"]
+    }
 
 
 def _need_wc62() -> None:
