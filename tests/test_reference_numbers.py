@@ -1,0 +1,95 @@
+"""Reference numbers that must survive refactoring (issue 12, "Evidence required").
+
+* ``tailbound bound`` on the shipped wc62-derived tenants file ``examples/snc-wc62.json`` (16 wc62
+  tenants, two client and two server hosts, two dependency groups) gives every tenant the same
+  total latency bound as before, to a relative 1e-9, for SNC-Meister and the ``dnc`` baseline.
+  The golden values are in ``tests/data/snc_wc62_bounds.json`` (recorded at commit 7555637).
+* The wc62 placement (62 tenants, WorkloadCompactor with fast-first-fit) uses 11 servers, as the
+  reference system's own run did.
+
+Both need the real traces in ``../shared/data/wc62`` (beside the repository, never copied into
+it) and are skipped without them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tailbound.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "snc-wc62.json"
+GOLDEN = REPO / "tests" / "data" / "snc_wc62_bounds.json"
+WC62 = REPO.parent / "shared" / "data" / "wc62"
+
+
+def bounds_from_output(path: Path) -> dict[str, float]:
+    """Each tenant's total latency bound (seconds) from the file ``tailbound bound --out`` wrote.
+
+    The one place that knows the output format (a JSON object whose ``tenants`` rows carry
+    ``name`` and ``latency_s``, null for an infinite bound); adapt it when ``bound`` writes a
+    Plan instead."""
+    document = json.loads(Path(path).read_text())
+    return {
+        row["name"]: math.inf if row["latency_s"] is None else float(row["latency_s"])
+        for row in document["tenants"]
+    }
+
+
+def _need_wc62() -> None:
+    traces = [EXAMPLE.parent / t["trace"] for t in json.loads(EXAMPLE.read_text())["tenants"]]
+    missing = [t for t in traces if not t.is_file()]
+    if not WC62.is_dir() or missing:
+        pytest.skip(
+            f"shared data ../shared/data/wc62 not found at {WC62} (examples/snc-wc62.json and the "
+            "wc62 placement read their traces from there)"
+        )
+
+
+@pytest.mark.parametrize("analysis", ["snc-meister", "dnc"])
+def test_snc_wc62_bounds_match_the_golden_values(analysis: str, tmp_path: Path) -> None:
+    _need_wc62()
+    golden: dict[str, float] = json.loads(GOLDEN.read_text())["bounds_s"][analysis]
+    out = tmp_path / f"bounds-{analysis}.json"
+    code = main(["bound", "--tenants", str(EXAMPLE), "--analysis", analysis, "--out", str(out)])
+    assert code == 0
+    got = bounds_from_output(out)
+    assert sorted(got) == sorted(golden), "the tenants differ from the golden file's"
+    wrong = {
+        name: (got[name], want)
+        for name, want in golden.items()
+        if got[name] != pytest.approx(want, rel=1e-9, abs=0.0)
+    }
+    assert not wrong, f"{analysis}: bounds (got, golden) differ beyond 1e-9 relative: {wrong}"
+
+
+def test_wc62_fast_first_fit_uses_11_servers(tmp_path: Path) -> None:
+    if not WC62.is_dir():
+        pytest.skip(f"shared data ../shared/data/wc62 not found at {WC62}")
+    from tailbound.plan import Plan
+
+    out = tmp_path / "plan.json"
+    code = main(
+        [
+            "place",
+            "--tenants",
+            str(WC62 / "tenants.json"),
+            "--cluster",
+            str(WC62 / "cluster.json"),
+            "--profile",
+            str(WC62 / "profile_ssd.json"),
+            "--fast-first-fit",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    plan = Plan.load(out)
+    assert len(plan.tenants) == 62 and not plan.rejected
+    assert plan.servers_used == 11
+    assert len({t.server for t in plan.tenants}) == 11
