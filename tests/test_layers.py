@@ -30,6 +30,8 @@ LAYERS: dict[str, int] = {
     "tailbound.traces": 0,
     "tailbound.errors": 0,
     "tailbound.atomic": 0,
+    "tailbound.jsonio": 0,
+    "tailbound.tables": 0,
     "tailbound.stages": 0,
     "tailbound._core": 0,
     "tailbound.plotting": 0,

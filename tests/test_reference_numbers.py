@@ -14,12 +14,12 @@ it) and are skipped without them.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 
 from tailbound.cli.main import main
+from tailbound.plan import Plan
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "snc-wc62.json"
@@ -28,16 +28,9 @@ WC62 = REPO.parent / "shared" / "data" / "wc62"
 
 
 def bounds_from_output(path: Path) -> dict[str, float]:
-    """Each tenant's total latency bound (seconds) from the file ``tailbound bound --out`` wrote.
-
-    The one place that knows the output format (a JSON object whose ``tenants`` rows carry
-    ``name`` and ``latency_s``, null for an infinite bound); adapt it when ``bound`` writes a
-    Plan instead."""
-    document = json.loads(Path(path).read_text())
-    return {
-        row["name"]: math.inf if row["latency_s"] is None else float(row["latency_s"])
-        for row in document["tenants"]
-    }
+    """Each tenant's total latency bound (seconds) from the plan ``tailbound bound --out`` wrote
+    (an infinite bound is ``inf``)."""
+    return {t.name: t.latency_bound_s for t in Plan.load(path).tenants}
 
 
 def _need_wc62() -> None:

@@ -48,7 +48,7 @@ def test_place_writes_a_plan(tmp_path: Path, wc62_dir: Path, capsys: pytest.Capt
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--policy", "fastest"], "--policy: unknown baseline 'fastest'"),
+        (["--policy", "fastest"], "--policy: unknown placement policy 'fastest'"),
         (["--safety-margin", "0"], "--safety-margin must be positive"),
     ],
 )

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tailbound.policies.registry import names
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -25,7 +27,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--policy",
         default="workloadcompactor",
-        help="workloadcompactor (default), effective-bandwidth, average-rate:K or knee",
+        help=f"placement policy: {', '.join(names('placement'))} (default workloadcompactor)",
     )
     parser.add_argument("--fast-first-fit", action="store_true", help="skip near-full servers")
     parser.add_argument("--events", type=Path, help="arrivals/departures CSV (index,addClient)")
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.policies.events import load_events
     from tailbound.policies.placement import place
     from tailbound.policies.workload import characterize_all
-    from tailbound.policies.workloadcompactor import make_policy, to_plan
+    from tailbound.policies.registry import build
+    from tailbound.policies.workloadcompactor import to_plan
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
 
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     profile = SsdProfile.load(args.profile)
     events = load_events(args.events, len(tenants)) if args.events else None
     try:
-        policy = make_policy(args.policy)
+        policy = build(args.policy, "placement")
     except ValueError as e:
         raise ConfigError(None, f"--policy: {e}") from None
     margin = args.safety_margin if args.safety_margin is not None else (1.1 if args.half else 1.0)

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tailbound.policies.registry import names
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -29,7 +31,12 @@ def add_parser(subparsers: Any) -> None:
         help="bytes/s of every link, each direction (default 125e6)",
     )
     parser.add_argument("--k", type=int, default=3, help="token buckets per stage (default 3)")
-    parser.add_argument("--policy", choices=("prioritymeister", "byslo"), default="prioritymeister")
+    parser.add_argument(
+        "--policy",
+        choices=names("prioritization"),
+        default="prioritymeister",
+        help="prioritization policy (default prioritymeister)",
+    )
     parser.add_argument("--out", type=Path, default=Path("plan-pm.json"), help="plan to write")
     parser.set_defaults(run=run)
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 
-from tailbound.policies.wc_lp import _highs
+from tailbound.dnc.highs import solver
 
 _INF = highspy.kHighsInf
 Bucket = tuple[float, float]
@@ -91,7 +91,7 @@ class _Lp:
         self.rows.append((merged, lo, hi))
 
     def maximise(self) -> float:
-        h = _highs()
+        h = solver()
         starts: list[int] = []
         index: list[int] = []
         value: list[float] = []

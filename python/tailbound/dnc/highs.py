@@ -1,0 +1,23 @@
+"""The one HiGHS solver instance the LP analyses share (PriorityMeister's latency LP,
+:mod:`tailbound.dnc.lp`, and WorkloadCompactor's per-server LP, :mod:`tailbound.policies.wc_lp`).
+
+Creating a solver costs more than the small LPs it solves, so one is made on first use and
+re-used (each model is passed whole, so no state leaks from one LP to the next).
+"""
+
+from __future__ import annotations
+
+import highspy
+
+_solver: highspy.Highs | None = None
+
+
+def solver() -> highspy.Highs:
+    """The shared solver: silent, presolve off (the LPs are small, a few hundred rows:
+    presolve costs more than it saves)."""
+    global _solver
+    if _solver is None:
+        _solver = highspy.Highs()
+        _solver.setOptionValue("output_flag", False)
+        _solver.setOptionValue("presolve", "off")
+    return _solver
