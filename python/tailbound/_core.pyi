@@ -11,6 +11,9 @@ __version__: str
 class ParseError(ValueError):
     """A malformed record: ``args`` are ``(line, field, message)``."""
 
+class FieldError(ValueError):
+    """A bad field of a configuration table: ``args`` are ``(field, message)``."""
+
 # --- r-b curves (crates/tailbound-py/src/rb.rs) ---------------------------------------------------
 
 def rbgen(
@@ -108,6 +111,8 @@ class Simulation:
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...
+def scheduler_config(fields: dict[str, object], workloads: list[tuple[str, float | None]]) -> str:
+    """The core's scheduler config (JSON) of a scenario's queue table keyed by workload name."""
 
 # --- snc (stochastic network calculus) ---------------------------------------------------------
 def perron_roots(

@@ -29,9 +29,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::disk::LastAccess;
-use super::sched::{Dequeue, Item, Param, Scheduler, TagKey};
 use super::topology::DeviceSpec;
 use crate::error::Result;
+use crate::sched::{Dequeue, Item, Param, Scheduler, TagKey};
 
 /// One device's state. Request identifiers are global request indices, used to look up each
 /// request's operation and size in the slices the simulator passes in.
@@ -94,7 +94,7 @@ impl Device {
     /// A device with its scheduler built for `workloads` workloads.
     pub fn new(spec: &DeviceSpec, workloads: usize) -> Result<Self> {
         Ok(Self {
-            scheduler: spec.scheduler.spec(workloads).build(workloads)?,
+            scheduler: spec.scheduler.build(workloads)?,
             spec: spec.clone(),
             staged: None,
             staged_waits_for_room: false,
