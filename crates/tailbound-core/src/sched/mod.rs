@@ -1,7 +1,14 @@
-//! Schedulers: pluggable queues with injected time (STYLE.md lesson 8, dmclock's interface).
+//! Schedulers and the device dispatcher: pluggable queues with injected time (STYLE.md lesson 8,
+//! dmclock's interface), shared by the simulator (`crate::sim`) and a storage gateway.
 //!
-//! Every queue of the simulator (a link's output port or a device's dispatcher) owns one
-//! `Box<dyn Scheduler>`. The queue calls [`Scheduler::enqueue`] when an item arrives and
+//! - [`SchedulerConfig`] (`config.rs`): each kind's configuration, defined once (serde, tagged by
+//!   `kind`), which builds the scheduler; it also reads a scenario's queue table keyed by
+//!   workload name;
+//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`: the disciplines;
+//! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
+//!   batches of sequential writes) in front of a scheduler, apart from the device's service.
+//!
+//! Every queue (a link's output port or a device's dispatcher) owns one `Box<dyn Scheduler>`. The queue calls [`Scheduler::enqueue`] when an item arrives and
 //! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is
 //! eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
 //! passed in, so the same code runs under the simulator's virtual clock and a gateway's real clock.
@@ -11,6 +18,7 @@
 
 mod bucket;
 mod config;
+pub mod dispatch;
 mod dwrr;
 mod edf;
 mod fifo;
