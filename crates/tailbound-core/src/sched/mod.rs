@@ -8,9 +8,10 @@
 //! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
 //!   batches of sequential writes) in front of a scheduler, apart from the device's service.
 //!
-//! Every queue (a link's output port or a device's dispatcher) owns one `Box<dyn Scheduler>`. The queue calls [`Scheduler::enqueue`] when an item arrives and
-//! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is
-//! eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
+//! Every queue (a link's output port or a device's dispatcher) owns one `Box<dyn Scheduler>`.
+//! The queue calls [`Scheduler::enqueue`] when an item arrives and [`Scheduler::dequeue`]
+//! whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is eligible before
+//! virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
 //! passed in, so the same code runs under the simulator's virtual clock and a gateway's real clock.
 //!
 //! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
