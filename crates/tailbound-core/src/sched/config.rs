@@ -119,14 +119,11 @@ impl SchedulerConfig {
         if let Some((key, _)) = table.iter().find(|(k, _)| !TABLE_FIELDS.contains(&k.as_str())) {
             let mut known = TABLE_FIELDS.to_vec();
             known.sort_unstable();
-            return Err(field(key, format!("unknown field (expected one of {})", names(&known))));
+            return Err(field(key, format!("unknown field (expected one of {})", py_list(&known))));
         }
         let kind = match t.get("kind") {
-            Some(Value::Str(k)) if KINDS.contains(&k.as_str()) => k.as_str(),
-            other => {
-                let got = other.map_or("None".to_string(), Value::to_string);
-                return Err(field("kind", format!("expected one of {}, got {got}", names(&KINDS))));
-            }
+            Some(Value::Str(k)) => k.as_str(),
+            _ => "",
         };
         let names: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
         Ok(match kind {
@@ -174,7 +171,7 @@ impl SchedulerConfig {
                 let deadline = t.per_workload("deadline_s", &names, slo)?;
                 SchedulerConfig::Edf { deadline: positive("deadline_s", &deadline, false)? }
             }
-            _ => {
+            "dwrr" => {
                 let default = |_| Value::Str("default".into());
                 let classes: Vec<String> = t
                     .per_workload("class", &names, default)?
@@ -198,6 +195,7 @@ impl SchedulerConfig {
                     .iter()
                     .map(|c| Table(cw).get(c).cloned().unwrap_or(Value::Float(1.0)))
                     .collect();
+                let weight = positive("class_weight", &weights, true)?;
                 let class = classes
                     .iter()
                     .map(|c| class_names.binary_search(c).map_or(0, |i| i as u32))
@@ -209,11 +207,14 @@ impl SchedulerConfig {
                         _ => return Err(field("quantum_s", expected("a number in (0.0, inf]", v))),
                     },
                 };
-                SchedulerConfig::Dwrr {
-                    class,
-                    weight: positive("class_weight", &weights, true)?,
-                    quantum,
-                }
+                SchedulerConfig::Dwrr { class, weight, quantum }
+            }
+            _ => {
+                let got = t.get("kind").map_or("None".to_string(), Value::to_string);
+                return Err(field(
+                    "kind",
+                    format!("expected one of {}, got {got}", py_list(&KINDS)),
+                ));
             }
         })
     }
@@ -316,7 +317,7 @@ impl Table<'_> {
 }
 
 /// `['a', 'b']`, as Python prints a list of names.
-fn names(list: &[&str]) -> String {
+fn py_list(list: &[&str]) -> String {
     let quoted: Vec<String> = list.iter().map(|n| format!("'{n}'")).collect();
     format!("[{}]", quoted.join(", "))
 }
