@@ -11,6 +11,9 @@ __version__: str
 class ParseError(ValueError):
     """A malformed record: ``args`` are ``(line, field, message)``."""
 
+class FieldError(ValueError):
+    """A bad field of a configuration table: ``args`` are ``(field, message)``."""
+
 # --- r-b curves (crates/tailbound-py/src/rb.rs) ---------------------------------------------------
 
 def rbgen(
@@ -108,6 +111,8 @@ class Simulation:
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...
+def scheduler_config(fields: dict[str, object], workloads: list[tuple[str, float | None]]) -> str:
+    """The core's scheduler config (JSON) of a scenario's queue table keyed by workload name."""
 
 # --- snc (stochastic network calculus) ---------------------------------------------------------
 def perron_roots(
@@ -115,26 +120,26 @@ def perron_roots(
 ) -> NDArray[np.float64]:
     """Perron roots of ``diag(1 + e) G + diag(e)`` for each row ``e`` of ``excess``."""
 
-def snc_meister_search(
-    sizes: NDArray[np.int64],
-    generators: NDArray[np.float64],
-    p: NDArray[np.float64],
-    mu: NDArray[np.float64],
-    c1: NDArray[np.float64],
-    c2: NDArray[np.float64],
-    eps: NDArray[np.float64],
-    pole: NDArray[np.float64],
-    w_ptr: NDArray[np.int64],
-    w_idx: NDArray[np.int64],
-    x_ptr: NDArray[np.int64],
-    x_idx: NDArray[np.int64],
-    y_ptr: NDArray[np.int64],
-    y_idx: NDArray[np.int64],
-    pair_flow: NDArray[np.int64],
-    pair_c: NDArray[np.float64],
-    z_ptr: NDArray[np.int64],
-    z_idx: NDArray[np.int64],
-    r_ptr: NDArray[np.int64],
-    r_idx: NDArray[np.int64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """SNC-Meister's theta search for every independent two-hop flow: ``(theta, latency_steps)``."""
+@final
+class SncNetwork:
+    """Independent two-hop flows prepared for SNC-Meister's theta search (built once)."""
+
+    def __new__(cls) -> SncNetwork: ...
+    def add_source(
+        self, generator: NDArray[np.float64], p: NDArray[np.float64], mu: NDArray[np.float64]
+    ) -> int: ...
+    def add_flow(
+        self,
+        c1: float,
+        c2: float,
+        eps: float,
+        pole: float,
+        own: list[int],
+        shared: list[int],
+        first_only: list[int],
+    ) -> int: ...
+    def add_feeder(self, flow: int, c: float, into: list[int], other: list[int]) -> None: ...
+    @property
+    def flows(self) -> int: ...
+    def search(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(theta, latency_steps)`` per flow."""

@@ -13,6 +13,9 @@ pub enum Error {
     Invalid(String),
     /// Reading an input failed at the operating-system level.
     Io(String),
+    /// A bad field of a configuration table: `field` is its dotted name inside the table
+    /// (`priority.A`), `message` says what was wrong (the caller adds the file and the table).
+    Field { field: String, message: String },
 }
 
 /// Result with the core's error.
@@ -33,6 +36,7 @@ impl fmt::Display for Error {
             }
             Error::Invalid(message) => write!(f, "invalid argument: {message}"),
             Error::Io(message) => write!(f, "i/o error: {message}"),
+            Error::Field { field, message } => write!(f, "field {field}: {message}"),
         }
     }
 }

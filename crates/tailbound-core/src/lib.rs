@@ -7,6 +7,7 @@
 pub mod error;
 pub mod parse;
 pub mod rb;
+pub mod sched;
 pub mod sim;
 pub mod snc;
 pub mod snc_fast;

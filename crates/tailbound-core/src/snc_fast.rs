@@ -76,7 +76,19 @@ pub struct Csr {
     pub idx: Vec<usize>,
 }
 
+impl Default for Csr {
+    /// No rows.
+    fn default() -> Self {
+        Self { ptr: vec![0], idx: Vec::new() }
+    }
+}
+
 impl Csr {
+    fn push_row(&mut self, row: &[usize]) {
+        self.idx.extend_from_slice(row);
+        self.ptr.push(self.idx.len());
+    }
+
     fn row(&self, i: usize) -> &[usize] {
         &self.idx[self.ptr[i]..self.ptr[i + 1]]
     }
@@ -100,6 +112,10 @@ impl Csr {
 /// queue) its flow, its rate `c` (work per step) and its sources `z` (into the second queue) and
 /// `r` (elsewhere). `c1`, `c2` are the flow's two queues' rates (work per step), `eps` its
 /// violation probability, `pole` the smallest `mu` of its sources. Sums run in row order.
+///
+/// Build one with [`Plan::default`] and the `add_*` methods (which check each part as it comes),
+/// or fill the fields directly; [`snc_meister_search`] checks the whole either way.
+#[derive(Default)]
 pub struct Plan {
     pub sources: Vec<Source>,
     pub c1: Vec<f64>,
@@ -113,6 +129,82 @@ pub struct Plan {
     pub pair_c: Vec<f64>,
     pub z: Csr,
     pub r: Csr,
+}
+
+impl Plan {
+    /// Add an MMPP source (see [`Source`]): generator `n × n` row-major, `p` and `mu` of length
+    /// `n`. Returns its index.
+    pub fn add_source(&mut self, generator: Vec<f64>, p: Vec<f64>, mu: Vec<f64>) -> Result<usize> {
+        let n = p.len();
+        if n == 0 || generator.len() != n * n || mu.len() != n {
+            return Err(Error::Invalid(format!(
+                "a source needs n > 0 states, an n × n generator and n of p and mu; got {} \
+                 generator entries, {n} of p and {} of mu",
+                generator.len(),
+                mu.len()
+            )));
+        }
+        self.sources.push(Source { n, generator, p, mu });
+        Ok(self.sources.len() - 1)
+    }
+
+    fn check_sources(&self, role: &str, sources: &[usize]) -> Result<()> {
+        match sources.iter().find(|&&s| s >= self.sources.len()) {
+            Some(s) => Err(Error::Invalid(format!("{role}: no source {s}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Add a two-hop flow through queues of rates `c1`, `c2` (work per step) with violation
+    /// probability `eps` and `pole` (the smallest `mu` of its sources): the sources of its own
+    /// arrivals (`w`), of the flows sharing both its queues (`x`) and of those sharing only its
+    /// first queue (`y`), each summed in the order given. Returns the flow's index.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_flow(
+        &mut self,
+        c1: f64,
+        c2: f64,
+        eps: f64,
+        pole: f64,
+        w: &[usize],
+        x: &[usize],
+        y: &[usize],
+    ) -> Result<usize> {
+        for (role, sources) in [("w", w), ("x", x), ("y", y)] {
+            self.check_sources(role, sources)?;
+        }
+        self.c1.push(c1);
+        self.c2.push(c2);
+        self.eps.push(eps);
+        self.pole.push(pole);
+        self.w.push_row(w);
+        self.x.push_row(x);
+        self.y.push_row(y);
+        Ok(self.c1.len() - 1)
+    }
+
+    /// Add a feeder of `flow`'s second queue: another first queue of rate `c` (work per step)
+    /// whose flows into the second queue have sources `z` and whose other flows have sources
+    /// `r`. Feeders are added in the order of their flows.
+    pub fn add_feeder(&mut self, flow: usize, c: f64, z: &[usize], r: &[usize]) -> Result<()> {
+        if flow >= self.c1.len() || self.pair_flow.last().is_some_and(|&last| last > flow) {
+            return Err(Error::Invalid(format!(
+                "feeder of flow {flow}: no such flow, or feeders out of flow order"
+            )));
+        }
+        self.check_sources("z", z)?;
+        self.check_sources("r", r)?;
+        self.pair_flow.push(flow);
+        self.pair_c.push(c);
+        self.z.push_row(z);
+        self.r.push_row(r);
+        Ok(())
+    }
+
+    /// Number of flows.
+    pub fn flows(&self) -> usize {
+        self.c1.len()
+    }
 }
 
 struct Rho<'a> {
@@ -687,6 +779,44 @@ mod tests {
             z: csr(&z),
             r: csr(&r),
         }
+    }
+
+    #[test]
+    fn builder_gives_the_same_search_as_the_fields() {
+        let fields = sample_plan();
+        let mut built = Plan::default();
+        for src in &fields.sources {
+            let i = built.add_source(src.generator.clone(), src.p.clone(), src.mu.clone());
+            assert_eq!(i.unwrap(), built.sources.len() - 1);
+        }
+        for f in 0..fields.flows() {
+            let (w, x, y) = (fields.w.row(f), fields.x.row(f), fields.y.row(f));
+            let (c1, c2, eps, pole) = (fields.c1[f], fields.c2[f], fields.eps[f], fields.pole[f]);
+            assert_eq!(built.add_flow(c1, c2, eps, pole, w, x, y).unwrap(), f);
+        }
+        for (k, &f) in fields.pair_flow.iter().enumerate() {
+            built.add_feeder(f, fields.pair_c[k], fields.z.row(k), fields.r.row(k)).unwrap();
+        }
+        let a = snc_meister_search_threads(&fields, Some(1)).unwrap();
+        let b = snc_meister_search_threads(&built, Some(1)).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn builder_rejects_bad_parts() {
+        let mut plan = Plan::default();
+        assert!(plan.add_source(vec![0.0, 0.0], vec![0.1], vec![1.0]).is_err());
+        assert!(plan.add_source(vec![], vec![], vec![]).is_err());
+        plan.add_source(vec![0.0], vec![0.1], vec![1.0]).unwrap();
+        assert!(plan.add_flow(1.0, 1.0, 1e-3, 1.0, &[1], &[], &[]).is_err());
+        plan.add_flow(1.0, 1.0, 1e-3, 1.0, &[0], &[], &[]).unwrap();
+        plan.add_flow(1.0, 1.0, 1e-3, 1.0, &[0], &[], &[]).unwrap();
+        assert!(plan.add_feeder(2, 1.0, &[0], &[]).is_err());
+        assert!(plan.add_feeder(0, 1.0, &[5], &[]).is_err());
+        plan.add_feeder(1, 1.0, &[0], &[]).unwrap();
+        assert!(plan.add_feeder(0, 1.0, &[0], &[]).is_err(), "out of flow order");
+        assert_eq!(plan.flows(), 2);
+        assert!(snc_meister_search(&plan).is_ok());
     }
 
     /// The reference search for one flow alone, point by point with a fresh memo (what the

@@ -2,7 +2,7 @@
 
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use tailbound_core::snc_fast::{Csr, Plan, Source};
+use tailbound_core::snc_fast::Plan;
 
 use crate::error::to_py;
 
@@ -32,95 +32,94 @@ fn perron_roots<'py>(
 /// `(theta, latency_steps)` per flow.
 type ArrayPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
-fn indexes(a: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
-    a.as_array()
-        .iter()
-        .map(|&v| {
-            usize::try_from(v)
-                .map_err(|_| to_py(tailbound_core::Error::Invalid(format!("negative index {v}"))))
-        })
-        .collect()
+/// The independent two-hop flows of an SNC network prepared for SNC-Meister's theta search
+/// (`tailbound_core::snc_fast::Plan`): its MMPP sources, its flows and their second queues'
+/// feeders, added once; `search()` then runs every flow's search in the core.
+#[pyclass(name = "SncNetwork", module = "tailbound._core")]
+#[derive(Default)]
+struct PySncNetwork {
+    plan: Plan,
+}
+
+#[pymethods]
+impl PySncNetwork {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add an MMPP source: generator `G = P - I` (n × n), per-step request probabilities `p`
+    /// and work rates `mu`. Returns its index.
+    fn add_source(
+        &mut self,
+        generator: PyReadonlyArray2<'_, f64>,
+        p: PyReadonlyArray1<'_, f64>,
+        mu: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<usize> {
+        let g = generator.as_array();
+        if g.nrows() != g.ncols() {
+            return Err(to_py(tailbound_core::Error::Invalid(format!(
+                "the generator is {} × {}: expected a square matrix",
+                g.nrows(),
+                g.ncols()
+            ))));
+        }
+        let g = g.iter().copied().collect();
+        self.plan.add_source(g, floats(&p), floats(&mu)).map_err(to_py)
+    }
+
+    /// Add a two-hop flow (queue rates `c1`, `c2` in work per step, violation probability `eps`,
+    /// `pole` the smallest `mu` of its sources) with the sources of its arrivals (`own`), of the
+    /// flows sharing both its queues (`shared`) and of those sharing only its first queue
+    /// (`first_only`). Returns its index.
+    #[allow(clippy::too_many_arguments)]
+    fn add_flow(
+        &mut self,
+        c1: f64,
+        c2: f64,
+        eps: f64,
+        pole: f64,
+        own: Vec<usize>,
+        shared: Vec<usize>,
+        first_only: Vec<usize>,
+    ) -> PyResult<usize> {
+        self.plan.add_flow(c1, c2, eps, pole, &own, &shared, &first_only).map_err(to_py)
+    }
+
+    /// Add a feeder of `flow`'s second queue: another first queue of rate `c` (work per step),
+    /// the sources of its flows into the second queue (`into`) and of its other flows (`other`).
+    /// Feeders come in the order of their flows.
+    fn add_feeder(
+        &mut self,
+        flow: usize,
+        c: f64,
+        into: Vec<usize>,
+        other: Vec<usize>,
+    ) -> PyResult<()> {
+        self.plan.add_feeder(flow, c, &into, &other).map_err(to_py)
+    }
+
+    /// Number of flows.
+    #[getter]
+    fn flows(&self) -> usize {
+        self.plan.flows()
+    }
+
+    /// `(theta, latency_steps)` per flow: SNC-Meister's theta search for every flow.
+    fn search<'py>(&self, py: Python<'py>) -> PyResult<ArrayPair<'py>> {
+        let plan = &self.plan;
+        let (theta, latency) =
+            py.detach(|| tailbound_core::snc_fast::snc_meister_search(plan)).map_err(to_py)?;
+        Ok((PyArray1::from_vec(py, theta), PyArray1::from_vec(py, latency)))
+    }
 }
 
 fn floats(a: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
     a.as_array().iter().copied().collect()
 }
 
-fn csr(ptr: &PyReadonlyArray1<'_, i64>, idx: &PyReadonlyArray1<'_, i64>) -> PyResult<Csr> {
-    Ok(Csr { ptr: indexes(ptr)?, idx: indexes(idx)? })
-}
-
-/// SNC-Meister's theta search for every independent two-hop flow (see `tailbound_core::snc_fast`).
-/// Sources are given by their state counts `sizes` and concatenated `generators` (row-major),
-/// `p` and `mu`; each `*_ptr`/`*_idx` pair lists source indexes per flow (w, x, y) or per pair
-/// (z, r). Returns `(theta, latency_steps)` per flow.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (sizes, generators, p, mu, c1, c2, eps, pole, w_ptr, w_idx, x_ptr, x_idx,
-                    y_ptr, y_idx, pair_flow, pair_c, z_ptr, z_idx, r_ptr, r_idx))]
-fn snc_meister_search<'py>(
-    py: Python<'py>,
-    sizes: PyReadonlyArray1<'py, i64>,
-    generators: PyReadonlyArray1<'py, f64>,
-    p: PyReadonlyArray1<'py, f64>,
-    mu: PyReadonlyArray1<'py, f64>,
-    c1: PyReadonlyArray1<'py, f64>,
-    c2: PyReadonlyArray1<'py, f64>,
-    eps: PyReadonlyArray1<'py, f64>,
-    pole: PyReadonlyArray1<'py, f64>,
-    w_ptr: PyReadonlyArray1<'py, i64>,
-    w_idx: PyReadonlyArray1<'py, i64>,
-    x_ptr: PyReadonlyArray1<'py, i64>,
-    x_idx: PyReadonlyArray1<'py, i64>,
-    y_ptr: PyReadonlyArray1<'py, i64>,
-    y_idx: PyReadonlyArray1<'py, i64>,
-    pair_flow: PyReadonlyArray1<'py, i64>,
-    pair_c: PyReadonlyArray1<'py, f64>,
-    z_ptr: PyReadonlyArray1<'py, i64>,
-    z_idx: PyReadonlyArray1<'py, i64>,
-    r_ptr: PyReadonlyArray1<'py, i64>,
-    r_idx: PyReadonlyArray1<'py, i64>,
-) -> PyResult<ArrayPair<'py>> {
-    let sizes = indexes(&sizes)?;
-    let (g, pv, muv) = (floats(&generators), floats(&p), floats(&mu));
-    let (mut at_g, mut at_s) = (0, 0);
-    let mut sources = Vec::with_capacity(sizes.len());
-    for &n in &sizes {
-        if at_g + n * n > g.len() || at_s + n > pv.len() || at_s + n > muv.len() {
-            return Err(to_py(tailbound_core::Error::Invalid(
-                "source arrays shorter than their sizes".into(),
-            )));
-        }
-        sources.push(Source {
-            n,
-            generator: g[at_g..at_g + n * n].to_vec(),
-            p: pv[at_s..at_s + n].to_vec(),
-            mu: muv[at_s..at_s + n].to_vec(),
-        });
-        at_g += n * n;
-        at_s += n;
-    }
-    let plan = Plan {
-        sources,
-        c1: floats(&c1),
-        c2: floats(&c2),
-        eps: floats(&eps),
-        pole: floats(&pole),
-        w: csr(&w_ptr, &w_idx)?,
-        x: csr(&x_ptr, &x_idx)?,
-        y: csr(&y_ptr, &y_idx)?,
-        pair_flow: indexes(&pair_flow)?,
-        pair_c: floats(&pair_c),
-        z: csr(&z_ptr, &z_idx)?,
-        r: csr(&r_ptr, &r_idx)?,
-    };
-    let (theta, latency) =
-        py.detach(|| tailbound_core::snc_fast::snc_meister_search(&plan)).map_err(to_py)?;
-    Ok((PyArray1::from_vec(py, theta), PyArray1::from_vec(py, latency)))
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(perron_roots, m)?)?;
-    m.add_function(wrap_pyfunction!(snc_meister_search, m)?)?;
+    m.add_class::<PySncNetwork>()?;
     Ok(())
 }

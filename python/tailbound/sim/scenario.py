@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound import _core
 from tailbound.errors import ConfigError
 from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.profiles.tokens import MessageSizes, SsdModel, SsdProfile, TokenModel
@@ -32,8 +33,6 @@ from tailbound.sim.simulator import Requests, Simulator
 from tailbound.sim.sources import load_source
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
-
-SCHEDULER_KINDS = ("fifo", "priority", "dwrr", "sfq", "edf")
 
 
 @dataclass(frozen=True)
@@ -223,87 +222,19 @@ class Scenario:
         return route, cost, tuple(stages)
 
     def _scheduler(self, queue: str) -> dict[str, Any]:
+        """The core's scheduler config of ``queue``: the core reads the queue's table (every
+        kind and its fields are defined there, ``tailbound_core::sched::SchedulerConfig``)."""
         q = self.queues.get(queue)
         if q is None:
             return {"kind": "fifo"}
-        q.check_keys(
-            {
-                "queue",
-                "kind",
-                "mode",
-                "priority",
-                "buckets",
-                "weight",
-                "class",
-                "class_weight",
-                "quantum_s",
-                "deadline_s",
-            }
-        )
-        kind = q.choice("kind", SCHEDULER_KINDS)
-        names = [w.name for w in self.workloads]
-
-        def per_workload(key: str, default: Any) -> list[Any]:
-            table = q.raw(key, {})
-            if not isinstance(table, Mapping):
-                raise q.error(key, f"expected a table keyed by workload name, got {table!r}")
-            for k in table:
-                if k not in names:
-                    raise q.error(f"{key}.{k}", f"no workload {k!r}")
-            return [table.get(n, default(n) if callable(default) else default) for n in names]
-
-        if kind == "fifo":
-            return {"kind": "fifo"}
-        if kind == "priority":
-            priority = per_workload("priority", 0)
-            buckets = per_workload("buckets", [])
-            for n, p, b in zip(names, priority, buckets, strict=True):
-                if not isinstance(p, int) or isinstance(p, bool):
-                    raise q.error(f"priority.{n}", f"expected an integer, got {p!r}")
-                if not isinstance(b, list) or not all(_is_pair(x) for x in b):
-                    raise q.error(f"buckets.{n}", f"expected a list of [rate, size_s], got {b!r}")
-            mode = q.choice("mode", ("shaping", "demotion"), "shaping")
-            return {
-                "kind": "priority",
-                "priority": priority,
-                "buckets": [[[float(r), float(s)] for r, s in b] for b in buckets],
-                "demotion": mode == "demotion",
-            }
-        if kind == "sfq":
-            return {"kind": "sfq", "weight": _positive(q, "weight", per_workload("weight", 1.0))}
-        if kind == "edf":
-            slo_of = {w.name: (w.slo.latency_s if w.slo else 1.0) for w in self.workloads}
-            deadline = per_workload("deadline_s", lambda n: slo_of[n])
-            return {"kind": "edf", "deadline": _positive(q, "deadline_s", deadline, strict=False)}
-        classes = per_workload("class", "default")
-        class_names = sorted(set(map(str, classes)))
-        cw = q.raw("class_weight", {})
-        if not isinstance(cw, Mapping):
-            raise q.error("class_weight", "expected a table keyed by class name")
-        weights = [cw.get(c, 1.0) for c in class_names]
-        return {
-            "kind": "dwrr",
-            "class": [class_names.index(str(c)) for c in classes],
-            "weight": _positive(q, "class_weight", weights),
-            "quantum": q.number("quantum_s", 0.001, low_open=True),
-        }
-
-
-def _is_pair(x: Any) -> bool:
-    """A token bucket ``[rate, size_s]``: rate > 0, size >= 0 (0 paces at the rate)."""
-    numbers = (
-        isinstance(x, list | tuple)
-        and len(x) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in x)
-    )
-    return numbers and x[0] > 0 and x[1] >= 0
-
-
-def _positive(q: Fields, key: str, values: list[Any], *, strict: bool = True) -> list[float]:
-    for v in values:
-        if not isinstance(v, int | float) or isinstance(v, bool) or v < 0 or (strict and v == 0):
-            raise q.error(key, f"expected positive numbers, got {v!r}")
-    return [float(v) for v in values]
+        fields = {k: v for k, v in q.data.items() if k != "queue"}
+        workloads = [(w.name, w.slo.latency_s if w.slo else None) for w in self.workloads]
+        try:
+            config: dict[str, Any] = json.loads(_core.scheduler_config(fields, workloads))
+        except _core.FieldError as e:
+            field, message = e.args
+            raise q.error(field, message) from None
+        return config
 
 
 def _profile(d: Fields, base: Path, kind: Any) -> Any:

@@ -157,46 +157,40 @@ def _best_theta(plan: _Plan) -> Array:
     return search_theta(lambda grid: _latency_steps(plan, grid), plan.pole[:, None])
 
 
-def _rows(
-    plan: _Plan, index: dict[int, int], role: str, count: int
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Source indexes per row for ``role`` (compressed rows), summed in the numpy path's order."""
+def _rows(plan: _Plan, index: dict[int, int], role: str, count: int) -> list[list[int]]:
+    """Source indexes per row for ``role``, summed in the numpy path's order."""
     rows: list[list[int]] = [[] for _ in range(count)]
     for key, uses in plan.uses.items():
         for row in uses.get(role, ()):
             rows[row].append(index[key])
-    ptr = np.zeros(count + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(r) for r in rows])
-    return ptr, np.array([i for r in rows for i in r], dtype=np.int64)
+    return rows
 
 
 def _search_rust(plan: _Plan) -> tuple[Array, Array]:
     """Best ``theta`` and latency (steps) per flow, by the Rust core's search (one call)."""
-    from tailbound._core import snc_meister_search
+    from tailbound._core import SncNetwork
 
-    index = {key: i for i, key in enumerate(plan.models)}
-    models = list(plan.models.values())
+    net = SncNetwork()
+    index = {key: net.add_source(*_source(m)) for key, m in plan.models.items()}
     flows, pairs = len(plan.flows), len(plan.pair_flow)
-    csr = {role: _rows(plan, index, role, flows) for role in ROLES}
-    csr.update({role: _rows(plan, index, role, pairs) for role in ("z", "r")})
-    theta, latency = snc_meister_search(
-        np.array([m.states for m in models], dtype=np.int64),
-        np.concatenate([m.generator().ravel() for m in models]),
-        np.concatenate([m.p_request for m in models]).astype(np.float64),
-        np.concatenate([m.mu for m in models]).astype(np.float64),
-        plan.c1,
-        plan.c2,
-        plan.eps,
-        plan.pole.astype(np.float64),
-        *csr["w"],
-        *csr["x"],
-        *csr["y"],
-        np.asarray(plan.pair_flow, dtype=np.int64),
-        np.asarray(plan.pair_c, dtype=np.float64),
-        *csr["z"],
-        *csr["r"],
+    w, x, y = (_rows(plan, index, role, flows) for role in ROLES)
+    for f in range(flows):
+        c1, c2, eps, pole = (float(a[f]) for a in (plan.c1, plan.c2, plan.eps, plan.pole))
+        net.add_flow(c1, c2, eps, pole, w[f], x[f], y[f])
+    z, r = (_rows(plan, index, role, pairs) for role in ("z", "r"))
+    for k, (flow, c) in enumerate(zip(plan.pair_flow, plan.pair_c, strict=True)):
+        net.add_feeder(flow, float(c), z[k], r[k])
+    return net.search()
+
+
+def _source(m: MmppModel) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """An MMPP model as the core's source: generator, request probabilities, work rates."""
+    f64 = np.float64
+    return (
+        np.ascontiguousarray(m.generator(), dtype=f64),
+        np.ascontiguousarray(m.p_request, dtype=f64),
+        np.ascontiguousarray(m.mu, dtype=f64),
     )
-    return theta, latency
 
 
 def snc_meister_all(
@@ -205,9 +199,10 @@ def snc_meister_all(
     """SNC-Meister bounds (seconds) of the two-hop ``flows`` of ``net``, all at once; ``None``
     when the network has dependencies (use the general path).
 
-    ``engine="rust"`` runs the whole theta search in the Rust core
-    (``tailbound_core::snc_fast``, one call); ``"numpy"`` is the array implementation above,
-    level by level (kept as the reference the Rust search is tested against).
+    ``engine="rust"`` runs the whole theta search in the Rust core (``tailbound_core::snc_fast``:
+    one ``_core.SncNetwork`` built from the plan, one ``search()``); ``"numpy"`` is the array
+    implementation above, level by level (kept as the reference the Rust search is tested
+    against).
     """
     if not flows or not _independent(net):
         return None

@@ -3,10 +3,10 @@
 
 use serde::Deserialize;
 
-use super::sched::Param;
 use super::topology::Topology;
 use super::workload::WorkloadSpec;
 use crate::error::{Error, Result};
+use crate::sched::Param;
 
 /// Topology plus workloads.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

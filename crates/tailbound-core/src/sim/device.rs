@@ -1,11 +1,12 @@
-//! A storage device behind a dispatcher.
+//! A storage device behind a dispatcher: the device's service model. Which requests enter
+//! service and when is the dispatcher's (`crate::sched::dispatch`, shared with a gateway): up to
+//! `read_mpl` reads and `write_mpl` writes at once, at most `max_read_bytes` / `max_write_bytes`
+//! of them (the storage enforcer's limits, thesis §2.2.1 and `profile_ssd.json`), the rule for
+//! less important requests and a disk's batches of sequential writes.
 //!
 //! **Service model: processor sharing of a unit rate.** A request's cost is its work in seconds of
 //! exclusive device service (the token model's `size / bandwidth(op, size)`, or a disk model's
-//! seek + rotation + transfer). The dispatcher keeps up to `read_mpl` reads and `write_mpl` writes
-//! in the device at once, and at most `max_read_bytes` / `max_write_bytes` of them (the storage
-//! enforcer's limits, thesis §2.2.1 and `profile_ssd.json`; one request is always allowed so that
-//! a request larger than the byte limit still runs). The `n` dispatched requests share the device's
+//! seek + rotation + transfer). The `n` dispatched requests share the device's
 //! unit rate equally: each progresses at `1/n` seconds of work per second. So dispatching many
 //! requests in parallel never serves more than one second of work per second — consistent with
 //! tokens being seconds of *exclusive* service (the SSD profile was measured with the device's own
@@ -21,50 +22,37 @@
 //! Processor sharing is simulated exactly with a virtual clock `V` advancing at `1/n`: a request
 //! dispatched at `V₀` with work `w` leaves when `V = V₀ + w`.
 //!
-//! A disk (`DeviceSpec::disk`) also applies the enforcer's rule for sequential writes: a missed
-//! revolution for a sequential write issued after its predecessor finished, and batches of
-//! sequential writes written in one pass, holding one dispatch slot (`disk.rs`).
+//! A disk (`DeviceSpec::disk`) also prices the enforcer's rule for sequential writes: a missed
+//! revolution for a sequential write issued after its predecessor finished, and the members of a
+//! batch (one dispatch slot) written back to back in one pass (`disk.rs`).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
-use super::disk::LastAccess;
-use super::sched::{Dequeue, Item, Param, Scheduler, TagKey};
+use super::disk::{DiskRules, LastAccess};
 use super::topology::DeviceSpec;
 use crate::error::Result;
+use crate::sched::dispatch::{Dispatched, Dispatcher, Limits, Request};
+use crate::sched::{Item, Param, TagKey};
 
-/// One device's state. Request identifiers are global request indices, used to look up each
+/// One device's state: its dispatcher (`crate::sched::dispatch`) and the service model of the
+/// requests in service. Request identifiers are global request indices, used to look up each
 /// request's operation and size in the slices the simulator passes in.
 pub struct Device {
     spec: DeviceSpec,
-    scheduler: Box<dyn Scheduler>,
-    staged: Option<Item>,
-    /// The staged item was taken by a batch's look-ahead, not refused for lack of room: it
-    /// waits until the dispatcher has room as any newly chosen request would.
-    staged_waits_for_room: bool,
-    in_service: [u32; 2],
-    bytes: [f64; 2],
+    dispatcher: Dispatcher,
+    /// The requests the dispatcher just let in (reused buffer).
+    started: Vec<Dispatched>,
+    /// `(virtual finish time, id)` of the request in service in each dispatch slot.
     finishing: BinaryHeap<Reverse<TagKey>>,
-    /// `(id, level, bytes)` of every request in service (a handful: the MPL bounds it).
-    levels: Vec<(u64, i64, f64)>,
     virtual_time: f64,
     last: f64,
     /// Generation of the pending completion event; events of older generations are stale.
     generation: u64,
     /// Time of the pending completion event (infinite if none).
     pending: f64,
-    wake_at: f64,
     /// The disk's last dispatched access (disk rule only).
     last_access: Option<LastAccess>,
-    /// Batches of sequential writes in service: the member being written and those after it.
-    batches: Vec<Batch>,
-}
-
-/// A batch of sequential writes in one dispatch slot (thesis §2.2.1): `current` is being
-/// written; `rest` follow back to back, `(id, seconds of work)` each.
-struct Batch {
-    current: u64,
-    rest: VecDeque<(u64, f64)>,
 }
 
 /// The request columns the dispatcher reads, indexed by request identifier.
@@ -76,6 +64,14 @@ pub struct Columns<'a> {
     pub size: &'a [f64],
     /// Byte offset on the device (NaN if unknown; used by the disk rule only).
     pub offset: &'a [f64],
+}
+
+impl Columns<'_> {
+    /// What the dispatcher reads of request `id`.
+    fn request(&self, id: u64) -> Request {
+        let i = id as usize;
+        Request { write: self.op[i] == 1, size: self.size[i], offset: self.offset[i] }
+    }
 }
 
 /// What the simulator must schedule after the device changed.
@@ -93,22 +89,25 @@ const FINISH_EPS: f64 = 1e-12;
 impl Device {
     /// A device with its scheduler built for `workloads` workloads.
     pub fn new(spec: &DeviceSpec, workloads: usize) -> Result<Self> {
+        let limits = Limits {
+            read_mpl: spec.read_mpl,
+            write_mpl: spec.write_mpl,
+            max_read_bytes: spec.max_read_bytes,
+            max_write_bytes: spec.max_write_bytes,
+            low_priority_mpl: spec.low_priority_mpl,
+            low_priority_bytes: spec.low_priority_bytes,
+            batching: spec.disk.as_ref().map(DiskRules::batching),
+        };
         Ok(Self {
-            scheduler: spec.scheduler.spec(workloads).build(workloads)?,
+            dispatcher: Dispatcher::new(limits, spec.scheduler.build(workloads)?)?,
             spec: spec.clone(),
-            staged: None,
-            staged_waits_for_room: false,
-            in_service: [0, 0],
-            bytes: [0.0, 0.0],
+            started: Vec::new(),
             finishing: BinaryHeap::new(),
-            levels: Vec::new(),
             virtual_time: 0.0,
             last: 0.0,
             generation: 0,
             pending: f64::INFINITY,
-            wake_at: f64::INFINITY,
             last_access: None,
-            batches: Vec::new(),
         })
     }
 
@@ -117,8 +116,9 @@ impl Device {
         self.spec.base_latency
     }
 
+    /// Requests in service sharing the device (a batch of sequential writes counts once).
     fn dispatched(&self) -> u32 {
-        self.in_service[0] + self.in_service[1]
+        self.finishing.len() as u32
     }
 
     /// Bring the virtual clock to `now`.
@@ -132,107 +132,25 @@ impl Device {
 
     /// Queue request `id` of `workload` with `work` seconds of device work.
     pub fn enqueue(&mut self, id: u64, workload: u32, work: f64, now: f64) {
-        self.scheduler.enqueue(id, workload, work, now);
+        self.dispatcher.enqueue(id, workload, work, now);
     }
 
-    /// Whether a request of either operation would be admitted by count and bytes. The
-    /// dispatcher asks its scheduler only then: the scheduler's choice is final, so asking early
-    /// would commit to a request before a more important one arrives.
-    fn has_room(&self) -> bool {
-        self.in_service[0] < self.spec.read_mpl
-            && self.in_service[1] < self.spec.write_mpl
-            && self.bytes[0] < self.spec.max_read_bytes
-            && self.bytes[1] < self.spec.max_write_bytes
-    }
-
-    fn fits(&self, op: usize, size: f64) -> bool {
-        let (mpl, max_bytes) = if op == 0 {
-            (self.spec.read_mpl, self.spec.max_read_bytes)
-        } else {
-            (self.spec.write_mpl, self.spec.max_write_bytes)
-        };
-        self.in_service[op] == 0
-            || (self.in_service[op] < mpl && self.bytes[op] + size <= max_bytes)
-    }
-
-    /// Thesis §2.2.1: while a request of level `L` is in service, at most `low_priority_mpl`
-    /// requests and `low_priority_bytes` bytes of levels below `L` may be in service. A request
-    /// at the most important level in service (or above it) is always allowed.
-    fn level_allows(&self, level: i64, size: f64) -> bool {
-        let Some(top) = self.levels.iter().map(|&(_, l, _)| l).max() else {
-            return true;
-        };
-        if level >= top {
-            return true;
-        }
-        let (count, bytes) = self
-            .levels
-            .iter()
-            .filter(|&&(_, l, _)| l < top)
-            .fold((0u32, 0.0), |(c, b), &(_, _, s)| (c + 1, b + s));
-        count < self.spec.low_priority_mpl && bytes + size <= self.spec.low_priority_bytes
-    }
-
-    /// Dispatch requests while the limits allow.
+    /// Let in the requests the dispatcher admits now and start their service.
     pub fn dispatch(&mut self, now: f64, cols: Columns<'_>) -> Next {
         self.advance(now);
-        let mut wake = None;
-        let mut changed = false;
-        loop {
-            let item = match self.staged.take() {
-                Some(item) if self.staged_waits_for_room && !self.has_room() => {
-                    self.staged = Some(item);
-                    break;
-                }
-                Some(item) => {
-                    self.staged_waits_for_room = false;
-                    item
-                }
-                None if !self.has_room() => break,
-                None => match self.scheduler.dequeue(now) {
-                    Dequeue::Ready(item) => item,
-                    Dequeue::Future(t) => {
-                        self.wake_for(t, &mut wake);
-                        break;
-                    }
-                    Dequeue::Empty => break,
-                },
-            };
-            let id = item.id as usize;
-            let (op, size) = (usize::from(cols.op[id]), cols.size[id]);
-            let level = self.scheduler.level(item.workload);
-            if !self.fits(op, size) || !self.level_allows(level, size) {
-                // head-of-line: the scheduler's choice waits for room, nothing overtakes it
-                self.staged = Some(item);
-                break;
+        let mut started = std::mem::take(&mut self.started);
+        started.clear();
+        let wake = self.dispatcher.dispatch(now, |id| cols.request(id), &mut started);
+        for d in &started {
+            if !d.batched {
+                let cost = self.cost_at_dispatch(&d.item, cols, now);
+                self.finishing.push(Reverse(TagKey(self.virtual_time + cost, d.item.id)));
             }
-            let cost = self.cost_at_dispatch(&item, cols, now);
-            self.admit(item.id, level, op, size);
-            self.finishing.push(Reverse(TagKey(self.virtual_time + cost, item.id)));
-            self.note_access(item.id, cols);
-            if op == 1 {
-                self.extend_batch(item.id, now, cols, &mut wake);
-            }
-            changed = true;
+            self.note_access(d.item.id, cols);
         }
+        let changed = !started.is_empty();
+        self.started = started;
         Next { completion: if changed { self.reschedule(now) } else { None }, wake }
-    }
-
-    /// Ask for a wake-up at `t` unless an earlier one is pending.
-    fn wake_for(&mut self, t: f64, wake: &mut Option<f64>) {
-        if t < self.wake_at {
-            self.wake_at = t;
-            *wake = Some(t);
-        }
-    }
-
-    /// Count a request as in service (its slot, bytes and level).
-    fn admit(&mut self, id: u64, level: i64, op: usize, size: f64) {
-        if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {
-            self.levels.push((id, level, size));
-        }
-        self.in_service[op] += 1;
-        self.bytes[op] += size;
     }
 
     /// Record request `id` as the disk's last access (disk rule only).
@@ -270,49 +188,6 @@ impl Device {
             rules.reposition + transfer
         } else {
             item.cost
-        }
-    }
-
-    /// Thesis §2.2.1: after dispatching write `head`, take the writes that continue it, in the
-    /// scheduler's own order, into one batch written in one pass (at most `batch_requests`
-    /// requests, within the byte and level limits). The first request that does not continue
-    /// the batch waits at the head of the line.
-    fn extend_batch(&mut self, head: u64, now: f64, cols: Columns<'_>, wake: &mut Option<f64>) {
-        let Some(rules) = self.spec.disk.clone() else {
-            return;
-        };
-        let mut rest = VecDeque::new();
-        let mut end = cols.offset[head as usize] + cols.size[head as usize];
-        while (rest.len() as u64) + 1 < u64::from(rules.batch_requests) {
-            let next = match self.scheduler.dequeue(now) {
-                Dequeue::Ready(next) => next,
-                Dequeue::Future(t) => {
-                    self.wake_for(t, wake);
-                    break;
-                }
-                Dequeue::Empty => break,
-            };
-            let id = next.id as usize;
-            let size = cols.size[id];
-            let level = self.scheduler.level(next.workload);
-            let skip = if cols.op[id] == 1 { rules.skip(end, cols.offset[id]) } else { None };
-            let room =
-                self.bytes[1] + size <= self.spec.max_write_bytes && self.level_allows(level, size);
-            let Some(skip) = skip.filter(|_| room) else {
-                self.staged = Some(next);
-                self.staged_waits_for_room = true;
-                break;
-            };
-            if self.spec.low_priority_mpl != u32::MAX || self.spec.low_priority_bytes.is_finite() {
-                self.levels.push((next.id, level, size));
-            }
-            self.bytes[1] += size;
-            rest.push_back((next.id, skip + rules.transfer(size)));
-            self.note_access(next.id, cols);
-            end = cols.offset[id] + size;
-        }
-        if !rest.is_empty() {
-            self.batches.push(Batch { current: head, rest });
         }
     }
 
@@ -355,24 +230,15 @@ impl Device {
                 break;
             }
             self.finishing.pop();
-            if let Some(at) = self.levels.iter().position(|&(x, _, _)| x == id) {
-                self.levels.swap_remove(at);
-            }
             if let Some(last) = self.last_access.as_mut().filter(|a| a.id == id) {
                 last.finished = Some(now);
             }
-            let op = usize::from(cols.op[id as usize]);
-            self.bytes[op] -= cols.size[id as usize];
             done.push(id);
-            if let Some((next, cost)) = self.next_in_batch(id) {
+            if let Some(next) = self.dispatcher.complete(id, cols.request(id)) {
                 // the batch keeps its slot: the next write follows in the same pass
+                let cost = self.batched_cost(id, next, cols);
                 self.finishing.push(Reverse(TagKey(finish + cost, next)));
-                continue;
             }
-            self.in_service[op] -= 1;
-        }
-        if self.dispatched() == 0 {
-            self.bytes = [0.0, 0.0];
         }
         let mut next = self.dispatch(now, cols);
         if next.completion.is_none() {
@@ -381,34 +247,27 @@ impl Device {
         next
     }
 
-    /// The member of `finished`'s batch to write next, if any (the batch ends with it).
-    fn next_in_batch(&mut self, finished: u64) -> Option<(u64, f64)> {
-        let at = self.batches.iter().position(|b| b.current == finished)?;
-        let batch = &mut self.batches[at];
-        let next = batch.rest.pop_front();
-        match next {
-            Some((id, _)) if !batch.rest.is_empty() => batch.current = id,
-            _ => {
-                self.batches.swap_remove(at);
-            }
-        }
-        next
+    /// The work of write `next`, following `previous` in a batch in the same pass: the
+    /// rotation over the gap between them and its transfer (`disk.rs`).
+    fn batched_cost(&self, previous: u64, next: u64, cols: Columns<'_>) -> f64 {
+        let (p, n) = (previous as usize, next as usize);
+        let end = cols.offset[p] + cols.size[p];
+        self.spec.disk.as_ref().map_or(0.0, |r| r.continued(end, cols.offset[n], cols.size[n]))
     }
 
     /// A scheduled wake-up fired: dispatch what became eligible.
     pub fn woken(&mut self, now: f64, cols: Columns<'_>) -> Next {
-        self.wake_at = f64::INFINITY;
+        self.dispatcher.woken();
         self.dispatch(now, cols)
     }
 
     /// Change a scheduler parameter (the control hook).
     pub fn set_param(&mut self, workload: u32, param: Param) -> Result<()> {
-        self.wake_at = f64::INFINITY;
-        self.scheduler.set_param(workload, param)
+        self.dispatcher.set_param(workload, param)
     }
 
     /// Requests waiting for dispatch.
     pub fn queued(&self) -> usize {
-        self.scheduler.len() + usize::from(self.staged.is_some())
+        self.dispatcher.queued()
     }
 }

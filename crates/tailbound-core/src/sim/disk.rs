@@ -23,7 +23,8 @@
 //!   priced as sequential (cost no more than its transfer time: it continued its own trace) but
 //!   whose stream another request interrupted pays `reposition + transfer` (the head moved away).
 //!
-//! **Batching** (`batch_requests > 1`): after dispatching a write, the dispatcher keeps asking its
+//! **Batching** (`batch_requests > 1`, decided by the dispatcher, `crate::sched::dispatch`; the
+//! costs below are this model's): after dispatching a write, the dispatcher keeps asking its
 //! scheduler; while the next request in the scheduler's own order is a write continuing the batch,
 //! it joins the batch (at most `batch_requests` requests; the bytes limit still applies). A batch
 //! holds one dispatch slot and is written in one pass: its requests are served back to back, each
@@ -39,6 +40,7 @@
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::sched::dispatch::WriteBatching;
 
 /// The disk rule's parameters (absent for SSDs and memory devices).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -84,11 +86,22 @@ impl DiskRules {
         size / self.transfer_bandwidth
     }
 
+    /// The dispatcher's part of the rule: which writes continue a batch, and how many a batch
+    /// takes (`crate::sched::dispatch`).
+    pub fn batching(&self) -> WriteBatching {
+        WriteBatching { max_requests: self.batch_requests, gap_bytes: self.gap_bytes }
+    }
+
     /// Seconds of rotation to skip a gap from byte `end` to byte `offset`, if the write at
     /// `offset` is (nearly) sequential after `end`.
     pub fn skip(&self, end: f64, offset: f64) -> Option<f64> {
-        let gap = offset - end;
-        (gap >= 0.0 && gap <= self.gap_bytes).then(|| gap / self.transfer_bandwidth)
+        self.batching().continues(end, offset).map(|gap| gap / self.transfer_bandwidth)
+    }
+
+    /// Seconds of work of a write of `size` bytes at `offset` written in the same pass right
+    /// after one ending at `end` (a batch member): the rotation over the gap and the transfer.
+    pub fn continued(&self, end: f64, offset: f64, size: f64) -> f64 {
+        (offset - end) / self.transfer_bandwidth + self.transfer(size)
     }
 
     /// Seconds a write waits at `now` for its sector, `skip` seconds of rotation past the end

@@ -13,10 +13,10 @@ use super::device::{Columns, Device, Next};
 use super::kernel::{Kernel, Urgency};
 use super::link::{Link, Start};
 use super::results::Records;
-use super::sched::Param;
 use super::topology::{StageRoute, Topology};
 use super::workload::{Issue, Requests, WorkloadSpec};
 use crate::error::{Error, Result};
+use crate::sched::Param;
 
 /// Packet index bits in a packet identifier `(request << PACKET_BITS) | packet`.
 const PACKET_BITS: u32 = 24;

@@ -3,9 +3,9 @@
 //! messages packet by packet). A packet leaves the wire `bytes / bandwidth` seconds after it
 //! starts and reaches the next hop `propagation` seconds later.
 
-use super::sched::{Dequeue, Item, Param, Scheduler};
 use super::topology::LinkSpec;
 use crate::error::Result;
+use crate::sched::{Dequeue, Item, Param, Scheduler};
 
 /// What the queue asks the simulator to do after being offered the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,7 +35,7 @@ impl Link {
         Ok(Self {
             bandwidth: spec.bandwidth,
             propagation: spec.propagation,
-            scheduler: spec.scheduler.spec(workloads).build(workloads)?,
+            scheduler: spec.scheduler.build(workloads)?,
             sending: None,
             wake_at: f64::INFINITY,
         })

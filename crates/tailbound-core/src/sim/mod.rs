@@ -3,7 +3,7 @@
 //! the documents enforce, replaying workloads open or closed loop, deterministically.
 //!
 //! - `kernel`: the event heap ordered by (time, urgency, sequence number);
-//! - `sched`: the schedulers behind one trait with injected time;
+//! - the schedulers and the device dispatcher live in `crate::sched` (shared with a gateway);
 //! - `link`, `device`: the two kinds of queue; `disk`: the disk rule for sequential writes;
 //! - `topology`, `workload`: what is simulated; `config`: their JSON form;
 //! - `engine`: the simulation itself with `run(until)` and the control hook;
@@ -16,7 +16,6 @@ pub mod engine;
 pub mod kernel;
 pub mod link;
 pub mod results;
-pub mod sched;
 pub mod topology;
 pub mod workload;
 

@@ -2,8 +2,8 @@
 
 use super::config::SimConfig;
 use super::engine::{Queue, Simulation};
-use super::sched::Param;
 use super::workload::Requests;
+use crate::sched::Param;
 
 fn build(config: &str, requests: Vec<Requests>) -> Simulation {
     let c = SimConfig::from_json(config).unwrap();

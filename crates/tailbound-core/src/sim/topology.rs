@@ -10,8 +10,8 @@
 use serde::Deserialize;
 
 use super::disk::DiskRules;
-use super::sched::{LimitMode, SchedulerSpec};
 use crate::error::{Error, Result};
+use crate::sched::SchedulerConfig;
 
 /// A link serialising packets at `bandwidth` bytes per second, with a propagation delay.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -82,50 +82,6 @@ pub enum StageRoute {
     Net(Vec<u32>),
     /// The device serving the request; the stage's cost array holds seconds of work.
     Device(u32),
-}
-
-/// The scheduler of a queue as it appears in the JSON configuration.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum SchedulerConfig {
-    /// First come, first served.
-    #[default]
-    Fifo,
-    /// Strict priority (larger is more important) with optional buckets per workload.
-    Priority {
-        priority: Vec<i64>,
-        #[serde(default)]
-        buckets: Vec<Vec<(f64, f64)>>,
-        #[serde(default)]
-        demotion: bool,
-    },
-    /// Deficit weighted round robin over classes.
-    Dwrr { class: Vec<u32>, weight: Vec<f64>, quantum: f64 },
-    /// Start-time fair queueing.
-    Sfq { weight: Vec<f64> },
-    /// Earliest deadline first.
-    Edf { deadline: Vec<f64> },
-}
-
-impl SchedulerConfig {
-    /// The scheduler specification for `n` workloads (missing bucket lists mean unlimited).
-    pub fn spec(&self, n: usize) -> SchedulerSpec {
-        match self.clone() {
-            SchedulerConfig::Fifo => SchedulerSpec::Fifo,
-            SchedulerConfig::Priority { priority, mut buckets, demotion } => {
-                if buckets.is_empty() {
-                    buckets = vec![Vec::new(); n];
-                }
-                let mode = if demotion { LimitMode::Demotion } else { LimitMode::Shaping };
-                SchedulerSpec::Priority { priority, buckets, mode }
-            }
-            SchedulerConfig::Dwrr { class, weight, quantum } => {
-                SchedulerSpec::Dwrr { class, weight, quantum }
-            }
-            SchedulerConfig::Sfq { weight } => SchedulerSpec::Sfq { weight },
-            SchedulerConfig::Edf { deadline } => SchedulerSpec::Edf { deadline },
-        }
-    }
 }
 
 /// Links and devices of the simulated system, and the packet size of the network.

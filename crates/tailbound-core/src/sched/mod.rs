@@ -1,15 +1,25 @@
-//! Schedulers: pluggable queues with injected time (STYLE.md lesson 8, dmclock's interface).
+//! Schedulers and the device dispatcher: pluggable queues with injected time (STYLE.md lesson 8,
+//! dmclock's interface), shared by the simulator (`crate::sim`) and a storage gateway.
 //!
-//! Every queue of the simulator (a link's output port or a device's dispatcher) owns one
-//! `Box<dyn Scheduler>`. The queue calls [`Scheduler::enqueue`] when an item arrives and
-//! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is
-//! eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
+//! - [`SchedulerConfig`] (`config.rs`): each kind's configuration, defined once (serde, tagged by
+//!   `kind`), which builds the scheduler; it also reads a scenario's queue table keyed by
+//!   workload name;
+//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`: the disciplines;
+//! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
+//!   batches of sequential writes) in front of a scheduler, apart from the device's service.
+//!
+//! Every queue (a link's output port or a device's dispatcher) owns one `Box<dyn Scheduler>`.
+//! The queue calls [`Scheduler::enqueue`] when an item arrives and [`Scheduler::dequeue`]
+//! whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is eligible before
+//! virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
 //! passed in, so the same code runs under the simulator's virtual clock and a gateway's real clock.
 //!
 //! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
 //! token-bucket rates are utilisations and bucket sizes are seconds of work.
 
 mod bucket;
+mod config;
+pub mod dispatch;
 mod dwrr;
 mod edf;
 mod fifo;
@@ -17,6 +27,7 @@ mod priority;
 mod sfq;
 
 pub use bucket::{shape, BucketSet, TokenBucket};
+pub use config::{SchedulerConfig, Value, WorkloadInfo, KINDS, TABLE_FIELDS};
 pub use dwrr::Dwrr;
 pub use edf::Edf;
 pub use fifo::Fifo;
@@ -96,54 +107,6 @@ pub(crate) fn check_workload(workload: u32, n: usize) -> Result<usize> {
         return Err(Error::Invalid(format!("workload {workload} out of range (0..{n})")));
     }
     Ok(w)
-}
-
-/// The configuration of a scheduler, as the scenario describes it (one entry per workload).
-#[derive(Debug, Clone, PartialEq)]
-pub enum SchedulerSpec {
-    /// First come, first served.
-    Fifo,
-    /// Strict priority with per-workload FIFO queues and optional token buckets per workload.
-    Priority { priority: Vec<i64>, buckets: Vec<Vec<(f64, f64)>>, mode: LimitMode },
-    /// Deficit weighted round robin over classes (`class[w]` of workload `w`, `weight[c]` of class
-    /// `c`); `quantum` is the work in seconds a class of weight 1 may send per round.
-    Dwrr { class: Vec<u32>, weight: Vec<f64>, quantum: f64 },
-    /// Start-time fair queueing with a weight per workload.
-    Sfq { weight: Vec<f64> },
-    /// Earliest deadline first, deadline = arrival + `deadline[w]`.
-    Edf { deadline: Vec<f64> },
-}
-
-impl SchedulerSpec {
-    /// Build the scheduler for `n` workloads, validating the per-workload vectors.
-    pub fn build(&self, n: usize) -> Result<Box<dyn Scheduler>> {
-        let len = |name: &str, got: usize| -> Result<()> {
-            if got != n {
-                return Err(Error::Invalid(format!("{name} has {got} entries, expected {n}")));
-            }
-            Ok(())
-        };
-        Ok(match self {
-            SchedulerSpec::Fifo => Box::new(Fifo::new()),
-            SchedulerSpec::Priority { priority, buckets, mode } => {
-                len("priority", priority.len())?;
-                len("buckets", buckets.len())?;
-                Box::new(Priority::new(priority.clone(), buckets.clone(), *mode)?)
-            }
-            SchedulerSpec::Dwrr { class, weight, quantum } => {
-                len("class", class.len())?;
-                Box::new(Dwrr::new(class.clone(), weight.clone(), *quantum)?)
-            }
-            SchedulerSpec::Sfq { weight } => {
-                len("weight", weight.len())?;
-                Box::new(Sfq::new(weight.clone())?)
-            }
-            SchedulerSpec::Edf { deadline } => {
-                len("deadline", deadline.len())?;
-                Box::new(Edf::new(deadline.clone())?)
-            }
-        })
-    }
 }
 
 /// A heap key `(tag, sequence)` ordered by `f64::total_cmp` then sequence, smallest first when
