@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves, characterize_all
 from tailbound.policies.workloadcompactor import make_policy, priority_levels, to_plan
 from tailbound.profiles import SsdProfile
+from tailbound.stages import Stage
 from tailbound.traces.readers import read_trace
 
 #: The WorkloadCompactor system's own result on wc62 (data/README.md).
@@ -28,6 +30,38 @@ def check_plan_bounds(result, cluster: Cluster) -> None:  # type: ignore[no-unty
     for t in plan.tenants:
         assert t.latency_bound_s <= t.slo_s * (1 + 1e-9), t
         assert t.priority == dict.fromkeys(t.priority, t.priority[next(iter(t.priority))])
+
+
+def test_plan_levels_fit_the_enforcers(
+    wc62_subset: list[TenantCurves], wc62_cluster: Cluster
+) -> None:
+    """Twelve SLO classes on two servers: past the level limit the ranks are per server (each
+    queue carries one server's tenants), in the order of the SLOs; a server with more classes
+    than the enforcers' levels is refused."""
+    distinct = [w.with_slo(0.5 + 0.05 * i) for i, w in enumerate(wc62_subset)]
+    one = place(distinct, wc62_cluster, make_policy("workloadcompactor"))
+    (full,) = [s for s in one.servers if s.tenants]
+    halves = [slice(0, 6), slice(6, 12)]
+    servers = [
+        dataclasses.replace(
+            wc62_cluster_server,
+            tenants=full.tenants[h],
+            rate=full.rate[h],
+            bucket=full.bucket[h],
+        )
+        for h, wc62_cluster_server in zip(halves, one.servers[:2], strict=True)
+    ]
+    result = dataclasses.replace(one, servers=servers)
+    plan = to_plan(result, wc62_cluster, policy="wc", safety_margin=1.0)
+    plan.check()  # 12 classes do not fit 8 levels: ranked per server
+    assert plan.levels_used() == 6
+    for server in ("server000", "server001"):
+        mine = sorted(
+            (t.slo_s, t.priority[Stage.STORAGE]) for t in plan.tenants if t.server == server
+        )
+        assert [lv for _, lv in mine] == list(range(6))
+    with pytest.raises(ValueError, match="priority levels"):
+        to_plan(result, wc62_cluster, policy="wc", safety_margin=1.0, priority_levels_limit=5)
 
 
 def test_workloadcompactor_subset_first_fit_and_fast(

@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
             fmt_ms(r.latency_storage_s),
             fmt_ms(r.latency_s),
             fmt_ms(r.latency_alone_s),
-            fmt_ms(r.slo_s),
-            r.percentile,
+            fmt_ms(r.slo.latency_s),
+            r.slo.percentile,
             "yes" if r.meets_slo else "NO",
         ]
         for r in results

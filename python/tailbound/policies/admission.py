@@ -142,7 +142,7 @@ def to_bound(b: TenantBound, analysis: str, worst_case: bool) -> Bound:
     return Bound(
         latency_s=b.latency_s,
         analysis=analysis,
-        percentile=1.0 if worst_case else b.percentile,
+        percentile=1.0 if worst_case else b.slo.percentile,
         stages={s: stages[s] for s in STORAGE_PATH if s in stages},
         alone_s=b.latency_alone_s,
         joint_s=b.latency_joint_s,
@@ -227,13 +227,12 @@ def admission_plan(
         for d in decisions
         if not d.admitted
     ]
-    return network_plan(
+    return bounds_plan(
         name,
+        policy,
         admitted,
-        policy.configure(admitted),
+        final,
         link_bytes_per_s=link_bytes_per_s,
-        bounds=[to_bound(b, policy.analysis, policy.worst_case) for b in final],
-        mode=policy.mode,
         rejected=rejected,
         meta=meta,
     )
@@ -246,10 +245,11 @@ def bounds_plan(
     bounds: Sequence[TenantBound],
     *,
     link_bytes_per_s: float,
+    rejected: Sequence[Rejection] = (),
     meta: Mapping[str, object] | None = None,
 ) -> Plan:
-    """The plan of a fixed set of tenants (``tailbound bound``): every tenant, enforced as
-    ``policy`` enforces them, with its bound (which may miss its SLO: nothing is rejected)."""
+    """The plan of ``tenants`` (``tailbound bound``: a fixed set, whose bounds may miss their
+    SLOs), enforced as ``policy`` enforces them together, with their ``bounds``."""
     return network_plan(
         name,
         tenants,
@@ -257,5 +257,6 @@ def bounds_plan(
         link_bytes_per_s=link_bytes_per_s,
         bounds=[to_bound(b, policy.analysis, policy.worst_case) for b in bounds],
         mode=policy.mode,
+        rejected=rejected,
         meta=meta,
     )

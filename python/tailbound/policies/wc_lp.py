@@ -229,24 +229,23 @@ class LpArrays:
 def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     """Solve the server's LP; ``None`` when infeasible (the tenants do not fit together).
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from tailbound.characterize import RbCurve
-    from tailbound.dnc.highs import solver
-        >>> from tailbound.model import Slo
-        >>> from tailbound.policies.workload import TenantCurves
-        >>> from tailbound.stages import STORAGE_PATH
-        >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
-        >>> w = TenantCurves("w", Slo(1.0), {s: c for s in STORAGE_PATH})
-        >>> sol = solve([Placed(w), Placed(w.with_slo(1.0, "v"))])
-        >>> sol.rate.round(3).tolist()  # a loose SLO: both stay at their mean rate
-        [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1]]
-        >>> tight = [Placed(w.with_slo(0.1, name)) for name in "abc"]
-        >>> solve(tight[:2]).rate.round(3).tolist()  # 100 ms: rates rise so buckets shrink
-        [[0.5, 0.499, 0.103], [0.499, 0.5, 0.5]]
-        >>> solve(tight) is None  # three such tenants cannot share a server
-        True
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tailbound.characterize import RbCurve
+    >>> from tailbound.model import Slo
+    >>> from tailbound.policies.workload import TenantCurves
+    >>> from tailbound.stages import STORAGE_PATH
+    >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.05, 0.01, 0.0]), 0.1)
+    >>> w = TenantCurves("w", Slo(1.0), {s: c for s in STORAGE_PATH})
+    >>> sol = solve([Placed(w), Placed(w.with_slo(1.0, "v"))])
+    >>> sol.rate.round(3).tolist()  # a loose SLO: both stay at their mean rate
+    [[0.1, 0.1, 0.1], [0.1, 0.1, 0.1]]
+    >>> tight = [Placed(w.with_slo(0.1, name)) for name in "abc"]
+    >>> solve(tight[:2]).rate.round(3).tolist()  # 100 ms: rates rise so buckets shrink
+    [[0.5, 0.499, 0.103], [0.499, 0.5, 0.5]]
+    >>> solve(tight) is None  # three such tenants cannot share a server
+    True
     """
     return solve_certified(tenants, devices, certify=False)[0]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tailbound.model import Cluster
-from tailbound.plan import Bound, Plan, Rejection, StageLimit, TenantPlan
+from tailbound.plan import PRIORITY_LEVELS, Bound, Plan, Rejection, StageLimit, TenantPlan
 from tailbound.policies.baselines import baseline
 from tailbound.policies.placement import (
     FixedPolicy,
@@ -64,11 +64,18 @@ def to_plan(
     policy: str,
     safety_margin: float,
     meta: dict[str, object] | None = None,
+    priority_levels_limit: int = PRIORITY_LEVELS,
 ) -> Plan:
     """The :class:`Plan` of a placement: per tenant its server, device, client host, priority
-    and ``(r, b)`` per stage, and its predicted bound."""
+    and ``(r, b)`` per stage, and its predicted bound.
+
+    Priorities are dense ranks of the SLOs (the analysis orders a server's tenants by SLO), over
+    the whole cluster when they fit in ``priority_levels_limit`` levels, else per server (every
+    queue carries one server's tenants only: its own link, device and client host, so per-server
+    ranks enforce the same order); a server with more SLO classes than that cannot be enforced as
+    analysed, and is an error."""
     placed = result.placed()
-    levels = priority_levels(p.workload.slo_s for _, p, _ in placed.values())
+    levels = _levels(result, priority_levels_limit)
     clients = _client_hosts(result, cluster)
     capacity = {
         Stage.NET_IN: cluster.link_bytes_per_s,
@@ -96,19 +103,36 @@ def to_plan(
                 device=server.config.devices[p.device],
                 client_host=host,
                 client_vm=vm,
-                priority=dict.fromkeys(STORAGE_PATH, levels[p.workload.slo_s]),
+                priority=dict.fromkeys(STORAGE_PATH, levels[i][p.workload.slo_s]),
                 limits=limits,
                 bound=Bound(float(bounds[i][row]), ANALYSIS),
             )
         )
     return Plan(
         policy=policy,
+        priority_levels=priority_levels_limit,
         servers_used=result.servers_used,
         tenants=tenants,
         rejected=[Rejection(name, "fits on no server") for name in result.rejected],
         safety_margin=safety_margin,
         meta=dict(meta or {}),
     )
+
+
+def _levels(result: PlacementResult, limit: int) -> dict[int, dict[float, int]]:
+    """Each server's SLO → priority level (see :func:`to_plan`)."""
+    servers = {i: [p.workload.slo_s for p in s.tenants] for i, s in enumerate(result.servers)}
+    overall = priority_levels(slo for slos in servers.values() for slo in slos)
+    if len(overall) <= limit:
+        return dict.fromkeys(servers, overall)
+    out = {i: priority_levels(slos) for i, slos in servers.items()}
+    for i, ranks in out.items():
+        if len(ranks) > limit:
+            raise ValueError(
+                f"server {result.servers[i].config.name} holds {len(ranks)} SLO classes, more "
+                f"than the {limit} priority levels the enforcers offer"
+            )
+    return out
 
 
 def _client_hosts(

@@ -50,14 +50,6 @@ class TenantBound:
         )
 
     @property
-    def slo_s(self) -> float:
-        return self.slo.latency_s
-
-    @property
-    def percentile(self) -> float:
-        return self.slo.percentile
-
-    @property
     def meets_slo(self) -> bool:
         return self.slo.met_by(self.latency_s)
 
