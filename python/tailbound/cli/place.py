@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_cluster, load_tenants
     from tailbound.policies.events import load_events
     from tailbound.policies.placement import place
-    from tailbound.policies.workload import characterize_all
     from tailbound.policies.registry import build
+    from tailbound.policies.workload import characterize_all
     from tailbound.policies.workloadcompactor import to_plan
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
