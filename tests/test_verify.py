@@ -104,3 +104,28 @@ def test_replay_reports_a_missed_slo() -> None:
     )
     assert not v.all_met
     assert v.violations
+
+
+def test_verify_cli_on_wc62_sound_holds_reference_fails(wc62_dir: Path, tmp_path: Path) -> None:
+    """`tailbound place` then `tailbound verify` on the wc62 traces the plan was made from: the
+    sound server model's plan holds every SLO and bound (exit 0); the reference system's
+    (`--server-model reference`) exceeds bounds at the storage stage (exit 1)."""
+    from tailbound.cli.main import main
+
+    common = [
+        "--tenants",
+        str(wc62_dir / "tenants.json"),
+        "--profile",
+        str(wc62_dir / "profile_ssd.json"),
+    ]
+    for model, expected in (("sound", 0), ("reference", 1)):
+        plan = tmp_path / f"plan-{model}.json"
+        place = ["place", *common, "--cluster", str(wc62_dir / "cluster.json"), "--quiet"]
+        assert main([*place, "--fast-first-fit", "--server-model", model, "--out", str(plan)]) == 0
+        out = tmp_path / model
+        assert main(["verify", "--plan", str(plan), *common, "--out", str(out)]) == expected
+        rows = (out / "verify.csv").read_text().splitlines()
+        held = [r.split(",")[-1] for r in rows[1:]]
+        assert ("False" in held) == (expected == 1)
+        assert (out / "verify.png").stat().st_size > 0
+    assert main(["verify", "--plan", str(tmp_path / "nope.json"), *common]) == 2

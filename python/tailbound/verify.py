@@ -13,6 +13,7 @@ Latency here is end to end from the request's arrival at its own shaper, through
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,9 @@ class TenantCheck:
 
     ``achieved_s`` is the latency at the SLO's percentile over the whole replay,
     ``worst_window_s`` the worst such percentile over sliding windows (SNC-Meister's check),
-    ``max_s`` the largest latency (to compare with the worst-case ``bound_s``).
+    ``max_s`` the largest latency; ``bound_s`` the plan's prediction at ``bound_percentile``
+    (1 for a worst-case bound) and ``at_bound_s`` the replayed latency at that percentile (the
+    maximum for a worst-case bound), which the bound must not be below.
     """
 
     name: str
@@ -43,11 +46,23 @@ class TenantCheck:
     worst_window_s: float
     max_s: float
     requests: int
+    bound_percentile: float = 1.0
+    at_bound_s: float = 0.0
 
     @property
     def met(self) -> bool:
         """The SLO held over the replay."""
         return self.slo.met_by(self.achieved_s)
+
+    @property
+    def bound_held(self) -> bool:
+        """The plan's bound held over the replay (a relative 1e-9 for rounding)."""
+        return self.at_bound_s <= self.bound_s * (1 + 1e-9)
+
+    @property
+    def ratio(self) -> float:
+        """Replayed latency at the bound's percentile over the bound (above 1: exceeded)."""
+        return self.at_bound_s / self.bound_s if self.bound_s > 0 else math.inf
 
 
 @dataclass(frozen=True)
@@ -68,18 +83,31 @@ class Verification:
         """The tenants that missed their SLO."""
         return [c.name for c in self.checks if not c.met]
 
+    @property
+    def exceeded(self) -> list[str]:
+        """The tenants whose replayed latency exceeded the plan's bound."""
+        return [c.name for c in self.checks if not c.bound_held]
+
+    @property
+    def all_held(self) -> bool:
+        """Every SLO met and every bound held."""
+        return self.all_met and not self.exceeded
+
     def table(self) -> str:
         """A Markdown table: server, SLO, predicted bound, achieved percentile, met."""
         rows = [
-            "| tenant | server | SLO | bound | achieved | worst window | max | met |",
-            "|---|---|---|---|---|---|---|---|",
+            "| tenant | server | SLO | achieved | worst window | max | bound | SLO met "
+            "| bound held |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for c in self.checks:
             server = self.plan.tenant(c.name).server
+            held = "yes" if c.bound_held else f"NO ({c.ratio:.2f}×)"
             rows.append(
                 f"| {c.name} | {server} | {_ms(c.slo.latency_s)} @ {100 * c.slo.percentile:g}% "
-                f"| {_ms(c.bound_s)} | {_ms(c.achieved_s)} | {_ms(c.worst_window_s)} "
-                f"| {_ms(c.max_s)} | {'yes' if c.met else 'NO'} |"
+                f"| {_ms(c.achieved_s)} | {_ms(c.worst_window_s)} | {_ms(c.max_s)} "
+                f"| {_ms(c.bound_s)} @ {100 * c.bound_percentile:g}% "
+                f"| {'yes' if c.met else 'NO'} | {held} |"
             )
         return "\n".join(rows)
 
@@ -99,6 +127,9 @@ class Verification:
                     "max_s",
                     "requests",
                     "met",
+                    "bound_percentile",
+                    "at_bound_s",
+                    "bound_held",
                 ]
             )
             for c in self.checks:
@@ -114,6 +145,9 @@ class Verification:
                         c.max_s,
                         c.requests,
                         c.met,
+                        c.bound_percentile,
+                        c.at_bound_s,
+                        c.bound_held,
                     ]
                 )
 
@@ -156,7 +190,10 @@ def replay_plan(
         if tenant.slo is None:  # best effort: nothing was promised
             continue
         w = results[tenant.name]
-        latency = w.latency
+        biggest = float(w.latency.max()) if w.latency.size else 0.0
+        at_bound = (
+            biggest if tenant.bound.percentile >= 1.0 else w.percentile(tenant.bound.percentile)
+        )
         checks.append(
             TenantCheck(
                 name=tenant.name,
@@ -164,8 +201,10 @@ def replay_plan(
                 bound_s=tenant.latency_bound_s,
                 achieved_s=w.percentile(tenant.slo.percentile),
                 worst_window_s=w.worst_window(window_s, tenant.slo.percentile),
-                max_s=float(latency.max()) if latency.size else 0.0,
-                requests=int(latency.size),
+                max_s=biggest,
+                requests=int(w.latency.size),
+                bound_percentile=tenant.bound.percentile,
+                at_bound_s=at_bound,
             )
         )
     return Verification(plan, results, tuple(checks))

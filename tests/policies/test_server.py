@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -143,3 +145,60 @@ def test_shaper_delays_equal_the_curve_by_curve_formula(wc62_subset: list[Tenant
                 else:
                     expected[j, s] = max(0.0, float(np.max((ys - b) / r - xs)))
         assert np.array_equal(shaper_delays(tenants, rate, bucket), expected)
+
+
+def _curves(rate: float, bucket: float, largest: tuple[float, float]) -> TenantCurves:
+    from tailbound.model import Slo
+
+    c = RbCurve(np.array([rate, 0.999]), np.array([bucket, 0.0]), rate)
+    return TenantCurves("t", Slo(1.0), dict.fromkeys(STORAGE_PATH, c), largest)
+
+
+def test_server_model_adds_blocking_and_shares_a_level_at_the_device() -> None:
+    """Hand values of docs/dnc.md's storage stage: for the tenant of the middle level,
+    ``(B + Σ_{k ≤ p} b_k) / (1 − Σ_{k ≤ p} r_k)`` at the device, with B the work the
+    less important tenant can have in service; Eq. 5.1 plus two packet times on the links."""
+    from tailbound.dnc.device import DeviceLimits
+    from tailbound.policies.server import REFERENCE, ServerModel
+    from tailbound.profiles import SsdProfile
+
+    profile = SsdProfile.from_spec(
+        read_overhead_s=1e-4, read_bytes_per_s=1e8, write_overhead_s=1e-4, write_bytes_per_s=1e8
+    )
+    model = ServerModel(DeviceLimits.of(profile), packet_s=1e-5)
+    hi, mid, lo = (_curves(0.1, 0.01, (4096.0, 0.0)).with_slo(s) for s in (0.05, 0.1, 0.5))
+    tenants = [Placed(hi), Placed(mid), Placed(mid.with_slo(0.1, "mid2")), Placed(lo)]
+    rate = np.full((4, 3), 0.1)
+    bucket = np.full((4, 3), 0.01)
+    sound = queue_delays(tenants, rate, bucket, model)
+    reference = queue_delays(tenants, rate, bucket, REFERENCE)
+    blocking = model.device.blocking(4096.0, 0.0)  # type: ignore[union-attr]
+    assert blocking == pytest.approx(48 * (1e-4 + 4096 / 1e8))
+    # the middle level: hi and both mids' buckets and rates, lo blocking
+    assert sound[1, 1] == pytest.approx((blocking + 0.03) / (1 - 0.3))
+    assert reference[1, 1] == pytest.approx(0.03 / (1 - 0.1))
+    # the lowest level: nothing below it, but every rate counts (its own too)
+    assert sound[3, 1] == pytest.approx(0.04 / (1 - 0.4))
+    # links: Eq. 5.1 (FIFO within a level) plus two packet times in the numerator
+    assert sound[1, 0] == pytest.approx((0.03 + 2e-5) / (1 - 0.1))
+
+
+def test_lp_solutions_pass_the_sound_check(wc62_subset: list[TenantCurves], wc62_dir: Path) -> None:
+    """The LP built on the server model never returns limits its own check refuses, and it
+    fits fewer tenants than the reference LP (its constraints are tighter)."""
+    from tailbound.policies import wc_lp
+    from tailbound.policies.server import REFERENCE, check
+    from tailbound.policies.workloadcompactor import server_model
+    from tailbound.profiles import SsdProfile
+
+    model = server_model(SsdProfile.load(wc62_dir / "profile_ssd.json"), 125e6, 1500)
+    sound_fit = reference_fit = 0
+    for n in range(2, 7):
+        tenants = [Placed(w, device=0) for w in wc62_subset[:n]]
+        sol = wc_lp.solve(tenants, 1, model)
+        if sol is not None:
+            sound_fit = n
+            assert check(tenants, sol.rate, sol.bucket, 1, model)
+        if wc_lp.solve(tenants, 1, REFERENCE) is not None:
+            reference_fit = n
+    assert sound_fit <= reference_fit

@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "bound",
     "admit",
     "prioritize",
+    "verify",
     "policies",
     "experiment",
 )

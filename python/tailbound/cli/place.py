@@ -30,6 +30,20 @@ def add_parser(subparsers: Any) -> None:
         help=f"placement policy: {', '.join(names('placement'))} (default workloadcompactor)",
     )
     parser.add_argument("--fast-first-fit", action="store_true", help="skip near-full servers")
+    parser.add_argument(
+        "--server-model",
+        choices=("sound", "reference"),
+        default="sound",
+        help=(
+            "sound (default): bounds that hold against the device's dispatch limits (blocking by "
+            "requests in service, sharing inside a level; docs/dnc.md); reference: the "
+            "WorkloadCompactor system's Eq. 5.1, to reproduce its figures (unsound on an SSD "
+            "with several requests in service)"
+        ),
+    )
+    parser.add_argument(
+        "--mtu", type=float, default=1500.0, help="packet size on the links, bytes (default 1500)"
+    )
     parser.add_argument("--events", type=Path, help="arrivals/departures CSV (index,addClient)")
     parser.add_argument(
         "--half",
@@ -52,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.policies.events import load_events
     from tailbound.policies.placement import place
     from tailbound.policies.registry import build
+    from tailbound.policies.server import REFERENCE
     from tailbound.policies.workload import characterize_all
-    from tailbound.policies.workloadcompactor import to_plan
+    from tailbound.policies.workloadcompactor import server_model, to_plan
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
 
@@ -62,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
     profile = SsdProfile.load(args.profile)
     events = load_events(args.events, len(tenants)) if args.events else None
     try:
-        policy = build(args.policy, "placement")
+        model = (
+            server_model(profile, cluster.link_bytes_per_s, args.mtu)
+            if args.server_model == "sound"
+            else REFERENCE
+        )
+        policy = build(args.policy, "placement", model)
     except ValueError as e:
         raise ConfigError(None, f"--policy: {e}") from None
     margin = args.safety_margin if args.safety_margin is not None else (1.1 if args.half else 1.0)
@@ -115,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             "curves_s": round(curves_s, 3),
             "placement_s": round(result.seconds, 3),
             "half": args.half,
+            "server_model": args.server_model,
         },
     )
     plan.save(args.out)

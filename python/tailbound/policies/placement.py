@@ -38,7 +38,14 @@ from tailbound.policies.certificate_store import CertificateStore
 from tailbound.policies.certificates import Certificate
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.events import Event
-from tailbound.policies.server import RATE_CAP, Placed, check, latency_bounds
+from tailbound.policies.server import (
+    RATE_CAP,
+    REFERENCE,
+    Placed,
+    ServerModel,
+    check,
+    latency_bounds,
+)
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
@@ -83,9 +90,15 @@ class WorkloadCompactorPolicy:
     name: str = "workloadcompactor"
     screen: bool = True
     certify: bool = True
+    model: ServerModel = REFERENCE
     lp_solves: int = 0
     screened: int = 0
     certificates: list[Certificate] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # the certificates are derived for the reference LP (the screens stay exact for a
+        # model's LP: its constraints are tighter, so a proof of infeasibility still holds)
+        self.certify = self.certify and self.model is REFERENCE
 
     def configure(
         self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
@@ -95,8 +108,12 @@ class WorkloadCompactorPolicy:
             self.screened += 1
             return None
         self.lp_solves += 1
-        solution, self.certificates = wc_lp.solve_certified(tenants, devices, certify=self.certify)
-        if solution is None or not check(tenants, solution.rate, solution.bucket, devices):
+        solution, self.certificates = wc_lp.solve_certified(
+            tenants, devices, certify=self.certify, model=self.model
+        )
+        if solution is None or not check(
+            tenants, solution.rate, solution.bucket, devices, self.model
+        ):
             return None
         return solution.rate, solution.bucket
 
@@ -106,6 +123,7 @@ class FixedPolicy:
     """Each tenant keeps the ``(r, b)`` its baseline chose alone (cached per workload)."""
 
     baseline: Baseline
+    model: ServerModel = REFERENCE
     _cache: dict[int, Limits | None] = field(default_factory=dict)
 
     @property
@@ -126,7 +144,7 @@ class FixedPolicy:
             return None
         rate = np.array([c[0] for c in chosen if c is not None])
         bucket = np.array([c[1] for c in chosen if c is not None])
-        if not check(tenants, rate, bucket, devices):
+        if not check(tenants, rate, bucket, devices, self.model):
             return None
         return rate, bucket
 
@@ -144,9 +162,9 @@ class ServerState:
     def devices(self) -> int:
         return len(self.config.devices)
 
-    def bounds(self) -> NDArray[np.float64]:
-        """Each tenant's predicted latency bound (s)."""
-        return latency_bounds(self.tenants, self.rate, self.bucket)
+    def bounds(self, model: ServerModel = REFERENCE) -> NDArray[np.float64]:
+        """Each tenant's predicted latency bound (s) under ``model``."""
+        return latency_bounds(self.tenants, self.rate, self.bucket, model)
 
 
 @dataclass
@@ -161,6 +179,8 @@ class PlacementResult:
     seconds: float
     cluster_screened: int = 0
     certified: int = 0
+    #: The server model the policy analysed the servers with (their bounds are under it).
+    model: ServerModel = REFERENCE
 
     @property
     def servers_used(self) -> int:
@@ -360,6 +380,7 @@ class Placer:
             seconds,
             self.screened,
             self.certified,
+            getattr(self.policy, "model", REFERENCE),
         )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from tailbound.policies.placement import Limits
 from tailbound.policies.prioritymeister import PmTenant, prioritize, rate_limits
-from tailbound.policies.server import Placed
+from tailbound.policies.server import REFERENCE, Placed, ServerModel
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH, Stage
 
@@ -41,6 +41,9 @@ class PriorityMeisterPolicy:
 
     k: int = 3
     name: str = "prioritymeister"
+    #: The server model: with a device model, PriorityMeister's LP counts the device's blocking
+    #: and its sharing inside a level (:mod:`tailbound.dnc.lp`).
+    model: ServerModel = REFERENCE
     _buckets: dict[int, dict[Stage, tuple[tuple[float, float], ...]]] = field(default_factory=dict)
 
     def _tenant(self, placed: Placed, i: int) -> PmTenant:

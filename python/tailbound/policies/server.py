@@ -7,6 +7,17 @@ Queue capacities are 1 (rates are utilisations of the queue).
 :func:`latency_bounds` is the wcLatencyChecker (thesis §5.2.1): a tenant's bound is the sum over
 its three queues of Eq. 5.1 (Eq. 5.5) plus the delay in its own token-bucket shaper at each stage
 (zero when its ``(r, b)`` lies on or above its r-b curve).
+
+**The server model** (:class:`ServerModel`, docs/dnc.md "The storage stage"). Eq. 5.1 is the
+bound of a preemptive unit-rate server that serves a level first come first served. The device is
+not one: it serves up to its MPLs of requests at once by processor sharing, and requests already
+in service are not preempted. With the device's limits (:class:`~tailbound.dnc.device
+.DeviceLimits`) a tenant's storage bound becomes ``(B + Σ_{k ≤ p} b_k) / (1 − Σ_{k ≤ p} r_k)``:
+``B`` the most work less important tenants can have in service, and equal levels counted with
+their rates (they share the device with it). A network stage adds the non-preemptive packet of a
+less important tenant and the store-and-forward of the last packet at the second link (two packet
+times, in the numerator). :data:`REFERENCE` is the reference system's model (none of these terms):
+kept to reproduce the paper's figures, and unsound against the simulator's device.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from numpy.typing import NDArray
 
 from tailbound.characterize import RbCurve
 from tailbound.dnc.curves import token_bucket_min
+from tailbound.dnc.device import DeviceLimits
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
@@ -36,6 +48,56 @@ class Placed:
 
     workload: TenantCurves
     device: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class ServerModel:
+    """What the latency analysis knows of a server beyond its queues' unit rates (module
+    docstring): its devices' dispatch limits and work table (``None``: a preemptive unit-rate
+    server, FIFO within a level), and one packet's time on its link (seconds)."""
+
+    device: DeviceLimits | None = None
+    packet_s: float = 0.0
+
+    @property
+    def shares_levels(self) -> bool:
+        """Whether equal levels share the device (processor sharing) rather than queue FIFO."""
+        return self.device is not None
+
+    def network_terms(self) -> float:
+        """Seconds added to a network stage's numerator: a less important tenant's packet in
+        transmission and the last packet's store-and-forward at the second link."""
+        return 2.0 * self.packet_s
+
+    def storage_blocking(self, tenants: Sequence[Placed]) -> NDArray[np.float64]:
+        """Each tenant's blocking at its device (s): the most work the tenants less important
+        than it on the same device can have in service (0 without a device model)."""
+        out = np.zeros(len(tenants))
+        if self.device is None:
+            return out
+        slo = slos(tenants)
+        for j, t in enumerate(tenants):
+            lower = [
+                k.workload.largest
+                for i, k in enumerate(tenants)
+                if k.device == t.device and slo[i] > slo[j]
+            ]
+            if lower:
+                largest_read = max(r for r, _ in lower)
+                largest_write = max(w for _, w in lower)
+                out[j] = self.device.blocking(largest_read, largest_write)
+        return out
+
+    def constants(self, tenants: Sequence[Placed]) -> NDArray[np.float64]:
+        """Seconds added to each tenant's numerators, shape ``(n, 3)`` (stage order)."""
+        out = np.zeros((len(tenants), 3))
+        out[:, NET_IN] = out[:, NET_OUT] = self.network_terms()
+        out[:, STORAGE] = self.storage_blocking(tenants)
+        return out
+
+
+#: The reference system's model: Eq. 5.1 at every queue, nothing more (unsound for the device).
+REFERENCE = ServerModel()
 
 
 def pad_edge(rows: Sequence[NDArray[np.float64]], width: int) -> NDArray[np.float64]:
@@ -126,31 +188,42 @@ def shaper_delays(
 
 
 def queue_delays(
-    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64]
+    tenants: Sequence[Placed],
+    rate: NDArray[np.float64],
+    bucket: NDArray[np.float64],
+    model: ServerModel = REFERENCE,
 ) -> NDArray[np.float64]:
     """Eq. 5.1 for each tenant at each of its queues, shape ``(n, 3)``:
-    ``Σ_{k same queue, SLO_k <= SLO_j} b_k / (1 − Σ_{k same queue, SLO_k < SLO_j} r_k)``."""
+    ``(c_j + Σ_{k same queue, SLO_k <= SLO_j} b_k) / (1 − Σ_{k same queue, SLO_k < SLO_j} r_k)``,
+    with ``c_j`` the model's blocking terms and, at a device the model says is shared
+    (processor sharing), ``SLO_k <= SLO_j`` in the rate sum too."""
     q = queue_ids(tenants)
     slo = slos(tenants)
     at_or_above = slo[None, :] <= slo[:, None]  # [j, k]: k's priority >= j's
     above = slo[None, :] < slo[:, None]
+    extra = model.constants(tenants)
     out = np.empty((len(tenants), 3))
     for s in range(3):
         same = q[:, s][:, None] == q[:, s][None, :]
-        b_sum = (same & at_or_above) @ bucket[:, s]
-        r_sum = (same & above) @ rate[:, s]
+        b_sum = (same & at_or_above) @ bucket[:, s] + extra[:, s]
+        sharing = at_or_above if s == STORAGE and model.shares_levels else above
+        r_sum = (same & sharing) @ rate[:, s]
         with np.errstate(divide="ignore"):
             out[:, s] = np.where(r_sum < 1.0, b_sum / np.maximum(1.0 - r_sum, 1e-300), np.inf)
     return out
 
 
 def latency_bounds(
-    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64]
+    tenants: Sequence[Placed],
+    rate: NDArray[np.float64],
+    bucket: NDArray[np.float64],
+    model: ServerModel = REFERENCE,
 ) -> NDArray[np.float64]:
     """Each tenant's predicted worst-case latency (s): Eq. 5.5 plus its shaper delays."""
     if not tenants:
         return np.zeros(0)
-    return (queue_delays(tenants, rate, bucket) + shaper_delays(tenants, rate, bucket)).sum(axis=1)
+    delays = queue_delays(tenants, rate, bucket, model) + shaper_delays(tenants, rate, bucket)
+    return delays.sum(axis=1)
 
 
 def queue_rate_sums(
@@ -166,9 +239,14 @@ def queue_rate_sums(
 
 
 def check(
-    tenants: Sequence[Placed], rate: NDArray[np.float64], bucket: NDArray[np.float64], devices: int
+    tenants: Sequence[Placed],
+    rate: NDArray[np.float64],
+    bucket: NDArray[np.float64],
+    devices: int,
+    model: ServerModel = REFERENCE,
 ) -> bool:
     """The wcLatencyChecker: every queue within capacity (Eq. 5.4) and every bound <= SLO."""
     if np.any(queue_rate_sums(tenants, rate, devices) > RATE_CAP + 1e-9):
         return False
-    return bool(np.all(latency_bounds(tenants, rate, bucket) <= slos(tenants) * (1 + 1e-9)))
+    bounds = latency_bounds(tenants, rate, bucket, model)
+    return bool(np.all(bounds <= slos(tenants) * (1 + 1e-9)))

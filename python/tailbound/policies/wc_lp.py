@@ -33,7 +33,17 @@ from tailbound.characterize import RbCurve
 from tailbound.dnc.highs import solver
 from tailbound.policies import certificates
 from tailbound.policies.certificates import Certificate
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids, slos
+from tailbound.policies.server import (
+    RATE_CAP,
+    REFERENCE,
+    SLO_SCALE,
+    STORAGE,
+    Placed,
+    ServerModel,
+    pad_edge,
+    queue_ids,
+    slos,
+)
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
@@ -78,9 +88,15 @@ def tenant_block(workload: TenantCurves) -> tuple[NDArray[np.float64], ...]:
     return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
 
 
-def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tuple[float, int]]]:
+def build_lp(
+    tenants: Sequence[Placed], devices: int, model: ServerModel = REFERENCE
+) -> tuple[LpArrays, list[tuple[float, int]]]:
     """The LP of the tenants on one server (see the module docstring), and the ``(SLO, device)``
-    of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns."""
+    of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns.
+
+    With a :class:`~tailbound.policies.server.ServerModel` the rows follow its bound: the
+    blocking terms of a level's path come off the right-hand side of its Eq. 5.7 row, and at a
+    shared device the level's own rates count in its rate bound."""
     n = len(tenants)
     q = queue_ids(tenants)
     slo = slos(tenants)
@@ -104,7 +120,7 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     # Eq. 5.7 per priority level and path, all at once (same rows, same order as one by one)
     devices_of = np.array([t.device for t in tenants])
     r_vars = sorted({(float(level), int(d)) for level, d in zip(slo, devices_of, strict=True)})
-    eq57 = _eq57_rows(q, slo, rc, r_vars, n_rb)
+    eq57 = _eq57_rows(q, slo, rc, r_vars, n_rb, model, _path_constants(tenants, r_vars, model))
     n_eq57 = len(eq57[0]) - 1
     cap_end = 2 * m + int(cap_sizes.sum())
     start = np.concatenate(
@@ -133,12 +149,30 @@ def build_lp(tenants: Sequence[Placed], devices: int) -> tuple[LpArrays, list[tu
     ), r_vars
 
 
+def _path_constants(
+    tenants: Sequence[Placed], r_vars: list[tuple[float, int]], model: ServerModel
+) -> NDArray[np.float64]:
+    """The seconds the model adds to each ``R`` variable's path (its level's tenants on its
+    device all have the same less important neighbours, so the same terms)."""
+    out = np.zeros(len(r_vars))
+    if model is REFERENCE:
+        return out
+    extra = model.constants(tenants).sum(axis=1)
+    slo = slos(tenants)
+    device = np.array([t.device for t in tenants])
+    for v, (level, d) in enumerate(r_vars):
+        out[v] = float(extra[(slo == level) & (device == d)].max())
+    return out
+
+
 def _eq57_rows(
     q: NDArray[np.int64],
     slo: NDArray[np.float64],
     rc: NDArray[np.int64],
     r_vars: list[tuple[float, int]],
     n_rb: int,
+    model: ServerModel = REFERENCE,
+    constants: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float64], NDArray[np.float64]]:
     """Rows of Eq. 5.7 and its rate bounds for every ``R_pπ`` (in ``r_vars`` order): per ``R``,
     the rows ``Σ_{j at q, SLO_j < p} r_jq − R <= 0`` for ``q`` = ``net_in``, storage, ``net_out``
@@ -162,7 +196,8 @@ def _eq57_rows(
     # bucket row; position j·3 + s is tenant j's column at stage s, the last one is R
     mask = np.zeros((v_count, 4, 3 * n + 1), dtype=bool)
     for s in range(3):
-        mask[:, s, s : 3 * n : 3] = higher[:, :, s]
+        shared = s == STORAGE and model.shares_levels  # processor sharing: equal levels count
+        mask[:, s, s : 3 * n : 3] = (inside if shared else higher)[:, :, s]
     mask[:, 3, : 3 * n] = inside.reshape(v_count, 3 * n)
     mask[:, :, -1] = True
     keep = np.ones((v_count, 4), dtype=bool)
@@ -176,7 +211,7 @@ def _eq57_rows(
     vals[:, :3, -1] = -1.0
     vals[:, 3, -1] = slo_p
     upper = np.zeros((v_count, 4))
-    upper[:, 3] = slo_p
+    upper[:, 3] = slo_p - (0.0 if constants is None else constants)
     m = mask[keep]
     lengths = m.sum(axis=1)
     starts = np.concatenate([[0], np.cumsum(lengths)])
@@ -226,7 +261,9 @@ class LpArrays:
         )
 
 
-def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
+def solve(
+    tenants: Sequence[Placed], devices: int = 1, model: ServerModel = REFERENCE
+) -> LpSolution | None:
     """Solve the server's LP; ``None`` when infeasible (the tenants do not fit together).
 
     Examples
@@ -247,11 +284,15 @@ def solve(tenants: Sequence[Placed], devices: int = 1) -> LpSolution | None:
     >>> solve(tight) is None  # three such tenants cannot share a server
     True
     """
-    return solve_certified(tenants, devices, certify=False)[0]
+    return solve_certified(tenants, devices, certify=False, model=model)[0]
 
 
 def solve_certified(
-    tenants: Sequence[Placed], devices: int = 1, *, certify: bool = True
+    tenants: Sequence[Placed],
+    devices: int = 1,
+    *,
+    certify: bool = True,
+    model: ServerModel = REFERENCE,
 ) -> tuple[LpSolution | None, list[Certificate]]:
     """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
     :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
@@ -261,7 +302,8 @@ def solve_certified(
             c = t.workload.curves[stage]
             if c.rates[0] > RATE_CAP or c.buckets[-1] > t.workload.slo_s * SLO_SCALE:
                 return None, []
-    lp, r_vars = build_lp(tenants, devices)
+    lp, r_vars = build_lp(tenants, devices, model)
+    certify = certify and model is REFERENCE  # certificates are derived for the reference LP
     h = solver()
     lp.pass_to(h)
     h.run()

@@ -7,16 +7,19 @@ rbGen on the WorkloadCompactor rate grid, pruning to 12 segments, and the safety
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from tailbound.characterize import RbCurve, rb_curve
 from tailbound.characterize.prune import prune
 from tailbound.model import Slo, Tenant
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.stages import STORAGE_PATH, Stage
-from tailbound.traces.trace import Trace
+from tailbound.traces.trace import Op, Trace
 
 #: Segments the WorkloadCompactor system kept per r-b curve (data/README.md).
 DEFAULT_SEGMENTS = 12
@@ -33,6 +36,9 @@ class TenantCurves:
     name: str
     slo: Slo
     curves: dict[Stage, RbCurve] = field(repr=False)
+    #: The largest read and write in its trace (bytes; 0 if none): what it can put into a
+    #: device's service at once, the blocking term of the storage stage (``inf``: unknown).
+    largest: tuple[float, float] = (math.inf, math.inf)
 
     @property
     def slo_s(self) -> float:
@@ -45,7 +51,9 @@ class TenantCurves:
 
     def with_slo(self, slo_s: float, name: str | None = None) -> TenantCurves:
         """The same tenant with another SLO latency (the Fig. 5.4 experiments)."""
-        return TenantCurves(name or self.name, Slo(slo_s, self.slo.percentile), self.curves)
+        return TenantCurves(
+            name or self.name, Slo(slo_s, self.slo.percentile), self.curves, self.largest
+        )
 
 
 def characterize(
@@ -65,7 +73,15 @@ def characterize(
         )
         curve = prune(rb_curve(trace, model), segments)
         curves[stage] = curve.scaled(safety_margin) if safety_margin != 1.0 else curve
-    return TenantCurves(config.name, config.slo, curves)
+    return TenantCurves(config.name, config.slo, curves, largest_requests(trace))
+
+
+def largest_requests(trace: Trace) -> tuple[float, float]:
+    """The largest read and the largest write of ``trace`` in bytes (0 when it has none)."""
+    op = np.asarray(trace.op)
+    size = np.asarray(trace.size, dtype=np.float64)
+    reads, writes = size[op == Op.READ], size[op != Op.READ]
+    return (float(reads.max()) if reads.size else 0.0, float(writes.max()) if writes.size else 0.0)
 
 
 def characterize_all(

@@ -18,8 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tailbound.dnc.device import LOW_PRIORITY_MPL, DeviceLimits
 from tailbound.model import Cluster
-from tailbound.plan import PRIORITY_LEVELS, Bound, Plan, Rejection, StageLimit, TenantPlan
+from tailbound.plan import (
+    PRIORITY_LEVELS,
+    Bound,
+    DispatchRule,
+    Plan,
+    Rejection,
+    StageLimit,
+    TenantPlan,
+)
 from tailbound.policies.baselines import baseline
 from tailbound.policies.placement import (
     FixedPolicy,
@@ -27,23 +36,41 @@ from tailbound.policies.placement import (
     Policy,
     WorkloadCompactorPolicy,
 )
+from tailbound.policies.server import REFERENCE, ServerModel
+from tailbound.profiles import SsdProfile
 from tailbound.stages import STORAGE_PATH, Stage
 
 #: The analysis behind a placement's bounds: WorkloadCompactor's latency check (Eq. 5.5 with
-#: the shapers' delays, :func:`tailbound.policies.server.check`), a worst-case bound.
+#: the shapers' delays, :func:`tailbound.policies.server.check`), a worst-case bound; with the
+#: reference system's server model it is named ``wc-check-reference``.
 ANALYSIS = "wc-check"
 
 
-def make_policy(name: str) -> Policy:
+def make_policy(name: str, model: ServerModel = REFERENCE) -> Policy:
     """The placement policy ``name``: ``workloadcompactor``, ``effective-bandwidth``,
-    ``average-rate:K``, ``knee`` or ``prioritymeister-placement`` (the registry's factory)."""
+    ``average-rate:K``, ``knee`` or ``prioritymeister-placement`` (the registry's factory),
+    analysing servers with ``model`` (:class:`~tailbound.policies.server.ServerModel`)."""
     if name == "workloadcompactor":
-        return WorkloadCompactorPolicy()
+        return WorkloadCompactorPolicy(model=model)
     if name == "prioritymeister-placement":
         from tailbound.policies.pm_placement import PriorityMeisterPolicy
 
-        return PriorityMeisterPolicy()
-    return FixedPolicy(baseline(name))
+        return PriorityMeisterPolicy(model=model)
+    return FixedPolicy(baseline(name), model)
+
+
+def server_model(profile: SsdProfile, link_bytes_per_s: float, mtu_bytes: float) -> ServerModel:
+    """The sound server model of docs/dnc.md ("The storage stage") for devices of ``profile``
+    behind the dispatch rule :func:`dispatch_rule`, on links of ``link_bytes_per_s``."""
+    return ServerModel(DeviceLimits.of(profile), mtu_bytes / link_bytes_per_s)
+
+
+def dispatch_rule(model: ServerModel) -> DispatchRule:
+    """What the enforcers must apply for ``model``'s bounds to hold: the profile's MPLs and byte
+    limits, and nothing less important joining a request in service (thesis §2.2.1)."""
+    if model.device is None:
+        return DispatchRule()
+    return DispatchRule(low_priority_mpl=LOW_PRIORITY_MPL)
 
 
 def priority_levels(slos: Iterable[float]) -> dict[float, int]:
@@ -76,6 +103,7 @@ def to_plan(
     analysed, and is an error."""
     placed = result.placed()
     levels = _levels(result, priority_levels_limit)
+    analysis = ANALYSIS if result.model is not REFERENCE else f"{ANALYSIS}-reference"
     clients = _client_hosts(result, cluster)
     capacity = {
         Stage.NET_IN: cluster.link_bytes_per_s,
@@ -83,7 +111,7 @@ def to_plan(
         Stage.NET_OUT: cluster.link_bytes_per_s,
     }
     tenants = []
-    bounds = {i: s.bounds() for i, s in enumerate(result.servers) if s.tenants}
+    bounds = {i: s.bounds(result.model) for i, s in enumerate(result.servers) if s.tenants}
     for name, (i, p, row) in placed.items():
         server = result.servers[i]
         limits = {
@@ -105,12 +133,13 @@ def to_plan(
                 client_vm=vm,
                 priority=dict.fromkeys(STORAGE_PATH, levels[i][p.workload.slo_s]),
                 limits=limits,
-                bound=Bound(float(bounds[i][row]), ANALYSIS),
+                bound=Bound(float(bounds[i][row]), analysis),
             )
         )
     return Plan(
         policy=policy,
         priority_levels=priority_levels_limit,
+        dispatch=dispatch_rule(result.model),
         servers_used=result.servers_used,
         tenants=tenants,
         rejected=[Rejection(name, "fits on no server") for name in result.rejected],

@@ -1,0 +1,154 @@
+"""``tailbound verify``: replay a Plan with its tenants' traces and check every promise it made.
+
+Exit codes: 0 every SLO met and every bound held, 1 the replay ran and a check failed, 2 bad
+input (a file, field or option at fault is named).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help="replay a plan's tenants in the simulator and check their SLOs and bounds",
+        description=(
+            "Replay every planned tenant's trace (whole, one half, or a window) through the plan "
+            "in the simulator, with the plan's priorities, rate limits, disciplines and device "
+            "dispatch rule, and print per tenant the SLO, the achieved percentile, the worst "
+            "3-minute-window percentile, the maximum, the bound, and the two verdicts."
+        ),
+        epilog=(
+            "exit codes: 0 every SLO met and every bound held; 1 a check failed; 2 bad input. "
+            "A bound holds when the replayed latency at the bound's percentile (the maximum for a "
+            "worst-case bound) is not above it."
+        ),
+    )
+    parser.add_argument("--plan", required=True, type=Path, help="plan JSON (any verb's --out)")
+    parser.add_argument(
+        "--tenants", required=True, type=Path, help="tenants file giving each tenant's trace"
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="SSD profile of the plan's devices (plans with a device)"
+    )
+    parser.add_argument(
+        "--link-bandwidth",
+        type=float,
+        help="bytes/s of every host link, each direction (default: the tenants file's)",
+    )
+    parser.add_argument(
+        "--half",
+        choices=("first", "second"),
+        help="replay one half of each trace (default: the whole trace)",
+    )
+    parser.add_argument(
+        "--window",
+        nargs=2,
+        type=float,
+        metavar=("START_S", "END_S"),
+        help="replay the requests between these times of each trace, in seconds",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("shaping", "demotion"),
+        help="override the plan's rate-limiter behaviour at every priority queue",
+    )
+    parser.add_argument("--mtu", type=float, default=1500.0, help="packet size, bytes")
+    parser.add_argument(
+        "--propagation", type=float, default=0.0, help="propagation delay per link, seconds"
+    )
+    parser.add_argument(
+        "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
+    )
+    parser.add_argument("--out", type=Path, help="folder for verify.csv and verify.png")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import math
+
+    from tailbound.errors import ConfigError
+    from tailbound.model import load_tenants
+    from tailbound.plan import Plan
+    from tailbound.traces import read_trace
+    from tailbound.verify import replay_plan
+
+    plan = Plan.load(args.plan)
+    tset = load_tenants(args.tenants)
+    by_name = {t.name: t for t in tset.tenants}
+    missing = [t.name for t in plan.tenants if t.name not in by_name]
+    if missing:
+        raise ConfigError(args.tenants, f"no tenant for planned tenants {missing}")
+    if any(t.device is not None for t in plan.tenants) and args.profile is None:
+        raise ConfigError(args.plan, "the plan places tenants on devices: give --profile")
+    link = args.link_bandwidth if args.link_bandwidth is not None else tset.link_bytes_per_s
+    for option, value, low in (
+        ("--link-bandwidth", link, 0.0),
+        ("--mtu", args.mtu, 0.0),
+        ("--window-s", args.window_s, 0.0),
+    ):
+        if not (math.isfinite(value) and value > low):
+            raise ConfigError(None, f"{option} must be a positive number, got {value}")
+    if args.window is not None and not (0 <= args.window[0] < args.window[1] < math.inf):
+        raise ConfigError(None, f"--window needs 0 <= START_S < END_S, got {args.window}")
+
+    def trace_of(name: str) -> Any:
+        trace = read_trace(by_name[name].trace)
+        if args.half == "first":
+            trace = trace.first_half()
+        elif args.half == "second":
+            trace = trace.second_half()
+        if args.window is not None:
+            trace = trace.slice_time(*args.window)
+        return trace
+
+    v = replay_plan(
+        plan,
+        {t.name: trace_of(t.name) for t in plan.tenants},
+        profile=args.profile,
+        link_bandwidth_bytes_per_s=link,
+        mode=args.mode,
+        mtu_bytes=args.mtu,
+        propagation_s=args.propagation,
+        window_s=args.window_s,
+    )
+    print(v.table())
+    ratios = sorted(c.ratio for c in v.checks)
+    median = ratios[len(ratios) // 2] if ratios else math.nan
+    print(
+        f"\n{len(v.checks)} tenants: {len(v.violations)} SLOs missed, {len(v.exceeded)} bounds "
+        f"exceeded; replayed/bound median {median:.3f}, worst {max(ratios, default=math.nan):.3f}"
+    )
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        v.to_csv(args.out / "verify.csv")
+        _plot(v, args.out / "verify.png")
+        print(f"wrote {args.out / 'verify.csv'} and {args.out / 'verify.png'}")
+    return 0 if v.all_held else 1
+
+
+def _plot(v: Any, path: Path) -> None:
+    """Per tenant: the replayed latency at the bound's percentile against the bound, and the
+    achieved percentile against the SLO (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tailbound.plotting import save_figure
+
+    checks = v.checks
+    x = range(len(checks))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.2 * len(checks)), 3.5))
+    ax.scatter(x, [1e3 * c.bound_s for c in checks], marker="_", s=140, color="k", label="bound")
+    ax.scatter(x, [1e3 * c.at_bound_s for c in checks], s=12, label="replayed at the bound's pct")
+    ax.scatter(x, [1e3 * c.slo.latency_s for c in checks], marker="x", s=20, label="SLO")
+    ax.scatter(x, [1e3 * c.achieved_s for c in checks], s=12, label="achieved at the SLO's pct")
+    ax.set_yscale("log")
+    ax.set_xticks(list(x), [c.name for c in checks], rotation=90, fontsize=6)
+    ax.set_ylabel("latency (ms)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    save_figure(fig, path, bbox_inches="tight")
