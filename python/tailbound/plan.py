@@ -104,14 +104,17 @@ class Discipline:
 @dataclass(frozen=True)
 class DispatchRule:
     """The device dispatch rule enforcers apply: how many reads and writes may be in service at
-    once, and how many less important requests may join a more important one in service (thesis
-    §2.2.1). ``None`` keeps the device profile's own limits."""
+    once, how many less important requests may join a more important one in service (thesis
+    §2.2.1), and how much work (seconds) of levels below the device's most important one may be
+    in service at once (``low_priority_work_s``; one such request is let in when none is).
+    ``None`` keeps the device's own limits (its profile's MPLs; no other rule)."""
 
     read_mpl: int | None = None
     write_mpl: int | None = None
     low_priority_mpl: int | None = None
+    low_priority_work_s: float | None = None
 
-    def to_json(self) -> dict[str, int | None]:
+    def to_json(self) -> dict[str, int | float | None]:
         return dataclasses.asdict(self)
 
 
@@ -557,11 +560,24 @@ class _Reader:
     def dispatch(self, doc: Any) -> DispatchRule:
         if not isinstance(doc, dict):
             raise self.error(f"expected an object, got {doc!r}", "dispatch")
-        values: dict[str, int | None] = {}
+        unknown = sorted(set(doc) - {f.name for f in dataclasses.fields(DispatchRule)})
+        if unknown:
+            raise self.error("unknown key", f"dispatch.{unknown[0]}")
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(DispatchRule):
             v = doc.get(f.name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise self.error(f"expected a count >= 0 or null, got {v!r}", f"dispatch.{f.name}")
+            if f.name.endswith("_s"):
+                bad = v is not None and (
+                    isinstance(v, bool)
+                    or not isinstance(v, int | float)
+                    or not (math.isfinite(v) and v >= 0)
+                )
+                what = "a number of seconds >= 0 or null"
+            else:
+                bad = v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0)
+                what = "a count >= 0 or null"
+            if bad:
+                raise self.error(f"expected {what}, got {v!r}", f"dispatch.{f.name}")
             values[f.name] = v
         return DispatchRule(**values)
 

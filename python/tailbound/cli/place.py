@@ -4,6 +4,7 @@ WorkloadCompactor or a baseline, writing a :class:`~tailbound.plan.Plan`."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--mtu", type=float, default=1500.0, help="packet size on the links, bytes (default 1500)"
     )
+    parser.add_argument(
+        "--low-priority-work-ms",
+        type=float,
+        help=(
+            "cap, in milliseconds of device work, on what the levels below a device's most "
+            "important one may have in service at once (a dispatch rule the plan carries; "
+            "smaller blocking for the more important tenants, so fewer servers; docs/dnc.md)"
+        ),
+    )
     parser.add_argument("--events", type=Path, help="arrivals/departures CSV (index,addClient)")
     parser.add_argument(
         "--half",
@@ -77,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
     profile = SsdProfile.load(args.profile)
     events = load_events(args.events, len(tenants)) if args.events else None
     try:
+        cap = None if args.low_priority_work_ms is None else args.low_priority_work_ms / 1e3
+        if cap is not None and not (math.isfinite(cap) and cap >= 0):
+            raise ConfigError(None, f"--low-priority-work-ms must be >= 0, got {cap * 1e3}")
         model = (
-            server_model(profile, cluster.link_bytes_per_s, args.mtu)
+            server_model(profile, cluster.link_bytes_per_s, args.mtu, cap)
             if args.server_model == "sound"
             else REFERENCE
         )

@@ -45,23 +45,27 @@ LOW_PRIORITY_MPL = 0
 
 @dataclass(frozen=True, eq=False)
 class DeviceLimits:
-    """An SSD's dispatch limits and its work per request size (from its profile).
+    """An SSD's dispatch limits and its bandwidth by request size (from its profile).
 
-    ``sizes`` ascending (bytes); ``read_work``/``write_work`` seconds of exclusive service of a
-    request of each size."""
+    ``sizes`` ascending (bytes), every profile row among them, so the bandwidth is linear
+    between two consecutive sizes; ``read_bandwidth``/``write_bandwidth`` bytes per second at
+    each size. A request of ``s`` bytes is ``s / bandwidth(s)`` seconds of work."""
 
     read_mpl: int
     write_mpl: int
     max_read_bytes: float
     max_write_bytes: float
     sizes: NDArray[np.float64]
-    read_work: NDArray[np.float64]
-    write_work: NDArray[np.float64]
+    read_bandwidth: NDArray[np.float64]
+    write_bandwidth: NDArray[np.float64]
+    #: The dispatcher's cap on the work in service of levels below the device's most important
+    #: one (seconds; ``None``: none, the MPLs and byte limits bound it).
+    low_priority_work_s: float | None = None
 
     @classmethod
-    def of(cls, profile: SsdProfile) -> DeviceLimits:
-        """The limits and work table of ``profile``, sampled every 512 B up to its largest size
-        (the work between two profile rows is not linear in the size)."""
+    def of(cls, profile: SsdProfile, low_priority_work_s: float | None = None) -> DeviceLimits:
+        """The limits and bandwidth table of ``profile``, sampled every 512 B up to its largest
+        size and at every row (a fine table makes the knapsack bound below tight)."""
         sizes = np.union1d(np.arange(512.0, profile.sizes[-1] + 1, 512.0), profile.sizes)
         return cls(
             read_mpl=profile.read_mpl,
@@ -69,33 +73,39 @@ class DeviceLimits:
             max_read_bytes=float(profile.max_outstanding_read_bytes),
             max_write_bytes=float(profile.max_outstanding_write_bytes),
             sizes=sizes,
-            read_work=sizes / np.interp(sizes, profile.sizes, profile.read_bandwidth),
-            write_work=sizes / np.interp(sizes, profile.sizes, profile.write_bandwidth),
+            read_bandwidth=np.interp(sizes, profile.sizes, profile.read_bandwidth),
+            write_bandwidth=np.interp(sizes, profile.sizes, profile.write_bandwidth),
+            low_priority_work_s=low_priority_work_s,
         )
+
+    def bandwidth(self, write: bool) -> NDArray[np.float64]:
+        return self.write_bandwidth if write else self.read_bandwidth
 
     def work(self, write: bool, size: float) -> float:
         """Seconds of work of one request of ``size`` bytes: ``size / bandwidth(size)`` with the
         bandwidth interpolated between rows and held beyond the first and last (the token
         model's rule, :class:`~tailbound.profiles.tokens.SsdModel`)."""
-        table = self.write_work if write else self.read_work
-        bandwidth = self.sizes / table
-        return float(size / np.interp(size, self.sizes, bandwidth))
+        return float(size / np.interp(size, self.sizes, self.bandwidth(write)))
 
     def blocking(self, largest_read: float, largest_write: float) -> float:
-        """The most work (s) less important requests can have in service at once, when the
-        largest of them is ``largest_read`` bytes for reads and ``largest_write`` for writes
-        (0: no such requests). Per operation, the fractional knapsack of at most ``mpl``
-        requests within the byte limit, of sizes up to the largest (the concave envelope of the
-        work table), and at least one request of the largest size (one request is always let in,
-        even past the byte limit).
+        """The most work (s) of less important requests a level's busy period can have to share
+        the device with, when the largest of them is ``largest_read`` bytes for reads and
+        ``largest_write`` for writes (0: no such requests).
+
+        What is in service when the busy period starts: per operation, the fractional knapsack
+        of at most ``mpl`` requests within the byte limit, of sizes up to the largest, and at
+        least one request of the largest size (one request is always let in, even past the
+        byte limit); with the dispatcher's work cap, at most ``max(cap, one largest request)``.
+        Plus one largest request: one less important request the dispatcher took before the
+        busy period began and holds, head of line, for a free slot enters after it began.
 
         >>> p = SsdProfile.from_spec(read_overhead_s=1e-4, read_bytes_per_s=1e8,
         ...                          write_overhead_s=1e-4, write_bytes_per_s=1e8)
         >>> d = DeviceLimits.of(p)
-        >>> # 4 reads of at most 4 KiB, 1 MB of room: 4 × (100 µs + 40.96 µs)
-        >>> d2 = DeviceLimits(4, 0, 1e6, 0, d.sizes, d.read_work, d.write_work)
+        >>> # 4 reads of at most 4 KiB, 1 MB of room: 4 × (100 µs + 40.96 µs), plus one held
+        >>> d2 = DeviceLimits(4, 0, 1e6, 0, d.sizes, d.read_bandwidth, d.write_bandwidth)
         >>> round(d2.blocking(4096, 0) * 1e6, 2)
-        563.84
+        704.8
         """
         if not (math.isfinite(largest_read) and math.isfinite(largest_write)):
             return math.inf  # request sizes unknown: nothing bounds the work in service
@@ -108,35 +118,70 @@ class DeviceLimits:
 
 @lru_cache(maxsize=4096)
 def _blocking(limits: DeviceLimits, largest_read: float, largest_write: float) -> float:
-    total = 0.0
-    for write, largest, mpl, room, table in (
-        (False, largest_read, limits.read_mpl, limits.max_read_bytes, limits.read_work),
-        (True, largest_write, limits.write_mpl, limits.max_write_bytes, limits.write_work),
+    in_service = 0.0
+    one = 0.0
+    for write, largest, mpl, room in (
+        (False, largest_read, limits.read_mpl, limits.max_read_bytes),
+        (True, largest_write, limits.write_mpl, limits.max_write_bytes),
     ):
         if largest <= 0 or mpl <= 0:
             continue
-        one = limits.work(write, largest)
-        total += max(one, _knapsack(limits.sizes, table, largest, mpl, room))
-    return total
+        largest_work = limits.work(write, largest)
+        one = max(one, largest_work)
+        knapsack = _knapsack(limits.sizes, limits.bandwidth(write), largest, mpl, room)
+        in_service += max(largest_work, knapsack)
+    if limits.low_priority_work_s is not None:
+        in_service = min(in_service, max(limits.low_priority_work_s, one))
+    return in_service + one
 
 
 def _knapsack(
-    sizes: NDArray[np.float64], work: NDArray[np.float64], largest: float, count: int, room: float
+    sizes: NDArray[np.float64],
+    bandwidth: NDArray[np.float64],
+    largest: float,
+    count: int,
+    room: float,
 ) -> float:
-    """``max Σ w(s_i)`` over at most ``count`` requests of sizes ``s_i <= largest`` with
-    ``Σ s_i <= room``, relaxed to fractions: ``count · ĝ(x)`` at the best mean size
-    ``x <= min(largest, room / count)``, with ``ĝ`` the concave envelope of ``(s, w(s))`` through
-    the origin (an upper bound on the integer optimum)."""
-    keep = sizes <= largest
-    xs = np.concatenate([[0.0], sizes[keep], [largest]])
-    ys = np.concatenate([[0.0], work[keep], [float(np.interp(largest, sizes, work))]])
-    hull_x, hull_y = _upper_hull(xs, ys)
+    """An upper bound on ``max Σ w(s_i)`` over at most ``count`` requests of sizes
+    ``s_i <= largest`` with ``Σ s_i <= room``: the fractional relaxation, ``count · ĝ(x)`` at the
+    best mean size ``x <= min(largest, room / count)``, with ``ĝ`` the concave envelope of
+    points that bound the work ``w(s) = s / bandwidth(s)`` from above (:func:`_work_cover`)."""
+    keep = sizes < largest
+    xs = np.append(sizes[keep], largest)
+    bws = np.append(bandwidth[keep], float(np.interp(largest, sizes, bandwidth)))
+    cover_x, cover_y = _work_cover(xs, bws)
+    hull_x, hull_y = _upper_hull(cover_x, cover_y)
     mean = min(largest, room / count)
     best = float(np.interp(mean, hull_x, hull_y))
     inside = hull_x <= mean
     if inside.any():
         best = max(best, float(hull_y[inside].max()))
     return count * best
+
+
+def _work_cover(
+    xs: NDArray[np.float64], bws: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Points whose piecewise-linear interpolation is at or above ``w(s) = s / bw(s)`` on
+    ``[0, xs[-1]]``, for a bandwidth linear between consecutive ``xs`` and constant below the
+    first: the origin, every ``(x, w(x))``, and on each interval where ``w`` is concave
+    (``w = s / (a + b s)`` with ``a b > 0``) the meeting point of its tangents at both ends (a
+    concave function is below its tangents). Where ``w`` is convex or linear its chord is
+    above it already."""
+    ws = xs / bws
+    x0, x1, w0, w1 = xs[:-1], xs[1:], ws[:-1], ws[1:]
+    b = (bws[1:] - bws[:-1]) / (x1 - x0)
+    a = bws[:-1] - b * x0
+    d0, d1 = a / bws[:-1] ** 2, a / bws[1:] ** 2  # w'(s) = a / bw(s)^2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        meet = (w1 - w0 - d1 * x1 + d0 * x0) / (d0 - d1)
+    concave = (a * b > 0) & (meet > x0) & (meet < x1)
+    tent_x = meet[concave]
+    tent_y = w0[concave] + d0[concave] * (tent_x - x0[concave])
+    px = np.concatenate([[0.0], xs, tent_x])
+    py = np.concatenate([[0.0], ws, tent_y])
+    order = np.argsort(px, kind="stable")
+    return px[order], py[order]
 
 
 def _upper_hull(

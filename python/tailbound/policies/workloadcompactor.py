@@ -59,10 +59,17 @@ def make_policy(name: str, model: ServerModel = REFERENCE) -> Policy:
     return FixedPolicy(baseline(name), model)
 
 
-def server_model(profile: SsdProfile, link_bytes_per_s: float, mtu_bytes: float) -> ServerModel:
+def server_model(
+    profile: SsdProfile,
+    link_bytes_per_s: float,
+    mtu_bytes: float,
+    low_priority_work_s: float | None = None,
+) -> ServerModel:
     """The sound server model of docs/dnc.md ("The storage stage") for devices of ``profile``
-    behind the dispatch rule :func:`dispatch_rule`, on links of ``link_bytes_per_s``."""
-    return ServerModel(DeviceLimits.of(profile), mtu_bytes / link_bytes_per_s)
+    behind the dispatch rule :func:`dispatch_rule` (with its cap on the work in service below
+    the top level when ``low_priority_work_s`` is given), on links of ``link_bytes_per_s``."""
+    device = DeviceLimits.of(profile, low_priority_work_s)
+    return ServerModel(device, mtu_bytes / link_bytes_per_s)
 
 
 def dispatch_rule(model: ServerModel) -> DispatchRule:
@@ -70,7 +77,9 @@ def dispatch_rule(model: ServerModel) -> DispatchRule:
     limits, and nothing less important joining a request in service (thesis §2.2.1)."""
     if model.device is None:
         return DispatchRule()
-    return DispatchRule(low_priority_mpl=LOW_PRIORITY_MPL)
+    return DispatchRule(
+        low_priority_mpl=LOW_PRIORITY_MPL, low_priority_work_s=model.device.low_priority_work_s
+    )
 
 
 def priority_levels(slos: Iterable[float]) -> dict[float, int]:

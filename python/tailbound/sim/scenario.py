@@ -260,6 +260,7 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
             "base_latency_s",
             "low_priority_mpl",
             "low_priority_bytes",
+            "low_priority_work_s",
             "batch_requests",
             "gap_bytes",
         }
@@ -304,6 +305,9 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
         limits["low_priority_mpl"] = d.integer("low_priority_mpl", low=0)
     if d.has("low_priority_bytes"):
         limits["low_priority_bytes"] = d.number("low_priority_bytes", low=0.0)
+    # the work of levels below the device's most important one in service, at most (seconds)
+    if d.has("low_priority_work_s"):
+        limits["low_priority_work"] = d.number("low_priority_work_s", low=0.0)
     return Device(d.string("name"), host, model, limits, d.number("base_latency_s", 0.0), disk)
 
 

@@ -78,6 +78,9 @@ pub struct Limits {
     pub low_priority_mpl: u32,
     /// While a request is in service, most bytes of less important requests in service.
     pub low_priority_bytes: f64,
+    /// Most work (seconds) in service of requests below the queue's most important level, at
+    /// any time (a request of those levels is always let in when none of them is in service).
+    pub low_priority_work: f64,
     /// Batching of sequential writes (a disk), if any.
     pub batching: Option<WriteBatching>,
 }
@@ -92,6 +95,7 @@ impl Default for Limits {
             max_write_bytes: f64::INFINITY,
             low_priority_mpl: u32::MAX,
             low_priority_bytes: f64::INFINITY,
+            low_priority_work: f64::INFINITY,
             batching: None,
         }
     }
@@ -105,6 +109,7 @@ impl Limits {
             && self.write_mpl >= 1
             && bytes.iter().all(|&b| b > 0.0)
             && self.low_priority_bytes >= 0.0
+            && self.low_priority_work >= 0.0
             && self.batching.is_none_or(|b| {
                 b.max_requests >= 1 && b.gap_bytes >= 0.0 && b.gap_bytes.is_finite()
             });
@@ -113,14 +118,16 @@ impl Limits {
         } else {
             Err(Error::Invalid(format!(
                 "dispatch limits: MPLs and batch sizes must be >= 1, byte limits positive, \
-                 low_priority_bytes and gap_bytes >= 0; got {self:?}"
+                 low_priority_bytes, low_priority_work and gap_bytes >= 0; got {self:?}"
             )))
         }
     }
 
     /// Whether the level rule is in force (the levels in service must be tracked).
     fn by_level(&self) -> bool {
-        self.low_priority_mpl != u32::MAX || self.low_priority_bytes.is_finite()
+        self.low_priority_mpl != u32::MAX
+            || self.low_priority_bytes.is_finite()
+            || self.low_priority_work.is_finite()
     }
 }
 
@@ -150,11 +157,13 @@ pub struct Dispatcher {
     /// The staged item was taken by a batch's look-ahead, not refused for lack of room: it
     /// waits until the dispatcher has room as any newly chosen request would.
     staged_waits_for_room: bool,
+    /// `(id, level)` of the staged request as the scheduler served it.
+    staged_level: (u64, i64),
     in_service: [u32; 2],
     bytes: [f64; 2],
-    /// `(id, level, bytes)` of every request in service when the level rule is in force (a
-    /// handful: the MPL bounds it).
-    levels: Vec<(u64, i64, f64)>,
+    /// `(id, level, bytes, work)` of every request in service when a level rule is in force
+    /// (a handful: the MPL bounds it).
+    levels: Vec<(u64, i64, f64, f64)>,
     batches: Vec<Batch>,
     wake_at: f64,
 }
@@ -168,6 +177,7 @@ impl Dispatcher {
             scheduler,
             staged: None,
             staged_waits_for_room: false,
+            staged_level: (u64::MAX, 0),
             in_service: [0, 0],
             bytes: [0.0, 0.0],
             levels: Vec::new(),
@@ -200,6 +210,8 @@ impl Dispatcher {
     {
         let mut wake = None;
         loop {
+            // the level the scheduler serves a freshly taken request at (peeked), if it says
+            let mut peeked: Option<(u64, i64)> = None;
             let item = match self.staged.take() {
                 Some(item) if self.staged_waits_for_room && !self.has_room() => {
                     self.staged = Some(item);
@@ -210,25 +222,44 @@ impl Dispatcher {
                     item
                 }
                 None if !self.has_room() => break,
-                None => match self.scheduler.dequeue(now) {
-                    Dequeue::Ready(item) => item,
-                    Dequeue::Future(t) => {
-                        self.wake_for(t, &mut wake);
-                        break;
+                None => {
+                    // decide on the next request's level before taking it: a request the level
+                    // rules hold back stays in its queue, so a more important one arriving
+                    // later is not stuck behind it (it would be, staged at the head of line)
+                    if self.limits.by_level() {
+                        if let Some(next) = self.scheduler.peek(now) {
+                            let size = request(next.item.id).size;
+                            if !self.level_allows(next.level, size, next.item.cost) {
+                                break;
+                            }
+                            peeked = Some((next.item.id, next.level));
+                        }
                     }
-                    Dequeue::Empty => break,
-                },
+                    match self.scheduler.dequeue(now) {
+                        Dequeue::Ready(item) => item,
+                        Dequeue::Future(t) => {
+                            self.wake_for(t, &mut wake);
+                            break;
+                        }
+                        Dequeue::Empty => break,
+                    }
+                }
             };
             let r = request(item.id);
             let op = usize::from(r.write);
-            let level = self.scheduler.level(item.workload);
-            if !self.fits(op, r.size) || !self.level_allows(level, r.size) {
+            let level = match peeked {
+                Some((id, level)) if id == item.id => level,
+                _ if item.id == self.staged_level.0 => self.staged_level.1,
+                _ => self.scheduler.level(item.workload),
+            };
+            if !self.fits(op, r.size) || !self.level_allows(level, r.size, item.cost) {
                 // head-of-line: the scheduler's choice waits for room, nothing overtakes it
                 self.staged = Some(item);
+                self.staged_level = (item.id, level);
                 break;
             }
             if self.limits.by_level() {
-                self.levels.push((item.id, level, r.size));
+                self.levels.push((item.id, level, r.size, item.cost));
             }
             self.in_service[op] += 1;
             self.bytes[op] += r.size;
@@ -243,7 +274,7 @@ impl Dispatcher {
     /// Request `id` left service. Returns the next member of its batch, which starts now in
     /// the same slot, if any.
     pub fn complete(&mut self, id: u64, request: Request) -> Option<u64> {
-        if let Some(at) = self.levels.iter().position(|&(x, _, _)| x == id) {
+        if let Some(at) = self.levels.iter().position(|&(x, _, _, _)| x == id) {
             self.levels.swap_remove(at);
         }
         let op = usize::from(request.write);
@@ -296,10 +327,22 @@ impl Dispatcher {
             || (self.in_service[op] < mpl && self.bytes[op] + size <= max_bytes)
     }
 
-    /// Thesis §2.2.1: while a request of level `L` is in service, at most `low_priority_mpl`
-    /// requests and `low_priority_bytes` bytes of levels below `L` may be in service.
-    fn level_allows(&self, level: i64, size: f64) -> bool {
-        let Some(top) = self.levels.iter().map(|&(_, l, _)| l).max() else {
+    /// The level rules. Thesis §2.2.1: while a request of level `L` is in service, at most
+    /// `low_priority_mpl` requests and `low_priority_bytes` bytes of levels below `L` may be in
+    /// service. And the work rule: at most `low_priority_work` seconds of work of levels below
+    /// the queue's most important level in service (one is let in when none is). A request's
+    /// level is the one it is served at (a demoted request is below every level).
+    fn level_allows(&self, level: i64, size: f64, work: f64) -> bool {
+        let l = &self.limits;
+        let top = self.scheduler.top_level();
+        if l.low_priority_work.is_finite() && level < top {
+            let below: f64 =
+                self.levels.iter().filter(|&&(_, lv, _, _)| lv < top).map(|&(.., w)| w).sum();
+            if below > 0.0 && below + work > l.low_priority_work {
+                return false;
+            }
+        }
+        let Some(top) = self.levels.iter().map(|&(_, lv, _, _)| lv).max() else {
             return true;
         };
         if level >= top {
@@ -308,9 +351,9 @@ impl Dispatcher {
         let (count, bytes) = self
             .levels
             .iter()
-            .filter(|&&(_, l, _)| l < top)
-            .fold((0u32, 0.0), |(c, b), &(_, _, s)| (c + 1, b + s));
-        count < self.limits.low_priority_mpl && bytes + size <= self.limits.low_priority_bytes
+            .filter(|&&(_, lv, _, _)| lv < top)
+            .fold((0u32, 0.0), |(c, b), &(_, _, s, _)| (c + 1, b + s));
+        count < l.low_priority_mpl && bytes + size <= l.low_priority_bytes
     }
 
     /// After dispatching write `head`, take the writes that continue it, in the scheduler's own
@@ -344,14 +387,15 @@ impl Dispatcher {
             let level = self.scheduler.level(next.workload);
             let continues = r.write && rule.continues(end, r.offset).is_some();
             let room = self.bytes[1] + r.size <= self.limits.max_write_bytes
-                && self.level_allows(level, r.size);
+                && self.level_allows(level, r.size, next.cost);
             if !(continues && room) {
                 self.staged = Some(next);
+                self.staged_level = (next.id, level);
                 self.staged_waits_for_room = true;
                 break;
             }
             if self.limits.by_level() {
-                self.levels.push((next.id, level, r.size));
+                self.levels.push((next.id, level, r.size, next.cost));
             }
             self.bytes[1] += r.size;
             rest.push_back(next.id);
@@ -465,6 +509,65 @@ mod tests {
         d.enqueue(3, 0, 1.0, 1.0);
         d.dispatch(1.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(3, false)]);
+    }
+
+    #[test]
+    fn dispatch_held_low_request_does_not_block_a_later_high_one() {
+        // thesis rule with low_priority_mpl = 0: while the high request is in service the low
+        // one stays in its queue (peeked, not taken), so a second high request arriving later
+        // goes in at once instead of waiting behind it
+        let rows = [(false, 1.0, 0.0); 3];
+        let sched = Priority::new(vec![1, 0], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
+        let limits = Limits { read_mpl: 4, low_priority_mpl: 0, ..Limits::default() };
+        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        d.enqueue(0, 0, 1.0, 0.0);
+        d.enqueue(1, 1, 1.0, 0.0);
+        let mut out = Vec::new();
+        d.dispatch(0.0, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(0, false)]);
+        assert_eq!(d.queued(), 1);
+        out.clear();
+        d.enqueue(2, 0, 1.0, 0.5);
+        d.dispatch(0.5, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(2, false)]);
+        out.clear();
+        d.complete(0, table(&rows)(0));
+        d.complete(2, table(&rows)(2));
+        d.dispatch(1.0, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(1, false)]);
+    }
+
+    #[test]
+    fn dispatch_caps_low_priority_work_in_service() {
+        // workload 0 is the top level; workloads 1 and 2 below it share a budget of 2.5 s of
+        // work in service: two requests of 1 s go in, the third waits; the top level does not
+        // count and is never held
+        let rows = [(false, 1.0, 0.0); 5];
+        let sched = Priority::new(vec![2, 1, 0], vec![vec![]; 3], LimitMode::Shaping).unwrap();
+        let limits = Limits { read_mpl: 8, low_priority_work: 2.5, ..Limits::default() };
+        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        d.enqueue(0, 1, 1.0, 0.0);
+        d.enqueue(1, 2, 1.0, 0.0);
+        d.enqueue(2, 1, 1.0, 0.0);
+        let mut out = Vec::new();
+        d.dispatch(0.0, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(0, false), (2, false)]);
+        out.clear();
+        d.enqueue(3, 0, 1.0, 0.1);
+        d.dispatch(0.1, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(3, false)]);
+        out.clear();
+        d.complete(0, table(&rows)(0));
+        d.dispatch(1.0, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(1, false)]);
+        // one request larger than the budget still runs when nothing below the top is in service
+        let sched = Priority::new(vec![1, 0], vec![vec![]; 2], LimitMode::Shaping).unwrap();
+        let limits = Limits { read_mpl: 8, low_priority_work: 0.5, ..Limits::default() };
+        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        d.enqueue(4, 1, 1.0, 0.0);
+        out.clear();
+        d.dispatch(0.0, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(4, false)]);
     }
 
     #[test]

@@ -93,6 +93,27 @@ pub trait Scheduler: Send + Sync {
     fn level(&self, _workload: u32) -> i64 {
         0
     }
+    /// The request [`Scheduler::dequeue`] would return at `now`, and the level it would serve
+    /// it at (below every level for a demoted request), without taking it: the dispatcher
+    /// decides on a request's level before taking it, so a request it must hold back does not
+    /// block the line. `None` when nothing is ready or when the discipline cannot tell (the
+    /// dispatcher then takes the request first, as before).
+    fn peek(&self, _now: f64) -> Option<Peeked> {
+        None
+    }
+    /// The most important level any workload of this queue has (0 without levels).
+    fn top_level(&self) -> i64 {
+        0
+    }
+}
+
+/// What [`Scheduler::peek`] sees: the next request and the level it would be served at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Peeked {
+    /// The request.
+    pub item: Item,
+    /// Its level (larger is more important; `i64::MIN` for a demoted request).
+    pub level: i64,
 }
 
 /// Reject a parameter a scheduler does not have.

@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 
-use super::{check_workload, unsupported, BucketSet, Dequeue, Item, Param, Scheduler};
+use super::{check_workload, unsupported, BucketSet, Dequeue, Item, Param, Peeked, Scheduler};
 use crate::error::Result;
 
 /// What a rate limit does to a request outside it.
@@ -130,36 +130,10 @@ impl Scheduler for Priority {
     }
 
     fn dequeue(&mut self, now: f64) -> Dequeue {
-        if self.len == 0 {
-            return Dequeue::Empty;
-        }
-        let mut next_ready = f64::INFINITY;
-        let mut demoted: Option<(u64, usize)> = None;
-        for level in &self.active {
-            let mut best: Option<(u64, usize)> = None;
-            for &w in level {
-                let class = &self.classes[w];
-                let &(_, seq) = class.queue.front().expect("active queues are non-empty");
-                let ready = class.head_ready;
-                if ready <= now {
-                    if best.is_none_or(|(s, _)| seq < s) {
-                        best = Some((seq, w));
-                    }
-                } else if self.mode == LimitMode::Demotion {
-                    if demoted.is_none_or(|(s, _)| seq < s) {
-                        demoted = Some((seq, w));
-                    }
-                } else {
-                    next_ready = next_ready.min(ready);
-                }
-            }
-            if let Some((_, w)) = best {
-                return self.pop(w, now, true);
-            }
-        }
-        match demoted {
-            Some((_, w)) => self.pop(w, now, false),
-            None => Dequeue::Future(next_ready),
+        match self.choose(now) {
+            Choice::Ready(w, charge) => self.pop(w, now, charge),
+            Choice::Future(t) => Dequeue::Future(t),
+            Choice::Empty => Dequeue::Empty,
         }
     }
 
@@ -186,6 +160,66 @@ impl Scheduler for Priority {
 
     fn level(&self, workload: u32) -> i64 {
         self.classes.get(workload as usize).map_or(0, |c| c.priority)
+    }
+
+    fn peek(&self, now: f64) -> Option<Peeked> {
+        match self.choose(now) {
+            Choice::Ready(w, charge) => {
+                let class = &self.classes[w];
+                let &(item, _) = class.queue.front().expect("chosen queue is non-empty");
+                Some(Peeked { item, level: if charge { class.priority } else { i64::MIN } })
+            }
+            _ => None,
+        }
+    }
+
+    fn top_level(&self) -> i64 {
+        self.classes.iter().map(|c| c.priority).max().unwrap_or(0)
+    }
+}
+
+/// What the next dequeue does: serve workload `w` (charging its buckets, or demoted when
+/// `false`), wait until a time, or nothing.
+enum Choice {
+    Ready(usize, bool),
+    Future(f64),
+    Empty,
+}
+
+impl Priority {
+    /// The next dequeue's choice (module documentation), without changing anything.
+    fn choose(&self, now: f64) -> Choice {
+        if self.len == 0 {
+            return Choice::Empty;
+        }
+        let mut next_ready = f64::INFINITY;
+        let mut demoted: Option<(u64, usize)> = None;
+        for level in &self.active {
+            let mut best: Option<(u64, usize)> = None;
+            for &w in level {
+                let class = &self.classes[w];
+                let &(_, seq) = class.queue.front().expect("active queues are non-empty");
+                let ready = class.head_ready;
+                if ready <= now {
+                    if best.is_none_or(|(s, _)| seq < s) {
+                        best = Some((seq, w));
+                    }
+                } else if self.mode == LimitMode::Demotion {
+                    if demoted.is_none_or(|(s, _)| seq < s) {
+                        demoted = Some((seq, w));
+                    }
+                } else {
+                    next_ready = next_ready.min(ready);
+                }
+            }
+            if let Some((_, w)) = best {
+                return Choice::Ready(w, true);
+            }
+        }
+        match demoted {
+            Some((_, w)) => Choice::Ready(w, false),
+            None => Choice::Future(next_ready),
+        }
     }
 }
 

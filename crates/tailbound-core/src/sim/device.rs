@@ -96,6 +96,7 @@ impl Device {
             max_write_bytes: spec.max_write_bytes,
             low_priority_mpl: spec.low_priority_mpl,
             low_priority_bytes: spec.low_priority_bytes,
+            low_priority_work: spec.low_priority_work,
             batching: spec.disk.as_ref().map(DiskRules::batching),
         };
         Ok(Self {

@@ -54,6 +54,10 @@ pub struct DeviceSpec {
     /// While a request is in service, most bytes of less important requests in service.
     #[serde(default = "unlimited")]
     pub low_priority_bytes: f64,
+    /// Most work (seconds) in service of requests below the most important level of the
+    /// device's workloads (one is let in when none is).
+    #[serde(default = "unlimited")]
+    pub low_priority_work: f64,
     /// A disk's rule for sequential writes (thesis §2.2.1, `disk.rs`); none for SSDs and memory.
     #[serde(default)]
     pub disk: Option<DiskRules>,
