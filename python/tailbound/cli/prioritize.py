@@ -45,7 +45,12 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.errors import ConfigError
     from tailbound.model import load_tenants
     from tailbound.plan import Plan
-    from tailbound.policies.pm_plan import plan_tenant, prioritize_all, prioritized_plan
+    from tailbound.policies.pm_plan import (
+        plan_devices,
+        plan_tenant,
+        prioritize_all,
+        prioritized_plan,
+    )
     from tailbound.profiles import SsdProfile
     from tailbound.stages import STORAGE_PATH
     from tailbound.traces.readers import read_trace
@@ -71,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for t in plan.tenants
     ]
-    result = prioritize_all(tenants, args.policy)
+    # the plan's devices keep several requests in service: their blocking and sharing count
+    result = prioritize_all(tenants, args.policy, devices=plan_devices(plan, profile))
     seconds = time.perf_counter() - start
     out = prioritized_plan(
         plan,

@@ -115,6 +115,16 @@ class DeviceLimits:
         """Requests that can be in service at once."""
         return self.read_mpl + self.write_mpl
 
+    def blocking_by_work(self, largest_work: float) -> float:
+        """:meth:`blocking` when only the largest less important request's *work* is known (s):
+        every slot holding such a request, or the work cap, plus one held request."""
+        if largest_work <= 0:
+            return 0.0
+        in_service = self.slots() * largest_work
+        if self.low_priority_work_s is not None:
+            in_service = min(in_service, max(self.low_priority_work_s, largest_work))
+        return in_service + largest_work
+
 
 @lru_cache(maxsize=4096)
 def _blocking(limits: DeviceLimits, largest_read: float, largest_write: float) -> float:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 
+from tailbound.dnc.device import DeviceLimits
 from tailbound.dnc.highs import solver
 
 _INF = highspy.kHighsInf
@@ -135,9 +136,13 @@ def _build(
     others: Sequence[LpFlow],
     capacity: Mapping[str, float] | None,
     blocking: bool,
+    devices: Mapping[str, DeviceLimits] | None = None,
 ) -> tuple[_Lp, list[int], list[int], int, int]:
     """The LP's common part; returns it, the ``t_in``/``t_out`` columns and the ``R_w^{q_0}`` and
-    ``R'_w^{q_{n−1}}`` columns."""
+    ``R'_w^{q_{n−1}}`` columns. Queues in ``devices`` are storage devices with several requests
+    in service (:mod:`tailbound.dnc.device`): their level is shared, not FIFO, and their
+    blocking is the work less important requests can have in service."""
+    shared = devices or {}
     path = target.queues
     lp = _Lp()
     t_in, t_out = [], []
@@ -180,7 +185,8 @@ def _build(
         r_entry = cols[entry][0]
         for i in counted:
             served[i].append(cols[i])
-            fifo = i == 0 and k.level(path[0]) == target.level(path[0])
+            # FIFO inside a level, except at a device: it shares its level by processor sharing
+            fifo = i == 0 and k.level(path[0]) == target.level(path[0]) and path[0] not in shared
             for rate, size in k.buckets:
                 row = {cols[i][1]: 1.0, r_entry: -1.0, t_in[entry]: rate}
                 if not fifo:
@@ -194,8 +200,11 @@ def _build(
         for r, rp in served[i]:
             coefs[rp] = coefs.get(rp, 0.0) + 1.0
             coefs[r] = coefs.get(r, 0.0) - 1.0
-        if blocking and lowest_blocker[i] > 0:
-            coefs[lp.var(0.0, lowest_blocker[i])] = 1.0
+        blocker = lowest_blocker[i]
+        if q in shared:  # several requests in service: tailbound.dnc.device
+            blocker = shared[q].blocking_by_work(blocker)
+        if blocking and blocker > 0:
+            coefs[lp.var(0.0, blocker)] = 1.0
         lp.row(coefs, 0.0, 0.0)
     return lp, t_in, t_out, w_cols[0][0], w_cols[len(path) - 1][1]
 
@@ -206,6 +215,7 @@ def lp_delay(
     *,
     capacity: Mapping[str, float] | None = None,
     blocking: bool = True,
+    devices: Mapping[str, DeviceLimits] | None = None,
 ) -> float:
     """Worst-case delay (s) of ``target`` through its queues: ``max (t_out^{q_{n−1}} − s)`` over
     the LP of the module docstring (thesis §3.2.3), with ``y`` free.
@@ -220,11 +230,15 @@ def lp_delay(
     >>> round(lp_delay(w, [hi]), 9)
     0.05
     """
-    lp, t_in, t_out, r_first, rp_last = _build(target, others, capacity, blocking)
-    y, s = lp.var(0.0), lp.var(0.0)
+    lp, t_in, t_out, r_first, rp_last = _build(target, others, capacity, blocking, devices)
+    shared = target.queues[0] in (devices or {})
+    # at a device the tagged request shares service with the flow's later requests too
+    # (processor sharing): its delay is bounded by its busy period, which starts with it
+    y, s = lp.var(0.0), lp.var(0.0, 0.0 if shared else _INF)
     lp.row({rp_last: 1.0, r_first: -1.0, y: -1.0}, 0.0, 0.0)
     for rate, size in target.buckets:
-        lp.row({y: 1.0, s: -rate, t_in[0]: rate}, -_INF, size)
+        last = t_out[-1] if shared else s
+        lp.row({y: 1.0, last: -rate, t_in[0]: rate}, -_INF, size)
     for row, rate in lp.fifo:
         lp.rows[row][0][s] = -rate
     lp.cost[t_out[-1]] = 1.0
@@ -239,6 +253,7 @@ def service_inverse(
     *,
     capacity: Mapping[str, float] | None = None,
     blocking: bool = True,
+    devices: Mapping[str, DeviceLimits] | None = None,
 ) -> float:
     """``β_w^{-1}(y)``: the longest time (s) ``target`` can take to have ``y`` seconds of work
     served along its queues (thesis §3.2.3's objective). Flows of ``target``'s own level at its
@@ -251,7 +266,7 @@ def service_inverse(
     >>> round(service_inverse(w, [hi], 0.03), 9)  # (0.01 + 0.03) / 0.6
     0.066666667
     """
-    lp, t_in, t_out, r_first, rp_last = _build(target, others, capacity, blocking)
+    lp, t_in, t_out, r_first, rp_last = _build(target, others, capacity, blocking, devices)
     lp.row({rp_last: 1.0, r_first: -1.0}, y, y)
     for row, rate in lp.fifo:
         lp.rows[row][0][t_out[0]] = -rate

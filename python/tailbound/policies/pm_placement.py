@@ -70,7 +70,12 @@ class PriorityMeisterPolicy:
                 loads[q] = loads.get(q, 0.0) + min(r for r, _ in t.buckets[s])
         if max(loads.values()) >= 1.0:
             return None
-        result = prioritize(pm)
+        shared = (
+            {f"storage{d}": self.model.device for d in range(devices)}
+            if self.model.device is not None
+            else None
+        )
+        result = prioritize(pm, devices=shared)
         if not all(result.meets(pm).values()):
             return None
         rate = np.array([[min(t.buckets[s])[0] for s in STORAGE_PATH] for t in pm])

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from tailbound.characterize import rb_curve
+from tailbound.dnc.device import LOW_PRIORITY_MPL, DeviceLimits
 from tailbound.plan import (
     PRIORITY_LEVELS,
     Bound,
@@ -21,9 +22,11 @@ from tailbound.plan import (
     Plan,
     StageLimit,
     TenantPlan,
+    device_name,
     stage_queues,
 )
 from tailbound.policies.prioritymeister import (
+    Devices,
     PmTenant,
     Prioritized,
     by_slo,
@@ -100,15 +103,19 @@ def prioritizer(name: str) -> Callable[..., Prioritized]:
 
 
 def prioritize_all(
-    tenants: Sequence[PmTenant], policy: str = "prioritymeister", levels: int = PRIORITY_LEVELS
+    tenants: Sequence[PmTenant],
+    policy: str = "prioritymeister",
+    levels: int = PRIORITY_LEVELS,
+    devices: Devices | None = None,
 ) -> Prioritized:
-    """The prioritizer (or ``"byslo"``) on each group of :func:`groups`, merged."""
+    """The prioritizer (or ``"byslo"``) on each group of :func:`groups`, merged; ``devices``
+    are the device queues with several requests in service (:func:`plan_devices`)."""
     run = prioritizer(policy)
     priorities: dict[str, dict[Stage, int]] = {}
     bounds: dict[str, float] = {}
     stage_bounds: dict[str, dict[Stage, float]] = {}
     for group in groups(tenants):
-        r = run(group, levels)
+        r = run(group, levels, devices)
         priorities |= r.priorities
         bounds |= r.bounds
         stage_bounds |= r.stage_bounds
@@ -150,4 +157,19 @@ def prioritized_plan(
         tenants=out,
         meta={**plan.meta, **dict(meta or {})},
         disciplines=dict.fromkeys(STORAGE_PATH, Discipline("priority", "demotion")),
+        # the analysis' dispatch rule: nothing less important joins a request in service
+        dispatch=dataclasses.replace(plan.dispatch, low_priority_mpl=LOW_PRIORITY_MPL),
     )
+
+
+def plan_devices(plan: Plan, profile: SsdProfile) -> Devices:
+    """Every device queue of ``plan`` with its limits under the plan's dispatch rule: the
+    profile's MPLs and byte limits (or the plan's), and the plan's cap on low-priority work."""
+    rule = plan.dispatch
+    base = DeviceLimits.of(profile, rule.low_priority_work_s)
+    limits = dataclasses.replace(
+        base,
+        read_mpl=rule.read_mpl if rule.read_mpl is not None else base.read_mpl,
+        write_mpl=rule.write_mpl if rule.write_mpl is not None else base.write_mpl,
+    )
+    return {device_name(t): limits for t in plan.tenants if t.device is not None}

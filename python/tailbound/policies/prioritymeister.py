@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tailbound.characterize import RbCurve
+from tailbound.dnc.device import DeviceLimits
 from tailbound.dnc.lp import Bucket, LpFlow, lp_delay
 from tailbound.plan import PRIORITY_LEVELS
 from tailbound.stages import STORAGE_PATH, Stage
@@ -91,8 +92,13 @@ class PmTenant:
         )
 
 
+#: Queues that are storage devices with several requests in service, and their limits
+#: (:mod:`tailbound.dnc.device`); other queues are FIFO inside a level, blocked by one request.
+Devices = Mapping[str, DeviceLimits]
+
+
 def stage_latencies(
-    tenants: Sequence[PmTenant], priorities: Priorities
+    tenants: Sequence[PmTenant], priorities: Priorities, devices: Devices | None = None
 ) -> dict[str, dict[Stage, float]]:
     """Every tenant's worst-case latency (s) at each stage under ``priorities``."""
     flows = {(t.name, s): t.flow(s, priorities[t.name][s]) for t in tenants for s in t.stages}
@@ -102,13 +108,23 @@ def stage_latencies(
         for s in t.stages:
             target = flows[(t.name, s)]
             others = [f for key, f in flows.items() if key != (t.name, s)]
-            out[t.name][s] = lp_delay(target, others)
+            out[t.name][s] = lp_delay(target, others, devices=devices) + _store_and_forward(t, s)
     return out
 
 
-def latencies(tenants: Sequence[PmTenant], priorities: Priorities) -> dict[str, float]:
+def _store_and_forward(tenant: PmTenant, stage: Stage) -> float:
+    """What the fluid LP does not see of packets: a message's last packet crosses every link
+    after the first once more (one packet time each; ``max_request_s`` is a packet's time on a
+    network stage). Zero at a one-queue stage (a device)."""
+    return (len(tenant.queues[stage]) - 1) * float(tenant.max_request_s.get(stage, 0.0))
+
+
+def latencies(
+    tenants: Sequence[PmTenant], priorities: Priorities, devices: Devices | None = None
+) -> dict[str, float]:
     """Every tenant's worst-case end-to-end latency (s): the sum over its stages."""
-    return {n: float(sum(v.values())) for n, v in stage_latencies(tenants, priorities).items()}
+    per_stage = stage_latencies(tenants, priorities, devices)
+    return {n: float(sum(v.values())) for n, v in per_stage.items()}
 
 
 @dataclass(frozen=True)
@@ -137,17 +153,23 @@ class Prioritized:
 
 
 def _evaluate(
-    tenants: Sequence[PmTenant], order: Mapping[Stage, list[str]], target: PmTenant
+    tenants: Sequence[PmTenant],
+    order: Mapping[Stage, list[str]],
+    target: PmTenant,
+    devices: Devices | None = None,
 ) -> dict[Stage, float]:
     """``target``'s per-stage latency when, at each stage, the tenants already assigned
     (``order[stage]``, lowest first) are below every unassigned tenant, and ``target`` (if not
     yet assigned at a stage) is the lowest of the unassigned ones."""
     prio = _priorities(tenants, order, lowest=target.name)
-    return stage_latencies_of(tenants, prio, target)
+    return stage_latencies_of(tenants, prio, target, devices)
 
 
 def stage_latencies_of(
-    tenants: Sequence[PmTenant], priorities: Priorities, target: PmTenant
+    tenants: Sequence[PmTenant],
+    priorities: Priorities,
+    target: PmTenant,
+    devices: Devices | None = None,
 ) -> dict[Stage, float]:
     """``target``'s worst-case latency at each of its stages under ``priorities``."""
     out = {}
@@ -159,7 +181,7 @@ def stage_latencies_of(
             for st in t.stages
             if not (t.name == target.name and st == s)
         ]
-        out[s] = lp_delay(me, others)
+        out[s] = lp_delay(me, others, devices=devices) + _store_and_forward(target, s)
     return out
 
 
@@ -205,15 +227,19 @@ def limit_levels(priorities: Priorities, levels: int) -> Priorities:
     return {n: {s: min(p, levels - 1) for s, p in v.items()} for n, v in priorities.items()}
 
 
-def _result(tenants: Sequence[PmTenant], prio: Priorities, levels: int) -> Prioritized:
+def _result(
+    tenants: Sequence[PmTenant], prio: Priorities, levels: int, devices: Devices | None
+) -> Prioritized:
     """The bounds of ``tenants`` under ``prio`` capped at ``levels`` levels."""
     prio = limit_levels(prio, levels)
-    stage_bounds = stage_latencies(tenants, prio)
+    stage_bounds = stage_latencies(tenants, prio, devices)
     bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
     return Prioritized(prio, bounds, stage_bounds)
 
 
-def prioritize(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Prioritized:
+def prioritize(
+    tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS, devices: Devices | None = None
+) -> Prioritized:
     """The prioritizer of thesis §3.2.2, within ``levels`` priority levels per stage.
 
     Repeatedly: every unfinished tenant is tried at the lowest priority among the unfinished
@@ -245,7 +271,9 @@ def prioritize(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Pr
         # a tenant without a latency SLO (a throughput tenant) meets it anywhere: no analysis
         unbounded = [n for n, t in todo.items() if t.slo_s == float("inf")]
         results = {
-            n: _evaluate(tenants, order, t) if n not in unbounded else {s: 0.0 for s in t.stages}
+            n: _evaluate(tenants, order, t, devices)
+            if n not in unbounded
+            else {s: 0.0 for s in t.stages}
             for n, t in todo.items()
         }
         totals = {n: float(sum(v.values())) for n, v in results.items()}
@@ -263,10 +291,12 @@ def prioritize(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Pr
             pending[name].discard(stage)
         if not pending[name]:
             del todo[name]
-    return _result(tenants, _compact(_priorities(tenants, order)), levels)
+    return _result(tenants, _compact(_priorities(tenants, order)), levels, devices)
 
 
-def by_slo(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Prioritized:
+def by_slo(
+    tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS, devices: Devices | None = None
+) -> Prioritized:
     """The ``bySLO`` baseline (thesis §3.3.1): the tightest SLO gets the highest priority at
     every stage; equal SLOs share a level, and past ``levels`` levels the loosest share the
     lowest. Bounds by the same analysis.
@@ -279,4 +309,4 @@ def by_slo(tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS) -> Priori
     """
     slos = sorted({t.slo_s for t in tenants})
     prio: Priorities = {t.name: {s: slos.index(t.slo_s) for s in t.stages} for t in tenants}
-    return _result(tenants, prio, levels)
+    return _result(tenants, prio, levels, devices)
