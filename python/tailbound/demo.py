@@ -25,7 +25,7 @@ from tailbound.model import Cluster, Server, Tenant
 from tailbound.plan import Plan
 from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves, characterize
-from tailbound.policies.workloadcompactor import make_policy, to_plan
+from tailbound.policies.workloadcompactor import make_policy, server_model, to_plan
 from tailbound.profiles import SsdProfile
 from tailbound.traces.fleet import GeneratedTenant, demo_fleet
 from tailbound.verify import Verification, replay_plan
@@ -45,6 +45,8 @@ DEMO_MTU_BYTES = 9000
 DEMO_POLICIES = ("workloadcompactor", "effective-bandwidth", "knee", "average-rate:2")
 #: WorkloadCompactor's safety margin when planning from half a trace.
 DEMO_SAFETY_MARGIN = 1.1
+#: The dispatcher's cap on the device work in service below a device's most important level.
+DEMO_LOW_PRIORITY_WORK_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,12 @@ def run_demo(
     progress(f"r-b curves of the first halves, 3 stages each: {seconds['characterize']:.2f} s")
 
     cluster = demo_cluster(len(fleet))
+    # the sound server model (docs/dnc.md, "The storage stage"), with the dispatcher's cap on
+    # low-priority work in service
+    model = server_model(DEMO_SSD, DEMO_LINK_BYTES_PER_S, DEMO_MTU_BYTES, DEMO_LOW_PRIORITY_WORK_S)
     plans = {}
     for name in DEMO_POLICIES:
-        result = place(characterised, cluster, make_policy(name))
+        result = place(characterised, cluster, make_policy(name, model))
         plans[name] = to_plan(result, cluster, policy=name, safety_margin=DEMO_SAFETY_MARGIN)
         seconds[f"place {name}"] = result.seconds
     progress("placed with " + ", ".join(DEMO_POLICIES))

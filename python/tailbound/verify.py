@@ -166,12 +166,14 @@ def replay_plan(
     mtu_bytes: float = 1500,
     propagation_s: float = 0.0,
     window_s: float = 180.0,
+    devices: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Verification:
     """Simulate ``plan`` with each tenant replaying ``traces[name]`` and check every tenant.
 
     ``profile`` is the SSD profile of the plan's devices (path or JSON document; not needed for a
-    network-only plan); ``mode`` overrides the plan's rate-limiter behaviour (``"shaping"`` or
-    ``"demotion"``, PriorityMeister's storage enforcer) at every queue.
+    network-only plan), ``devices`` a device's own scenario table by device name (a disk);
+    ``mode`` overrides the plan's rate-limiter behaviour (``"shaping"`` or ``"demotion"``,
+    PriorityMeister's storage enforcer) at every queue.
     """
     doc = scenario_from_plan(
         plan,
@@ -181,6 +183,7 @@ def replay_plan(
         mode=mode,
         mtu_bytes=mtu_bytes,
         propagation_s=propagation_s,
+        devices=devices,
     )
     simulator = Scenario.from_dict(doc).simulator()
     simulator.run()

@@ -1,0 +1,48 @@
+"""The soundness sweep (tailbound.experiments.bound_sweep): random scenarios packed to their
+admission limit and replayed; no request may exceed its tenant's worst-case bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tailbound.experiments.bound_sweep import draw, run, summary
+from tailbound.profiles import SsdProfile
+
+
+@pytest.fixture(scope="module")
+def profile(wc62_dir: Path) -> SsdProfile:
+    return SsdProfile.load(wc62_dir / "profile_ssd.json")
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_no_request_exceeds_its_bound(seed: int, profile: SsdProfile, data_dir: Path) -> None:
+    outcome = run(draw(seed), profile, data_dir)
+    assert not outcome.exceeded, (outcome.case, outcome.ratios)
+
+
+def test_the_sweep_covers_every_choice_and_binds(profile: SsdProfile, data_dir: Path) -> None:
+    """A fixed batch: every policy, device, path and mode is drawn, tenants are admitted, no
+    bound is exceeded, and some replay reaches more than half its bound (the test could fail)."""
+    cases = [draw(seed) for seed in range(40)]
+    assert {c.policy for c in cases} == {"workloadcompactor", "prioritymeister"}
+    assert {c.device for c in cases} == {"ssd", "disk"}
+    assert {c.path for c in cases} == {"storage", "network", "local"}
+    assert {c.mode for c in cases} == {"shaping", "demotion"}
+    outcomes = [run(c, profile, data_dir) for c in cases]
+    s = summary(outcomes)
+    assert s["exceeded"] == 0 and s["tenants"] >= 40
+    assert s["worst"] > 0.5
+
+
+@pytest.mark.slow
+def test_a_thousand_scenarios(profile: SsdProfile, data_dir: Path) -> None:
+    outcomes = [run(draw(seed), profile, data_dir) for seed in range(1000)]
+    s = summary(outcomes)
+    assert s["scenarios"] == 1000 and s["exceeded"] == 0, s
