@@ -89,7 +89,7 @@ def quiet_libraries() -> Iterator[None]:
         print(f"tailbound: warning: {message}", file=sys.stderr)
 
     with warnings.catch_warnings():
-        warnings.showwarning = show
+        warnings.showwarning = show  # type: ignore[assignment]
         yield
 
 

@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with progress(args, total=len(plan.tenants), desc="r-b curves", unit="tenant") as bar:
         tenants = []
-        for t in plan.tenants:
-            trace = read_trace(configs[t.name].trace)
+        for planned in plan.tenants:
+            trace = read_trace(configs[planned.name].trace)
             tenants.append(
                 plan_tenant(
-                    t,
+                    planned,
                     trace,
                     profile=profile,
                     link_bandwidth_bytes_per_s=args.link_bandwidth,

@@ -69,7 +69,7 @@ class Fields:
     ) -> float:
         if key not in self.data and default is not None:
             return float(default)  # a default may be infinite ("no limit"); a value may not
-        value = self.data.get(key)
+        value: Any = self.data.get(key)
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         if ok and not (math.isfinite(value) and low <= value <= high):
             ok = False

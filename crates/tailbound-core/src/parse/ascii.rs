@@ -8,7 +8,7 @@
 //! (origin 0); the source id is `device` and the offset `lba × sector_bytes`.
 
 use super::fields::{
-    estimate_lines, lines, parse_time, parse_i64, parse_i64_nonneg, parse_size, parse_source,
+    estimate_lines, lines, parse_i64, parse_i64_nonneg, parse_size, parse_source, parse_time,
     scaled, split_whitespace,
 };
 use super::{TraceColumns, READ, WRITE};

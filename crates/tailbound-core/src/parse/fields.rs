@@ -280,7 +280,12 @@ pub const MAX_TIME_S: f64 = 1e10;
 
 /// An arrival time: a decimal number of `units_per_s` units, as seconds, finite, `>= 0` and at
 /// most [`MAX_TIME_S`].
-pub(crate) fn parse_time(field: &[u8], line_no: usize, name: &str, units_per_s: f64) -> Result<f64> {
+pub(crate) fn parse_time(
+    field: &[u8],
+    line_no: usize,
+    name: &str,
+    units_per_s: f64,
+) -> Result<f64> {
     let value = parse_f64(field, line_no, name)? / units_per_s;
     if value.is_finite() && (0.0..=MAX_TIME_S).contains(&value) {
         Ok(value)

@@ -7,7 +7,7 @@
 //! timestamp; they are ignored.
 
 use super::fields::{
-    estimate_lines, lines, parse_time, parse_i64_nonneg, parse_size, parse_source, scaled, show,
+    estimate_lines, lines, parse_i64_nonneg, parse_size, parse_source, parse_time, scaled, show,
     split_exact,
 };
 use super::{TraceColumns, READ, WRITE};

@@ -414,7 +414,12 @@ impl Simulation {
         if k < packets {
             self.packets_queued[r] += 1;
             let bytes = packet_bytes(cost, self.mtu, k, packets);
-            self.links[link as usize].enqueue(((r as u64) << PACKET_BITS) | k, w as u32, bytes, now);
+            self.links[link as usize].enqueue(
+                ((r as u64) << PACKET_BITS) | k,
+                w as u32,
+                bytes,
+                now,
+            );
         }
     }
 
