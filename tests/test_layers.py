@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "tailbound.model": 0,
     "tailbound.traces": 0,
     "tailbound.errors": 0,
+    "tailbound.limits": 0,
     "tailbound.atomic": 0,
     "tailbound.jsonio": 0,
     "tailbound.tables": 0,

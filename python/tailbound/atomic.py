@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tailbound.errors import ConfigError
+
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -34,12 +36,24 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     (mode 0644, as an ordinary file), on an exception it is removed and ``path`` is untouched.
 
     The temporary name ends with ``path``'s suffix, so writers that infer the format from the
-    extension (matplotlib's ``savefig``) write the right one.
+    extension (matplotlib's ``savefig``) write the right one. Missing folders of ``path`` are
+    created; ``path`` naming a folder, or a folder that cannot be written, is a
+    :class:`~tailbound.errors.ConfigError` naming ``path``. Temporaries of ours that an earlier
+    write of ``path`` left behind (a killed run) are removed first (:func:`leftover_temporaries`;
+    two processes writing the same output at once are not supported: the last rename wins anyway).
     """
     target = Path(path)
-    fd, name = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
-    )
+    if target.is_dir():
+        raise ConfigError(target, "is a folder; give the name of a file to write")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for old in leftover_temporaries(target):
+            old.unlink(missing_ok=True)
+        fd, name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+        )
+    except OSError as e:
+        raise ConfigError(target, f"cannot write: {e.strerror or e}") from None
     os.close(fd)
     tmp = Path(name)
     try:
@@ -49,6 +63,35 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def leftover_temporaries(path: str | Path) -> list[Path]:
+    """The temporaries :func:`atomic_path` makes for ``path`` (``.<name>.<random>.tmp<suffix>``
+    beside it) that exist now: after a kill between creating and renaming one.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / ".plan.json.x1y2.tmp.json").write_text("{")
+    >>> [p.name for p in leftover_temporaries(folder / "plan.json")]
+    ['.plan.json.x1y2.tmp.json']
+    >>> write_text_atomic(folder / "plan.json", "{}")  # the next write removes it
+    >>> sorted(p.name for p in folder.iterdir())
+    ['plan.json']
+    """
+    target = Path(path)
+    prefix, suffix = f".{target.name}.", f".tmp{target.suffix}"
+    try:
+        entries = list(target.parent.iterdir())
+    except OSError:
+        return []
+    return [
+        p
+        for p in entries
+        if p.name.startswith(prefix)
+        and p.name.endswith(suffix)
+        and len(p.name) > len(prefix) + len(suffix)
+        and p.is_file()
+    ]
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

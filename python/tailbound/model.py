@@ -268,7 +268,9 @@ def load_tenants(path: str | Path) -> TenantSet:
     tenants[0].percentil | unknown key
     """
     path = Path(path)
-    top = _Fields(path, read_json(path, what="the tenants file"), "", _TENANTS_FILE_KEYS)
+    top = _Fields(
+        path, read_json(path, what="the tenants file", finite=False), "", _TENANTS_FILE_KEYS
+    )
     tenants: list[Tenant] = []
     seen: set[str] = set()
     for i, doc in enumerate(top.items("tenants")):
@@ -292,7 +294,7 @@ def load_cluster(path: str | Path) -> Cluster:
     """Read ``{"link_bandwidth_bytes_per_s", "server_hosts": [{"name", "devices"}],
     "client_hosts": [{"name", "vms"}]}``; server and client names must be unique."""
     path = Path(path)
-    top = _Fields(path, read_json(path, what="the cluster file"), "", _CLUSTER_KEYS)
+    top = _Fields(path, read_json(path, what="the cluster file", finite=False), "", _CLUSTER_KEYS)
     bandwidth = top.positive("link_bandwidth_bytes_per_s")
     servers = []
     names: set[str] = set()

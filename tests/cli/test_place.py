@@ -49,7 +49,7 @@ def test_place_writes_a_plan(tmp_path: Path, wc62_dir: Path, capsys: pytest.Capt
     ("args", "message"),
     [
         (["--policy", "fastest"], "--policy: unknown placement policy 'fastest'"),
-        (["--safety-margin", "0"], "--safety-margin must be positive"),
+        (["--safety-margin", "0"], "argument --safety-margin: expected a finite number > 0"),
     ],
 )
 def test_place_bad_options_are_one_line_errors(

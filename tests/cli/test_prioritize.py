@@ -63,7 +63,9 @@ def test_prioritize_bad_k_is_a_one_line_error(
         ]
     )
     assert code == 2
-    assert "--k must be at least 1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "argument --k: expected an integer in [1, 64], got '0'" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_experiment_list_names_the_pm_reproductions(capsys: pytest.CaptureFixture) -> None:

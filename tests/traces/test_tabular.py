@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tailbound.errors import TraceFormatError
+from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.traces import Op, Trace, detect_format, read_trace, write_parquet
 
 
@@ -47,8 +47,8 @@ def test_tabular_parquet_round_trip_keeps_metadata(
 
 def test_tabular_parquet_write_failure_leaves_nothing(tmp_path: Path, small_trace: Trace) -> None:
     target = tmp_path / "dir.parquet"
-    target.mkdir()  # os.replace onto a directory fails after the data was written
-    with pytest.raises(OSError):
+    target.mkdir()  # a folder is refused before anything is written
+    with pytest.raises(ConfigError, match="is a folder"):
         write_parquet(small_trace, target)
     assert [p.name for p in tmp_path.iterdir()] == ["dir.parquet"]
     assert not any(target.iterdir())

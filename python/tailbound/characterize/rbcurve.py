@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tailbound.atomic import write_text_atomic
-from tailbound.errors import ConfigError
+from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 
@@ -243,6 +243,36 @@ def mean_rate(tokens: NDArray[np.float64], duration_s: float) -> float:
     return total / duration_s if duration_s > 0 else total
 
 
+def check_characterizable(trace: Trace, model: object) -> None:
+    """Refuse a trace no r-b curve describes: one that lasts 0 s (every request at one instant
+    and no ``duration_s``: its mean rate is undefined) or does no work at the model's stage
+    (every request of size 0). The error names the trace and the field to fix.
+
+    >>> t = Trace.from_arrays(time=[0.0, 0.0], op=[0, 0], size=[512, 512], name="t0")
+    >>> check_characterizable(t, None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tailbound.errors.TraceFormatError: t0, field duration_s: the trace lasts 0 s (every ...
+    """
+    if not trace.duration > 0:
+        at = f" (every request at {trace.time[0]:g} s)" if len(trace) else ""
+        raise TraceFormatError(
+            trace.name or None,
+            f"the trace lasts 0 s{at}: an r-b curve needs a duration; give the recording's "
+            "length (duration_s)",
+            field="duration_s",
+        )
+    if model is not None:
+        tokens = model.tokens(trace)  # type: ignore[attr-defined]
+        if not float(np.sum(tokens)) > 0:
+            stage = getattr(getattr(model, "stage", None), "value", "this")
+            raise TraceFormatError(
+                trace.name or None,
+                f"the trace does no work at the {stage} stage (every request of size 0)",
+                field="size",
+            )
+
+
 def rb_curve(
     trace: Trace,
     model: object,
@@ -257,6 +287,7 @@ def rb_curve(
     ``exact=True`` the curve is :func:`~tailbound.characterize.exact.exact_rb_curve` instead
     (``rates`` must then be ``None``).
     """
+    check_characterizable(trace, model)
     if exact:
         if rates is not None:
             raise ValueError("rb_curve: give either rates or exact=True, not both")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tailbound.cli.exitcodes import Exit, epilog
 from tailbound.policies.registry import names
 
 
@@ -19,6 +20,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "holds the admitted tenants with their priorities, rate limits and bounds, and "
             "every rejected tenant with the reason."
         ),
+        epilog=epilog(None)
+        + " Rejecting a tenant is the verb's answer, not a failed check: it exits 0.",
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file (arrival order)")
     parser.add_argument(
@@ -92,4 +95,4 @@ def run(args: argparse.Namespace) -> int:
             meta={"verb": "admit", "tenants": str(tset.path)},
         )
         plan.save(args.out)
-    return 0
+    return Exit.OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tailbound.cli.exitcodes import epilog, outcome
 from tailbound.policies.registry import names
 
 
@@ -16,6 +17,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "directions and total) for a fixed set of tenants, with SNC (thesis ch. 4) or the "
             "worst case of a DNC baseline, and write the plan that enforces it."
         ),
+        epilog=epilog("a tenant's bound is above its SLO"),
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file")
     parser.add_argument(
@@ -104,4 +106,4 @@ def run(args: argparse.Namespace) -> int:
             meta={"verb": "bound", "arrival_model": args.arrival_model, "tenants": str(tset.path)},
         )
         plan.save(args.out)
-    return 0
+    return outcome(r.meets_slo for r in results)

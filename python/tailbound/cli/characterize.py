@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tailbound.cli.exitcodes import Exit, epilog
+from tailbound.cli.options import add_quiet, progress_disabled
+from tailbound.errors import TraceFormatError
 from tailbound.plotting import save_figure
 from tailbound.stages import Stage
 
@@ -64,6 +67,7 @@ def add_parser(subparsers: Any) -> None:
         "characterize",
         help="r-b curves and burstiness statistics of traces",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
+        epilog=epilog(None),
     )
     parser.add_argument("traces", nargs="+", metavar="TRACE", type=Path, help="trace files")
     parser.add_argument(
@@ -115,32 +119,59 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--threads", type=_positive_int, default=1, help="threads for rbGen (default 1)"
     )
+    add_quiet(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Characterise every trace; returns the exit code."""
+    """Characterise every trace; returns the exit code.
+
+    Every trace is read and characterised before anything is written, so bad input (an
+    unreadable trace, two traces of one file stem, a trace of 0 s) leaves no file behind.
+    """
     from tqdm import tqdm
 
     from tailbound.characterize import burstiness
+    from tailbound.errors import ConfigError
     from tailbound.traces.readers import read_trace
 
+    stems: dict[str, Path] = {}
+    for path in args.traces:
+        if path.stem in stems:
+            raise ConfigError(
+                path,
+                f"has the file stem {path.stem!r} of {stems[path.stem]}: both would write "
+                f"{path.stem}.<stage>.rb.csv; rename one",
+            )
+        stems[path.stem] = path
+    if args.out.exists() and not args.out.is_dir():
+        raise ConfigError(args.out, "--out must be a folder, and this is a file")
     models = _models(args)
-    args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for path in tqdm(args.traces, desc="characterize", unit="trace", disable=len(args.traces) < 4):
+    results = []
+    for path in tqdm(
+        args.traces,
+        desc="characterize",
+        unit="trace",
+        disable=progress_disabled(args),
+        file=sys.stderr,
+    ):
         trace = read_trace(path, args.format)
-        stem = path.stem
         curves = {}
         for stage, model in models.items():
-            curve = _curve(trace, model, args)
+            try:
+                curves[stage] = _curve(trace, model, args)
+            except TraceFormatError as e:
+                raise TraceFormatError(path, e.message, line=e.line, field=e.field) from None
+            rows.append(_row(trace, stage, curves[stage], burstiness(trace, model)))
+        results.append((path.stem, trace.name, curves))
+    for stem, name, curves in results:
+        for stage, curve in curves.items():
             curve.to_csv(args.out / f"{stem}.{stage.value}.rb.csv")
-            curves[stage] = curve
-            rows.append(_row(trace, stage, curve, burstiness(trace, model)))
-        _plot(curves, trace.name, args.out / f"{stem}.rb.png")
+        _plot(curves, name, args.out / f"{stem}.rb.png")
     _print_table(rows)
     print(f"wrote {len(rows)} curves and {len(args.traces)} plots to {args.out}")
-    return 0
+    return Exit.OK
 
 
 def _models(args: argparse.Namespace) -> dict[Stage, object]:

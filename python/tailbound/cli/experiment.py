@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sys
 from typing import Any
+
+from tailbound.cli.exitcodes import Exit, epilog
 
 
 def add_parser(subparsers: Any) -> None:
@@ -23,6 +26,7 @@ def add_parser(subparsers: Any) -> None:
             "plot. `tailbound experiment LIST` lists them; arguments after NAME go to the "
             "experiment (try `tailbound experiment NAME --help`)."
         ),
+        epilog=epilog("the experiment's own check failed (see its --help)"),
     )
     parser.add_argument("name", metavar="LIST|NAME", help="LIST, or the experiment to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the experiment's arguments")
@@ -58,4 +62,10 @@ def run(args: argparse.Namespace) -> int:
             None, f"no experiment {args.name!r} (known: {', '.join(experiments)}; try LIST)"
         )
     module = importlib.import_module(f"tailbound.experiments.{args.name}")
-    return int(module.main(list(args.args)) or 0)
+    # the experiment's own parser names itself in its usage and errors after argv[0]
+    argv0 = sys.argv[0]
+    sys.argv[0] = f"tailbound experiment {args.name}"
+    try:
+        return int(module.main(list(args.args)) or Exit.OK)
+    finally:
+        sys.argv[0] = argv0

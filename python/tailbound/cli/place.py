@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tailbound.cli.exitcodes import epilog, outcome
+from tailbound.cli.options import add_quiet, number, progress_disabled
 from tailbound.policies.registry import names
 
 
@@ -21,6 +23,7 @@ def add_parser(subparsers: Any) -> None:
             "Build each tenant's r-b curves from its trace, choose rate limits and placement "
             "(WorkloadCompactor or a baseline) and write the plan as JSON."
         ),
+        epilog=epilog("a tenant could not be placed on the cluster's servers"),
     )
     parser.add_argument("--tenants", required=True, type=Path, help="tenants.json")
     parser.add_argument("--cluster", required=True, type=Path, help="cluster.json")
@@ -61,10 +64,13 @@ def add_parser(subparsers: Any) -> None:
         help="characterise from one half of each trace (default safety margin then 1.1)",
     )
     parser.add_argument(
-        "--safety-margin", type=float, help="scale the r-b curves (default 1.0, 1.1 with --half)"
+        "--safety-margin",
+        type=number(low=0.0, low_open=True),
+        metavar="X",
+        help="scale the r-b curves by X (work × X; default 1.0, 1.1 with --half)",
     )
     parser.add_argument("--out", type=Path, default=Path("plan.json"), help="plan JSON to write")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(parser)
     parser.set_defaults(run=run)
 
 
@@ -99,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise ConfigError(None, f"--policy: {e}") from None
     margin = args.safety_margin if args.safety_margin is not None else (1.1 if args.half else 1.0)
-    if not margin > 0:
-        raise ConfigError(None, f"--safety-margin must be positive, got {margin}")
 
     def read(config: Any) -> Any:
         trace = read_trace(config.trace)
@@ -112,7 +116,11 @@ def run(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     with tqdm(
-        total=len(tenants), desc="r-b curves", unit="tenant", disable=args.quiet, file=sys.stderr
+        total=len(tenants),
+        desc="r-b curves",
+        unit="tenant",
+        disable=progress_disabled(args),
+        file=sys.stderr,
     ) as bar:
         workloads = characterize_all(
             tenants,
@@ -125,7 +133,11 @@ def run(args: argparse.Namespace) -> int:
     curves_s = time.perf_counter() - start
     steps = len(events) if events is not None else len(workloads)
     with tqdm(
-        total=steps, desc="placement", unit="event", disable=args.quiet, file=sys.stderr
+        total=steps,
+        desc="placement",
+        unit="event",
+        disable=progress_disabled(args),
+        file=sys.stderr,
     ) as bar:
         result = place(
             workloads,
@@ -162,4 +174,4 @@ def run(args: argparse.Namespace) -> int:
         f"time: {total_s:.2f} s ({curves_s:.2f} s r-b curves, {result.seconds:.2f} s placement, "
         f"{result.configure_calls} configurations tried); plan written to {args.out}"
     )
-    return 0
+    return outcome(not plan.rejected)

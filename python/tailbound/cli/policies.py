@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tailbound.cli.exitcodes import Exit, epilog
 from tailbound.policies.registry import KINDS, REGISTRY
 
 
@@ -15,6 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "List the registered policies: placement (tailbound place), admission (tailbound "
             "admit and bound), prioritization (tailbound prioritize) and scheduling."
         ),
+        epilog=epilog(None),
     )
     parser.add_argument("--kind", choices=KINDS, help="only policies of this kind")
     parser.set_defaults(run=run)
@@ -25,4 +27,4 @@ def run(args: argparse.Namespace) -> int:
 
     rows = [[e.kind, e.name, e.summary] for e in REGISTRY if args.kind in (None, e.kind)]
     print(markdown_table(["kind", "policy", "what it does"], rows))
-    return 0
+    return Exit.OK

@@ -8,6 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tailbound.cli.exitcodes import epilog, outcome
+from tailbound.cli.options import add_quiet, integer, number, progress
+from tailbound.limits import MAX_BUCKETS_PER_STAGE
 from tailbound.policies.registry import names
 
 
@@ -20,17 +23,24 @@ def add_parser(subparsers: Any) -> None:
             "tenant K token buckets per stage from its r-b curve and per-stage priorities from "
             "PriorityMeister's prioritizer (or bySLO), and write the plan with the LP bounds."
         ),
+        epilog=epilog("a tenant's LP bound is above its SLO"),
     )
     parser.add_argument("--plan", required=True, type=Path, help="placement plan JSON")
     parser.add_argument("--tenants", required=True, type=Path, help="tenants.json (traces)")
     parser.add_argument("--profile", required=True, type=Path, help="SSD profile JSON")
     parser.add_argument(
         "--link-bandwidth",
-        type=float,
+        type=number(low=0.0, low_open=True),
         default=125e6,
-        help="bytes/s of every link, each direction (default 125e6)",
+        metavar="BYTES_PER_S",
+        help="bandwidth of every link, each direction, in bytes/s (default 125e6)",
     )
-    parser.add_argument("--k", type=int, default=3, help="token buckets per stage (default 3)")
+    parser.add_argument(
+        "--k",
+        type=integer(low=1, high=MAX_BUCKETS_PER_STAGE),
+        default=3,
+        help=f"token buckets per stage, 1 to {MAX_BUCKETS_PER_STAGE} (default 3)",
+    )
     parser.add_argument(
         "--policy",
         choices=names("prioritization"),
@@ -38,6 +48,7 @@ def add_parser(subparsers: Any) -> None:
         help="prioritization policy (default prioritymeister)",
     )
     parser.add_argument("--out", type=Path, default=Path("plan-pm.json"), help="plan to write")
+    add_quiet(parser)
     parser.set_defaults(run=run)
 
 
@@ -55,10 +66,6 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.stages import STORAGE_PATH
     from tailbound.traces.readers import read_trace
 
-    if args.k < 1:
-        raise ConfigError(None, f"--k must be at least 1, got {args.k}")
-    if not args.link_bandwidth > 0:
-        raise ConfigError(None, f"--link-bandwidth must be positive, got {args.link_bandwidth}")
     plan = Plan.load(args.plan)
     configs = {c.name: c for c in load_tenants(args.tenants).tenants}
     missing = [t.name for t in plan.tenants if t.name not in configs]
@@ -66,16 +73,20 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(args.tenants, f"no trace for planned tenants {missing}")
     profile = SsdProfile.load(args.profile)
     start = time.perf_counter()
-    tenants = [
-        plan_tenant(
-            t,
-            read_trace(configs[t.name].trace),
-            profile=profile,
-            link_bandwidth_bytes_per_s=args.link_bandwidth,
-            k=args.k,
-        )
-        for t in plan.tenants
-    ]
+    with progress(args, total=len(plan.tenants), desc="r-b curves", unit="tenant") as bar:
+        tenants = []
+        for planned in plan.tenants:
+            trace = read_trace(configs[planned.name].trace)
+            tenants.append(
+                plan_tenant(
+                    planned,
+                    trace,
+                    profile=profile,
+                    link_bandwidth_bytes_per_s=args.link_bandwidth,
+                    k=args.k,
+                )
+            )
+            bar.update()
     # the plan's devices keep several requests in service: their blocking and sharing count
     result = prioritize_all(tenants, args.policy, devices=plan_devices(plan, profile))
     seconds = time.perf_counter() - start
@@ -99,4 +110,4 @@ def run(args: argparse.Namespace) -> int:
         f"{sum(met.values())} of {len(tenants)} tenants meet their SLO by the LP bound "
         f"({seconds:.2f} s); plan written to {args.out}"
     )
-    return 0 if all(met.values()) else 1
+    return outcome(met.values())

@@ -12,6 +12,10 @@ import re
 import sys
 from typing import Any
 
+from tailbound.cli.exitcodes import Exit, epilog
+from tailbound.cli.options import integer, number
+from tailbound.limits import MAX_THREADS
+
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -39,14 +43,6 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(parse_bytes(p) for p in parts)
 
 
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    return value
-
-
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "profile",
@@ -56,6 +52,7 @@ def add_parser(subparsers: Any) -> None:
             "extended to --file-size), with O_DIRECT where the file system allows it, and write "
             "an SSD profile JSON (the WorkloadCompactor profile_ssd.json format)."
         ),
+        epilog=epilog(None),
     )
     parser.add_argument("--target", required=True, help="scratch file to create or reuse")
     parser.add_argument(
@@ -64,18 +61,26 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="request sizes in bytes, comma-separated, multiples of 512 (default 512,1K,...,256K)",
     )
-    parser.add_argument("--threads", type=int, default=4, help="concurrent requests (default 4)")
+    parser.add_argument(
+        "--threads",
+        type=integer(low=1, high=MAX_THREADS),
+        default=4,
+        help="concurrent requests (default 4)",
+    )
     parser.add_argument(
         "--seconds-per-point",
-        type=_float,
+        type=number(low=0.0, low_open=True, high=3600.0),
         default=2.0,
-        help="measuring time per size and operation (default 2)",
+        metavar="SECONDS",
+        help="measuring time per size and operation, in seconds (default 2)",
     )
     parser.add_argument(
         "--file-size", type=parse_bytes, default=1 << 30, help="scratch file size (default 1G)"
     )
     parser.add_argument("--out", default="profile.json", help="output JSON (default profile.json)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random offsets")
+    parser.add_argument(
+        "--seed", type=integer(low=0), default=0, help="seed of the random offsets (default 0)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
     parser.set_defaults(run=run)
 
@@ -106,4 +111,4 @@ def run(args: argparse.Namespace) -> int:
         for s, r, w in zip(p.sizes, p.read_bandwidth, p.write_bandwidth, strict=True):
             print(f"| {int(s)} | {r / 1e6:.1f} | {w / 1e6:.1f} |")
     print(f"wrote {args.out}")
-    return 0
+    return Exit.OK

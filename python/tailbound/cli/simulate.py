@@ -7,12 +7,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tailbound.cli.exitcodes import epilog, outcome
+from tailbound.cli.options import number
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "simulate",
         help="replay a scenario (topology, workloads, schedulers) and check its SLOs",
         description=__doc__,
+        epilog=epilog("a workload missed its SLO"),
     )
     parser.add_argument("scenario", type=Path, help="scenario file (.toml or .json)")
     parser.add_argument(
@@ -20,9 +24,19 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--no-plot", action="store_true", help="do not write the plot")
     parser.add_argument(
-        "--window-s", type=float, default=180.0, help="sliding window of the worst-window column"
+        "--window-s",
+        type=number(low=0.0, low_open=True),
+        default=180.0,
+        metavar="SECONDS",
+        help="sliding window of the worst-window column, in seconds (default 180)",
     )
-    parser.add_argument("--until", type=float, default=None, help="stop at this simulated time")
+    parser.add_argument(
+        "--until",
+        type=number(low=0.0),
+        default=None,
+        metavar="SECONDS",
+        help="stop at this simulated time, in seconds (default: the scenario's duration_s)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -43,5 +57,4 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         out = args.plot or args.scenario.with_suffix(".png")
         print(f"plot: {plot_tail(results, out)}")
-    missed = [w.name for w in results.workloads if w.slo_met is False]
-    return 1 if missed else 0
+    return outcome(w.slo_met is not False for w in results.workloads)

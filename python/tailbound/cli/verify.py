@@ -10,6 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tailbound.cli.exitcodes import epilog, outcome
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -22,9 +24,9 @@ def add_parser(subparsers: Any) -> None:
             "3-minute-window percentile, the maximum, the bound, and the two verdicts."
         ),
         epilog=(
-            "exit codes: 0 every SLO met and every bound held; 1 a check failed; 2 bad input. "
-            "A bound holds when the replayed latency at the bound's percentile (the maximum for a "
-            "worst-case bound) is not above it."
+            epilog("a tenant missed its SLO or a bound was exceeded in the replay")
+            + " A bound holds when the replayed latency at the bound's percentile (the maximum "
+            "for a worst-case bound) is not above it."
         ),
     )
     parser.add_argument("--plan", required=True, type=Path, help="plan JSON (any verb's --out)")
@@ -127,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         v.to_csv(args.out / "verify.csv")
         _plot(v, args.out / "verify.png")
         print(f"wrote {args.out / 'verify.csv'} and {args.out / 'verify.png'}")
-    return 0 if v.all_held else 1
+    return outcome(v.all_held)
 
 
 def _plot(v: Any, path: Path) -> None:

@@ -253,22 +253,22 @@ def _prioritymeister(
             placed.append(tp)
             result = trial
     out = []
-    for tp, t in zip(placed, pm, strict=True):
+    for tp, admitted in zip(placed, pm, strict=True):
         assert result is not None
         limits_at: dict[Stage, StageLimit] = {}
         extra: dict[Stage, tuple[StageLimit, ...]] = {}
-        for stage, bs in t.buckets.items():
+        for stage, bs in admitted.buckets.items():
             capacity = None if stage == Stage.STORAGE else LINK
             ls = [StageLimit(r, b, capacity) for r, b in bs]
             limits_at[stage], extra[stage] = ls[0], tuple(ls[1:])
-        priority = {s: result.priorities[t.name].get(s, 0) for s in tp.stages}
+        priority = {s: result.priorities[admitted.name].get(s, 0) for s in tp.stages}
         out.append(
             dataclasses.replace(
                 tp,
                 priority=priority,
                 limits=limits_at,
                 extra_limits={s: e for s, e in extra.items() if e},
-                bound=Bound(result.bounds[t.name], "pm-lp"),
+                bound=Bound(result.bounds[admitted.name], "pm-lp"),
             )
         )
     plan = Plan(

@@ -1,8 +1,10 @@
 """Typed access to a parsed scenario document, raising :class:`ConfigError` that names the file
-and the dotted field at fault (``workloads[2].slo.latency_s``)."""
+and the dotted field at fault (``workloads[2].slo.latency_s``). Numbers must be finite
+(``nan``, ``inf`` and ``Infinity`` are refused; an absent field may default to infinity)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,13 +67,20 @@ class Fields:
         high: float = float("inf"),
         low_open: bool = False,
     ) -> float:
-        value = self.data.get(key, default)
+        if key not in self.data and default is not None:
+            return float(default)  # a default may be infinite ("no limit"); a value may not
+        value: Any = self.data.get(key)
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok and (value < low or value > high or (low_open and value == low)):
+        if ok and not (math.isfinite(value) and low <= value <= high):
+            ok = False
+        if ok and low_open and value == low:
             ok = False
         if not ok:
             bracket = "(" if low_open else "["
-            raise self.error(key, f"expected a number in {bracket}{low}, {high}], got {value!r}")
+            closing = ")" if high == float("inf") else "]"
+            raise self.error(
+                key, f"expected a finite number in {bracket}{low}, {high}{closing}, got {value!r}"
+            )
         return float(value)
 
     def integer(self, key: str, default: int | None = None, *, low: int = 0) -> int:

@@ -25,6 +25,8 @@ import numpy as np
 
 from tailbound import _core
 from tailbound.errors import ConfigError
+from tailbound.jsonio import loads_json
+from tailbound.limits import MIN_MTU_BYTES
 from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.profiles.tokens import MessageSizes, SsdModel, SsdProfile, TokenModel
 from tailbound.sim.fields import Fields
@@ -84,10 +86,17 @@ class Scenario:
             text = path.read_text()
         except OSError as e:
             raise ConfigError(path, f"cannot read the scenario: {e.strerror}") from None
-        try:
-            doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-            raise ConfigError(path, f"not valid {path.suffix[1:].upper() or 'JSON'}: {e}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(path, "the scenario is not UTF-8 text") from None
+        if path.suffix not in (".toml", ".json"):
+            raise ConfigError(path, "a scenario is a .toml or a .json file")
+        if path.suffix == ".json":
+            doc = loads_json(text, path)
+        else:
+            try:
+                doc = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                raise ConfigError(path, f"not valid TOML: {e}") from None
         return cls.from_dict(doc, path=str(path), base=path.parent)
 
     @classmethod
@@ -138,7 +147,7 @@ class Scenario:
         return cls(
             path=path,
             bandwidth=bandwidth,
-            mtu=net.number("mtu_bytes", 1500.0, low_open=True),
+            mtu=net.number("mtu_bytes", 1500.0, low=MIN_MTU_BYTES),
             propagation_s=net.number("propagation_s", 0.0),
             messages=messages,
             hosts=tuple(hosts),

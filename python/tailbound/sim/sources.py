@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound.limits import MAX_REQUEST_BYTES, MAX_SYNTHETIC_REQUESTS, MAX_TIME_S
 from tailbound.sim.fields import Fields
 from tailbound.traces.trace import Op, Trace
 
@@ -37,9 +38,15 @@ def synthetic_trace(spec: Fields, name: str) -> Trace:
 
     kind = spec.choice("kind", ("poisson", "onoff", "sequential"))
     size = spec.integer("size_bytes", 4096, low=1)
+    if size > MAX_REQUEST_BYTES:
+        raise spec.error("size_bytes", f"{size} bytes, more than the {MAX_REQUEST_BYTES} allowed")
     if kind == "sequential":
         spec.check_keys({"kind", "requests", "size_bytes", "op"})
         n = spec.integer("requests", low=1)
+        if n > MAX_SYNTHETIC_REQUESTS:
+            raise spec.error(
+                "requests", f"{n} requests, more than the {MAX_SYNTHETIC_REQUESTS} allowed"
+            )
         op_value = Op.READ if spec.choice("op", ("read", "write"), "read") == "read" else Op.WRITE
         return Trace.from_arrays(
             time=np.zeros(n),
@@ -51,7 +58,13 @@ def synthetic_trace(spec: Fields, name: str) -> Trace:
     common = {"kind", "rate", "duration_s", "seed", "size_bytes", "read_fraction", "span_bytes"}
     spec.check_keys(common | ({"c2"} if kind == "onoff" else set()) | {"mean_run_length"})
     rate = spec.number("rate", low=0.0, low_open=True)
-    duration = spec.number("duration_s", low=0.0, low_open=True)
+    duration = spec.number("duration_s", low=0.0, low_open=True, high=MAX_TIME_S)
+    if rate * duration > MAX_SYNTHETIC_REQUESTS:
+        raise spec.error(
+            "rate",
+            f"{rate:g} requests/s for {duration:g} s is {rate * duration:.3g} requests, more "
+            f"than the {MAX_SYNTHETIC_REQUESTS:.3g} a synthetic trace may have",
+        )
     options: dict[str, Any] = {
         "seed": spec.integer("seed", 0),
         "sizes": FixedSize(size),

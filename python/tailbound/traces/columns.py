@@ -3,6 +3,7 @@ parsed columns into a :class:`Trace` named after its file."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from numpy.typing import ArrayLike
 
 from tailbound import _core
 from tailbound.errors import TraceFormatError
+from tailbound.limits import MAX_REQUEST_BYTES, MAX_TIME_S
 from tailbound.traces.trace import Trace
 
 #: Units of a time column per second, by the name users give them.
@@ -69,10 +71,56 @@ def make_trace(
     when the file does not say it, and must not end before the last arrival.
     """
     time = np.asarray(time, dtype=np.float64)
+    size = np.asarray(size)
+    _check_limits(path, time, size)
+    if duration_s is not None and not (math.isfinite(duration_s) and 0 < duration_s <= MAX_TIME_S):
+        raise TraceFormatError(
+            path, f"duration_s={duration_s} is not a duration in (0, {MAX_TIME_S:g}] s"
+        )
     if duration_s is not None and time.size and not duration_s >= time.max():
         raise TraceFormatError(
             path, f"duration_s={duration_s} ends before the last arrival at {time.max()} s"
         )
+    try:
+        return _build(path, time, op, size, offset, source, origin_s, name, duration_s)
+    except ValueError as e:  # Trace's own checks, for a reader that did not make them
+        raise TraceFormatError(path, str(e)) from None
+
+
+def _check_limits(path: Path, time: np.ndarray, size: np.ndarray) -> None:
+    """Every time finite, ``>= 0`` and at most :data:`~tailbound.limits.MAX_TIME_S` after the
+    file's zero; every size at most :data:`~tailbound.limits.MAX_REQUEST_BYTES`. The first bad
+    request is named by its position in the file (1-based, records as read)."""
+    bad_time = ~(np.isfinite(time) & (time >= 0) & (time <= MAX_TIME_S))
+    if bad_time.any():
+        i = int(np.argmax(bad_time))
+        raise TraceFormatError(
+            path,
+            f"request {i + 1}: time {float(time[i])!r} s is not in [0, {MAX_TIME_S:g}] s from the "
+            "file's zero",
+            field="time",
+        )
+    if size.size and size.max() > MAX_REQUEST_BYTES:
+        i = int(np.argmax(size > MAX_REQUEST_BYTES))
+        raise TraceFormatError(
+            path,
+            f"request {i + 1}: size {int(size[i])} bytes is more than the "
+            f"{MAX_REQUEST_BYTES} bytes a request may have",
+            field="size",
+        )
+
+
+def _build(
+    path: Path,
+    time: np.ndarray,
+    op: ArrayLike,
+    size: ArrayLike,
+    offset: ArrayLike | None,
+    source: ArrayLike | None,
+    origin_s: float,
+    name: str | None,
+    duration_s: float | None,
+) -> Trace:
     return Trace.from_arrays(
         time=time,
         op=op,

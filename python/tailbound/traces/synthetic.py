@@ -16,9 +16,13 @@ True
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
+from tailbound.errors import ConfigError
+from tailbound.limits import MAX_SYNTHETIC_REQUESTS, MAX_TIME_S
 from tailbound.traces.arrivals import (
     ArrivalProcess,
     Mmpp,
@@ -103,6 +107,7 @@ def synthetic_trace(
     offsets
         :class:`RandomOffsets`, :class:`SequentialRuns` or ``None`` for a trace without offsets.
     """
+    check_size(arrivals.mean_rate, duration_s)
     rng_time, rng_op, rng_size, rng_offset = _streams(seed)
     time = arrivals.times(rng_time, duration_s)
     n = time.size
@@ -115,6 +120,32 @@ def synthetic_trace(
     return Trace(
         time=time, op=op, size=size, offset=offset, duration_s=float(duration_s), name=name
     )
+
+
+def check_size(rate: float, duration_s: float) -> None:
+    """Refuse a trace of more than :data:`~tailbound.limits.MAX_SYNTHETIC_REQUESTS` expected
+    requests (``rate`` per second for ``duration_s`` seconds) or a duration that is not a finite
+    number in [0, :data:`~tailbound.limits.MAX_TIME_S`] s, before any memory is allocated.
+
+    >>> check_size(1e9, 600)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tailbound.errors.ConfigError: field rate: 1e+09 requests/s for 600 s is 6e+11 requests, ...
+    """
+    if not (math.isfinite(duration_s) and 0 <= duration_s <= MAX_TIME_S):
+        raise ConfigError(
+            None,
+            f"expected a duration in [0, {MAX_TIME_S:g}] s, got {duration_s}",
+            field="duration_s",
+        )
+    expected = rate * duration_s
+    if not expected <= MAX_SYNTHETIC_REQUESTS:
+        raise ConfigError(
+            None,
+            f"{rate:g} requests/s for {duration_s:g} s is {expected:.3g} requests, more than the "
+            f"{MAX_SYNTHETIC_REQUESTS:.3g} a synthetic trace may have",
+            field="rate",
+        )
 
 
 def poisson_trace(

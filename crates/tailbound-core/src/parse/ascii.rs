@@ -8,7 +8,7 @@
 //! (origin 0); the source id is `device` and the offset `lba × sector_bytes`.
 
 use super::fields::{
-    estimate_lines, lines, parse_f64, parse_i64, parse_i64_nonneg, parse_size, parse_source,
+    estimate_lines, lines, parse_i64, parse_i64_nonneg, parse_size, parse_source, parse_time,
     scaled, split_whitespace,
 };
 use super::{TraceColumns, READ, WRITE};
@@ -74,7 +74,7 @@ pub fn parse(data: &[u8], options: &AsciiOptions) -> Result<TraceColumns> {
     let (offsets, sources) = (cols.offset.as_mut().unwrap(), cols.source.as_mut().unwrap());
     for (line_no, line) in lines(data) {
         let [time, device, lba, size, rw] = split_whitespace(line, line_no, &FIELDS)?;
-        cols.time.push(parse_f64(time, line_no, FIELDS[0])? / options.time_units_per_s);
+        cols.time.push(parse_time(time, line_no, FIELDS[0], options.time_units_per_s)?);
         sources.push(parse_source(device, line_no, FIELDS[1])?);
         let lba = parse_i64_nonneg(lba, line_no, FIELDS[2])?;
         offsets.push(scaled(lba, options.sector_bytes, line_no, FIELDS[2])?);

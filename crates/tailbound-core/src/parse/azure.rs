@@ -52,7 +52,11 @@ pub fn parse(data: &[u8]) -> Result<LlmColumns> {
             Error::parse(
                 line_no,
                 FIELDS[0],
-                format!("not a date and time YYYY-MM-DD HH:MM:SS.fraction: {}", show(stamp)),
+                format!(
+                    "not a date and time YYYY-MM-DD HH:MM:SS.fraction between 1677-09-22 and \
+                     2262-04-11: {}",
+                    show(stamp)
+                ),
             )
         })?);
         cols.context_tokens.push(parse_i64_nonneg(context, line_no, FIELDS[1])?);
@@ -111,7 +115,8 @@ pub fn parse_timestamp(text: &[u8]) -> Option<i64> {
         _ => return None,
     };
     let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
-    Some(seconds * NS_PER_S + frac_ns)
+    // nanoseconds since 1970 fit 64 bits from 1677-09-21 to 2262-04-11; outside, no date
+    seconds.checked_mul(NS_PER_S)?.checked_add(frac_ns)
 }
 
 fn days_in_month(year: i64, month: i64) -> i64 {
@@ -178,6 +183,25 @@ mod tests {
     }
 
     #[test]
+    fn azure_dates_outside_the_nanosecond_clock_are_errors_not_wrapped() {
+        // 2263 wrapped negative before (a duration of 0 and no error)
+        assert!(parse_timestamp(b"2262-04-11 23:47:16").is_some());
+        assert!(parse_timestamp(b"2262-04-11 23:47:17").is_none());
+        assert!(parse_timestamp(b"2263-01-01 00:00:00").is_none());
+        assert!(parse_timestamp(b"1677-09-22 00:00:00").is_some());
+        assert!(parse_timestamp(b"0001-01-01 00:00:00").is_none());
+        let data = b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00,1,1\n\
+                     9999-12-31 23:59:59,1,1\n";
+        let err = parse(data).unwrap_err();
+        assert!(matches!(err, Error::Parse { line: 3, .. }), "{err}");
+        // the widest span of valid dates does not overflow the rebase
+        let data = b"TIMESTAMP,ContextTokens,GeneratedTokens\n1677-09-22 00:00:00,1,1\n\
+                     2262-04-11 00:00:00,1,1\n";
+        let cols = parse(data).unwrap();
+        assert!(cols.time[1] > 1.8e10 && cols.time[1] < 1.9e10, "{}", cols.time[1]);
+    }
+
+    #[test]
     fn azure_errors_name_line_and_field() {
         let h = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
         let cases = [
@@ -198,7 +222,8 @@ mod tests {
                 Error::parse(
                     3,
                     "TIMESTAMP",
-                    "not a date and time YYYY-MM-DD HH:MM:SS.fraction: '2023-11-16'",
+                    "not a date and time YYYY-MM-DD HH:MM:SS.fraction between 1677-09-22 and 2262-04-11: \
+                     '2023-11-16'",
                 ),
             ),
             (

@@ -274,6 +274,30 @@ pub(crate) fn parse_f64(field: &[u8], line_no: usize, name: &str) -> Result<f64>
     Ok(value)
 }
 
+/// Latest arrival time a trace may have, in seconds from its zero: 10^10 s (317 years). Later
+/// times (and `1e300`) are a malformed file, not a recording.
+pub const MAX_TIME_S: f64 = 1e10;
+
+/// An arrival time: a decimal number of `units_per_s` units, as seconds, finite, `>= 0` and at
+/// most [`MAX_TIME_S`].
+pub(crate) fn parse_time(
+    field: &[u8],
+    line_no: usize,
+    name: &str,
+    units_per_s: f64,
+) -> Result<f64> {
+    let value = parse_f64(field, line_no, name)? / units_per_s;
+    if value.is_finite() && (0.0..=MAX_TIME_S).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::parse(
+            line_no,
+            name,
+            format!("not a time in [0, {MAX_TIME_S:e}] s: {}", show(field)),
+        ))
+    }
+}
+
 /// `digits[.digits]` as the nearest `f64`, or `None` for anything else (signs, exponents, more
 /// than 15 significant digits, which the general parser handles). Exact: the digits form an
 /// integer `m < 2^53` and the divisor `10^k` (k ≤ 15) is exact in `f64`, so `m / 10^k` is one
@@ -416,6 +440,16 @@ mod tests {
         for bad in [&b"nan"[..], b"inf", b"1.2.3", b"", b"abc", b".", b"1.x"] {
             assert!(parse_f64(bad, 1, "t").is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn times_are_finite_non_negative_and_bounded() {
+        assert_eq!(parse_time(b"1500", 1, "t", 1e3).unwrap(), 1.5);
+        for bad in [&b"-1"[..], b"1e400", b"1e300", b"-0.5"] {
+            let err = parse_time(bad, 4, "time", 1.0).unwrap_err();
+            assert!(matches!(err, Error::Parse { line: 4, .. }), "{bad:?}");
+        }
+        assert!(parse_time(b"-0", 1, "t", 1.0).is_ok());
     }
 
     #[test]

@@ -75,7 +75,8 @@ fn rebase_ticks(ticks: &[i64], ticks_per_s: i64, epoch_shift_s: i64) -> (Vec<f64
         return (Vec::new(), 0.0);
     };
     let scale = ticks_per_s as f64;
-    let time = ticks.iter().map(|&t| (t - first) as f64 / scale).collect();
+    // in i128: the span of two i64 tick counts can exceed i64
+    let time = ticks.iter().map(|&t| (i128::from(t) - i128::from(first)) as f64 / scale).collect();
     let whole = (first.div_euclid(ticks_per_s) - epoch_shift_s) as f64;
     let frac = first.rem_euclid(ticks_per_s) as f64 / scale;
     (time, whole + frac)

@@ -7,7 +7,7 @@
 //! timestamp; they are ignored.
 
 use super::fields::{
-    estimate_lines, lines, parse_f64, parse_i64_nonneg, parse_size, parse_source, scaled, show,
+    estimate_lines, lines, parse_i64_nonneg, parse_size, parse_source, parse_time, scaled, show,
     split_exact,
 };
 use super::{TraceColumns, READ, WRITE};
@@ -45,7 +45,7 @@ pub fn parse(data: &[u8]) -> Result<TraceColumns> {
                 ))
             }
         });
-        cols.time.push(parse_f64(stamp, line_no, FIELDS[4])?);
+        cols.time.push(parse_time(stamp, line_no, FIELDS[4], 1.0)?);
     }
     Ok(cols)
 }

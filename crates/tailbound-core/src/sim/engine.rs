@@ -1,9 +1,11 @@
 //! The simulation: routes requests through links and devices on the event kernel.
 //!
 //! A request passes the stages of its workload's route in order. A network stage cuts the message
-//! (`cost` bytes) into packets of at most `mtu` bytes, queues them all at the first link, and
-//! forwards each packet hop by hop as it arrives (store and forward per packet); the stage ends
-//! when the last packet reaches the end of the last link. A device stage queues the request at the
+//! (`cost` bytes) into packets of at most `mtu` bytes, queues up to [`SEND_WINDOW_PACKETS`] of
+//! them at the first link (the next one each time one of them leaves that link's queue, as a
+//! sender's window would, so that one huge message does not hold all its packets in memory at
+//! once), and forwards each packet hop by hop as it arrives (store and forward per packet); the
+//! stage ends when the last packet reaches the end of the last link. A device stage queues the request at the
 //! device's dispatcher and ends when the device has served it (plus its base latency).
 //!
 //! `run(until)` processes every event up to `until` and returns, so a control policy can read the
@@ -20,6 +22,23 @@ use crate::sched::Param;
 
 /// Packet index bits in a packet identifier `(request << PACKET_BITS) | packet`.
 const PACKET_BITS: u32 = 24;
+
+/// Most packets of one message (one network stage of one request): `2^24 − 1`, 25 GB at the
+/// default MTU of 1500 bytes. A longer message is refused by [`Simulation::new`].
+pub const MAX_PACKETS_PER_MESSAGE: u64 = (1 << PACKET_BITS) - 1;
+
+/// Most packet transmissions (packets × links crossed, over every request) of one run: 10^10,
+/// about half an hour of simulation on one core. A larger run is refused by
+/// [`Simulation::new`]; split the trace or raise the MTU.
+pub const MAX_PACKET_HOPS_PER_RUN: f64 = 1e10;
+
+/// Most packets of one message queued at its first link at once; the next one is queued each
+/// time one leaves that link's queue. Messages up to this size (1.5 MB at an MTU of 1500
+/// bytes) are queued whole, as before the window existed.
+pub const SEND_WINDOW_PACKETS: u64 = 1024;
+
+/// Smallest MTU in bytes (the minimum Ethernet frame); smaller packets only cost time.
+pub const MIN_MTU_BYTES: f64 = 64.0;
 
 /// A queue of the system, for the control hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +81,7 @@ pub struct Simulation {
     cost: Vec<f64>,
     stage: Vec<u8>,
     packets_left: Vec<u32>,
+    packets_queued: Vec<u32>,
     records: Records,
     done: Vec<u64>,
 }
@@ -107,9 +127,11 @@ impl Simulation {
             cost: vec![0.0; total * stages],
             stage: vec![0; total],
             packets_left: vec![0; total],
+            packets_queued: vec![0; total],
             records: Records::new(total, stages),
             done: Vec::new(),
         };
+        let mut hops = 0.0;
         for (w, (spec, reqs)) in specs.into_iter().zip(requests).enumerate() {
             topology.check_route(&spec.route)?;
             reqs.validate(spec.route.len(), &w.to_string())?;
@@ -132,6 +154,14 @@ impl Simulation {
                 sim.offset.extend_from_slice(&reqs.offset);
             }
             let end = sim.arrival.len();
+            hops += check_messages(&spec.route, &reqs.cost, topology.mtu, w)?;
+            if hops > MAX_PACKET_HOPS_PER_RUN {
+                return Err(Error::Invalid(format!(
+                    "the run needs more than {MAX_PACKET_HOPS_PER_RUN:e} packet transmissions \
+                     (packets times links crossed, by workload {w} already); split the trace or \
+                     raise the MTU"
+                )));
+            }
             sim.workloads.push(WorkloadState { spec, first, end, next_issue: first });
         }
         for w in 0..nw {
@@ -180,6 +210,11 @@ impl Simulation {
         self.kernel.processed()
     }
 
+    /// Packets waiting in link `l`'s queue (not counting the one on the wire).
+    pub fn link_queued(&self, l: u32) -> usize {
+        self.links[l as usize].queued()
+    }
+
     /// The records so far.
     pub fn records(&self) -> &Records {
         &self.records
@@ -223,6 +258,7 @@ impl Simulation {
             Event::Issue { request } => self.issue(request as usize, now),
             Event::LinkDone { link } => {
                 let item = self.links[link as usize].finish();
+                self.refill_window(link, item.id, now);
                 let prop = self.links[link as usize].propagation;
                 if prop > 0.0 {
                     let ev = Event::PacketArrive { link, packet: item.id };
@@ -293,10 +329,12 @@ impl Simulation {
                 let Some(&first) = links.first() else {
                     return self.stage_done(r, now);
                 };
-                let packets = (cost / self.mtu).ceil().max(1.0) as u64;
+                let packets = packet_count(cost, self.mtu);
                 self.packets_left[r] = packets as u32;
+                let window = packets.min(SEND_WINDOW_PACKETS);
+                self.packets_queued[r] = window as u32;
                 let link = &mut self.links[first as usize];
-                for k in 0..packets {
+                for k in 0..window {
                     let bytes = packet_bytes(cost, self.mtu, k, packets);
                     link.enqueue(((r as u64) << PACKET_BITS) | k, w as u32, bytes, now);
                 }
@@ -346,7 +384,7 @@ impl Simulation {
         let hop = links.iter().position(|&l| l == link).expect("packet on its route");
         if let Some(&next) = links.get(hop + 1) {
             let cost = self.cost[r * self.records.stages + s];
-            let packets = (cost / self.mtu).ceil().max(1.0) as u64;
+            let packets = packet_count(cost, self.mtu);
             let bytes = packet_bytes(cost, self.mtu, k, packets);
             self.links[next as usize].enqueue(packet, w as u32, bytes, now);
             self.serve_link(next, now);
@@ -355,6 +393,33 @@ impl Simulation {
         self.packets_left[r] -= 1;
         if self.packets_left[r] == 0 {
             self.stage_done(r, now);
+        }
+    }
+
+    /// A packet of a message left `link`: if that is the message's first link and packets of it
+    /// are still unqueued, queue the next one there (the sender's window slides by one).
+    fn refill_window(&mut self, link: u32, packet: u64, now: f64) {
+        let r = (packet >> PACKET_BITS) as usize;
+        let w = self.workload_of[r] as usize;
+        let s = usize::from(self.stage[r]);
+        let StageRoute::Net(links) = &self.workloads[w].spec.route[s] else {
+            return;
+        };
+        if links.first() != Some(&link) {
+            return;
+        }
+        let cost = self.cost[r * self.records.stages + s];
+        let packets = packet_count(cost, self.mtu);
+        let k = u64::from(self.packets_queued[r]);
+        if k < packets {
+            self.packets_queued[r] += 1;
+            let bytes = packet_bytes(cost, self.mtu, k, packets);
+            self.links[link as usize].enqueue(
+                ((r as u64) << PACKET_BITS) | k,
+                w as u32,
+                bytes,
+                now,
+            );
         }
     }
 
@@ -374,6 +439,36 @@ impl Simulation {
             }
         }
     }
+}
+
+/// Packets of a message of `bytes` (at least one, also for an empty message).
+fn packet_count(bytes: f64, mtu: f64) -> u64 {
+    (bytes / mtu).ceil().max(1.0) as u64
+}
+
+/// Check that every message of a workload fits in [`MAX_PACKETS_PER_MESSAGE`] packets; returns
+/// the workload's packet transmissions (packets times links crossed).
+fn check_messages(route: &[StageRoute], cost: &[Vec<f64>], mtu: f64, w: usize) -> Result<f64> {
+    let mut hops = 0.0;
+    for (s, stage) in route.iter().enumerate() {
+        let StageRoute::Net(links) = stage else { continue };
+        if links.is_empty() {
+            continue;
+        }
+        let mut packets = 0.0;
+        for (i, &bytes) in cost[s].iter().enumerate() {
+            let n = (bytes / mtu).ceil().max(1.0);
+            if n > MAX_PACKETS_PER_MESSAGE as f64 {
+                return Err(Error::Invalid(format!(
+                    "workload {w}, request {i}: a message of {bytes} bytes is {n} packets of \
+                     {mtu} bytes, more than the {MAX_PACKETS_PER_MESSAGE} one message may have"
+                )));
+            }
+            packets += n;
+        }
+        hops += packets * links.len() as f64;
+    }
+    Ok(hops)
 }
 
 /// Bytes of packet `k` of a `packets`-packet message of `bytes`: full packets, then the rest.

@@ -270,3 +270,73 @@ fn sim_disk_rejects_bad_offsets_and_rules() {
     let c = SimConfig::from_json(&bad).unwrap();
     assert!(Simulation::new(&c.topology, c.workloads, vec![disk_reqs(&[])]).is_err());
 }
+
+fn try_build(config: &str, requests: Vec<Requests>) -> crate::error::Result<Simulation> {
+    let c = SimConfig::from_json(config).unwrap();
+    Simulation::new(&c.topology, c.workloads, requests)
+}
+
+const ONE_LINK: &str = r#"{"topology": {"links": [{"bandwidth": 1500}]},
+    "workloads": [{"route": [{"net": [0]}], "issue": "open"}]}"#;
+
+#[test]
+fn sim_refuses_a_message_of_too_many_packets() {
+    use super::engine::MAX_PACKETS_PER_MESSAGE;
+    let bytes = 1500.0 * (MAX_PACKETS_PER_MESSAGE as f64 + 1.0);
+    let err = try_build(ONE_LINK, vec![reqs(&[0.0, 1.0], &[1.0, bytes])]).err().unwrap();
+    let message = err.to_string();
+    assert!(message.contains("workload 0, request 1"), "{message}");
+    assert!(message.contains("packets"), "{message}");
+    // the largest message allowed is accepted
+    let largest = 1500.0 * MAX_PACKETS_PER_MESSAGE as f64;
+    assert!(try_build(ONE_LINK, vec![reqs(&[0.0], &[largest])]).is_ok());
+}
+
+#[test]
+fn sim_refuses_runs_of_too_many_packet_transmissions() {
+    // 1000 messages of 2^23 packets each: 8.4e9 packets over two links, above 1e10
+    let config = r#"{"topology": {"links": [{"bandwidth": 1500}, {"bandwidth": 1500}]},
+        "workloads": [{"route": [{"net": [0, 1]}], "issue": "open"}]}"#;
+    let arrival: Vec<f64> = (0..1000).map(f64::from).collect();
+    let cost = vec![1500.0 * f64::from(1 << 23); 1000];
+    let err = try_build(config, vec![reqs(&arrival, &cost)]).err().unwrap();
+    assert!(err.to_string().contains("packet transmissions"), "{err}");
+}
+
+#[test]
+fn sim_refuses_a_tiny_or_infinite_mtu() {
+    for mtu in ["1e-9", "0.5", "63.9", "1e400"] {
+        let config = format!(
+            r#"{{"topology": {{"mtu": {mtu}, "links": [{{"bandwidth": 1500}}]}},
+            "workloads": [{{"route": [{{"net": [0]}}], "issue": "open"}}]}}"#
+        );
+        let Ok(c) = SimConfig::from_json(&config) else { continue }; // 1e400 is not JSON
+        let err = Simulation::new(&c.topology, c.workloads, vec![reqs(&[0.0], &[1.0])]);
+        assert!(err.err().unwrap().to_string().contains("mtu"), "mtu {mtu}");
+    }
+}
+
+#[test]
+fn sim_long_message_queues_a_window_and_keeps_its_timing() {
+    use super::engine::SEND_WINDOW_PACKETS;
+    // a message of 10 windows over one 1500 B/s link ends after its bytes / bandwidth seconds,
+    // and a second workload's single packet issued meanwhile waits behind the window only
+    let packets = 10 * SEND_WINDOW_PACKETS;
+    let bytes = 1500.0 * packets as f64;
+    let config = r#"{"topology": {"links": [{"bandwidth": 1500}]},
+        "workloads": [{"route": [{"net": [0]}], "issue": "open"},
+                      {"route": [{"net": [0]}], "issue": "open"}]}"#;
+    let mut sim = build(config, vec![reqs(&[0.0], &[bytes]), reqs(&[0.5], &[1500.0])]);
+    sim.run(1.0);
+    // at most one window of the long message (and the short packet) waits in the queue
+    while sim.now() < packets as f64 {
+        assert!(sim.link_queued(0) <= SEND_WINDOW_PACKETS as usize + 1, "at {}", sim.now());
+        let t = sim.now() + 10.0;
+        sim.run(t);
+    }
+    sim.run(f64::INFINITY);
+    // FIFO: the short packet went in after the first window (1024 packets), so it leaves at
+    // 1025 s and the long message ends one packet later than alone
+    assert_eq!(sim.records().exit[1], SEND_WINDOW_PACKETS as f64 + 1.0);
+    assert_eq!(sim.records().exit[0], packets as f64 + 1.0);
+}

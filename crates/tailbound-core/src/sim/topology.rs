@@ -126,7 +126,13 @@ fn non_negative(name: &str, x: f64) -> Result<()> {
 impl Topology {
     /// Check every parameter's domain.
     pub fn validate(&self) -> Result<()> {
-        positive("mtu", self.mtu)?;
+        if !(self.mtu >= super::engine::MIN_MTU_BYTES && self.mtu.is_finite()) {
+            return Err(Error::Invalid(format!(
+                "mtu must be at least {} bytes and finite, got {}",
+                super::engine::MIN_MTU_BYTES,
+                self.mtu
+            )));
+        }
         for (i, l) in self.links.iter().enumerate() {
             positive(&format!("links[{i}].bandwidth"), l.bandwidth)?;
             non_negative(&format!("links[{i}].propagation"), l.propagation)?;

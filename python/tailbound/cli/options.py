@@ -1,0 +1,100 @@
+"""Command-line option types shared by the verbs: numbers checked when argparse reads them.
+
+A bad value is argparse's usage error (``tailbound VERB: error: argument --k: …``, exit code 2)
+before any work starts. Every number must be finite (``nan``, ``inf`` are refused unless the
+option says ``infinite_ok``) and inside its stated range; the help of every option gives its unit.
+
+>>> number(low=0, low_open=True)("0.5")
+0.5
+>>> number(low=0, low_open=True)("nan")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: expected a finite number > 0, got 'nan'
+>>> integer(low=1, high=64)("65")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: expected an integer in [1, 64], got '65'
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def _range(low: float | None, high: float | None, low_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}]"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"<= {high:g}"
+    return ""
+
+
+def number(
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    infinite_ok: bool = False,
+) -> Callable[[str], float]:
+    """An argparse type: a finite float in ``[low, high]`` (``(low, high]`` with ``low_open``);
+    ``infinite_ok`` also accepts ``inf``."""
+    what = f"a finite number {_range(low, high, low_open)}".rstrip()
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        ok = (math.isfinite(value) or (infinite_ok and value == math.inf)) and not (
+            (low is not None and (value < low or (low_open and value == low)))
+            or (high is not None and value > high)
+        )
+        if not ok:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+def integer(*, low: int | None = None, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]``."""
+    bounds = (
+        f"in [{low}, {high}]" if low is not None and high is not None else _range(low, high, False)
+    )
+    what = f"an integer {bounds}".rstrip()
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """The ``--quiet`` option: no progress bars (they go to stderr, and only to a terminal)."""
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress on stderr (none when not a terminal)"
+    )
+
+
+def progress_disabled(args: argparse.Namespace) -> bool:
+    """Whether progress bars are off: ``--quiet``, or stderr is not a terminal."""
+    return bool(getattr(args, "quiet", False)) or not sys.stderr.isatty()
+
+
+def progress(args: argparse.Namespace, **options: Any) -> Any:
+    """A tqdm progress bar on stderr, silent under :func:`progress_disabled`."""
+    from tqdm import tqdm
+
+    return tqdm(disable=progress_disabled(args), file=sys.stderr, **options)

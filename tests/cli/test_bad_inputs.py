@@ -1,0 +1,141 @@
+"""The bad-input corpus (``tests/cli/bad_inputs``): every case exits 2 with one line on stderr
+naming the file and the entry, line or field, no traceback, nothing written, within the limits
+(issue 15)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tailbound.cli.main import main
+
+CORPUS = Path(__file__).parent / "bad_inputs"
+
+
+def run_bad(args: list[str], capsys: pytest.CaptureFixture[str], *must_name: str) -> None:
+    start = time.perf_counter()
+    code = main(args)
+    seconds = time.perf_counter() - start
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert code == 2, (args, captured.out, err)
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and "Traceback" not in captured.out
+    for text in must_name:
+        assert text in err, (text, err)
+    assert seconds < 30, f"{args}: {seconds:.1f} s"
+
+
+SIMULATE = [
+    ("mtu_tiny.toml", "field network.mtu_bytes"),
+    ("duration_nan.toml", "field duration_s"),
+    ("duration_inf.toml", "field duration_s"),
+    ("misspelt_key.toml", "field workloads[0].slo.percentil"),
+    ("synthetic_rate_huge.toml", "field workloads[0].trace.synthetic.rate"),
+    ("request_of_a_terabyte.toml", "workload 0, request 0"),
+    ("request_of_40_gigabytes.toml", "workload 0, request 0"),
+    ("scenario.yaml", "a .toml or a .json file"),
+    ("infinity.json", "Infinity at line 1"),
+]
+
+
+@pytest.mark.parametrize(("name", "names"), SIMULATE)
+def test_bad_scenario_is_one_line_exit_2(
+    name: str, names: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = shutil.copy(CORPUS / "simulate" / name, tmp_path / name)
+    run_bad(["simulate", str(scenario)], capsys, str(scenario), names)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no plot written
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--until", "-1"), ("--until", "nan"), ("--window-s", "0"), ("--window-s", "inf")],
+)
+def test_bad_simulate_option_is_a_usage_error(
+    option: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = shutil.copy(CORPUS / "simulate" / "valid.toml", tmp_path / "valid.toml")
+    run_bad(["simulate", str(scenario), option, value], capsys, f"argument {option}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["valid.toml"]
+
+
+def test_valid_corpus_scenario_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base of the bad scenarios is valid: each bad case differs from it in one field."""
+    scenario = shutil.copy(CORPUS / "simulate" / "valid.toml", tmp_path / "valid.toml")
+    assert main(["simulate", str(scenario), "--no-plot"]) == 0
+
+
+CHARACTERIZE = [
+    ("negative_time.ascii", ["--format", "msnfs"], "line 2, field time"),
+    ("huge_time.ascii", ["--format", "msnfs"], "line 2, field time"),
+    ("zero_duration.txt", [], "field duration_s"),
+    ("azure_after_2262.csv", ["--format", "azure-llm"], "line 3, field TIMESTAMP"),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "names"), CHARACTERIZE)
+def test_bad_trace_is_one_line_exit_2_and_writes_nothing(
+    name: str,
+    options: list[str],
+    names: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("0,0x1000,DiskRead\n500000000,0x2000,DiskWrite\n1000000000,0x1000,DiskRead\n")
+    bad = shutil.copy(CORPUS / "characterize" / name, tmp_path / name)
+    out = tmp_path / "out"
+    # the good trace first: its curves must not be written either
+    args = ["characterize", str(good), str(bad), *options, "--out", str(out), "--quiet"]
+    if options:  # a format applies to every trace: give the bad one alone
+        args = ["characterize", str(bad), *options, "--out", str(out), "--quiet"]
+    run_bad(args, capsys, str(bad), names)
+    assert not out.exists()
+
+
+def test_duplicate_stems_are_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "t.txt").write_text("0,0x1000,DiskRead\n1000000000,0x1000,DiskRead\n")
+    out = tmp_path / "out"
+    args = ["characterize", str(tmp_path / "a/t.txt"), str(tmp_path / "b/t.txt"), "--out", str(out)]
+    run_bad(args, capsys, str(tmp_path / "b/t.txt"), "file stem 't'")
+    assert not out.exists()
+
+
+def test_characterize_out_onto_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.txt"
+    trace.write_text("0,0x1000,DiskRead\n1000000000,0x1000,DiskRead\n")
+    out = tmp_path / "out"
+    out.write_text("not a folder")
+    run_bad(["characterize", str(trace), "--out", str(out)], capsys, str(out), "folder")
+    assert out.read_text() == "not a folder"
+
+
+TENANTS = [
+    ('{"tenants": [{"name": "A", "slo_s": "fast", "trace": "t.txt"}]}', "tenants[0].slo_s"),
+    ('{"tenants": [{"name": "A", "slo_s": null, "trace": "t.txt"}]}', "tenants[0].slo_s"),
+    ('{"tenants": [{"name": "A", "slo_s": 1e400, "trace": "t.txt"}]}', "tenants[0].slo_s"),
+    (
+        '{"tenants": [{"name": "A", "slo_s": 0.1, "percentil": 0.9, "trace": "t.txt"}]}',
+        "tenants[0].percentil",
+    ),
+]
+
+
+@pytest.mark.parametrize("verb", ["bound", "admit"])
+@pytest.mark.parametrize(("document", "names"), TENANTS)
+def test_bad_tenants_file_is_one_line_exit_2(
+    verb: str, document: str, names: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text(document)
+    out = tmp_path / "out" / "plan.json"
+    run_bad([verb, "--tenants", str(tenants), "--out", str(out)], capsys, str(tenants), names)
+    assert not out.parent.exists()
