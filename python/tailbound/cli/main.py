@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "admit",
     "prioritize",
     "policies",
+    "enforce",
     "experiment",
 )
 
