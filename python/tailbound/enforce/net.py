@@ -820,7 +820,7 @@ def htb_bounds(
     for t in members:
         p = t.priority[stage]
         assert p is not None
-        higher_or_same = [u for u in members if u.priority[stage] <= p]
+        higher_or_same = [u for u in members if (u.priority.get(stage) or 0) <= p]
         if any(stage not in u.limits for u in higher_or_same):
             out[t.name] = float("inf")
             continue
