@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "prioritize",
     "verify",
     "policies",
+    "enforce",
     "experiment",
 )
 
