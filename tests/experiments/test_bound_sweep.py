@@ -35,6 +35,7 @@ def test_the_sweep_covers_every_choice_and_binds(profile: SsdProfile, data_dir: 
     assert {c.device for c in cases} == {"ssd", "disk"}
     assert {c.path for c in cases} == {"storage", "network", "local"}
     assert {c.mode for c in cases} == {"shaping", "demotion"}
+    assert {c.devices for c in cases} == {1, 2}
     outcomes = [run(c, profile, data_dir) for c in cases]
     s = summary(outcomes)
     assert s["exceeded"] == 0 and s["tenants"] >= 40

@@ -35,6 +35,14 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--fast-first-fit", action="store_true", help="skip near-full servers")
     parser.add_argument(
+        "--grow",
+        action="store_true",
+        help=(
+            "when no server fits a tenant, add a server like the cluster's last one (how many "
+            "servers the tenants need) instead of leaving the tenant out"
+        ),
+    )
+    parser.add_argument(
         "--server-model",
         choices=("sound", "reference"),
         default="sound",
@@ -145,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             policy,
             fast_first_fit=args.fast_first_fit,
             events=events,
+            grow=args.grow,
             progress=bar.update,
         )
     total_s = time.perf_counter() - start
@@ -155,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         safety_margin=margin,
         meta={
             "fast_first_fit": args.fast_first_fit,
+            "grow": args.grow,
             "peak_servers": result.peak_servers,
             "configure_calls": result.configure_calls,
             "curves_s": round(curves_s, 3),

@@ -4,7 +4,8 @@ hold").
 
 Each scenario (one seed) draws:
 
-- the policy: WorkloadCompactor (its LP and check, SSD devices, the storage path) or
+- the policy: WorkloadCompactor (its LP and check, one or two SSDs on the server sharing its
+  link, the storage path) or
   PriorityMeister (its prioritizer and LP; 1–4 token buckets per stage; SSD or disk devices;
   the storage path with three stages, the network path with two, or a local tenant whose only
   stage is the device);
@@ -95,6 +96,7 @@ class Case:
     buckets: int
     candidates: int
     cap_s: float | None
+    devices: int = 1
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def draw(seed: int) -> Case:
         buckets=int(rng.integers(1, 5)) if pm else 1,
         candidates=int(rng.integers(4, 13)),
         cap_s=None if rng.random() < 0.5 else float(rng.uniform(0.002, 0.02)),
+        devices=int(rng.integers(1, 3)) if not pm else 1,
     )
 
 
@@ -197,7 +200,7 @@ def _workloadcompactor(
     case: Case, tenants: Sequence[tuple[Tenant, Trace]], profile: SsdProfile
 ) -> tuple[Plan, dict[str, Any] | None]:
     model = server_model(profile, LINK, MTU, case.cap_s)
-    cluster = Cluster(LINK, (Server(SERVER, ("ssd0",)),))
+    cluster = Cluster(LINK, (Server(SERVER, tuple(f"ssd{d}" for d in range(case.devices))),))
     curves = [
         characterize(t, tr, profile=profile, link_bandwidth_bytes_per_s=LINK) for t, tr in tenants
     ]
