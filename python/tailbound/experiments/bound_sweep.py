@@ -20,9 +20,9 @@ Each scenario (one seed) draws:
 The admitted tenants are replayed through their Plan (the traces the plan came from) with the
 plan's dispatch rule, and each tenant's largest latency is compared with its bound.
 
-Disks are drawn with random access (no offsets): the token model prices a request on a shared
-disk exactly only then; with offsets the disk's positioning depends on the other tenants'
-requests, which a worst-case bound must price at its worst (docs/dnc.md, "Known gaps").
+On a disk the analysis prices each write at its worst on a shared disk
+(:class:`~tailbound.profiles.disk.DiskModel` with ``shared_gap_bytes``): another tenant's
+request may interrupt a sequential stream, and the simulator then charges a reposition.
 
 Run: ``python -m tailbound.experiments.bound_sweep --scenarios 1000 --out DIR``.
 """
@@ -60,7 +60,8 @@ from tailbound.policies.prioritymeister import RATE_CAP, PmTenant, prioritize, r
 from tailbound.policies.workload import characterize
 from tailbound.policies.workloadcompactor import make_policy, server_model, to_plan
 from tailbound.profiles import SsdProfile, stage_model
-from tailbound.profiles.disk import DiskProfile
+from tailbound.profiles.disk import DiskModel, DiskProfile
+from tailbound.sim.scenario import DISK_GAP_BYTES
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces import read_trace
 from tailbound.traces.sizes import EmpiricalSizes
@@ -143,8 +144,6 @@ def candidates(case: Case, profile: SsdProfile, data: Path | None) -> list[tuple
             trace = trace.slice_time(start, start + 60.0)
             if len(trace) == 0:
                 continue
-            if case.device == "disk":  # random access (module docstring)
-                trace = Trace.from_arrays(time=trace.time, op=trace.op, size=trace.size, name=name)
         else:
             sizes = EmpiricalSizes(
                 np.array([4096, 16384, 65536, 262144]), rng.dirichlet(np.ones(4))
@@ -215,6 +214,7 @@ def _prioritymeister(
 ) -> tuple[Plan, dict[str, Any] | None]:
     disk = DiskProfile.from_json(DISK)
     device_profile: SsdProfile | DiskProfile = disk if case.device == "disk" else profile
+    disk_model = DiskModel(disk, shared_gap_bytes=DISK_GAP_BYTES)
     if case.device == "disk":
         sizes = np.array([512.0])
         limits = DeviceLimits(1, 1, math.inf, math.inf, sizes, sizes, sizes, case.cap_s)
@@ -240,6 +240,8 @@ def _prioritymeister(
         buckets, biggest = {}, {}
         for stage in queues:
             model = stage_model(stage, link_bandwidth_bytes_per_s=LINK, profile=device_profile)
+            if stage == Stage.STORAGE and case.device == "disk":
+                model = disk_model  # every write at its worst on a shared disk
             curve = rb_curve(trace, model)
             if curve.rates[0] >= RATE_CAP:
                 break  # its mean rate alone fills the stage: never admitted

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,10 +49,11 @@ from tailbound.policies.pm_plan import prioritizer
 from tailbound.policies.prioritymeister import PmTenant, Prioritized, rate_limits
 from tailbound.policies.scheduling import Cake, earliest_deadline_first, proportional_share
 from tailbound.profiles import SsdProfile, stage_model
-from tailbound.profiles.disk import DiskProfile
+from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.profiles.tokens import MessageSizes, SsdModel
 from tailbound.sim import Scenario, Simulator, percentile
 from tailbound.sim.plan import scenario_from_plan
+from tailbound.sim.scenario import DISK_GAP_BYTES
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import onoff_trace, poisson_trace
@@ -139,7 +141,7 @@ def disk_trace(
     ``λ·(200 + 1.1·s)/BANDWIDTH = network_load`` (the response message of a read,
     ``MessageSizes``). Poisson arrivals when ``c2`` is 1, on/off bursts otherwise.
 
-    >>> from tailbound.profiles.disk import DiskProfile
+    >>> from tailbound.profiles.disk import DiskModel, DiskProfile
     >>> t = disk_trace(0.45, 0.25, 1.0, 60.0, seed=1, disk=DiskProfile.from_json(THESIS_DISK),
     ...                name="J")
     >>> int(t.size[0]), round(len(t) / 60.0)  # bytes, requests per second
@@ -275,6 +277,7 @@ def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmT
         if d.get("kind") == "disk"
     }
     placed = {t.name: t for t in placed_plan(setup).tenants}
+    sharing = Counter(t.device for t in setup.tenants)
     out = []
     for t in setup.tenants:
         queues = stage_queues(placed[t.name])
@@ -286,6 +289,10 @@ def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmT
                 continue
             device_profile = disks.get(t.device, profile)
             model = stage_model(stage, link_bandwidth_bytes_per_s=BANDWIDTH, profile=device_profile)
+            if stage == Stage.STORAGE and t.device in disks and sharing[t.device] > 1:
+                # every write at its worst on a shared disk (another tenant may interrupt a
+                # sequential stream: the simulator then charges a reposition)
+                model = DiskModel(disks[t.device], shared_gap_bytes=DISK_GAP_BYTES)
             tokens = model.tokens(t.trace)
             biggest[stage] = float(tokens.max()) if stage == Stage.STORAGE else MTU / BANDWIDTH
             if t.outstanding is None:

@@ -277,6 +277,13 @@ def sequential_mask(
 class DiskModel:
     """A disk stage: seek + rotation + transfer seconds per request, transfer only if sequential.
 
+    ``shared_gap_bytes`` (the enforcer's "nearly sequential" gap, set for a disk that other
+    tenants share) prices every write at its worst on a shared disk as the simulator's disk rule
+    does (``sim/disk.rs``): a sequential write whose stream another request interrupted
+    repositions (average seek + half a revolution), one issued after its predecessor finished
+    waits up to a revolution plus the gap for its sector. The worst-case analyses use it; the
+    token buckets of a tenant alone do not need it.
+
     Examples
     --------
     >>> from tailbound.traces import Trace
@@ -286,13 +293,30 @@ class DiskModel:
     ...                       offset=[0, 150_000, 10**12 - 150_000])
     >>> [round(x * 1e3, 4) for x in DiskModel(p).tokens(t).tolist()]  # ms
     [13.6667, 1.0, 23.1667]
+    >>> w = Trace.from_arrays(time=[0.0, 0.1], op=[1, 1], size=[150_000] * 2, offset=[0, 150_000])
+    >>> [round(x * 1e3, 4) for x in DiskModel(p, shared_gap_bytes=65536).tokens(w).tolist()]
+    [13.6667, 13.6667]
     """
 
     profile: DiskProfile
     stage: Stage = Stage.STORAGE
+    shared_gap_bytes: float | None = None
 
     def tokens(self, trace: Trace) -> NDArray[np.float64]:
         """Seconds of device work per request."""
+        own = self._own(trace)
+        if self.shared_gap_bytes is None or len(trace) == 0:
+            return own
+        p = self.profile
+        transfer = trace.size.astype(np.float64) / p.transfer_bandwidth
+        revolution = 60.0 / p.rpm
+        worst = transfer + max(
+            p.average_seek_s + p.rotational_latency_s,
+            revolution + self.shared_gap_bytes / p.transfer_bandwidth,
+        )
+        return np.where(trace.op == 1, np.maximum(own, worst), own)
+
+    def _own(self, trace: Trace) -> NDArray[np.float64]:
         p = self.profile
         transfer = trace.size.astype(np.float64) / p.transfer_bandwidth
         random_access = p.average_seek_s + p.rotational_latency_s
