@@ -29,9 +29,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--arrival-model",
-        default="reference",
-        choices=["reference"],
-        help="arrival characterisation (reference: the reference implementation's MMPP fit)",
+        default="deterministic",
+        choices=["deterministic", "reference"],
+        help=(
+            "arrival characterisation and search: the reference implementation's MMPP fit, with "
+            "dependency groups' Hölder parameters found by a deterministic search in the Rust "
+            "core (deterministic, the default) or by the reference's seeded random search "
+            "(reference: the reference implementation's numbers)"
+        ),
     )
     parser.add_argument(
         "--alone-floor",
@@ -56,8 +61,15 @@ def run(args: argparse.Namespace) -> int:
 
     tset = load_tenants(args.tenants)
     fits = FitCache()
+    search = "reference" if args.arrival_model == "reference" else "deterministic"
     policy = build(
-        args.analysis, "admission", tset, fits=fits, alone_floor=args.alone_floor, incremental=False
+        args.analysis,
+        "admission",
+        tset,
+        fits=fits,
+        alone_floor=args.alone_floor,
+        incremental=False,
+        search=search,
     )
     start = time.perf_counter()
     results = policy(tset.tenants)

@@ -35,21 +35,24 @@ def make_admission(
     joint_floor: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
+    search: str = "reference",
 ) -> AdmissionPolicy:
     """The admission policy ``name`` for tenants of ``tset`` (module docstring).
 
     ``fits`` and ``curves`` are caches of MMPP fits and r-b curves to share between policies
     (the traces they hold are the decision's: an experiment primes them with first halves);
     ``alone`` keeps measured latencies alone across policies (:class:`AloneFloor`);
-    ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants)."""
+    ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
+    ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
+    ``"reference"`` or ``"deterministic"``)."""
     if name in DNC_POLICIES:
         return dnc_bound_function(tset, name, curves)
     fits = fits if fits is not None else FitCache()
     policy: AdmissionPolicy
     if name == "snc-meister" and incremental:
-        policy = SncPolicy(IncrementalSnc(tset, fits), name)
+        policy = SncPolicy(IncrementalSnc(tset, fits, search), name)
     elif name in ("snc-meister", "snc-hop-by-hop", "snc-convolution"):
-        policy = SncPolicy(snc_bound_function(tset, name, fits), name)
+        policy = SncPolicy(snc_bound_function(tset, name, fits, search), name)
     else:
         known = ("snc-meister", "snc-hop-by-hop", "snc-convolution", *DNC_POLICIES)
         raise ValueError(f"unknown admission policy {name!r} (known: {', '.join(known)})")
