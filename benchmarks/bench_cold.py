@@ -83,15 +83,13 @@ def main(argv: list[str] | None = None) -> None:
                 ["--arrival-model", "reference"],
             ),
         ]
-        for name, tenants, extra in cases:
+        for case, (name, tenants, extra) in enumerate(cases):
             runs = args.runs if not extra else 1
             base = ["bound", "--tenants", *tenants, *extra]
-            cold = median_of(
-                runs, lambda i, n=name, e=extra: [*base, "--cache", f"{tmp}/c-{n}-{e}-{i}"]
-            )
-            warm_dir = f"{tmp}/warm-{name}-{extra}"
+            cold = median_of(runs, lambda i, b=base, c=case: [*b, "--cache", f"{tmp}/c{c}-{i}"])
+            warm_dir = f"{tmp}/warm{case}"
             timed([*base, "--cache", warm_dir])
-            warm = median_of(runs, lambda i, d=warm_dir: [*base, "--cache", d])
+            warm = median_of(runs, lambda i, b=base, d=warm_dir: [*b, "--cache", d])
             ref = REFERENCE_S[name]
             rows.append(
                 [
