@@ -44,8 +44,16 @@ def test_characterize_writes_sorted_csv_and_plot(
     profile.write_text(json.dumps(PROFILE))
     out = tmp_path / "out"
     code = main(
-        ["characterize", str(trace), "--profile", str(profile), "--out", str(out), "--plot"]
-        + options
+        [
+            "characterize",
+            str(trace),
+            "--profile",
+            str(profile),
+            "--out",
+            str(out),
+            "--plot",
+            *options,
+        ]
     )
     assert code == 0
     for stage in ["net_in", "storage", "net_out"]:
