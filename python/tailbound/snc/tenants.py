@@ -304,7 +304,9 @@ def build_network(
             "out": (f"{t.server}/egress", f"{t.client_host}/ingress"),
         }
         if t.device is not None:
-            paths["storage"] = (f"{t.device}/device",)
+            # A device belongs to its server: ssd0 of s0 and ssd0 of s1 are two queues (the
+            # plan names them "<server>.<device>"; before, every "ssd0" shared one queue).
+            paths["storage"] = (f"{t.server}/{t.device}/device",)
         ids = {}
         for direction, path in paths.items():
             ids[direction] = next_id
