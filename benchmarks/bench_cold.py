@@ -69,7 +69,7 @@ def median_of(runs: int, make_args) -> tuple[float, float, float]:  # type: igno
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=7)
-    args = ap.parse_args(argv)
+    args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -134,4 +134,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 from tailbound.experiments._snc_common import find_data, tenant, tenant_set
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("max_tenants", nargs="?", type=int, default=256)
     ap.add_argument("--sample", type=int, default=8)
-    args = ap.parse_args(argv)
+    args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
     rows = []
     for n in (s for s in (16, 64, 256) if s <= args.max_tenants):
         specs = scenario(n, max(4, n // 4))
@@ -130,4 +131,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
