@@ -44,7 +44,7 @@ def test_fits_are_read_back_exactly_and_keyed_by_content(tmp_path: Path) -> None
     first = FitCache(disk=cache)
     fitted = {d: first.model(spec, d, tset) for d in ("in", "out")}
     assert first.disk_hits == 0
-    assert len(list((cache / "mmpp").glob("*.npz"))) == 2
+    assert len(list((cache / "mmpp").glob("*.fit"))) == 2
 
     again = FitCache(disk=cache)
     for d in ("in", "out"):

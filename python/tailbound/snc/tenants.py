@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -142,7 +143,7 @@ class FitCache:
     ``interval_ns``: the fit's interval length (:func:`~tailbound.snc.mmpp.fit_mmpp`).
 
     ``disk``: a folder keeping fits across processes (``tailbound bound`` uses
-    :func:`default_cache_dir`): ``mmpp/<key>.npz`` with the key a SHA-256 of the trace file's
+    :func:`default_cache_dir`): ``mmpp/<key>.fit`` with the key a SHA-256 of the trace file's
     content, the direction, the interval, the work model (for storage the SSD profile's content)
     and :data:`FIT_FORMAT`. A fit found there is the fit itself (its arrays stored exactly), so
     every bound is the same with or without it; the trace is then not even read."""
@@ -208,47 +209,75 @@ class FitCache:
         else:
             parts.append(repr(MessageSizes()))
         key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
-        return self.disk / "mmpp" / f"{key}.npz"
+        return self.disk / "mmpp" / f"{key}.fit"
 
 
 _MODEL_ARRAYS = ("transition", "p_request", "mu", "lambdas", "state_of_interval")
 
 
 def _load_model(path: Path) -> MmppModel | None:
-    """The fit stored at ``path``, ``None`` if absent or unreadable (then it is fitted again)."""
+    """The fit stored at ``path``, ``None`` if absent or unreadable (then it is fitted again).
+
+    The file is one JSON line (the format, ``a``, each array's dtype and shape) and the arrays'
+    bytes in that order: no zip archive to open (``np.load`` of an ``.npz`` cost more than the
+    fit of a small trace)."""
+    import json
+
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: np.array(z[k]) for k in _MODEL_ARRAYS}
-            a = float(z["a"])
-    except (OSError, KeyError, ValueError):
+        raw = path.read_bytes()
+        head, _, body = raw.partition(b"\n")
+        meta = json.loads(head)
+        if meta.get("format") != FIT_FORMAT:
+            return None
+        arrays: dict[str, NDArray[Any]] = {}
+        at = 0
+        for name, (dtype, shape) in zip(_MODEL_ARRAYS, meta["arrays"], strict=True):
+            count = int(np.prod(shape))
+            a = np.frombuffer(body, dtype=np.dtype(dtype), count=count, offset=at)
+            arrays[name] = a.reshape(shape).copy()
+            at += a.nbytes
+        if at != len(body):
+            return None
+        return MmppModel(
+            transition=arrays["transition"],
+            p_request=arrays["p_request"],
+            mu=arrays["mu"],
+            lambdas=arrays["lambdas"],
+            a=float(meta["a"]),
+            state_of_interval=arrays["state_of_interval"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return MmppModel(
-        transition=arrays["transition"],
-        p_request=arrays["p_request"],
-        mu=arrays["mu"],
-        lambdas=arrays["lambdas"],
-        a=a,
-        state_of_interval=arrays["state_of_interval"],
-    )
 
 
 def _save_model(path: Path, model: MmppModel) -> None:
     """Store ``model`` at ``path`` (all or nothing); a cache that cannot be written is skipped."""
+    import json
+
     from tailbound.atomic import atomic_path
 
     state = model.state_of_interval
-    arrays = {
-        "transition": model.transition,
-        "p_request": model.p_request,
-        "mu": model.mu,
-        "lambdas": model.lambdas,
-        "state_of_interval": state if state is not None else np.zeros(0, np.int64),
-        "a": np.float64(model.a),
+    arrays = [
+        np.ascontiguousarray(a)
+        for a in (
+            model.transition,
+            model.p_request,
+            model.mu,
+            model.lambdas,
+            state if state is not None else np.zeros(0, np.int64),
+        )
+    ]
+    meta = {
+        "format": FIT_FORMAT,
+        "a": float(model.a),  # JSON keeps a float64 exactly (its shortest repr round-trips)
+        "arrays": [[a.dtype.str, list(a.shape)] for a in arrays],
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.savez(f, **arrays)  # type: ignore[arg-type]
+            f.write(json.dumps(meta).encode() + b"\n")
+            for a in arrays:
+                f.write(a.tobytes())
     except OSError:
         pass
 
