@@ -329,7 +329,7 @@ impl Tree {
         const SHIFTS: [f64; 5] = [-0.2, -0.1, 0.0, 0.1, 0.2];
         const STEPS: [f64; 2] = [1.0, 0.1];
         for pass in 0..2 {
-            let (half, spacing) = if pass == 0 { (50, 0.02) } else { (30, 0.01) };
+            let (half, spacing) = if pass == 0 { (25, 0.04) } else { (15, 0.02) };
             for j in 1..=k {
                 let mut z = best.clone();
                 let (v0, a0) = (best[j], best[0]);
