@@ -72,3 +72,10 @@ def write_tenants(tmp_path: Path, data_dir: Path):  # type: ignore[no-untyped-de
         return path
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _fit_cache_in_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Commands run by the tests keep their MMPP fit cache in a temporary folder, never in the
+    user's ~/.cache."""
+    monkeypatch.setenv("TAILBOUND_CACHE", str(tmp_path_factory.getbasetemp() / "fit-cache"))

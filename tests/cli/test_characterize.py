@@ -44,7 +44,16 @@ def test_characterize_writes_sorted_csv_and_plot(
     profile.write_text(json.dumps(PROFILE))
     out = tmp_path / "out"
     code = main(
-        ["characterize", str(trace), "--profile", str(profile), "--out", str(out), *options]
+        [
+            "characterize",
+            str(trace),
+            "--profile",
+            str(profile),
+            "--out",
+            str(out),
+            "--plot",
+            *options,
+        ]
     )
     assert code == 0
     for stage in ["net_in", "storage", "net_out"]:
@@ -60,7 +69,7 @@ def test_characterize_writes_sorted_csv_and_plot(
             assert (rates[-1] <= 1.0) == ("inf" not in options)
         if "--rates" in options:
             assert len(curve) == 50 and rates[-1] == pytest.approx(1.1)
-    assert (out / "t1.rb.png").stat().st_size > 1000
+    assert (out / "t1.rb.png").stat().st_size > 1000  # drawn only when asked (--plot)
     table = capsys.readouterr().out
     assert "peak/mean@1s" in table and "storage" in table and "t1" in table
 
@@ -68,6 +77,7 @@ def test_characterize_writes_sorted_csv_and_plot(
 def test_characterize_stage_option(tmp_path: Path) -> None:
     trace = write_wc_trace(tmp_path / "t2.txt", n=200)
     assert main(["characterize", str(trace), "--stage", "net_out", "--out", str(tmp_path)]) == 0
+    assert not list(tmp_path.glob("*.png")), "no plot unless asked"
     assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["t2.net_out.rb.csv"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -155,12 +156,57 @@ def test_screen_gives_the_same_decisions(cut_traces: dict[str, Trace]) -> None:
         assert any(d.admitted for d in full) and not all(d.admitted for d in full)
 
 
-def test_device_tenants_are_refused() -> None:
+def test_device_tenants_need_a_profile() -> None:
     spec = Tenant("a", Slo(0.1), Path("x"), "c", server="s", device="ssd0")
-    with pytest.raises(ConfigError, match="network only"):
+    with pytest.raises(ConfigError, match="no ssd_profile"):
         dnc_bound_function(TenantSet((spec,)), "dnc")
     with pytest.raises(ValueError, match="unknown DNC policy"):
         dnc_bound_function(TenantSet(()), "nope")
+
+
+def worst_delay(buckets: Sequence[tuple[float, float]]) -> float:
+    """``sup_t min_i (r_i t + b_i) − t``: a flow shaped by ``buckets`` alone at a server of rate
+    1, on a fine grid of ``t`` (the breakpoints of a concave curve are where it peaks)."""
+    t = np.concatenate(
+        [
+            [0.0],
+            [(b2 - b1) / (r1 - r2) for (r1, b1), (r2, b2) in pairwise(buckets) if r1 != r2],
+        ]
+    )
+    t = np.concatenate([t, np.linspace(0.0, 10.0, 100_001)])
+    alpha = np.min([r * t + b for r, b in buckets], axis=0)
+    return float(np.max(alpha - t))
+
+
+@pytest.mark.parametrize("policy", ["dnc", "silo", "qjump"])
+def test_device_tenants_get_a_storage_bound(
+    policy: str, cut_traces: dict[str, Trace], wc62_dir: Path
+) -> None:
+    """A tenant with a device gets the LP bound of its device: alone, the worst delay of its
+    storage buckets at a server of rate 1; its total is the sum of its three parts; a more
+    important tenant on another server's device leaves its storage part unchanged, on the same
+    device it raises it."""
+    profile = wc62_dir / "profile_ssd.json"
+    a = Tenant("a", Slo(0.5), Path(f"/wc62/{TRACES[0]}"), "c0", server="s0", device="ssd0")
+    b = Tenant("b", Slo(0.05), Path(f"/wc62/{TRACES[3]}"), "c1", server="s1", device="ssd0")
+    same = Tenant("b", Slo(0.05), Path(f"/wc62/{TRACES[3]}"), "c1", server="s0", device="ssd0")
+    tset = TenantSet((a, same), ssd_profile=profile)
+    fn = dnc_bound_function(tset, policy, CurveCache(tset, dict(cut_traces)))
+    alone = fn([a])[0]
+    assert alone.latency_storage_s is not None and alone.latency_storage_s > 0
+    assert alone.latency_s == pytest.approx(
+        alone.latency_in_s + alone.latency_out_s + alone.latency_storage_s
+    )
+    storage = fn.storage_flow(a, 0)
+    assert storage.queues == ("s0/ssd0",) and len(storage.buckets) >= 1
+    assert alone.latency_storage_s == pytest.approx(
+        worst_delay(storage.buckets), rel=1e-6, abs=1e-9
+    )
+    elsewhere = fn([a, b])[0]
+    assert elsewhere.latency_storage_s == pytest.approx(alone.latency_storage_s, rel=1e-9)
+    shared = fn([a, same])[0]
+    assert shared.latency_storage_s is not None
+    assert shared.latency_storage_s > alone.latency_storage_s
 
 
 @pytest.mark.parametrize(

@@ -164,13 +164,23 @@ def test_storage_flow_with_device(write_tenants, data_dir: Path) -> None:  # typ
                 "client_host": "c0",
                 "server_host": "s0",
                 "device": "ssd0",
-            }
+            },
+            {
+                "name": "b",
+                "slo_s": 0.5,
+                "trace_index": 4,
+                "client_host": "c0",
+                "server_host": "s1",
+                "device": "ssd0",
+            },
         ],
         ssd_profile=str(data_dir / "wc62" / "profile_ssd.json"),
     )
     tset = load_tenants(path)
     net, flows, _ = build_network(tset, tset.tenants, FitCache())
     storage = net.flows[flows[0].flows["storage"]]
-    assert storage.path == ("ssd0/device",)
-    assert net.queues["ssd0/device"] == 1.0
+    assert storage.path == ("s0/ssd0/device",)
+    assert net.queues["s0/ssd0/device"] == 1.0
     assert storage.eps == pytest.approx(0.001 / 3)
+    # The device of the same name on another server is another queue.
+    assert net.flows[flows[1].flows["storage"]].path == ("s1/ssd0/device",)

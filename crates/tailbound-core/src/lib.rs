@@ -11,5 +11,6 @@ pub mod sched;
 pub mod sim;
 pub mod snc;
 pub mod snc_fast;
+pub mod snc_tree;
 
 pub use error::{Error, Result};

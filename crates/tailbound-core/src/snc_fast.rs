@@ -207,7 +207,7 @@ impl Plan {
     }
 }
 
-struct Rho<'a> {
+pub(crate) struct Rho<'a> {
     source: &'a Source,
     solver: Option<PerronSolver>,
     excess: Vec<f64>,
@@ -222,7 +222,7 @@ struct Rho<'a> {
 }
 
 impl<'a> Rho<'a> {
-    fn new(source: &'a Source) -> Result<Self> {
+    pub(crate) fn new(source: &'a Source) -> Result<Self> {
         let n = source.n;
         if n == 0 || source.generator.len() != n * n || source.p.len() != n || source.mu.len() != n
         {
@@ -298,7 +298,7 @@ impl<'a> Rho<'a> {
     }
 
     /// `rho(theta)` for `theta` below every `mu` of the source (the caller checks the pole).
-    fn at(&mut self, theta: f64) -> f64 {
+    pub(crate) fn at(&mut self, theta: f64) -> f64 {
         if let Some(&slot) = self.memo.get(&theta.to_bits()) {
             return self.values[slot];
         }
@@ -340,7 +340,7 @@ impl<'a> Rho<'a> {
 }
 
 /// `log(1 - e^z)`, `-inf` where `z >= 0`.
-fn log1m_exp(z: f64) -> f64 {
+pub(crate) fn log1m_exp(z: f64) -> f64 {
     if z < 0.0 {
         (-z.exp_m1()).ln()
     } else {

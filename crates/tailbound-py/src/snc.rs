@@ -3,6 +3,7 @@
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use tailbound_core::snc_fast::Plan;
+use tailbound_core::snc_tree::{Kind, Tree};
 
 use crate::error::to_py;
 
@@ -114,6 +115,106 @@ impl PySncNetwork {
     }
 }
 
+/// `(latency_steps, theta, x, evaluations)` of a tree's search.
+type Found<'py> = (f64, f64, Bound<'py, PyArray1<f64>>, usize);
+
+/// One flow's SNC latency expression with Hölder parameters (`tailbound_core::snc_tree::Tree`),
+/// built leaf by leaf and operator by operator (children before parents), then evaluated at
+/// points or searched deterministically over `theta` and the parameters.
+#[pyclass(name = "SncTree", module = "tailbound._core")]
+#[derive(Default)]
+struct PySncTree {
+    tree: Tree,
+}
+
+#[pymethods]
+impl PySncTree {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add an MMPP source (generator `G = P - I`, `p`, `mu`); its index.
+    fn add_source(
+        &mut self,
+        generator: PyReadonlyArray2<'_, f64>,
+        p: PyReadonlyArray1<'_, f64>,
+        mu: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<usize> {
+        let g = generator.as_array();
+        if g.nrows() != g.ncols() {
+            return Err(to_py(tailbound_core::Error::Invalid(format!(
+                "the generator is {} × {}: expected a square matrix",
+                g.nrows(),
+                g.ncols()
+            ))));
+        }
+        let g = g.iter().copied().collect();
+        self.tree.add_source(g, floats(&p), floats(&mu)).map_err(to_py)
+    }
+
+    /// A leaf reading source `source`; its node index.
+    fn add_leaf(&mut self, source: usize) -> PyResult<usize> {
+        self.tree.add_leaf(source).map_err(to_py)
+    }
+
+    /// A constant-rate server (work per step); its node index.
+    fn add_constant(&mut self, rate_per_step: f64) -> PyResult<usize> {
+        self.tree.add_constant(rate_per_step).map_err(to_py)
+    }
+
+    /// An operator (0 aggregate, 1 leftover, 2 output, 3 convolution) on nodes `first` (at
+    /// `x theta`) and `second` (at `y theta`), with Hölder parameter `param` or `None`.
+    fn add_op(
+        &mut self,
+        kind: u8,
+        first: usize,
+        second: usize,
+        param: Option<usize>,
+    ) -> PyResult<usize> {
+        let kind = Kind::from_code(kind).map_err(to_py)?;
+        self.tree.add_op(kind, first, second, param).map_err(to_py)
+    }
+
+    /// The root: latency of `arrival` through `service` at violation probability `eps`.
+    fn set_root(
+        &mut self,
+        arrival: usize,
+        service: usize,
+        param: Option<usize>,
+        eps: f64,
+    ) -> PyResult<()> {
+        self.tree.set_root(arrival, service, param, eps).map_err(to_py)
+    }
+
+    /// Number of Hölder parameters.
+    #[getter]
+    fn params(&self) -> usize {
+        self.tree.params()
+    }
+
+    /// Latencies (steps) at `thetas[i]` with parameters `xs[i]` (shape `(n, params)`).
+    fn latencies<'py>(
+        &self,
+        py: Python<'py>,
+        thetas: PyReadonlyArray1<'py, f64>,
+        xs: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let t = floats(&thetas);
+        let x = xs.as_array().iter().copied().collect::<Vec<f64>>();
+        let tree = &self.tree;
+        let out = py.detach(|| tree.latencies(&t, &x)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, out))
+    }
+
+    /// The deterministic search: `(latency_steps, theta, x, evaluations)`.
+    fn search<'py>(&self, py: Python<'py>) -> PyResult<Found<'py>> {
+        let tree = &self.tree;
+        let found = py.detach(|| tree.search()).map_err(to_py)?;
+        Ok((found.latency_steps, found.theta, PyArray1::from_vec(py, found.x), found.evaluations))
+    }
+}
+
 fn floats(a: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
     a.as_array().iter().copied().collect()
 }
@@ -121,5 +222,6 @@ fn floats(a: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(perron_roots, m)?)?;
     m.add_class::<PySncNetwork>()?;
+    m.add_class::<PySncTree>()?;
     Ok(())
 }

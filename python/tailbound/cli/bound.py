@@ -31,9 +31,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--arrival-model",
-        default="reference",
-        choices=["reference"],
-        help="arrival characterisation (reference: the reference implementation's MMPP fit)",
+        default="deterministic",
+        choices=["deterministic", "reference"],
+        help=(
+            "arrival characterisation and search: the reference implementation's MMPP fit, with "
+            "dependency groups' Hölder parameters found by a deterministic search in the Rust "
+            "core (deterministic, the default) or by the reference's seeded random search "
+            "(reference: the reference implementation's numbers)"
+        ),
     )
     parser.add_argument(
         "--alone-floor",
@@ -43,23 +48,42 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "trace in the simulator (off by default: the analysis' own bound)"
         ),
     )
+    parser.add_argument(
+        "--cache",
+        help=(
+            "folder keeping MMPP fits across runs, keyed by each trace's content (default "
+            "$TAILBOUND_CACHE, else ~/.cache/tailbound)"
+        ),
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="fit every trace afresh and store nothing"
+    )
     parser.add_argument("--out", help="write the plan (priorities, limits, bounds) as JSON here")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import time
+    from pathlib import Path
 
     from tailbound.model import load_tenants
     from tailbound.policies.admission import bounds_plan
     from tailbound.policies.registry import build
-    from tailbound.snc.tenants import FitCache
+    from tailbound.snc.tenants import FitCache, default_cache_dir
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
-    fits = FitCache()
+    disk = None if args.no_cache else Path(args.cache) if args.cache else default_cache_dir()
+    fits = FitCache(disk=disk)
+    search = "reference" if args.arrival_model == "reference" else "deterministic"
     policy = build(
-        args.analysis, "admission", tset, fits=fits, alone_floor=args.alone_floor, incremental=False
+        args.analysis,
+        "admission",
+        tset,
+        fits=fits,
+        alone_floor=args.alone_floor,
+        incremental=False,
+        search=search,
     )
     start = time.perf_counter()
     results = policy(tset.tenants)
@@ -94,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(header, rows))
     print(
         f"\n{args.analysis}: {len(results)} tenants, bounds in {elapsed:.3f} s "
-        f"(MMPP fits {fits.fit_seconds:.3f} s)"
+        f"(MMPP fits {fits.fit_seconds:.3f} s, {fits.disk_hits} read from the cache)"
     )
     if args.out:
         plan = bounds_plan(

@@ -3,8 +3,8 @@
 For every trace and stage it prints a table row (requests, duration, mean rate, peak-to-mean
 ratio at 1 s, C² of inter-arrival times, bucket sizes at a few rates), writes the r-b curve to
 ``DIR/<trace-stem>.<stage>.rb.csv`` (header ``rate,bucket_s``: rates as utilisations of the stage,
-buckets in seconds of work, sorted by rate) and plots the trace's curves to
-``DIR/<trace-stem>.rb.png``.
+buckets in seconds of work, sorted by rate) and, with ``--plot``, plots the trace's curves to
+``DIR/<trace-stem>.rb.png`` (plots are for people and cost ~0.9 s each: drawn only when asked).
 
 Rates: the WorkloadCompactor grid by default (1.0 down to the mean rate in steps of 0.001);
 ``--rates N``: N rates evenly spaced from the mean rate to 1.0 (both included); ``--exact``: the
@@ -119,6 +119,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--threads", type=_positive_int, default=1, help="threads for rbGen (default 1)"
     )
+    parser.add_argument(
+        "--plot",
+        action="store_true",
+        help="also draw each trace's curves as <trace>.rb.png (~0.9 s per trace; off by default)",
+    )
     add_quiet(parser)
     parser.set_defaults(run=run)
 
@@ -168,9 +173,11 @@ def run(args: argparse.Namespace) -> int:
     for stem, name, curves in results:
         for stage, curve in curves.items():
             curve.to_csv(args.out / f"{stem}.{stage.value}.rb.csv")
-        _plot(curves, name, args.out / f"{stem}.rb.png")
+        if args.plot:
+            _plot(curves, name, args.out / f"{stem}.rb.png")
     _print_table(rows)
-    print(f"wrote {len(rows)} curves and {len(args.traces)} plots to {args.out}")
+    plots = f" and {len(args.traces)} plots" if args.plot else ""
+    print(f"wrote {len(rows)} curves{plots} to {args.out}")
     return Exit.OK
 
 

@@ -67,7 +67,7 @@ def run(data: Path, counts: list[int]) -> list[dict[str, float]]:
         row: dict[str, float] = {"tenants": n}
         for analysis in ANALYSES:
             start = time.perf_counter()
-            row[analysis] = ANALYSIS_FUNCTIONS[analysis](net, flow)
+            row[analysis] = ANALYSIS_FUNCTIONS[analysis](net, flow, "reference")
             row[f"{analysis} s"] = time.perf_counter() - start
         row["dnc"] = shared_path_delay([request_work(cache, spec, tset) for spec in specs], LINK)
         results.append(row)

@@ -15,14 +15,20 @@ either on its own traces, so the floors are not applied to it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tailbound.model import TenantSet
 from tailbound.policies.admission import AdmissionPolicy, SncPolicy
-from tailbound.policies.dnc_baselines import POLICIES as DNC_POLICIES
-from tailbound.policies.dnc_baselines import CurveCache, dnc_bound_function
-from tailbound.policies.floors import AloneFloor, JointFloor
 from tailbound.snc.analysis import snc_bound_function
 from tailbound.snc.incremental import IncrementalSnc
 from tailbound.snc.tenants import FitCache
+
+if TYPE_CHECKING:
+    from tailbound.policies.dnc_baselines import CurveCache
+
+# The DNC baselines (HiGHS, r-b curves) and the measured floors (the simulator) are imported
+# when asked for: `tailbound bound` with an SNC analysis starts without them.
+SNC_POLICIES = ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 
 
 def make_admission(
@@ -35,26 +41,35 @@ def make_admission(
     joint_floor: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
+    search: str = "reference",
 ) -> AdmissionPolicy:
     """The admission policy ``name`` for tenants of ``tset`` (module docstring).
 
     ``fits`` and ``curves`` are caches of MMPP fits and r-b curves to share between policies
     (the traces they hold are the decision's: an experiment primes them with first halves);
     ``alone`` keeps measured latencies alone across policies (:class:`AloneFloor`);
-    ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants)."""
-    if name in DNC_POLICIES:
-        return dnc_bound_function(tset, name, curves)
+    ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
+    ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
+    ``"reference"`` or ``"deterministic"``)."""
+    if name not in SNC_POLICIES:
+        from tailbound.policies.dnc_baselines import POLICIES as DNC_POLICIES
+        from tailbound.policies.dnc_baselines import dnc_bound_function
+
+        if name in DNC_POLICIES:
+            return dnc_bound_function(tset, name, curves)
+        known = (*SNC_POLICIES, *DNC_POLICIES)
+        raise ValueError(f"unknown admission policy {name!r} (known: {', '.join(known)})")
     fits = fits if fits is not None else FitCache()
     policy: AdmissionPolicy
     if name == "snc-meister" and incremental:
-        policy = SncPolicy(IncrementalSnc(tset, fits), name)
-    elif name in ("snc-meister", "snc-hop-by-hop", "snc-convolution"):
-        policy = SncPolicy(snc_bound_function(tset, name, fits), name)
+        policy = SncPolicy(IncrementalSnc(tset, fits, search), name)
     else:
-        known = ("snc-meister", "snc-hop-by-hop", "snc-convolution", *DNC_POLICIES)
-        raise ValueError(f"unknown admission policy {name!r} (known: {', '.join(known)})")
-    if alone_floor:
-        policy = AloneFloor(policy, fits.trace, tset.link_bytes_per_s, alone)
-    if joint_floor:
-        policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
+        policy = SncPolicy(snc_bound_function(tset, name, fits, search), name)
+    if alone_floor or joint_floor:
+        from tailbound.policies.floors import AloneFloor, JointFloor
+
+        if alone_floor:
+            policy = AloneFloor(policy, fits.trace, tset.link_bytes_per_s, alone)
+        if joint_floor:
+            policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
     return policy

@@ -38,6 +38,20 @@ The policies differ in how rate limits and priorities are chosen:
   its classes; a tenant that fits nowhere takes the first class where it alone meets its SLO,
   else the last class.
 
+**Storage** (thesis §4.4.6). A tenant naming a ``device`` also crosses that device (the queue
+``<server>/<device>``, one device-second per second), with work in device-seconds by the tenants
+file's SSD profile (:class:`~tailbound.profiles.tokens.SsdModel`): its storage latency is the same
+LP bound (:func:`~tailbound.dnc.lp.lp_delay`, one queue) at the tenant's level (by SLO for
+``dnc``, the one FIFO level for ``silo``, its class for ``qjump``), every flow at the device
+described by :data:`PM_BUCKETS` token buckets on its storage r-b curve
+(:func:`~tailbound.policies.prioritymeister.rate_limits`, as PriorityMeister's storage stage) and
+a less important one blocking for its largest request (``max_request_s``: the device does not
+preempt). *Choice*: Silo and QJump are network systems and do not rate-limit storage; their
+baselines are given the same storage analysis (no pacing at the device, the buckets only describe
+the traffic), so the three differ only in the network. The storage buckets are analysis only and
+not written to the plan (enforcement at the device is the storage-stage issue's). The device's
+dispatch limits (MPL) are not in this fluid bound (as in PriorityMeister's storage stage today).
+
 Only flows sharing a link with a flow can change its LP bound, so every bound is memoised on the
 flow and the flows sharing its links: adding a tenant re-solves only the LPs of the flows it meets.
 """
@@ -53,13 +67,12 @@ import numpy as np
 
 from tailbound.characterize import RbCurve, rb_curve
 from tailbound.dnc.lp import LpFlow, lp_delay
-from tailbound.errors import ConfigError
 from tailbound.model import Tenant, TenantSet
 from tailbound.policies.admission import WIRE, Bucket, Configured, Wire
 from tailbound.policies.prioritymeister import RATE_CAP, rate_limits
-from tailbound.profiles.tokens import stage_model
+from tailbound.profiles.tokens import TokenModel, stage_model
 from tailbound.snc.analysis import TenantBound
-from tailbound.snc.tenants import check_tenants, priorities_by_slo
+from tailbound.snc.tenants import check_tenants, priorities_by_slo, ssd_profile
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 
@@ -72,6 +85,8 @@ SILO_SPLITS = tuple(np.round(np.linspace(0.05, 0.95, 19), 2))
 #: QJump++'s class throughputs (utilisation of a link), class 0 the highest priority.
 QJUMP_RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 DIRECTIONS = ("in", "out")
+#: The storage "direction" of a tenant with a device (module docstring, *Storage*).
+STORAGE = "storage"
 
 
 # ------------------------------------------------------------------------------ traces
@@ -93,13 +108,30 @@ class CurveCache:
             self.traces[key] = read_trace(Path(spec.trace))
         return self.traces[key]
 
+    max_requests: dict[str, float] = field(default_factory=dict)
+
+    def _model(self, direction: str) -> TokenModel:
+        if direction == STORAGE:
+            assert self.tset.ssd_profile is not None  # checked by dnc_bound_function
+            return stage_model(Stage.STORAGE, profile=ssd_profile(Path(self.tset.ssd_profile)))
+        stage = Stage.NET_IN if direction == "in" else Stage.NET_OUT
+        return stage_model(stage, link_bandwidth_bytes_per_s=self.tset.link_bytes_per_s)
+
     def curve(self, spec: Tenant, direction: str) -> RbCurve:
+        """The r-b curve of ``spec``'s trace in ``direction`` (``in``, ``out`` or ``storage``)."""
         key = (str(spec.trace), direction)
         if key not in self.curves:
-            stage = Stage.NET_IN if direction == "in" else Stage.NET_OUT
-            model = stage_model(stage, link_bandwidth_bytes_per_s=self.tset.link_bytes_per_s)
-            self.curves[key] = rb_curve(self.trace(spec), model)
+            self.curves[key] = rb_curve(self.trace(spec), self._model(direction))
         return self.curves[key]
+
+    def max_request_s(self, spec: Tenant) -> float:
+        """The largest request of ``spec``'s trace in device-seconds (what it can block a more
+        important flow for at the non-preemptive device)."""
+        key = str(spec.trace)
+        if key not in self.max_requests:
+            work = self._model(STORAGE).tokens(self.trace(spec))
+            self.max_requests[key] = float(np.max(work)) if work.size else 0.0
+        return self.max_requests[key]
 
 
 def effective_rates(curve: RbCurve, budgets: np.ndarray, bucket: float) -> np.ndarray:
@@ -125,7 +157,7 @@ class NetFlow:
     """One direction of a tenant as the LP sees it: hashable, so bounds can be memoised."""
 
     name: str
-    queues: tuple[str, str]
+    queues: tuple[str, ...]
     level: int
     buckets: tuple[Bucket, ...]
     packet_s: float
@@ -206,6 +238,20 @@ class _Policy:
         self.wire = wire
         self.packet_s = wire.mtu_bytes / tset.link_bytes_per_s
         self.memo = LpMemo()
+        self._storage: dict[str, tuple[Bucket, ...]] = {}
+
+    def storage_flow(self, t: Tenant, level: int) -> NetFlow:
+        """``t``'s flow at its device (module docstring, *Storage*)."""
+        key = str(t.trace)
+        if key not in self._storage:
+            self._storage[key] = rate_limits(self.curves.curve(t, STORAGE), PM_BUCKETS)
+        return NetFlow(
+            f"{t.name}/{STORAGE}",
+            (f"{t.server}/{t.device}",),
+            level,
+            self._storage[key],
+            self.curves.max_request_s(t),
+        )
 
     def wire_s(self) -> float:
         return 2.0 * (self.packet_s + self.wire.propagation_s)
@@ -225,18 +271,26 @@ class _Policy:
     ) -> list[TenantBound]:
         """The bounds of ``tenants[which]`` (default all) configured by ``config``."""
         which = range(len(tenants)) if which is None else which
-        flows = [
-            NetFlow(f"{t.name}/{d}", paths(t)[d], c.level, c.buckets[d], self.packet_s)
-            for t, c in zip(tenants, config, strict=True)
-            for d in DIRECTIONS
-        ]
-        net = self.memo.network_delays(flows, [2 * i + j for i in which for j in range(2)])
+        flows: list[NetFlow] = []
+        index: list[dict[str, int]] = []  # per tenant, direction -> its flow's index
+        for t, c in zip(tenants, config, strict=True):
+            index.append({})
+            for d in DIRECTIONS:
+                index[-1][d] = len(flows)
+                flows.append(
+                    NetFlow(f"{t.name}/{d}", paths(t)[d], c.level, c.buckets[d], self.packet_s)
+                )
+            if t.device is not None:
+                index[-1][STORAGE] = len(flows)
+                flows.append(self.storage_flow(t, c.level))
+        wanted = [f for i in which for f in index[i].values()]
+        delay = dict(zip(wanted, self.memo.network_delays(flows, wanted), strict=True))
         out = []
-        for n, i in enumerate(which):
+        for i in which:
             t, c = tenants[i], config[i]
-            per = {
-                d: c.pacing[d] + net[2 * n + j] + self.wire_s() for j, d in enumerate(DIRECTIONS)
-            }
+            per = {d: c.pacing[d] + delay[index[i][d]] + self.wire_s() for d in DIRECTIONS}
+            if STORAGE in index[i]:
+                per[STORAGE] = delay[index[i][STORAGE]]
             out.append(TenantBound.of_directions(t, c.level, per))
         return out
 
@@ -380,12 +434,6 @@ def dnc_bound_function(
     """The DNC baseline ``dnc``, ``silo`` or ``qjump`` (module docstring) for ``tset``."""
     if policy not in POLICIES:
         raise ValueError(f"unknown DNC policy {policy!r} (known: {', '.join(POLICIES)})")
-    for i, t in enumerate(tset.tenants):
-        if t.device is not None:
-            raise ConfigError(
-                tset.path,
-                f"the {policy} baseline models the network only (tenant {t.name} names a device)",
-                field=f"tenants[{i}].device",
-            )
+    # Tenants with a device need the tenants file's SSD profile (checked here).
     check_tenants(tset, f"the {policy} baseline", stochastic=False)
     return POLICIES[policy](tset, curves, wire)

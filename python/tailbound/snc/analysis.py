@@ -58,15 +58,19 @@ BoundFunction = Callable[[Sequence[Tenant]], list[TenantBound]]
 
 
 def snc_bound_function(
-    tset: TenantSet, analysis: str = "snc-meister", cache: FitCache | None = None
+    tset: TenantSet,
+    analysis: str = "snc-meister",
+    cache: FitCache | None = None,
+    search: str = "reference",
 ) -> BoundFunction:
-    """A bound function computing SNC bounds with ``analysis`` (fits cached across calls)."""
+    """A bound function computing SNC bounds with ``analysis`` (fits cached across calls) and
+    the Hölder ``search`` of :func:`~tailbound.snc.network.flow_latencies`."""
     check_tenants(tset)
     fits = cache if cache is not None else FitCache()
 
     def bounds(tenants: Sequence[Tenant]) -> list[TenantBound]:
         net, flows, priorities = build_network(tset, tenants, fits)
-        latency = flow_latencies(net, analysis)
+        latency = flow_latencies(net, analysis, search)
         out = []
         for t, tf, prio in zip(tenants, flows, priorities, strict=True):
             per = {d: latency[i] for d, i in tf.flows.items()}

@@ -51,10 +51,13 @@ def flow_signature(net: Network, flow: Flow, names: Sequence[str]) -> Hashable:
 class IncrementalSnc:
     """A :data:`~tailbound.snc.analysis.BoundFunction` for SNC-Meister with memoised flows."""
 
-    def __init__(self, tset: TenantSet, cache: FitCache | None = None) -> None:
+    def __init__(
+        self, tset: TenantSet, cache: FitCache | None = None, search: str = "reference"
+    ) -> None:
         self.tset = tset
         self.fits = cache if cache is not None else FitCache()
-        self.full = snc_bound_function(tset, "snc-meister", self.fits)
+        # Dependency groups go to the full computation, with the Hölder ``search`` asked for.
+        self.full = snc_bound_function(tset, "snc-meister", self.fits, search)
         self.memo: dict[Hashable, float] = {}
         self.solved = 0
 

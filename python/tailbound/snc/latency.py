@@ -138,11 +138,22 @@ class LatencyBound:
             return self.latency_s(theta)
         return self.latency_s(theta[:, None])[:, 0]
 
-    def latency(self) -> float:
+    def latency(self, search: str = "reference") -> float:
         """The latency bound in seconds: ``theta`` searched, Hölder parameters (if any)
-        searched as in the reference implementation (they are left at their best values)."""
-        best = float(self.latency_at_best_theta()[0])
+        searched as in the reference implementation (they are left at their best values), or,
+        with ``search="deterministic"``, by the core's joint search of ``theta`` and the
+        parameters (:mod:`tailbound.snc.tree`; the parameters are left untouched)."""
+        if search not in ("reference", "deterministic"):
+            raise ValueError(f"unknown search {search!r}: 'reference' or 'deterministic'")
         nodes = self.dependent_nodes
+        if nodes and search == "deterministic":
+            from tailbound.snc.tree import Unsupported, search_latency
+
+            try:
+                return search_latency(self.arrival, self.service, self.node, self.eps).latency_s
+            except Unsupported:
+                pass  # a node the core does not know: the reference search below
+        best = float(self.latency_at_best_theta()[0])
         if not nodes:
             return best
         rand = CRand(1)

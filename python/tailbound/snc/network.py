@@ -118,7 +118,7 @@ def feeder_groups(net: Network, flow: Flow) -> Iterator[tuple[str, list[Flow], l
         yield queue, shared, non_shared
 
 
-def snc_meister(net: Network, flow: Flow) -> float:
+def snc_meister(net: Network, flow: Flow, search: str = "reference") -> float:
     """SNC-Meister's latency bound (seconds) of ``flow`` (thesis Appendix A.4)."""
     if len(flow.path) == 1:
         queue = flow.path[0]
@@ -155,7 +155,7 @@ def snc_meister(net: Network, flow: Flow) -> float:
     total: Bound = Convolution(first_service, second_service)
     if shared_first is not None:
         total = Leftover(total, shared_first)
-    return LatencyBound(flow.arrival, total, flow.eps).latency()
+    return LatencyBound(flow.arrival, total, flow.eps).latency(search)
 
 
 # ------------------------------------------------------------------- hop-by-hop, convolution
@@ -165,7 +165,7 @@ def _competitors_in_order(net: Network, flow: Flow) -> list[Flow]:
     return [*others, flow]
 
 
-def hop_by_hop(net: Network, flow: Flow) -> float:
+def hop_by_hop(net: Network, flow: Flow, search: str = "reference") -> float:
     """SNC hop-by-hop latency bound (seconds) of ``flow`` (thesis Appendix A.3, approach 1)."""
     leftover: dict[str, Bound] = {q: ConstantService(r) for q, r in net.queues.items()}
     total = 0.0
@@ -174,13 +174,13 @@ def hop_by_hop(net: Network, flow: Flow) -> float:
         for queue in f.path:
             service = leftover[queue]
             if f is flow:
-                total += LatencyBound(arrival, service, f.eps / len(f.path)).latency()
+                total += LatencyBound(arrival, service, f.eps / len(f.path)).latency(search)
             leftover[queue] = Leftover(service, arrival)
             arrival = Output(arrival, service)
     return total
 
 
-def convolution(net: Network, flow: Flow) -> float:
+def convolution(net: Network, flow: Flow, search: str = "reference") -> float:
     """SNC convolution latency bound (seconds) of ``flow`` (thesis Appendix A.3, approach 2)."""
     leftover: dict[str, Bound] = {q: ConstantService(r) for q, r in net.queues.items()}
     result = float("inf")
@@ -189,7 +189,7 @@ def convolution(net: Network, flow: Flow) -> float:
             service = leftover[f.path[0]]
             for queue in f.path[1:]:
                 service = Convolution(service, leftover[queue])
-            result = LatencyBound(f.arrival, service, f.eps).latency()
+            result = LatencyBound(f.arrival, service, f.eps).latency(search)
         arrival = f.arrival
         for queue in f.path:
             service = leftover[queue]
@@ -198,16 +198,23 @@ def convolution(net: Network, flow: Flow) -> float:
     return result
 
 
-ANALYSIS_FUNCTIONS: dict[str, Callable[[Network, Flow], float]] = {
+ANALYSIS_FUNCTIONS: dict[str, Callable[[Network, Flow, str], float]] = {
     "snc-meister": snc_meister,
     "snc-hop-by-hop": hop_by_hop,
     "snc-convolution": convolution,
 }
 
 
-def flow_latencies(net: Network, analysis: str = "snc-meister") -> dict[int, float]:
+def flow_latencies(
+    net: Network, analysis: str = "snc-meister", search: str = "reference"
+) -> dict[int, float]:
     """Every flow's latency bound (seconds) under ``analysis``, in flow order; each result is
-    also stored in ``flow.latency`` (the classic analyses use it to order ties)."""
+    also stored in ``flow.latency`` (the classic analyses use it to order ties).
+
+    ``search`` chooses the Hölder search of dependent expressions: ``"reference"`` replays the
+    reference implementation's seeded random search, ``"deterministic"`` runs the core's joint
+    search (:mod:`tailbound.snc.tree`); independent expressions use the reference ``theta``
+    search either way."""
     try:
         fn = ANALYSIS_FUNCTIONS[analysis]
     except KeyError:
@@ -218,8 +225,18 @@ def flow_latencies(net: Network, analysis: str = "snc-meister") -> dict[int, flo
         from tailbound.snc.fast import snc_meister_all
 
         done = snc_meister_all(net, [f for f in net.flows if len(f.path) == 2]) or {}
+    if analysis == "snc-meister" and search == "deterministic":
+        # Each flow's expression is its own; the core's search releases the GIL, so the flows
+        # run on the machine's cores (SNC-Meister reads no other flow's result).
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        todo = [f for f in net.flows if f.id not in done]
+        with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+            results = list(pool.map(lambda f: fn(net, f, search), todo))
+        done.update(zip([f.id for f in todo], results, strict=True))
     out: dict[int, float] = {}
     for f in net.flows:
-        f.latency = done[f.id] if f.id in done else fn(net, f)
+        f.latency = done[f.id] if f.id in done else fn(net, f, search)
         out[f.id] = f.latency
     return out

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -100,11 +101,52 @@ def read_requests(path: str | Path) -> Requests:
 
 
 # ------------------------------------------------------------------------------ model building
+#: Version of the fit stored on disk: change it whenever :func:`fit_mmpp`, the work models or
+#: the stored fields change, so older files are ignored.
+FIT_FORMAT = "tailbound-mmpp-1"
+
+
+def default_cache_dir() -> Path:
+    """``$TAILBOUND_CACHE``, else ``$XDG_CACHE_HOME/tailbound``, else ``~/.cache/tailbound``."""
+    import os
+
+    if os.environ.get("TAILBOUND_CACHE"):
+        return Path(os.environ["TAILBOUND_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tailbound"
+
+
+@lru_cache(maxsize=1024)
+def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file's bytes (memoised per process on path, size and mtime)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of the file at ``path`` (its content: a renamed or copied trace hits the cache,
+    an edited one misses it)."""
+    p = Path(path)
+    st = p.stat()
+    return _file_digest(p.resolve(), st.st_size, st.st_mtime_ns)
+
+
 @dataclass
 class FitCache:
     """MMPP fits keyed by (trace, direction); fitting is the slow part, done once per trace.
 
-    ``interval_ns``: the fit's interval length (:func:`~tailbound.snc.mmpp.fit_mmpp`)."""
+    ``interval_ns``: the fit's interval length (:func:`~tailbound.snc.mmpp.fit_mmpp`).
+
+    ``disk``: a folder keeping fits across processes (``tailbound bound`` uses
+    :func:`default_cache_dir`): ``mmpp/<key>.fit`` with the key a SHA-256 of the trace file's
+    content, the direction, the interval, the work model (for storage the SSD profile's content)
+    and :data:`FIT_FORMAT`. A fit found there is the fit itself (its arrays stored exactly), so
+    every bound is the same with or without it; the trace is then not even read."""
 
     models: dict[tuple[str, str], MmppModel] = field(default_factory=dict)
     requests: dict[str, Requests] = field(default_factory=dict)
@@ -115,6 +157,11 @@ class FitCache:
     # The MMPP fit's interval (the reference's 1 s); other values are a diagnostic knob only
     # (docs/results-snc.md, "Why SNC-Meister misses").
     interval_ns: int = INTERVAL_NS
+    disk: Path | None = None
+    disk_hits: int = 0
+    # Traces read from their files by :meth:`trace` (the others in ``traces`` were primed by
+    # the caller, e.g. first halves, and are not what the file holds: never cached on disk).
+    _from_file: set[str] = field(default_factory=set, repr=False)
 
     def trace(self, spec: Tenant) -> Trace:
         """``spec``'s trace, read from its file the first time."""
@@ -123,6 +170,7 @@ class FitCache:
             from tailbound.traces import read_trace
 
             self.traces[key] = read_trace(Path(spec.trace))
+            self._from_file.add(key)
         return self.traces[key]
 
     def model(self, spec: Tenant, direction: str, tset: TenantSet) -> MmppModel:
@@ -131,14 +179,107 @@ class FitCache:
             import time
 
             start = time.perf_counter()
-            if str(spec.trace) not in self.requests:
-                self.requests[str(spec.trace)] = requests_of(self.trace(spec))
-            req = self.requests[str(spec.trace)]
-            self.models[key] = fit_mmpp(
-                req.arrival_ns, work(req, direction, tset), self.interval_ns
-            )
+            stored = self._disk_path(spec, direction, tset)
+            model = _load_model(stored) if stored is not None else None
+            if model is not None:
+                self.disk_hits += 1
+            else:
+                if str(spec.trace) not in self.requests:
+                    self.requests[str(spec.trace)] = requests_of(self.trace(spec))
+                req = self.requests[str(spec.trace)]
+                model = fit_mmpp(req.arrival_ns, work(req, direction, tset), self.interval_ns)
+                if stored is not None:
+                    _save_model(stored, model)
+            self.models[key] = model
             self.fit_seconds += time.perf_counter() - start
         return self.models[key]
+
+    def _disk_path(self, spec: Tenant, direction: str, tset: TenantSet) -> Path | None:
+        """Where the fit of ``spec``'s trace in ``direction`` is kept on disk (``None``: no
+        disk cache, or a trace that is not a file)."""
+        primed = str(spec.trace) in self.traces and str(spec.trace) not in self._from_file
+        if self.disk is None or primed or not Path(spec.trace).is_file():
+            return None
+        import hashlib
+
+        parts = [FIT_FORMAT, file_digest(spec.trace), direction, str(self.interval_ns)]
+        if direction == "storage":
+            assert tset.ssd_profile is not None
+            parts.append(file_digest(tset.ssd_profile))
+        else:
+            parts.append(repr(MessageSizes()))
+        key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+        return self.disk / "mmpp" / f"{key}.fit"
+
+
+_MODEL_ARRAYS = ("transition", "p_request", "mu", "lambdas", "state_of_interval")
+
+
+def _load_model(path: Path) -> MmppModel | None:
+    """The fit stored at ``path``, ``None`` if absent or unreadable (then it is fitted again).
+
+    The file is one JSON line (the format, ``a``, each array's dtype and shape) and the arrays'
+    bytes in that order: no zip archive to open (``np.load`` of an ``.npz`` cost more than the
+    fit of a small trace)."""
+    import json
+
+    try:
+        raw = path.read_bytes()
+        head, _, body = raw.partition(b"\n")
+        meta = json.loads(head)
+        if meta.get("format") != FIT_FORMAT:
+            return None
+        arrays: dict[str, NDArray[Any]] = {}
+        at = 0
+        for name, (dtype, shape) in zip(_MODEL_ARRAYS, meta["arrays"], strict=True):
+            count = int(np.prod(shape))
+            a = np.frombuffer(body, dtype=np.dtype(dtype), count=count, offset=at)
+            arrays[name] = a.reshape(shape).copy()
+            at += a.nbytes
+        if at != len(body):
+            return None
+        return MmppModel(
+            transition=arrays["transition"],
+            p_request=arrays["p_request"],
+            mu=arrays["mu"],
+            lambdas=arrays["lambdas"],
+            a=float(meta["a"]),
+            state_of_interval=arrays["state_of_interval"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _save_model(path: Path, model: MmppModel) -> None:
+    """Store ``model`` at ``path`` (all or nothing); a cache that cannot be written is skipped."""
+    import json
+
+    from tailbound.atomic import atomic_path
+
+    state = model.state_of_interval
+    arrays = [
+        np.ascontiguousarray(a)
+        for a in (
+            model.transition,
+            model.p_request,
+            model.mu,
+            model.lambdas,
+            state if state is not None else np.zeros(0, np.int64),
+        )
+    ]
+    meta = {
+        "format": FIT_FORMAT,
+        "a": float(model.a),  # JSON keeps a float64 exactly (its shortest repr round-trips)
+        "arrays": [[a.dtype.str, list(a.shape)] for a in arrays],
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            f.write(json.dumps(meta).encode() + b"\n")
+            for a in arrays:
+                f.write(a.tobytes())
+    except OSError:
+        pass
 
 
 def work(req: Requests, direction: str, tset: TenantSet) -> NDArray[np.float64]:
@@ -192,7 +333,9 @@ def build_network(
             "out": (f"{t.server}/egress", f"{t.client_host}/ingress"),
         }
         if t.device is not None:
-            paths["storage"] = (f"{t.device}/device",)
+            # A device belongs to its server: ssd0 of s0 and ssd0 of s1 are two queues (the
+            # plan names them "<server>.<device>"; before, every "ssd0" shared one queue).
+            paths["storage"] = (f"{t.server}/{t.device}/device",)
         ids = {}
         for direction, path in paths.items():
             ids[direction] = next_id

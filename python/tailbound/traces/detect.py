@@ -63,8 +63,13 @@ def _sample_lines(head: bytes, complete: bool) -> list[bytes]:
     lines = head.split(b"\n")
     if not complete:
         lines = lines[:-1]  # the last line of a partial read may be cut
-    out = [line.rstrip(b"\r") for line in lines if line.strip()]
-    return out[:SAMPLE_LINES]
+    out = []
+    for line in lines:  # stop at the sample's size (a 64 KiB head has ~2000 lines)
+        if line.strip():
+            out.append(line.rstrip(b"\r"))
+            if len(out) == SAMPLE_LINES:
+                break
+    return out
 
 
 def detect_format(path: str | Path) -> str:

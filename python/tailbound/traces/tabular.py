@@ -9,23 +9,48 @@ in the file, header included; Parquet: 1-based row) and the column.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from tailbound.atomic import atomic_path
 from tailbound.errors import TraceFormatError
 from tailbound.traces.columns import make_trace, units_per_second
 from tailbound.traces.trace import Op, Trace
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+else:
+
+    class _Lazy:
+        """A module imported on first use: pyarrow costs ~0.2 s to import, and the commands
+        that read only native formats (wc62, MSR, SPC, ... through the Rust parser) never
+        touch it."""
+
+        def __init__(self, name: str) -> None:
+            self._name = name
+            self._module: ModuleType | None = None
+
+        def __getattr__(self, attr: str) -> Any:
+            if self._module is None:
+                self._module = importlib.import_module(self._name)
+            return getattr(self._module, attr)
+
+    pa = _Lazy("pyarrow")
+    pc = _Lazy("pyarrow.compute")
+    pacsv = _Lazy("pyarrow.csv")
+    pq = _Lazy("pyarrow.parquet")
 
 #: Op values read as a read or a write by default, compared without regard to case.
 DEFAULT_READ_VALUES: tuple[str, ...] = ("read", "r", "get", "diskread")
