@@ -30,8 +30,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tailbound.dnc.device import LOW_PRIORITY_MPL
 from tailbound.model import Tenant
-from tailbound.plan import Bound, Discipline, Plan, Rejection, StageLimit, TenantPlan
+from tailbound.plan import (
+    Bound,
+    Discipline,
+    DispatchRule,
+    Plan,
+    Rejection,
+    StageLimit,
+    TenantPlan,
+)
 from tailbound.snc.analysis import BoundFunction, TenantBound
 from tailbound.snc.tenants import priorities_by_slo
 from tailbound.stages import STORAGE_PATH, Stage
@@ -192,6 +201,7 @@ def network_plan(
             )
         )
     servers = {t.server for t in plans}
+    devices = any(t.device is not None for t in plans)
     return Plan(
         policy=policy,
         servers_used=len(servers),
@@ -199,6 +209,8 @@ def network_plan(
         rejected=list(rejected),
         meta=dict(meta or {}),
         disciplines=dict.fromkeys(STORAGE_PATH, Discipline("priority", mode)),
+        # at a device, the worst-case analyses assume the thesis' rule (docs/dnc.md)
+        dispatch=DispatchRule(low_priority_mpl=LOW_PRIORITY_MPL) if devices else DispatchRule(),
     )
 
 

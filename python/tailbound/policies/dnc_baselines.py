@@ -49,8 +49,9 @@ a less important one blocking for its largest request (``max_request_s``: the de
 preempt). *Choice*: Silo and QJump are network systems and do not rate-limit storage; their
 baselines are given the same storage analysis (no pacing at the device, the buckets only describe
 the traffic), so the three differ only in the network. The storage buckets are analysis only and
-not written to the plan (enforcement at the device is the storage-stage issue's). The device's
-dispatch limits (MPL) are not in this fluid bound (as in PriorityMeister's storage stage today).
+not written to the plan. The device is analysed with its dispatch limits (docs/dnc.md, "The storage
+stage": the work less important requests can have in service blocks, a level is shared); the
+plan's dispatch rule is the thesis' (nothing less important joins a request in service).
 
 Only flows sharing a link with a flow can change its LP bound, so every bound is memoised on the
 flow and the flows sharing its links: adding a tenant re-solves only the LPs of the flows it meets.
@@ -66,6 +67,7 @@ from pathlib import Path
 import numpy as np
 
 from tailbound.characterize import RbCurve, rb_curve
+from tailbound.dnc.device import DeviceLimits
 from tailbound.dnc.lp import LpFlow, lp_delay
 from tailbound.model import Tenant, TenantSet
 from tailbound.policies.admission import WIRE, Bucket, Configured, Wire
@@ -186,6 +188,9 @@ class LpMemo:
 
     delays: dict[tuple[NetFlow, frozenset[NetFlow]], float] = field(default_factory=dict)
     solved: int = 0
+    #: The device queues and their dispatch limits (docs/dnc.md, "The storage stage"): several
+    #: requests in service, a level shared, blocking by the work in service.
+    devices: dict[str, DeviceLimits] = field(default_factory=dict)
 
     def network_delays(self, flows: Sequence[NetFlow], which: Sequence[int]) -> list[float]:
         """The LP bounds (s) of ``flows[which]`` through their two links with all of ``flows``
@@ -204,8 +209,7 @@ class LpMemo:
             out.append(self.delays[key])
         return out
 
-    @staticmethod
-    def _solve(f: NetFlow, others: frozenset[NetFlow]) -> float:
+    def _solve(self, f: NetFlow, others: frozenset[NetFlow]) -> float:
         """The LP bound, ``inf`` when a link of the path is overloaded at ``f``'s level or above
         (the sum over those flows of their smallest bucket rate reaches the link: no finite
         bound, and the LP is then badly conditioned) or when HiGHS cannot settle the LP (*choice*:
@@ -217,7 +221,7 @@ class LpMemo:
             if load >= 1.0:
                 return math.inf
         try:
-            return lp_delay(f.lp(), [g.lp() for g in others])
+            return lp_delay(f.lp(), [g.lp() for g in others], devices=self.devices)
         except RuntimeError:
             return math.inf
 
@@ -245,9 +249,14 @@ class _Policy:
         key = str(t.trace)
         if key not in self._storage:
             self._storage[key] = rate_limits(self.curves.curve(t, STORAGE), PM_BUCKETS)
+        queue = f"{t.server}/{t.device}"
+        if queue not in self.memo.devices:
+            assert self.tset.ssd_profile is not None  # checked when the policy is made
+            # the device's dispatch limits under the thesis' rule (nothing less important joins)
+            self.memo.devices[queue] = DeviceLimits.of(ssd_profile(self.tset.ssd_profile))
         return NetFlow(
             f"{t.name}/{STORAGE}",
-            (f"{t.server}/{t.device}",),
+            (queue,),
             level,
             self._storage[key],
             self.curves.max_request_s(t),
