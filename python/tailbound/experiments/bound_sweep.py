@@ -43,6 +43,7 @@ import numpy as np
 
 from tailbound.characterize import rb_curve
 from tailbound.dnc.device import LOW_PRIORITY_MPL, DeviceLimits
+from tailbound.experiments.pm_common import THESIS_DISK as DISK
 from tailbound.model import Cluster, Server, Slo, Tenant
 from tailbound.plan import (
     PRIORITY_LEVELS,
@@ -50,12 +51,12 @@ from tailbound.plan import (
     Discipline,
     DispatchRule,
     Plan,
-    StageLimit,
     TenantPlan,
     device_name,
     stage_queues,
 )
 from tailbound.policies.placement import place
+from tailbound.policies.pm_plan import stage_limits
 from tailbound.policies.prioritymeister import RATE_CAP, PmTenant, prioritize, rate_limits
 from tailbound.policies.workload import characterize
 from tailbound.policies.workloadcompactor import make_policy, server_model, to_plan
@@ -73,16 +74,6 @@ LINK = 125_000_000.0
 MTU = 1500.0
 SERVER = "s0"
 SLO_CHOICES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-#: A 7200 rpm disk of the thesis' testbed class (experiments/pm_common.THESIS_DISK).
-DISK: dict[str, Any] = {
-    "type": "storageDisk",
-    "rpm": 7200,
-    "trackToTrackSeekTime": 0.001,
-    "averageSeekTime": 0.0085,
-    "fullStrokeSeekTime": 0.018,
-    "capacityBytes": 1_000_000_000_000,
-    "transferBandwidth": 125_000_000,
-}
 
 
 @dataclass(frozen=True)
@@ -260,19 +251,14 @@ def _prioritymeister(
     out = []
     for tp, admitted in zip(placed, pm, strict=True):
         assert result is not None
-        limits_at: dict[Stage, StageLimit] = {}
-        extra: dict[Stage, tuple[StageLimit, ...]] = {}
-        for stage, bs in admitted.buckets.items():
-            capacity = None if stage == Stage.STORAGE else LINK
-            ls = [StageLimit(r, b, capacity) for r, b in bs]
-            limits_at[stage], extra[stage] = ls[0], tuple(ls[1:])
+        limits_at, extra = stage_limits(admitted.buckets, LINK)
         priority = {s: result.priorities[admitted.name].get(s, 0) for s in tp.stages}
         out.append(
             dataclasses.replace(
                 tp,
                 priority=priority,
                 limits=limits_at,
-                extra_limits={s: e for s, e in extra.items() if e},
+                extra_limits=extra,
                 bound=Bound(result.bounds[admitted.name], "pm-lp"),
             )
         )

@@ -39,13 +39,12 @@ from tailbound.plan import (
     Bound,
     Discipline,
     Plan,
-    StageLimit,
     TenantPlan,
     device_name,
     stage_queues,
 )
 from tailbound.policies.pm_plan import ANALYSIS as PM_ANALYSIS
-from tailbound.policies.pm_plan import prioritizer
+from tailbound.policies.pm_plan import prioritizer, stage_limits
 from tailbound.policies.prioritymeister import PmTenant, Prioritized, rate_limits
 from tailbound.policies.scheduling import Cake, earliest_deadline_first, proportional_share
 from tailbound.profiles import SsdProfile, stage_model
@@ -314,19 +313,13 @@ def priority_plan(
     out = []
     for tp in placed.tenants:
         prio = result.priorities.get(tp.name, {})
-        limits: dict[Stage, StageLimit] = {}
-        extra: dict[Stage, tuple[StageLimit, ...]] = {}
-        for stage, bs in by_name[tp.name].buckets.items() if buckets else ():
-            if bs:
-                capacity = None if stage == Stage.STORAGE else BANDWIDTH
-                ls = [StageLimit(r, b, capacity) for r, b in bs]
-                limits[stage], extra[stage] = ls[0], tuple(ls[1:])
+        limits, extra = stage_limits(by_name[tp.name].buckets if buckets else {}, BANDWIDTH)
         out.append(
             dataclasses.replace(
                 tp,
                 priority={s: prio.get(s) for s in tp.stages},
                 limits=limits,
-                extra_limits={s: e for s, e in extra.items() if e},
+                extra_limits=extra,
                 bound=Bound(result.bounds[tp.name], PM_ANALYSIS),
             )
         )

@@ -122,6 +122,24 @@ def prioritize_all(
     return Prioritized(priorities, bounds, stage_bounds)
 
 
+def stage_limits(
+    buckets: Mapping[Stage, Sequence[tuple[float, float]]], link_bytes_per_s: float
+) -> tuple[dict[Stage, StageLimit], dict[Stage, tuple[StageLimit, ...]]]:
+    """A tenant's buckets per stage as the plan's limits: the first (lowest-rate) bucket as the
+    primary limit, the others as extra limits; network stages with their capacity in bytes/s.
+    Stages without buckets are left out (unlimited)."""
+    limits: dict[Stage, StageLimit] = {}
+    extra: dict[Stage, tuple[StageLimit, ...]] = {}
+    for stage, bs in buckets.items():
+        if bs:
+            capacity = None if stage == Stage.STORAGE else link_bytes_per_s
+            ls = [StageLimit(r, b, capacity) for r, b in bs]
+            limits[stage] = ls[0]
+            if ls[1:]:
+                extra[stage] = tuple(ls[1:])
+    return limits, extra
+
+
 def prioritized_plan(
     plan: Plan,
     tenants: Sequence[PmTenant],
@@ -137,11 +155,7 @@ def prioritized_plan(
     out = []
     for tp in plan.tenants:
         t = by_name[tp.name]
-        limits, extra = {}, {}
-        for s in STORAGE_PATH:
-            capacity = None if s == Stage.STORAGE else link_bandwidth_bytes_per_s
-            ls = [StageLimit(r, b, capacity) for r, b in t.buckets[s]]
-            limits[s], extra[s] = ls[0], tuple(ls[1:])
+        limits, extra = stage_limits(t.buckets, link_bandwidth_bytes_per_s)
         out.append(
             dataclasses.replace(
                 tp,
