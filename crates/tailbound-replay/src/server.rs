@@ -1,5 +1,6 @@
 //! The server: on every listening address, each connection's requests are answered in order,
-//! each with a response of the length its header asks for. Stops after `--duration` seconds.
+//! each with a response of the length its header asks for. Stops after `--duration` seconds
+//! or at SIGTERM/SIGINT.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::signal::unix::{signal, SignalKind};
 
 use crate::proto::{self, Error, CHUNK, REQUEST_HEADER};
 
@@ -93,10 +95,17 @@ pub async fn serve(o: Options) -> Result<u8, Error> {
         let log = log.clone();
         tasks.spawn(accept(listener, tos, log));
     }
-    let _ = tokio::time::timeout(Duration::from_secs_f64(o.duration_s), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
+    // until the duration ends, or SIGTERM / SIGINT (the log is flushed either way)
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| Error::Io(format!("cannot catch SIGTERM: {e}")))?;
+    let mut int = signal(SignalKind::interrupt())
+        .map_err(|e| Error::Io(format!("cannot catch SIGINT: {e}")))?;
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs_f64(o.duration_s)) => {}
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = async { while tasks.join_next().await.is_some() {} } => {}
+    }
     tasks.abort_all();
     if let Some(f) = log.lock().map_err(|_| Error::Io("log lock poisoned".into()))?.as_mut() {
         f.flush().map_err(|e| Error::Io(format!("cannot write the log: {e}")))?;
