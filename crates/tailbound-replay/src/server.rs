@@ -120,7 +120,11 @@ async fn accept(listener: TcpListener, tos: Option<u8>, log: Log) {
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // out of descriptors or the like: wait instead of spinning
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 if let Some(t) = tos {
                     if let Err(e) = proto::set_tos(&stream, t) {
