@@ -26,10 +26,11 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 
 $(VENV)/.built: $(VENV)/.deps $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet
+	cargo build --release -p tailbound-replay --quiet  # target/release/tailbound-replay
 	touch $@
 
 .PHONY: install
-install: $(VENV)/.built ## Create .venv and build the package (Rust core in release mode)
+install: $(VENV)/.built ## Create .venv and build the package (Rust core in release mode) and tailbound-replay
 
 .PHONY: demo
 demo: install ## Run the whole pipeline on a generated demo fleet (writes to out/demo)
@@ -39,8 +40,8 @@ demo: install ## Run the whole pipeline on a generated demo fleet (writes to out
 test: install test-rust test-python lint ## Run every test: cargo, pytest (with doctests), lint
 
 .PHONY: test-rust
-test-rust: ## Rust core tests
-	cargo test --release -p tailbound-core --quiet
+test-rust: ## Rust core and replayer tests
+	cargo test --release -p tailbound-core -p tailbound-replay --quiet
 
 .PHONY: test-python
 test-python: install ## Python tests and doctests (slow and benchmark tests deselected)

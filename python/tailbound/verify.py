@@ -187,7 +187,12 @@ def replay_plan(
     )
     simulator = Scenario.from_dict(doc).simulator()
     simulator.run()
-    results = simulator.results()
+    return check_results(plan, simulator.results(), window_s=window_s)
+
+
+def check_results(plan: Plan, results: SimResults, *, window_s: float = 180.0) -> Verification:
+    """Check every planned tenant with an SLO against ``results`` (a simulation, or a live
+    replay's measurements in the same form: ``tailbound.enforce.replay``)."""
     checks = []
     for tenant in plan.tenants:
         if tenant.slo is None:  # best effort: nothing was promised

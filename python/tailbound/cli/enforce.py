@@ -1,5 +1,6 @@
 """``tailbound enforce``: apply a Plan to real systems (``net``: Linux tc and nftables DSCP
-marks on one host's device, ``docs/enforcement.md``)."""
+marks on one host's device; ``replay``: the Plan's tenants' traces as real TCP traffic, checked
+like ``tailbound verify``; ``docs/enforcement.md``)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,110 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--check", action="store_true", help="exit 1 unless the device holds it")
     mode.add_argument("--remove", action="store_true", help="remove what tailbound installed")
     net.set_defaults(run=run)
+    _add_replay(sub)
+
+
+def _add_replay(sub: argparse._SubParsersAction) -> None:
+    from tailbound.cli.exitcodes import epilog
+
+    rp = sub.add_parser(
+        "replay",
+        help="replay a plan's tenants' traces as real TCP traffic and check SLOs and bounds",
+        description=(
+            "The live counterpart of `tailbound verify`: run tailbound-replay's client on this "
+            "host, sending every planned tenant's requests (those whose client is --host; all "
+            "without it) open loop at their trace timestamps to its server's address and port "
+            "from --hosts, with the network token model's message sizes, and print verify's "
+            "per-tenant table from the measured latencies (trace timestamp to the response's "
+            "last byte). The servers run `tailbound enforce replay --serve` (or "
+            "`tailbound-replay server`) on the server hosts first (docs/enforcement.md)."
+        ),
+        epilog=epilog("a tenant missed its SLO, a bound was exceeded or a request went unanswered"),
+    )
+    rp.add_argument("--plan", required=True, help="the plan (tailbound-plan JSON)")
+    rp.add_argument("--hosts", required=True, help="hosts file: addresses and tenants' ports")
+    rp.add_argument("--tenants", help="tenants file giving each tenant's trace (client side)")
+    rp.add_argument("--host", help="the plan's client host (or, with --serve, server) this is")
+    rp.add_argument(
+        "--serve",
+        action="store_true",
+        help="run the server for the tenants of --host (a server) for --duration seconds",
+    )
+    rp.add_argument("--duration", type=float, default=60.0, help="--serve: seconds to serve")
+    rp.add_argument(
+        "--window",
+        nargs=2,
+        type=float,
+        metavar=("START_S", "END_S"),
+        help="replay the requests between these times of each trace, in seconds",
+    )
+    rp.add_argument("--drain", type=float, default=5.0, help="seconds after the last request")
+    rp.add_argument("--dscp", action="store_true", help="mark the requests' DSCP by level")
+    rp.add_argument(
+        "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
+    )
+    rp.set_defaults(run=run_replay)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    import math
+
+    from tailbound.cli.exitcodes import outcome
+    from tailbound.enforce import net, replay
+    from tailbound.errors import ConfigError
+    from tailbound.model import load_tenants
+    from tailbound.plan import Plan
+    from tailbound.traces import read_trace
+
+    for option, value in (
+        ("--duration", args.duration),
+        ("--drain", args.drain),
+        ("--window-s", args.window_s),
+    ):
+        if not (math.isfinite(value) and 0 < value <= 1e6):
+            raise ConfigError(None, f"{option} must be in (0, 1e6] seconds, got {value}")
+    if args.window is not None and not (0 <= args.window[0] < args.window[1] < math.inf):
+        raise ConfigError(None, f"--window needs 0 <= START_S < END_S, got {args.window}")
+    plan = Plan.load(args.plan)
+    addresses = net.Addresses.load(args.hosts)
+    if args.serve:
+        if args.host is None:
+            raise ConfigError(None, "--serve needs --host (the server)", field="--host")
+        names = [t.name for t in plan.tenants if t.server == args.host]
+        missing = [n for n in names if n not in addresses.ports]
+        if not names or missing:
+            raise ConfigError(
+                args.hosts, f"no port for tenants {missing or names} of {args.host}", field="ports"
+            )
+        proc, bound = replay.serve([addresses.ports[n] for n in names], args.duration)
+        print(
+            f"serving {', '.join(names)} on {' '.join(bound)} for {args.duration:g} s", flush=True
+        )
+        proc.wait()
+        return 0
+    if args.tenants is None:
+        raise ConfigError(None, "--tenants is required (the traces to replay)", field="--tenants")
+    names = replay.client_tenants(plan, args.host)
+    if not names:
+        raise ConfigError(args.plan, f"no tenant has client host {args.host!r}", field="tenants")
+    tset = load_tenants(args.tenants)
+    by_name = {t.name: t for t in tset.tenants}
+    absent = [n for n in names if n not in by_name]
+    if absent:
+        raise ConfigError(args.tenants, f"no tenant for planned tenants {absent}")
+    destinations = replay.destinations(plan, names, addresses, dscp=args.dscp)
+    traces = {}
+    for n in names:
+        trace = read_trace(by_name[n].trace)
+        traces[n] = trace.slice_time(*args.window) if args.window is not None else trace
+    run = replay.replay(plan, traces, destinations, drain_s=args.drain, window_s=args.window_s)
+    print(run.verification.table())
+    v = run.verification
+    print(
+        f"\n{len(v.checks)} tenants replayed live: {len(v.violations)} SLOs missed, "
+        f"{len(v.exceeded)} bounds exceeded, {run.lost} requests unanswered"
+    )
+    return outcome(run.all_held)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,272 @@
+"""Live replay: a Plan's tenants' traces sent as real TCP traffic by ``tailbound-replay`` (the Rust
+binary in ``crates/tailbound-replay``) and checked like :func:`tailbound.verify.replay_plan`.
+
+The network counterpart of ``tailbound verify``: per request the client sends a request message
+and the server answers with a response message of the network token model's sizes
+(:class:`tailbound.profiles.tokens.MessageSizes`: a read's request ``200 + 0.025·size`` bytes and
+its response ``200 + 1.1·size``, a write the reverse), open loop at the trace's timestamps, one
+TCP connection per tenant to its server's address and port (the hosts file of ``tailbound
+enforce net``). A request's latency runs from its trace timestamp to the last byte of its
+response, as the simulator's runs from the request's arrival to its response's delivery.
+The measurements become :class:`~tailbound.sim.results.SimResults` (one stage, ``net``) and are
+checked by :func:`tailbound.verify.check_results`, so the table is ``tailbound verify``'s.
+``docs/enforcement.md`` ("The replayer") has the design and the measured comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.enforce.net import Addresses, dscp_of
+from tailbound.errors import ConfigError, TailboundError
+from tailbound.plan import Plan, client_name
+from tailbound.sim.results import SimResults, WorkloadResult
+from tailbound.stages import Stage
+from tailbound.traces.trace import Op, Trace
+from tailbound.verify import Verification, check_results
+
+BINARY_NAME = "tailbound-replay"
+#: Requests of all tenants together one run takes (the binary's own limit).
+MAX_REQUESTS = 10_000_000
+
+
+class ReplayError(TailboundError):
+    """The replayer is missing or its run failed."""
+
+
+def binary() -> Path:
+    """The ``tailbound-replay`` binary: ``$TAILBOUND_REPLAY``, else the checkout's
+    ``target/release`` (``make install`` builds it), else ``PATH``."""
+    env = os.environ.get("TAILBOUND_REPLAY")
+    if env:
+        return Path(env)
+    built = Path(__file__).resolve().parents[3] / "target" / "release" / BINARY_NAME
+    if built.is_file():
+        return built
+    found = shutil.which(BINARY_NAME)
+    if found is None:
+        raise ReplayError(
+            f"{BINARY_NAME} not found: run `make install` (it builds target/release/{BINARY_NAME})"
+            " or set TAILBOUND_REPLAY"
+        )
+    return Path(found)
+
+
+def write_requests(traces: Mapping[str, Trace], path: str | Path) -> int:
+    """Write every tenant's requests as the replayer's input CSV (``tenant,time_s,op,size``,
+    times in seconds as in the traces); returns the number of requests."""
+    total = sum(len(t) for t in traces.values())
+    if total > MAX_REQUESTS:
+        raise ConfigError(None, f"{total} requests to replay, above the limit {MAX_REQUESTS}")
+    with open(path, "w", newline="") as f:
+        f.write("tenant,time_s,op,size\n")
+        for name, trace in traces.items():
+            if "," in name or "=" in name:
+                raise ConfigError(None, f"tenant name {name!r}: no ',' or '=' in a live replay")
+            ops = np.where(trace.op == Op.READ, "R", "W")
+            f.writelines(
+                f"{name},{t!r},{o},{s}\n"
+                for t, o, s in zip(
+                    trace.time.tolist(), ops.tolist(), trace.size.tolist(), strict=True
+                )
+            )
+    return total
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One tenant's requests in a live run (seconds): trace times, issue lags (the pacer's
+    lateness: time from the trace timestamp to the start of the request's write), latencies
+    (NaN: not answered before the deadline) and the bytes each message had on the wire."""
+
+    time: NDArray[np.float64]
+    issue_lag: NDArray[np.float64]
+    latency: NDArray[np.float64]
+    request_bytes: NDArray[np.int64]
+    response_bytes: NDArray[np.int64]
+
+    @property
+    def lost(self) -> int:
+        return int(np.count_nonzero(~np.isfinite(self.latency)))
+
+
+def read_latencies(path: str | Path) -> dict[str, Measured]:
+    """The client's CSV, per tenant."""
+    rows: dict[str, list[list[float]]] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault(r["tenant"], []).append(
+                [
+                    float(r["time_s"]),
+                    float(r["issue_lag_s"] or "nan"),
+                    float(r["latency_s"] or "nan"),
+                    float(r["request_bytes"]),
+                    float(r["response_bytes"]),
+                ]
+            )
+    out = {}
+    for name, values in rows.items():
+        a = np.array(values, dtype=np.float64)
+        out[name] = Measured(
+            a[:, 0], a[:, 1], a[:, 2], a[:, 3].astype(np.int64), a[:, 4].astype(np.int64)
+        )
+    return out
+
+
+def results_of(measured: Mapping[str, Measured], plan: Plan) -> SimResults:
+    """Live measurements as simulator results: one stage (``net``), issue = trace time, exit =
+    trace time + latency (NaN when not answered, which the statistics leave out: a live check
+    counts them separately, :attr:`LiveRun.lost`)."""
+    workloads = []
+    for t in plan.tenants:
+        m = measured.get(t.name)
+        if m is None:
+            continue
+        workloads.append(
+            WorkloadResult(
+                name=t.name,
+                stages=("net",),
+                issue=m.time,
+                exit=(m.time + m.latency)[:, None],
+                slo=t.slo,
+            )
+        )
+    end = max((float(np.nanmax(w.exit)) for w in workloads if np.isfinite(w.exit).any()), default=0)
+    return SimResults(tuple(workloads), 0, end)
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """A live replay of a Plan: the measurements, and the Plan checked against them."""
+
+    measured: dict[str, Measured]
+    verification: Verification
+
+    @property
+    def lost(self) -> int:
+        return sum(m.lost for m in self.measured.values())
+
+    @property
+    def all_held(self) -> bool:
+        """Every SLO met, every bound held and every request answered."""
+        return self.verification.all_held and self.lost == 0
+
+
+def client_tenants(plan: Plan, host: str | None) -> list[str]:
+    """The tenants whose network stages start at ``host`` (every tenant with a network stage
+    when ``host`` is None)."""
+    names = []
+    for t in plan.tenants:
+        if Stage.NET_IN not in t.stages and Stage.NET_OUT not in t.stages:
+            continue
+        if host is None or client_name(t) == host:
+            names.append(t.name)
+    return names
+
+
+def destinations(
+    plan: Plan, names: Sequence[str], addresses: Addresses, *, dscp: bool = False
+) -> list[str]:
+    """The client's ``--tenant`` arguments: ``NAME=SERVER_IP:PORT[,tos=...]``; with ``dscp`` the
+    TOS byte carries the DSCP ``tailbound enforce net`` gives the tenant's ``net_in`` level."""
+    args = []
+    for name in names:
+        t = plan.tenant(name)
+        if t.server is None:
+            raise ConfigError(None, f"tenant {name} has no server to replay against")
+        ip = addresses.ip(t.server, name, "live replay")
+        if name not in addresses.ports:
+            raise ConfigError(
+                addresses.path, f"tenant {name} needs a port to replay", field=f"ports.{name}"
+            )
+        arg = f"{name}={ip}:{addresses.ports[name]}"
+        level = t.priority.get(Stage.NET_IN)
+        if dscp and level is not None:
+            arg += f",tos={dscp_of(min(level, 6)) << 2}"
+        args.append(arg)
+    return args
+
+
+def serve(
+    ports: Sequence[int],
+    duration_s: float,
+    *,
+    address: str = "0.0.0.0",
+    prefix: Sequence[str] = (),
+    log: str | Path | None = None,
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start a replayer server on ``ports`` (0: any free port) for ``duration_s`` seconds,
+    behind ``prefix`` (e.g. ``ip netns exec NS``); returns it once it listens, with the
+    addresses it bound."""
+    cmd = [*prefix, str(binary()), "server", "--duration", repr(float(duration_s))]
+    for p in ports:
+        cmd += ["--listen", f"{address}:{p}"]
+    if log is not None:
+        cmd += ["--log", str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    if not line or line[0] != "ready":
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        raise ReplayError(f"{BINARY_NAME} server did not start: {err.strip()}")
+    return proc, line[1:]
+
+
+def replay(
+    plan: Plan,
+    traces: Mapping[str, Trace],
+    tenant_args: Sequence[str],
+    *,
+    drain_s: float = 5.0,
+    start_delay_s: float = 0.5,
+    prefix: Sequence[str] = (),
+    window_s: float = 180.0,
+    workdir: str | Path | None = None,
+) -> LiveRun:
+    """Run the replayer client on ``traces`` (by tenant name) with the ``--tenant`` arguments
+    ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured."""
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        requests, out = Path(tmp) / "requests.csv", Path(tmp) / "latency.csv"
+        write_requests(traces, requests)
+        cmd = [
+            *prefix,
+            str(binary()),
+            "client",
+            "--requests",
+            str(requests),
+            "--out",
+            str(out),
+            "--drain",
+            repr(float(drain_s)),
+            "--start-delay",
+            repr(float(start_delay_s)),
+        ]
+        for a in tenant_args:
+            cmd += ["--tenant", a]
+        span = max(
+            (float(t.time.max() - t.time.min()) for t in traces.values() if len(t)), default=0
+        )
+        p = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=span + drain_s + start_delay_s + 30,
+            check=False,
+        )
+        if p.returncode not in (0, 1) or not out.exists():
+            raise ReplayError(f"{BINARY_NAME} client failed: {p.stderr.strip()[-500:]}")
+        measured = read_latencies(out)
+    replayed = dataclasses.replace(plan, tenants=[t for t in plan.tenants if t.name in measured])
+    return LiveRun(measured, check_results(replayed, results_of(measured, plan), window_s=window_s))
