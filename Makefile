@@ -26,6 +26,7 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 
 $(VENV)/.built: $(VENV)/.deps $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet
+	cargo build --release -p tailbound-gate --quiet  # the storage gateway (tailbound gate)
 	touch $@
 
 .PHONY: install
@@ -39,8 +40,8 @@ demo: install ## Run the whole pipeline on a generated demo fleet (writes to out
 test: install test-rust test-python lint ## Run every test: cargo, pytest (with doctests), lint
 
 .PHONY: test-rust
-test-rust: ## Rust core tests
-	cargo test --release -p tailbound-core --quiet
+test-rust: ## Rust core and gateway tests
+	cargo test --release -p tailbound-core -p tailbound-gate --quiet
 
 .PHONY: test-python
 test-python: install ## Python tests and doctests (slow and benchmark tests deselected)
