@@ -120,6 +120,7 @@ def _fio(jobfile: str, tmp: Path) -> dict[str, Any]:
     path.write_text(jobfile)
     p = subprocess.run(
         ["fio", "--output-format=json", str(path)],
+        cwd=tmp,  # fio writes its verify state files there
         capture_output=True,
         text=True,
         timeout=60,
