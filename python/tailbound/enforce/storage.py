@@ -4,8 +4,9 @@
 One gateway serves one device of the plan (``<server>.<device>``,
 :func:`~tailbound.plan.device_name`): one NBD export per tenant placed on it (export name =
 tenant name, backed by ``<backend>/<tenant>.img``), and one dispatcher —
-``tailbound_core::sched::dispatch::Dispatcher``, the simulator's own — in front of the backend. The mapping is the scenario builder's
-(:mod:`tailbound.sim.plan`), so the gateway runs the queue ``tailbound verify`` replays:
+``tailbound_core::sched::dispatch::Dispatcher``, the simulator's own — in front of the backend.
+The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gateway runs the queue
+``tailbound verify`` replays:
 
 - the scheduler is the plan's storage discipline with the workloads in export order: strict
   priority with each tenant's :func:`~tailbound.plan.enforcer_level` and every storage bucket
