@@ -225,7 +225,7 @@ async fn dispatch_loop(
         }
         out.clear();
         let t = now();
-        if let Some(w) = dispatcher.dispatch(t, |id| table[&id].0, &mut out) {
+        if let Some(w) = dispatcher.dispatch(t, |id| request_of(&table, id), &mut out) {
             wake = Some(wake.map_or(w, |old| old.min(w)));
         }
         for d in &out {
@@ -240,6 +240,12 @@ async fn dispatch_loop(
             tokio::spawn(run_io(id, job, shared.clone(), tx.clone(), finish));
         }
     }
+}
+
+/// What the dispatcher reads of request `id` (every id it asks about is in the table; an
+/// unknown one reads as an empty read rather than a panic).
+fn request_of(table: &HashMap<u64, (DispatchRequest, Option<Job>)>, id: u64) -> DispatchRequest {
+    table.get(&id).map_or(DispatchRequest { write: false, size: 0.0, offset: f64::NAN }, |e| e.0)
 }
 
 fn secs(t: f64) -> Duration {
@@ -288,7 +294,7 @@ fn serve_io(
     payload: &[u8],
 ) -> Vec<u8> {
     if write {
-        let ok = file.write_all_at(&payload, offset).is_ok() && (!fua || file.sync_data().is_ok());
+        let ok = file.write_all_at(payload, offset).is_ok() && (!fua || file.sync_data().is_ok());
         proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
     } else {
         let mut buf = vec![0u8; 16 + length as usize];
