@@ -16,6 +16,7 @@ import socket
 import struct
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,7 @@ def _plan(tmp: Path) -> tuple[Path, Path]:
 class Gate:
     proc: subprocess.Popen[str]
     port: int
+    metrics: str = ""
 
     def uri(self, export: str = "") -> str:
         return f"nbd://127.0.0.1:{self.port}/{export}"
@@ -105,6 +107,8 @@ def start(tmp_path: Path) -> Iterator[Any]:
             _, err = proc.communicate()
             raise AssertionError(f"gateway did not start: {line!r} {err}")
         gate = Gate(proc, int(line.rsplit(":", 1)[1]))
+        if "--metrics" in extra:
+            gate.metrics = proc.stdout.readline().split()[-1]
         started.append(gate)
         return gate
 
@@ -219,7 +223,7 @@ def test_nbdinfo_lists_the_plans_exports(start: Any) -> None:
 
 def test_fio_writes_and_verifies_through_the_gateway(start: Any, tmp_path: Path) -> None:
     _need("fio")
-    gate = start()
+    gate = start("--metrics", "127.0.0.1:0")
     out = _fio(
         f"""[global]
 ioengine=nbd
@@ -241,6 +245,19 @@ rw=randread
     assert all(j["error"] == 0 for j in jobs.values())
     assert jobs["write-verify"]["write"]["io_bytes"] == 8 << 20
     assert jobs["read"]["read"]["io_bytes"] == 8 << 20
+    with urllib.request.urlopen(gate.metrics, timeout=10) as r:
+        text = r.read().decode()
+    metric = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if not line.startswith("#")
+    }
+    reads = metric['tailbound_gate_requests_total{export="H",op="read"}']
+    writes = metric['tailbound_gate_requests_total{export="H",op="write"}']
+    assert writes == 128 and reads >= 2 * 128  # the verifying reads and the read job
+    assert metric['tailbound_gate_latency_seconds_count{export="H"}'] == reads + writes
+    assert metric['tailbound_gate_latency_seconds_bucket{export="H",le="+Inf"}'] == reads + writes
+    assert metric['tailbound_gate_requests_total{export="L",op="read"}'] == 0
     counters = {c["export"]: c for c in gate.stop()}
     # every write, every verifying read and the read job passed the dispatcher
     assert counters["H"]["requests"] >= 3 * 128

@@ -9,7 +9,7 @@
 //!  "limits": {"read_mpl": 8, "write_mpl": 8, "max_read_bytes": 1048576,
 //!             "max_write_bytes": 1048576, "low_priority_mpl": 0, "low_priority_work": null},
 //!  "profile": {"sizes": [4096], "read_bandwidth": [8e7], "write_bandwidth": [4e7]},
-//!  "emulate_device": false}
+//!  "emulate_device": false, "metrics_listen": "127.0.0.1:9109"}
 //! ```
 //!
 //! `exports[w]` is workload `w` of the scheduler (`tailbound_core::sched::SchedulerConfig`, the
@@ -53,6 +53,9 @@ pub struct Config {
     /// when the real backend (a page-cached file) is much faster, for tests and demonstrations.
     #[serde(default)]
     pub emulate_device: bool,
+    /// `host:port` of the Prometheus text endpoint (`GET /metrics`), if any.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
 }
 
 fn default_max_request() -> u32 {

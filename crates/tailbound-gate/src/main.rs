@@ -3,11 +3,13 @@
 //!
 //! Usage: `tailbound-gate --config CONFIG.json` (the document `tailbound gate` writes; see
 //! `config.rs`), or `tailbound-gate --check CONFIG.json` to validate it and exit. Prints
-//! `listening on HOST:PORT` on stdout once it accepts connections (port 0 picks a free port);
+//! `listening on HOST:PORT` on stdout once it accepts connections (port 0 picks a free port),
+//! then `metrics on http://HOST:PORT/metrics` if the configuration has `metrics_listen`;
 //! on SIGINT or SIGTERM it prints each export's counters (one JSON line each) and exits 0.
 //! Exit status 2 for a bad configuration or an address it cannot listen on.
 
 mod config;
+mod metrics;
 mod proto;
 mod server;
 
@@ -49,6 +51,20 @@ fn main() {
         };
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         println!("listening on {addr}");
+        let mut metrics = None;
+        if let Some(m) = &cfg.metrics_listen {
+            match tokio::net::TcpListener::bind(m).await {
+                Ok(l) => {
+                    let a = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                    println!("metrics on http://{a}/metrics");
+                    metrics = Some(l);
+                }
+                Err(e) => {
+                    eprintln!("tailbound-gate: metrics listen {m}: {e}");
+                    return 2;
+                }
+            }
+        }
         let _ = std::io::stdout().flush();
         let shutdown = async {
             let mut term =
@@ -58,7 +74,7 @@ fn main() {
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
             }
         };
-        match server::serve(cfg, listener, shutdown).await {
+        match server::serve(cfg, listener, metrics, shutdown).await {
             Ok(report) => {
                 print!("{report}");
                 let _ = std::io::stdout().flush();

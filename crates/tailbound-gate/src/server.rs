@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Config, CostTable};
+use crate::metrics::{self, Stats};
 use crate::proto::{self, Action};
 
 /// Most bytes of requests one connection may have inside the gateway (queued, in service or
@@ -45,16 +46,6 @@ pub struct Export {
     pub file: Arc<File>,
     pub size: u64,
     pub stats: Stats,
-}
-
-/// Per-export counters (requests through the dispatcher, their bytes, and the gateway's
-/// latency from a request's arrival to its completion).
-#[derive(Default)]
-pub struct Stats {
-    pub requests: AtomicU64,
-    pub bytes: AtomicU64,
-    pub latency_ns: AtomicU64,
-    pub max_latency_ns: AtomicU64,
 }
 
 /// A read or write waiting for or in the dispatcher.
@@ -115,6 +106,7 @@ pub fn open_exports(cfg: &Config) -> Result<Vec<Export>, String> {
 pub async fn serve(
     cfg: Config,
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<String, String> {
     let exports = open_exports(&cfg)?;
@@ -132,6 +124,11 @@ pub async fn serve(
         rx,
         tx,
     ));
+    if let Some(l) = metrics_listener {
+        let s = shared.clone();
+        let body = move || metrics::render(s.exports.iter().map(|e| (e.name.as_str(), &e.stats)));
+        tokio::spawn(metrics::serve(l, body));
+    }
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
@@ -165,12 +162,12 @@ pub async fn serve(
 fn report(shared: &Shared) -> String {
     let mut out = String::new();
     for e in &shared.exports {
-        let n = e.stats.requests.load(Ordering::Relaxed);
+        let n = e.stats.count();
         let sum = e.stats.latency_ns.load(Ordering::Relaxed) as f64 * 1e-9;
         let line = serde_json::json!({
             "export": e.name,
             "requests": n,
-            "bytes": e.stats.bytes.load(Ordering::Relaxed),
+            "bytes": e.stats.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>(),
             "mean_latency_s": if n > 0 { sum / n as f64 } else { 0.0 },
             "max_latency_s": e.stats.max_latency_ns.load(Ordering::Relaxed) as f64 * 1e-9,
         });
@@ -273,12 +270,7 @@ async fn run_io(
     .await
     .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec());
     let _ = tx.send(Msg::Done(id));
-    let stats = &shared.exports[export].stats;
-    let ns = arrived.elapsed().as_nanos() as u64;
-    stats.requests.fetch_add(1, Ordering::Relaxed);
-    stats.bytes.fetch_add(u64::from(length), Ordering::Relaxed);
-    stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
-    stats.max_latency_ns.fetch_max(ns, Ordering::Relaxed);
+    shared.exports[export].stats.record(write, u64::from(length), arrived.elapsed());
     let _ = reply.send(io);
     drop(permit);
 }

@@ -55,6 +55,9 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="hold each request until a unit-rate device would have served it for its cost",
     )
+    parser.add_argument(
+        "--metrics", metavar="HOST:PORT", help="serve Prometheus text metrics at /metrics"
+    )
     parser.add_argument("--write-config", type=Path, help="write the configuration here and exit")
     parser.add_argument("--binary", type=Path, help="the tailbound-gate binary (default: found)")
     parser.set_defaults(run=run)
@@ -86,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request,
         fifo=args.fifo,
         emulate_device=args.emulate_device,
+        metrics_listen=args.metrics,
         plan_path=str(args.plan),
     )
     if args.write_config is not None:

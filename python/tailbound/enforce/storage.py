@@ -91,12 +91,15 @@ def gate_config(
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     fifo: bool = False,
     emulate_device: bool = False,
+    metrics_listen: str | None = None,
     plan_path: str | None = None,
 ) -> dict[str, Any]:
     """The gateway's configuration document for ``plan``'s tenants on ``device`` (see the module
     documentation). ``fifo`` replaces the plan's discipline by one FIFO queue under the same
     dispatch limits (no priorities, no buckets: the unenforced baseline); ``emulate_device``
-    holds each request's slot until a unit-rate device would have served it for its cost."""
+    holds each request's slot until a unit-rate device would have served it for its cost;
+    ``metrics_listen`` (``HOST:PORT``) serves per-export counters and latency histograms in
+    Prometheus' text format at ``/metrics``."""
     if not 0 < export_size < 2**63:
         raise ConfigError(None, f"must be positive, got {export_size}", field="--export-size")
     if not 0 < max_request_bytes <= MAX_REQUEST_LIMIT:
@@ -160,6 +163,7 @@ def gate_config(
             "write_bandwidth": [float(b) for b in profile.write_bandwidth],
         },
         "emulate_device": emulate_device,
+        "metrics_listen": metrics_listen,
     }
 
 
