@@ -10,12 +10,14 @@ saying which; without the gateway binary (``make install`` builds it) they fail.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -399,3 +401,54 @@ def test_find_binary_names_the_candidates(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="no tailbound-gate binary"):
         find_binary(tmp_path / "missing")
+
+
+def test_upstream_backend_in_front_of_nbdkit(start: Any, tmp_path: Path) -> None:
+    """The gateway in front of nbdkit's file plugin (one file per export, ``dir=``): fio writes
+    and verifies through it, and the data lands in nbdkit's file of that export."""
+    _need("nbdkit", "fio")
+    files = tmp_path / "files"
+    files.mkdir()
+    for name in ("H", "L"):
+        (files / name).write_bytes(b"")
+        os.truncate(files / name, 16 << 20)
+    with socket.socket() as s:  # a free port for nbdkit (closed again before nbdkit binds it)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nbdkit = subprocess.Popen(
+        ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(port), "file", f"dir={files}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        gate = start("--upstream", f"127.0.0.1:{port}")
+        out = _fio(
+            f"""[global]
+ioengine=nbd
+uri={gate.uri("L")}
+bs=64k
+size=4m
+iodepth=8
+[write-verify]
+rw=randwrite
+verify=crc32c
+do_verify=1
+""",
+            tmp_path,
+        )
+        assert out["jobs"][0]["error"] == 0
+        assert out["jobs"][0]["write"]["io_bytes"] == 4 << 20
+        counters = {c["export"]: c for c in gate.stop()}
+        assert counters["L"]["requests"] >= 2 * 64 and counters["H"]["requests"] == 0
+        # the upstream's size, not --export-size
+        assert os.path.getsize(files / "L") == 16 << 20
+        assert (files / "L").read_bytes().count(0) < 16 << 20  # fio's data is in nbdkit's file
+    finally:
+        nbdkit.terminate()
+        nbdkit.communicate(timeout=10)

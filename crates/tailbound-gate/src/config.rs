@@ -53,6 +53,10 @@ pub struct Config {
     /// when the real backend (a page-cached file) is much faster, for tests and demonstrations.
     #[serde(default)]
     pub emulate_device: bool,
+    /// `host:port` of an upstream NBD server: each export is its export of the same name
+    /// (then `backend_dir` and `export_size` are not used; the size is the upstream's).
+    #[serde(default)]
+    pub upstream: Option<String>,
     /// `host:port` of the Prometheus text endpoint (`GET /metrics`), if any.
     #[serde(default)]
     pub metrics_listen: Option<String>,

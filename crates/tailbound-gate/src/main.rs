@@ -12,6 +12,7 @@ mod config;
 mod metrics;
 mod proto;
 mod server;
+mod upstream;
 
 use std::io::Write;
 

@@ -245,8 +245,7 @@ pub fn simple_reply(error: u32, handle: u64) -> [u8; 16] {
     out
 }
 
-/// A request header as a client writes it (tests and the fuzzing of the round trip).
-#[cfg(test)]
+/// A request header as a client writes it (the upstream backend, and the parser's tests).
 pub fn encode_request(r: &Request) -> [u8; REQUEST_BYTES] {
     let mut out = [0u8; REQUEST_BYTES];
     out[..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());

@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use crate::config::{Config, CostTable};
 use crate::metrics::{self, Stats};
 use crate::proto::{self, Action};
+use crate::upstream::Upstream;
 
 /// Most bytes of requests one connection may have inside the gateway (queued, in service or
 /// replying); the connection reads no further request until some finish.
@@ -43,7 +44,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// One export: a tenant's volume, backed by `<backend_dir>/<name>.img`.
 pub struct Export {
     pub name: String,
-    pub file: Arc<File>,
+    pub backend: Backend,
     pub size: u64,
     pub stats: Stats,
 }
@@ -73,8 +74,28 @@ struct Shared {
     to_dispatcher: mpsc::UnboundedSender<Msg>,
 }
 
-/// Open (creating or extending) every export's backend file.
-pub fn open_exports(cfg: &Config) -> Result<Vec<Export>, String> {
+/// Where an export's data lives.
+#[derive(Clone)]
+pub enum Backend {
+    /// `<backend_dir>/<name>.img`, served on the blocking pool.
+    File(Arc<File>),
+    /// The export of the same name on an upstream NBD server.
+    Upstream(Arc<Upstream>),
+}
+
+/// Open every export: connect to the upstream server's export of the same name, or open
+/// (creating or extending) its backend file.
+pub async fn open_exports(cfg: &Config) -> Result<Vec<Export>, String> {
+    if let Some(address) = &cfg.upstream {
+        let mut out = Vec::new();
+        for name in &cfg.exports {
+            let up = Upstream::connect(address, name).await?;
+            let size = up.size;
+            let backend = Backend::Upstream(Arc::new(up));
+            out.push(Export { name: name.clone(), backend, size, stats: Stats::default() });
+        }
+        return Ok(out);
+    }
     let dir = Path::new(&cfg.backend_dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("backend_dir {}: {e}", dir.display()))?;
     cfg.exports
@@ -94,7 +115,7 @@ pub fn open_exports(cfg: &Config) -> Result<Vec<Export>, String> {
             }
             Ok(Export {
                 name: name.clone(),
-                file: Arc::new(file),
+                backend: Backend::File(Arc::new(file)),
                 size: cfg.export_size,
                 stats: Stats::default(),
             })
@@ -109,7 +130,7 @@ pub async fn serve(
     metrics_listener: Option<TcpListener>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<String, String> {
-    let exports = open_exports(&cfg)?;
+    let exports = open_exports(&cfg).await?;
     let limits = cfg.limits.limits();
     let scheduler = cfg.scheduler.build(exports.len()).map_err(|e| e.to_string())?;
     let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
@@ -258,17 +279,40 @@ async fn run_io(
     finish: Option<Instant>,
 ) {
     let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
-    let file = shared.exports[export].file.clone();
-    let io = tokio::task::spawn_blocking(move || -> Vec<u8> {
-        let reply = serve_io(&file, write, fua, handle, offset, length, &payload);
-        if let Some(f) = finish {
-            // a thread's sleep is precise to tens of microseconds; tokio's timer to a millisecond
-            std::thread::sleep(f.saturating_duration_since(Instant::now()));
+    let io = match &shared.exports[export].backend {
+        Backend::File(file) => {
+            let file = file.clone();
+            tokio::task::spawn_blocking(move || -> Vec<u8> {
+                let reply = serve_io(&file, write, fua, handle, offset, length, &payload);
+                if let Some(f) = finish {
+                    // a thread's sleep is precise to tens of microseconds, tokio's timer to 1 ms
+                    std::thread::sleep(f.saturating_duration_since(Instant::now()));
+                }
+                reply
+            })
+            .await
+            .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec())
         }
-        reply
-    })
-    .await
-    .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec());
+        Backend::Upstream(up) => {
+            let (command, flags) = if write {
+                (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
+            } else {
+                (proto::CMD_READ, 0)
+            };
+            let answer = up.request(command, flags, offset, length, &payload).await;
+            if let Some(f) = finish {
+                tokio::time::sleep_until(f.into()).await;
+            }
+            match answer {
+                Ok(data) => {
+                    let mut buf = proto::simple_reply(0, handle).to_vec();
+                    buf.extend_from_slice(&data);
+                    buf
+                }
+                Err(errno) => proto::simple_reply(errno, handle).to_vec(),
+            }
+        }
+    };
     let _ = tx.send(Msg::Done(id));
     shared.exports[export].stats.record(write, u64::from(length), arrived.elapsed());
     let _ = reply.send(io);
@@ -459,12 +503,19 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String
                     shared.to_dispatcher.send(Msg::Enqueue(job)).map_err(|e| e.to_string())?;
                 }
                 Action::Flush => {
-                    let file = shared.exports[export].file.clone();
+                    let backend = shared.exports[export].backend.clone();
                     let reply = reply_tx.clone();
                     tokio::spawn(async move {
-                        let ok = tokio::task::spawn_blocking(move || file.sync_data().is_ok())
-                            .await
-                            .unwrap_or(false);
+                        let ok = match backend {
+                            Backend::File(file) => {
+                                tokio::task::spawn_blocking(move || file.sync_data().is_ok())
+                                    .await
+                                    .unwrap_or(false)
+                            }
+                            Backend::Upstream(up) => {
+                                up.request(proto::CMD_FLUSH, 0, 0, 0, &[]).await.is_ok()
+                            }
+                        };
                         let err = if ok { 0 } else { proto::EIO };
                         let _ = reply.send(proto::simple_reply(err, r.handle).to_vec());
                     });

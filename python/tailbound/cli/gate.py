@@ -56,6 +56,11 @@ def add_parser(subparsers: Any) -> None:
         help="hold each request until a unit-rate device would have served it for its cost",
     )
     parser.add_argument(
+        "--upstream",
+        metavar="HOST:PORT",
+        help="serve each export from the same-named export of this NBD server, not a file",
+    )
+    parser.add_argument(
         "--metrics", metavar="HOST:PORT", help="serve Prometheus text metrics at /metrics"
     )
     parser.add_argument("--write-config", type=Path, help="write the configuration here and exit")
@@ -90,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         fifo=args.fifo,
         emulate_device=args.emulate_device,
         metrics_listen=args.metrics,
+        upstream=args.upstream,
         plan_path=str(args.plan),
     )
     if args.write_config is not None:

@@ -92,6 +92,7 @@ def gate_config(
     fifo: bool = False,
     emulate_device: bool = False,
     metrics_listen: str | None = None,
+    upstream: str | None = None,
     plan_path: str | None = None,
 ) -> dict[str, Any]:
     """The gateway's configuration document for ``plan``'s tenants on ``device`` (see the module
@@ -99,7 +100,9 @@ def gate_config(
     dispatch limits (no priorities, no buckets: the unenforced baseline); ``emulate_device``
     holds each request's slot until a unit-rate device would have served it for its cost;
     ``metrics_listen`` (``HOST:PORT``) serves per-export counters and latency histograms in
-    Prometheus' text format at ``/metrics``."""
+    Prometheus' text format at ``/metrics``; ``upstream`` (``HOST:PORT``) serves each export
+    from the export of the same name on that NBD server instead of a file (its size is the
+    upstream's)."""
     if not 0 < export_size < 2**63:
         raise ConfigError(None, f"must be positive, got {export_size}", field="--export-size")
     if not 0 < max_request_bytes <= MAX_REQUEST_LIMIT:
@@ -164,6 +167,7 @@ def gate_config(
         },
         "emulate_device": emulate_device,
         "metrics_listen": metrics_listen,
+        "upstream": upstream,
     }
 
 
