@@ -6,7 +6,8 @@
 //! which enqueues it with its export's workload index and its cost in device-seconds and calls
 //! `dispatch(now)` after every arrival, every completion and every shaper wake-up it asked for.
 //! Each request the dispatcher lets in runs on tokio's blocking thread pool (positioned
-//! `pread`/`pwrite` on the export's file); its completion goes back to the dispatcher task
+//! `pread`/`pwrite` on the export's file) or is forwarded to the upstream NBD server
+//! (`upstream.rs`); its completion goes back to the dispatcher task
 //! (`complete`, which frees its slot) and its reply to the connection's writer. The dispatcher
 //! task never waits on a client: replies go through the connection's own queue, and each
 //! connection holds at most `INFLIGHT_BYTES` of requests in the gateway (it stops reading when
