@@ -27,6 +27,7 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 $(VENV)/.built: $(VENV)/.deps $(RUST_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet
 	cargo build --release -p tailbound-replay --quiet  # target/release/tailbound-replay
+	cargo build --release -p tailbound-gate --quiet  # the storage gateway (tailbound gate)
 	touch $@
 
 .PHONY: install
@@ -40,8 +41,8 @@ demo: install ## Run the whole pipeline on a generated demo fleet (writes to out
 test: install test-rust test-python lint ## Run every test: cargo, pytest (with doctests), lint
 
 .PHONY: test-rust
-test-rust: ## Rust core and replayer tests
-	cargo test --release -p tailbound-core -p tailbound-replay --quiet
+test-rust: ## Rust core, replayer and gateway tests
+	cargo test --release -p tailbound-core -p tailbound-replay -p tailbound-gate --quiet
 
 .PHONY: test-python
 test-python: install ## Python tests and doctests (slow and benchmark tests deselected)

@@ -34,6 +34,7 @@ COMMANDS: tuple[str, ...] = (
     "verify",
     "policies",
     "enforce",
+    "gate",
     "experiment",
 )
 

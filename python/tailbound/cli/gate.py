@@ -1,0 +1,110 @@
+"""``tailbound gate``: start ``tailbound-gate``, the NBD storage gateway, on a Plan's storage stage
+(``docs/enforcement.md``, "Storage path").
+
+The verb checks the plan and the SSD profile, writes the gateway's configuration
+(:mod:`tailbound.enforce.storage`) to ``<backend>/tailbound-gate.json`` (or ``--write-config``
+only) and replaces itself by the gateway, which prints ``listening on HOST:PORT``, serves until
+SIGINT or SIGTERM and then prints each export's counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tailbound.cli.exitcodes import epilog
+from tailbound.cli.profile import parse_bytes
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "gate",
+        help="serve a plan's storage tenants over NBD through the core's dispatcher",
+        description=(
+            "Start tailbound-gate, an NBD server with one export per tenant placed on the device "
+            "(export name = tenant name, a file <backend>/<tenant>.img), whose reads and writes "
+            "enter the device through the simulator's dispatcher: the plan's storage priorities "
+            "and token buckets in device-seconds (costs from the SSD profile), the profile's "
+            "dispatch limits and the plan's dispatch rule."
+        ),
+        epilog=epilog(None),
+    )
+    parser.add_argument("--plan", required=True, type=Path, help="plan JSON (any verb's --out)")
+    parser.add_argument("--profile", required=True, type=Path, help="SSD profile JSON")
+    parser.add_argument(
+        "--backend", required=True, type=Path, help="directory of the export files (created)"
+    )
+    parser.add_argument(
+        "--listen", default="127.0.0.1:10809", help="HOST:PORT (port 0: any free port)"
+    )
+    parser.add_argument("--device", help="the plan's <server>.<device> to serve (if several)")
+    parser.add_argument(
+        "--export-size", type=parse_bytes, default=1 << 30, help="size of every export (1G)"
+    )
+    parser.add_argument(
+        "--max-request", type=parse_bytes, default=32 << 20, help="largest read or write (32M)"
+    )
+    parser.add_argument(
+        "--fifo",
+        action="store_true",
+        help="baseline: one FIFO queue, no priorities or buckets (same dispatch limits)",
+    )
+    parser.add_argument(
+        "--emulate-device",
+        action="store_true",
+        help="hold each request until a unit-rate device would have served it for its cost",
+    )
+    parser.add_argument(
+        "--upstream",
+        metavar="HOST:PORT",
+        help="serve each export from the same-named export of this NBD server, not a file",
+    )
+    parser.add_argument(
+        "--metrics", metavar="HOST:PORT", help="serve Prometheus text metrics at /metrics"
+    )
+    parser.add_argument("--write-config", type=Path, help="write the configuration here and exit")
+    parser.add_argument("--binary", type=Path, help="the tailbound-gate binary (default: found)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    from tailbound.enforce import storage
+    from tailbound.errors import ConfigError
+    from tailbound.jsonio import write_json_atomic
+    from tailbound.plan import Plan
+    from tailbound.profiles.tokens import SsdProfile, load_profile
+
+    plan = Plan.load(args.plan)
+    profile = load_profile(args.profile)
+    if not isinstance(profile, SsdProfile):
+        raise ConfigError(
+            args.profile, "the gateway prices requests with an SSD profile", field="type"
+        )
+    config = storage.gate_config(
+        plan,
+        profile,
+        backend_dir=args.backend.resolve(),
+        listen=args.listen,
+        device=args.device,
+        export_size=args.export_size,
+        max_request_bytes=args.max_request,
+        fifo=args.fifo,
+        emulate_device=args.emulate_device,
+        metrics_listen=args.metrics,
+        upstream=args.upstream,
+        plan_path=str(args.plan),
+    )
+    if args.write_config is not None:
+        write_json_atomic(args.write_config, config)
+        print(f"wrote {args.write_config}: {len(config['exports'])} exports")
+        return 0
+    binary = storage.find_binary(args.binary)
+    path = args.backend / "tailbound-gate.json"
+    write_json_atomic(path, config)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(binary, [str(binary), "--config", str(path)])

@@ -1,0 +1,195 @@
+"""The storage stage of a Plan as the configuration of ``tailbound-gate``, the NBD storage gateway
+(``crates/tailbound-gate``; ``docs/enforcement.md``, "Storage path").
+
+One gateway serves one device of the plan (``<server>.<device>``,
+:func:`~tailbound.plan.device_name`): one NBD export per tenant placed on it (export name =
+tenant name, backed by ``<backend>/<tenant>.img``), and one dispatcher —
+``tailbound_core::sched::dispatch::Dispatcher``, the simulator's own — in front of the backend.
+The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gateway runs the queue
+``tailbound verify`` replays:
+
+- the scheduler is the plan's storage discipline with the workloads in export order: strict
+  priority with each tenant's :func:`~tailbound.plan.enforcer_level` and every storage bucket
+  ``(rate, bucket_s)`` in device-seconds (the limit mode's ``demotion`` flag), or FIFO, SFQ
+  (storage weights) or EDF (storage deadlines, else the SLO, else 1 s);
+- each request costs ``size / bandwidth(op, size)`` seconds, the profile's bandwidth table
+  interpolated as :class:`~tailbound.profiles.tokens.SsdModel` does (the gateway computes it);
+- the dispatch limits are the profile's (MPLs, outstanding bytes) overridden by the plan's
+  :class:`~tailbound.plan.DispatchRule` (read/write MPL, ``low_priority_mpl``,
+  ``low_priority_work_s``), as :func:`tailbound.sim.plan.scenario_from_plan` does.
+
+>>> import numpy as np
+>>> from tailbound.model import Slo
+>>> from tailbound.plan import Bound, DispatchRule, Plan, StageLimit, TenantPlan
+>>> from tailbound.profiles.tokens import SsdProfile
+>>> from tailbound.stages import STORAGE_PATH, Stage
+>>> def tenant(name, level, limit=None):
+...     limits = {Stage.STORAGE: limit} if limit else {}
+...     return TenantPlan(name, Slo(0.05), "s0", "ssd0", dict.fromkeys(STORAGE_PATH, level),
+...                       limits, Bound(0.04, "demo"))
+>>> plan = Plan("demo", 1, [tenant("A", 0), tenant("B", 1, StageLimit(0.5, 0.01))],
+...             dispatch=DispatchRule(read_mpl=2, low_priority_mpl=0))
+>>> profile = SsdProfile(sizes=np.array([4096.0]), read_bandwidth=np.array([8e7]),
+...                      write_bandwidth=np.array([4e7]))
+>>> c = gate_config(plan, profile, backend_dir="/srv/gate")
+>>> c["exports"], c["scheduler"]["priority"], c["scheduler"]["buckets"]
+(['A', 'B'], [8, 7], [[], [[0.5, 0.01]]])
+>>> c["limits"]["read_mpl"], c["limits"]["write_mpl"], c["limits"]["low_priority_mpl"]
+(2, 96, 0)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tailbound.errors import ConfigError
+from tailbound.plan import Plan, device_name, enforcer_level
+from tailbound.profiles.tokens import SsdProfile
+from tailbound.stages import Stage
+
+#: Export names the gateway accepts (they are file names in the backend directory too).
+EXPORT_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$")
+#: The gateway's largest request unless told (32 MiB: what Linux's nbd driver and libnbd send).
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+#: The largest request the gateway may be told to serve (its frame length is 32 bits).
+MAX_REQUEST_LIMIT = 2**31
+#: The binary's name; :func:`find_binary` looks for it.
+BINARY = "tailbound-gate"
+
+
+def storage_device(plan: Plan, device: str | None, *, path: str | None = None) -> str:
+    """The device (``<server>.<device>``) the gateway serves: ``device``, or the plan's only one."""
+    devices = sorted({device_name(t) for t in plan.tenants if t.device is not None})
+    if device is not None:
+        if device not in devices:
+            raise ConfigError(
+                path, f"no tenant is placed on device {device!r} (the plan's: {devices})"
+            )
+        return device
+    if not devices:
+        raise ConfigError(path, "no tenant of the plan has a storage device", field="tenants")
+    if len(devices) > 1:
+        raise ConfigError(
+            None, f"the plan uses devices {devices}: choose one with --device", field="--device"
+        )
+    return devices[0]
+
+
+def gate_config(
+    plan: Plan,
+    profile: SsdProfile,
+    *,
+    backend_dir: str | Path,
+    listen: str = "127.0.0.1:10809",
+    device: str | None = None,
+    export_size: int = 1 << 30,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    fifo: bool = False,
+    emulate_device: bool = False,
+    metrics_listen: str | None = None,
+    upstream: str | None = None,
+    plan_path: str | None = None,
+) -> dict[str, Any]:
+    """The gateway's configuration document for ``plan``'s tenants on ``device`` (see the module
+    documentation). ``fifo`` replaces the plan's discipline by one FIFO queue under the same
+    dispatch limits (no priorities, no buckets: the unenforced baseline); ``emulate_device``
+    holds each request's slot until a unit-rate device would have served it for its cost;
+    ``metrics_listen`` (``HOST:PORT``) serves per-export counters and latency histograms in
+    Prometheus' text format at ``/metrics``; ``upstream`` (``HOST:PORT``) serves each export
+    from the export of the same name on that NBD server instead of a file (its size is the
+    upstream's)."""
+    if not 0 < export_size < 2**63:
+        raise ConfigError(None, f"must be positive, got {export_size}", field="--export-size")
+    if not 0 < max_request_bytes <= MAX_REQUEST_LIMIT:
+        raise ConfigError(
+            None,
+            f"must be in 1..{MAX_REQUEST_LIMIT}, got {max_request_bytes}",
+            field="--max-request",
+        )
+    dev = storage_device(plan, device, path=plan_path)
+    tenants = [t for t in plan.tenants if t.device is not None and device_name(t) == dev]
+    for i, t in enumerate(plan.tenants):
+        if t in tenants and not EXPORT_NAME.match(t.name):
+            raise ConfigError(
+                plan_path,
+                f"{t.name!r} cannot be an export name ([A-Za-z0-9._-], not starting with '.')",
+                field=f"tenants[{i}].name",
+            )
+    discipline = plan.discipline(Stage.STORAGE)
+    scheduler: dict[str, Any]
+    if fifo or discipline.kind == "fifo":
+        scheduler = {"kind": "fifo"}
+    elif discipline.kind == "priority":
+        scheduler = {
+            "kind": "priority",
+            "priority": [
+                enforcer_level(t.priority.get(Stage.STORAGE), plan.priority_levels) for t in tenants
+            ],
+            "buckets": [[[r, b] for r, b in t.buckets(Stage.STORAGE)] for t in tenants],
+            "demotion": discipline.mode == "demotion",
+        }
+    elif discipline.kind == "sfq":
+        scheduler = {"kind": "sfq", "weight": [t.weight.get(Stage.STORAGE, 1.0) for t in tenants]}
+    else:  # edf: the stage's deadline, else the SLO (1 s without one), as the scenario reader
+        scheduler = {
+            "kind": "edf",
+            "deadline": [
+                t.deadline_s.get(Stage.STORAGE, t.slo_s if math.isfinite(t.slo_s) else 1.0)
+                for t in tenants
+            ],
+        }
+    rule = plan.dispatch
+    limits = {
+        "read_mpl": rule.read_mpl if rule.read_mpl is not None else profile.read_mpl,
+        "write_mpl": rule.write_mpl if rule.write_mpl is not None else profile.write_mpl,
+        "max_read_bytes": float(profile.max_outstanding_read_bytes),
+        "max_write_bytes": float(profile.max_outstanding_write_bytes),
+        "low_priority_mpl": rule.low_priority_mpl,
+        "low_priority_work": rule.low_priority_work_s,
+    }
+    return {
+        "listen": listen,
+        "backend_dir": str(backend_dir),
+        "export_size": int(export_size),
+        "max_request_bytes": int(max_request_bytes),
+        "exports": [t.name for t in tenants],
+        "scheduler": scheduler,
+        "limits": limits,
+        "profile": {
+            "sizes": [float(s) for s in profile.sizes],
+            "read_bandwidth": [float(b) for b in profile.read_bandwidth],
+            "write_bandwidth": [float(b) for b in profile.write_bandwidth],
+        },
+        "emulate_device": emulate_device,
+        "metrics_listen": metrics_listen,
+        "upstream": upstream,
+    }
+
+
+def find_binary(explicit: str | Path | None = None) -> Path:
+    """The gateway's binary: ``explicit``, ``$TAILBOUND_GATE``, ``tailbound-gate`` on the PATH, or
+    the checkout's ``target/release/tailbound-gate`` (``make install`` builds it)."""
+    candidates: list[Path] = []
+    if explicit is not None:
+        candidates.append(Path(explicit))
+    elif os.environ.get("TAILBOUND_GATE"):
+        candidates.append(Path(os.environ["TAILBOUND_GATE"]))
+    else:
+        on_path = shutil.which(BINARY)
+        if on_path:
+            candidates.append(Path(on_path))
+        candidates.append(Path(__file__).resolve().parents[3] / "target" / "release" / BINARY)
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    raise ConfigError(
+        None,
+        f"no {BINARY} binary at {[str(c) for c in candidates]} (build it with `make install` or "
+        f"`cargo build --release -p {BINARY}`)",
+        field="--binary",
+    )
