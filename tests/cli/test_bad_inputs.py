@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tailbound.cli.main import main
+from tailbound.plan import Plan
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 
@@ -138,4 +139,73 @@ def test_bad_tenants_file_is_one_line_exit_2(
     tenants.write_text(document)
     out = tmp_path / "out" / "plan.json"
     run_bad([verb, "--tenants", str(tenants), "--out", str(out)], capsys, str(tenants), names)
+    assert not out.parent.exists()
+
+
+def _plan(**tenant: object) -> dict[str, object]:
+    """A valid plan of two network tenants; ``tenant`` changes the second."""
+    base = {
+        "server": "s0",
+        "device": None,
+        "slo_s": 0.05,
+        "percentile": 0.99,
+        "priority": {"net_in": 0, "net_out": 0},
+        "stages": {},
+        "latency_bound_s": None,
+        "bound": None,
+    }
+    return {
+        "format": "tailbound-plan",
+        "version": 2,
+        "policy": "snc-meister",
+        "servers_used": 1,
+        "safety_margin": 1.0,
+        "priority_levels": 8,
+        "tenants": [{**base, "name": "A"}, {**base, "name": "B", **tenant}],
+        "rejected": [],
+    }
+
+
+PLANS = [
+    ({"slo_s": -1}, "tenants[1].slo_s"),
+    ({"percentile": 1.5}, "tenants[1].percentile"),
+    ({"name": "A"}, "tenants[1].name"),
+    ({"percentil": 0.9}, "tenants[1].percentil"),
+    ({"priority": {"net_in": 0, "net_out": 9}}, "tenants[1].priority.net_out"),
+]
+
+
+@pytest.mark.parametrize(("change", "names"), PLANS)
+def test_prioritize_refuses_a_bad_plan(
+    change: dict[str, object], names: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_plan()))
+    Plan.load(good)  # the base is valid: the change is what is refused
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(_plan(**change)))
+    out = tmp_path / "out" / "plan-pm.json"
+    args = ["prioritize", "--plan", str(plan), "--tenants", str(tmp_path / "t.json")]
+    run_bad(
+        [*args, "--profile", str(tmp_path / "p.json"), "--out", str(out)], capsys, str(plan), names
+    )
+    assert not out.parent.exists()
+
+
+def test_cluster_with_client_hosts_a_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(
+        '{"link_bandwidth_bytes_per_s": 1.25e8, "client_hosts": 5,'
+        ' "server_hosts": [{"name": "s0", "devices": ["ssd0"]}]}'
+    )
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text('{"tenants": [{"name": "A", "slo_s": 0.1, "trace": "t.txt"}]}')
+    out = tmp_path / "out" / "plan.json"
+    args = ["place", "--tenants", str(tenants), "--cluster", str(cluster), "--out", str(out)]
+    args += ["--profile", str(tmp_path / "p.json")]  # read after the cluster
+    run_bad(args, capsys, str(cluster), "field client_hosts")
     assert not out.parent.exists()
