@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tailbound.cli.exitcodes import epilog, outcome
+from tailbound.cli.options import add_quiet, progress
 from tailbound.policies.registry import names
 
 
@@ -44,7 +46,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--out", help="write the plan (priorities, limits, bounds) as JSON here")
+    add_quiet(parser)
     parser.set_defaults(run=run)
+
+
+def ticking_fits(bar: Any) -> Any:
+    """A :class:`~tailbound.snc.tenants.FitCache` ticking ``bar`` at each new MMPP fit (one per
+    trace and direction: the slow part of an SNC bound; the DNC analyses fit nothing)."""
+    from tailbound.snc.tenants import FitCache
+
+    class TickingFits(FitCache):
+        def model(self, spec: Any, direction: str, tset: Any) -> Any:
+            new = (str(spec.trace), direction) not in self.models
+            model = super().model(spec, direction, tset)
+            if new:
+                bar.update(1)
+            return model
+
+    return TickingFits()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,12 +76,18 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
-    fits = FitCache()
-    policy = build(
-        args.analysis, "admission", tset, fits=fits, alone_floor=args.alone_floor, incremental=False
-    )
-    start = time.perf_counter()
-    results = policy(tset.tenants)
+    with progress(args, desc="MMPP fits", unit="fit") as bar:
+        fits: FitCache = ticking_fits(bar)
+        policy = build(
+            args.analysis,
+            "admission",
+            tset,
+            fits=fits,
+            alone_floor=args.alone_floor,
+            incremental=False,
+        )
+        start = time.perf_counter()
+        results = policy(tset.tenants)
     elapsed = time.perf_counter() - start - fits.fit_seconds
     rows = [
         [
