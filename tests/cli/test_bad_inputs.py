@@ -209,3 +209,47 @@ def test_cluster_with_client_hosts_a_number(
     args += ["--profile", str(tmp_path / "p.json")]  # read after the cluster
     run_bad(args, capsys, str(cluster), "field client_hosts")
     assert not out.parent.exists()
+
+
+GOOD_TRACE = "0,0x1000,DiskRead\n500000000,0x2000,DiskWrite\n1000000000,0x1000,DiskRead\n"
+PRIORITIZE_TRACES = [
+    ("equal_times.txt", "0,0x1000,DiskRead\n0,0x2000,DiskWrite\n", [], "'B'", "duration_s"),
+    # every tenant is too much for a 1 byte/s link: the first one is named
+    ("good.txt", GOOD_TRACE, ["--link-bandwidth", "1"], "'A'", "at net_in averages 9816"),
+    (
+        "zero_sizes.txt",
+        GOOD_TRACE.replace("0x1000", "0x0").replace("0x2000", "0x0"),
+        [],
+        "'B'",
+        "size",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "options", "tenant", "names"), PRIORITIZE_TRACES)
+def test_prioritize_refuses_a_trace_no_rate_limit_describes(
+    name: str,
+    text: str,
+    options: list[str],
+    tenant: str,
+    names: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    (tmp_path / "good.txt").write_text(GOOD_TRACE)
+    trace = tmp_path / name
+    trace.write_text(text)
+    storage = {"device": "ssd0", "priority": {"net_in": 0, "storage": 0, "net_out": 0}}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(_plan(**storage)))
+    tenants = tmp_path / "tenants.json"
+    docs = [{"name": n, "slo_s": 0.05, "trace": t} for n, t in (("A", "good.txt"), ("B", name))]
+    tenants.write_text(json.dumps({"tenants": docs}))
+    out = tmp_path / "out" / "plan-pm.json"
+    profile = Path(__file__).resolve().parents[2] / "examples" / "ssd_profile.json"
+    args = ["prioritize", "--plan", str(plan), "--tenants", str(tenants), *options]
+    args += ["--profile", str(profile), "--out", str(out), "--quiet"]
+    run_bad(args, capsys, str(trace), f"tenant {tenant}", names)
+    assert not out.parent.exists()
