@@ -36,8 +36,8 @@ SIMULATE = [
     ("duration_inf.toml", "field duration_s"),
     ("misspelt_key.toml", "field workloads[0].slo.percentil"),
     ("synthetic_rate_huge.toml", "field workloads[0].trace.synthetic.rate"),
-    ("request_of_a_terabyte.toml", "workload 0, request 0"),
-    ("request_of_40_gigabytes.toml", "workload 0, request 0"),
+    ("request_of_a_terabyte.toml", "workload 'A', request 0"),
+    ("request_of_40_gigabytes.toml", "workload 'A', request 0"),
     ("scenario.yaml", "a .toml or a .json file"),
     ("infinity.json", "Infinity at line 1"),
 ]
