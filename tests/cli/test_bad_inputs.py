@@ -253,3 +253,44 @@ def test_prioritize_refuses_a_trace_no_rate_limit_describes(
     args += ["--profile", str(profile), "--out", str(out), "--quiet"]
     run_bad(args, capsys, str(trace), f"tenant {tenant}", names)
     assert not out.parent.exists()
+
+
+#: The cases that once ran out of memory or time: each in a process of its own, measured.
+RESOURCE_CASES = [
+    "mtu_tiny.toml",
+    "synthetic_rate_huge.toml",
+    "request_of_a_terabyte.toml",
+    "request_of_40_gigabytes.toml",
+    "duration_nan.toml",
+]
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize("name", RESOURCE_CASES)
+def test_resource_cases_end_within_30_s_and_2_gib(name: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    scenario = shutil.copy(CORPUS / "simulate" / name, tmp_path / name)
+    code = "import sys; from tailbound.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    err = tmp_path / "stderr.txt"
+    start = time.perf_counter()
+    with err.open("w") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-c", code, "simulate", str(scenario), "--no-plot"],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        watchdog = threading.Timer(60, child.kill)  # a hang fails below, not forever
+        watchdog.start()
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak memory
+        watchdog.cancel()
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4
+    seconds = time.perf_counter() - start
+    assert child.returncode == 2, err.read_text()
+    assert len(err.read_text().strip().splitlines()) == 1, err.read_text()
+    assert seconds < 30, f"{name}: {seconds:.1f} s"
+    peak = usage.ru_maxrss * 1024  # KiB on Linux
+    assert 0 < peak < 2 * GIB, f"{name}: {peak / GIB:.2f} GiB"
