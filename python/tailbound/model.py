@@ -313,8 +313,10 @@ def load_cluster(path: str | Path) -> Cluster:
         name = f.text("name")
         assert name is not None
         vms = f.items("vms", required=False)
-        if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in vms):
-            raise f.error("vms", "expected a list of VM names")
+        if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in vms) or len(
+            {str(v) for v in vms}
+        ) != len(vms):
+            raise f.error("vms", "expected a list of distinct VM names")
         _unique(f, name, names)
         clients.append(ClientHost(name, tuple(str(v) for v in vms)))
     return Cluster(bandwidth, tuple(servers), tuple(clients), path)

@@ -311,20 +311,37 @@ class Plan:
         if not isinstance(document, dict):
             raise ConfigError(path, "a plan must be a JSON object")
         version = document.get("version")
-        if document.get("format") != FORMAT or version not in (1, VERSION):
+        if (
+            document.get("format") != FORMAT
+            or isinstance(version, bool)
+            or version not in (1, VERSION)
+        ):
             raise ConfigError(
                 path, f"expected format {FORMAT!r} version 1 or {VERSION}", field="format"
             )
+        reader.known(document, _PLAN_KEYS, "")
+        stages_list = document.get("stages", [])
+        if not isinstance(stages_list, list) or not all(
+            isinstance(s, str) and s in {str(t) for t in Stage} for s in stages_list
+        ):
+            raise ConfigError(
+                path, f"expected a list of stages, got {stages_list!r}", field="stages"
+            )
+        meta = document.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise ConfigError(path, f"expected an object, got {meta!r}", field="meta")
         tenants_doc = reader.get(document, "tenants", list)
         tenants = [reader.tenant(t, f"tenants[{i}]", version) for i, t in enumerate(tenants_doc)]
         rejected_doc = reader.get(document, "rejected", list)
         plan = cls(
             policy=reader.get(document, "policy", str),
-            servers_used=reader.get(document, "servers_used", int),
+            servers_used=reader.count(document, "servers_used"),
             tenants=tenants,
-            rejected=[reader.rejection(r, f"rejected[{i}]") for i, r in enumerate(rejected_doc)],
-            safety_margin=reader.number(document, "safety_margin"),
-            meta=dict(document.get("meta") or {}),
+            rejected=[
+                reader.rejection(r, f"rejected[{i}]", version) for i, r in enumerate(rejected_doc)
+            ],
+            safety_margin=reader.positive(document, "safety_margin"),
+            meta=dict(meta or {}),
             disciplines=reader.disciplines(document.get("disciplines", {})),
             dispatch=reader.dispatch(document.get("dispatch", {})),
             priority_levels=(
@@ -338,10 +355,14 @@ class Plan:
         """Raise :class:`ConfigError` if the plan cannot be enforced as written: duplicate
         names, an SLO out of range, more priority levels than :attr:`priority_levels`."""
         seen: set[str] = set()
+        entries = [("tenants", t.name) for t in self.tenants]
+        entries += [("rejected", r.name) for r in self.rejected]
+        for i, (where, name) in enumerate(entries):
+            if name in seen:
+                j = i if where == "tenants" else i - len(self.tenants)
+                raise ConfigError(path, f"duplicate tenant {name!r}", field=f"{where}[{j}].name")
+            seen.add(name)
         for i, t in enumerate(self.tenants):
-            if t.name in seen:
-                raise ConfigError(path, f"duplicate tenant {t.name!r}", field=f"tenants[{i}].name")
-            seen.add(t.name)
             for s, p in t.priority.items():
                 if p is not None and not 0 <= p < self.priority_levels:
                     raise ConfigError(
@@ -404,13 +425,36 @@ class _Reader:
             raise self.error(f"expected {kind.__name__}, got {value!r}", f"{where}{key}")
         return value
 
-    def number(self, doc: Any, key: str, where: str = "", *, nullable: bool = False) -> float:
+    def known(self, doc: Any, keys: frozenset[str], where: str) -> None:
+        """Refuse a key the format does not know (a misspelt key must not be ignored)."""
+        unknown = sorted(str(k) for k in doc if k not in keys) if isinstance(doc, dict) else []
+        if unknown:
+            raise self.error(f"unknown key (known: {', '.join(sorted(keys))})", where + unknown[0])
+
+    def number(
+        self, doc: Any, key: str, where: str = "", *, nullable: bool = False, low: float = 0.0
+    ) -> float:
+        """A finite number >= ``low`` (``nullable``: ``null`` is infinity, "no bound")."""
         value = doc.get(key) if isinstance(doc, dict) else None
         if value is None and nullable:
             return math.inf
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.error(f"expected a number, got {value!r}", f"{where}{key}")
+        if not (math.isfinite(value) and value >= low):
+            raise self.error(f"expected a finite number >= {low:g}, got {value!r}", f"{where}{key}")
         return float(value)
+
+    def positive(self, doc: Any, key: str, where: str = "") -> float:
+        value = self.number(doc, key, where)
+        if not value > 0:
+            raise self.error(f"expected a positive number, got {value!r}", f"{where}{key}")
+        return value
+
+    def count(self, doc: Any, key: str) -> int:
+        value = self.get(doc, key, int)
+        if value < 0:
+            raise self.error(f"expected a count >= 0, got {value!r}", key)
+        return int(value)
 
     def optional(self, doc: Any, key: str, where: str) -> float | None:
         value = doc.get(key) if isinstance(doc, dict) else None
@@ -425,8 +469,8 @@ class _Reader:
     def slo(self, doc: Any, where: str) -> Slo | None:
         if doc.get("slo_s") is None and doc.get("percentile") is None:
             return None  # best effort
-        latency = self.number(doc, "slo_s", where)
-        percentile = self.number(doc, "percentile", where)
+        latency = self.number(doc, "slo_s", where, low=-math.inf)
+        percentile = self.number(doc, "percentile", where, low=-math.inf)
         try:
             return Slo(latency, percentile)
         except ValueError as e:
@@ -437,10 +481,14 @@ class _Reader:
         if not isinstance(doc, dict):
             raise self.error("expected an object", where)
         w = where + "."
+        self.known(doc, _TENANT_KEYS, w)
         device = self.get(doc, "device", str, w) if version == 1 else self.name(doc, "device", w)
         stages = STORAGE_PATH if device is not None else NETWORK_PATH
         priority_doc = self.get(doc, "priority", dict, w)
         stages_doc = self.get(doc, "stages", dict, w)
+        on_path = frozenset(str(s) for s in stages)
+        self.known(priority_doc, on_path, f"{w}priority.")
+        self.known(stages_doc, on_path, f"{w}stages.")
         priority: dict[Stage, int | None] = {}
         limits: dict[Stage, StageLimit] = {}
         extra: dict[Stage, tuple[StageLimit, ...]] = {}
@@ -483,6 +531,7 @@ class _Reader:
             return Bound(latency, policy_default)
         if not isinstance(doc, dict):
             raise self.error(f"expected an object, got {doc!r}", where.rstrip("."))
+        self.known(doc, _BOUND_KEYS, where)
         stages_doc = doc.get("stages", {})
         if not isinstance(stages_doc, dict):
             raise self.error(f"expected an object, got {stages_doc!r}", f"{where}stages")
@@ -496,11 +545,17 @@ class _Reader:
         return Bound(
             latency_s=latency,
             analysis=self.get(doc, "analysis", str, where),
-            percentile=self.number(doc, "percentile", where),
+            percentile=self.percentile(doc, where),
             stages=stages,
             alone_s=self.optional(doc, "alone_s", where),
             joint_s=self.optional(doc, "joint_s", where),
         )
+
+    def percentile(self, doc: Any, where: str) -> float:
+        value = self.number(doc, "percentile", where)
+        if not 0 < value <= 1:
+            raise self.error(f"expected a number in (0, 1], got {value!r}", f"{where}percentile")
+        return value
 
     def per_stage(self, doc: Any, where: str) -> dict[Stage, float]:
         if not isinstance(doc, dict):
@@ -517,12 +572,13 @@ class _Reader:
             out[stage] = value
         return out
 
-    def rejection(self, doc: Any, where: str) -> Rejection:
-        if isinstance(doc, str):  # version 1: names only
+    def rejection(self, doc: Any, where: str, version: int) -> Rejection:
+        if isinstance(doc, str) and version == 1:  # version 1: names only
             return Rejection(doc, "not placed")
         if not isinstance(doc, dict):
             raise self.error("expected an object", where)
         w = where + "."
+        self.known(doc, _REJECTION_KEYS, w)
         violated = doc.get("violated", [])
         if not isinstance(violated, list) or not all(isinstance(v, str) for v in violated):
             raise self.error(f"expected a list of names, got {violated!r}", f"{w}violated")
@@ -549,6 +605,7 @@ class _Reader:
                 raise self.error("unknown stage", where) from None
             if not isinstance(value, dict):
                 raise self.error(f"expected an object, got {value!r}", where)
+            self.known(value, frozenset({"kind", "mode"}), where + ".")
             try:
                 out[stage] = Discipline(
                     str(value.get("kind", "priority")), str(value.get("mode", "shaping"))
@@ -582,9 +639,30 @@ class _Reader:
         return DispatchRule(**values)
 
     def limit(self, doc: Any, where: str) -> StageLimit:
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", where.rstrip("."))
+        self.known(doc, _LIMIT_KEYS, where)
         rate = self.number(doc, "rate", where)
         bucket = self.number(doc, "bucket", where)
+        for derived in ("rate_bytes_per_s", "bucket_bytes"):  # written for people; recomputed
+            if derived in doc:
+                self.number(doc, derived, where)
         capacity = None
-        if isinstance(doc, dict) and "capacity_bytes_per_s" in doc:
-            capacity = self.number(doc, "capacity_bytes_per_s", where)
+        if "capacity_bytes_per_s" in doc:
+            capacity = self.positive(doc, "capacity_bytes_per_s", where)
         return StageLimit(rate, bucket, capacity)
+
+
+_PLAN_KEYS = frozenset(
+    {"format", "version", "policy", "servers_used", "safety_margin", "priority_levels"}
+    | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta"}
+)
+_TENANT_KEYS = frozenset(
+    {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
+    | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s"}
+)
+_BOUND_KEYS = frozenset({"analysis", "percentile", "stages", "alone_s", "joint_s"})
+_REJECTION_KEYS = frozenset({"name", "reason", "violated", "latency_bound_s", "bound"})
+_LIMIT_KEYS = frozenset(
+    {"rate", "bucket", "capacity_bytes_per_s", "rate_bytes_per_s", "bucket_bytes", "extra"}
+)

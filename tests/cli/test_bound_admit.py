@@ -52,7 +52,26 @@ def test_bound_writes_a_plan(tenants_file: Path, tmp_path: Path, capsys) -> None
         assert not t.limits  # SNC-Meister enforces priorities only
     assert [t.priority[Stage.NET_IN] for t in plan.tenants] == [1, 2, 0]
     assert plan.tenants[2].latency_bound_s > plan.tenants[2].slo_s  # T2 misses (0.5 ms SLO)
-    assert "T2" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "T2" in captured.out
+    assert captured.err == ""  # stderr is not a terminal: no progress
+
+
+def test_bound_and_admit_show_progress_on_a_terminal(  # type: ignore[no-untyped-def]
+    tenants_file: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    main(["bound", "--tenants", str(tenants_file), "--out", str(tmp_path / "b.json")])
+    # one fit per trace and direction: 3 network tenants, request and response
+    assert "MMPP fits: 6" in capsys.readouterr().err
+    main(["admit", "--tenants", str(tenants_file), "--out", str(tmp_path / "a.json")])
+    err = capsys.readouterr().err
+    assert "admission: 100%" in err and "3/3" in err
+    args = ["admit", "--tenants", str(tenants_file), "--quiet", "--out", str(tmp_path / "q.json")]
+    main(args)
+    assert capsys.readouterr().err == ""
 
 
 def test_admit_writes_a_plan_of_admitted_and_rejected(tenants_file: Path, tmp_path: Path) -> None:
@@ -95,11 +114,17 @@ def test_an_admission_plan_is_verified_from_its_file(tenants_file: Path, tmp_pat
     assert all(c.achieved_s > 0 for c in v.checks)
 
 
-def test_admit_with_joint_floor(tenants_file: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_admit_with_joint_floor(tenants_file: Path, tmp_path: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # progress shown
     out = tmp_path / "plan.json"
     args = ["admit", "--tenants", str(tenants_file), "--joint-floor", "--out", str(out)]
     assert main(args) == 0
-    assert "together ms" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "together ms" in captured.out
+    # one tick per arrival, whether the screen, the bound or the joint replay decided it
+    assert "admission: 100%" in captured.err and "3/3" in captured.err
     plan = Plan.load(out)
     assert [t.name for t in plan.tenants] == ["T0", "T1"]
     for t in plan.tenants:  # admitted: measured together with every admitted tenant

@@ -47,3 +47,21 @@ def test_a_thousand_scenarios(profile: SsdProfile, data_dir: Path) -> None:
     outcomes = [run(draw(seed), profile, data_dir) for seed in range(1000)]
     s = summary(outcomes)
     assert s["scenarios"] == 1000 and s["exceeded"] == 0, s
+
+
+def test_the_sweep_shows_progress_on_a_terminal_only(  # type: ignore[no-untyped-def]
+    data_dir: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import sys
+
+    from tailbound.experiments.bound_sweep import main
+
+    args = ["--scenarios", "2", "--out", str(tmp_path), "--data", str(data_dir)]
+    main(args)
+    assert capsys.readouterr().err == ""  # not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    main(args)
+    err = capsys.readouterr().err
+    assert "scenarios: 100%" in err and "2/2" in err
+    main([*args, "--quiet"])
+    assert capsys.readouterr().err == ""

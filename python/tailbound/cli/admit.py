@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from tailbound.cli.exitcodes import Exit, epilog
+from tailbound.cli.options import add_quiet, progress
 from tailbound.policies.registry import names
 
 
@@ -49,7 +51,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--out", help="write the plan (admitted and rejected tenants) as JSON")
+    add_quiet(parser)
     parser.set_defaults(run=run)
+
+
+class Ticking:
+    """``policy`` (a bound function) ticking ``bar`` once per arrival decided: when its newcomer
+    screen rejects the tenant, else when the bounds of the trial set are computed (with
+    ``--joint-floor`` these include the joint replay, so each tick follows one replay)."""
+
+    def __init__(self, policy: Any, bar: Any) -> None:
+        self.policy, self.bar = policy, bar
+        if hasattr(policy, "newcomer_bound"):
+            self.newcomer_bound = self._screen
+
+    def _screen(self, trial: Any) -> Any:
+        result = self.policy.newcomer_bound(trial)
+        if not result.meets_slo:
+            self.bar.update(1)  # rejected here: bounds are not computed for this arrival
+        return result
+
+    def __call__(self, tenants: Any) -> Any:
+        results = self.policy(tenants)
+        self.bar.update(1)
+        return results
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         alone_floor=not args.no_alone_floor,
         joint_floor=args.joint_floor,
     )
-    decisions = admit_in_order(tset.tenants, policy)
+    with progress(args, total=len(tset.tenants), desc="admission", unit="tenant") as bar:
+        decisions = admit_in_order(tset.tenants, Ticking(policy, bar))
     rows = [
         [
             d.tenant.name,

@@ -10,8 +10,10 @@ from typing import Any
 
 from tailbound.cli.exitcodes import epilog, outcome
 from tailbound.cli.options import add_quiet, integer, number, progress
+from tailbound.errors import ConfigError
 from tailbound.limits import MAX_BUCKETS_PER_STAGE
 from tailbound.policies.registry import names
+from tailbound.stages import Stage
 
 
 def add_parser(subparsers: Any) -> None:
@@ -52,6 +54,38 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def check_fits_its_stages(
+    planned: Any, trace: Any, path: Path, profile: Any, args: argparse.Namespace
+) -> None:
+    """Refuse a tenant no rate limit describes at one of its stages: a trace of 0 s or with
+    no work there, or average work at least the rate limits' cap of the stage's capacity (a
+    ``--link-bandwidth`` or a trace far off)."""
+    from tailbound.characterize.rbcurve import check_characterizable, mean_rate
+    from tailbound.errors import TraceFormatError
+    from tailbound.policies.prioritymeister import RATE_CAP
+    from tailbound.profiles.tokens import stage_model
+
+    for stage in planned.stages:
+        model = stage_model(stage, link_bandwidth_bytes_per_s=args.link_bandwidth, profile=profile)
+        try:  # a zero-length trace, no work at the stage: named by the file, not the stem
+            check_characterizable(trace, model)
+        except TraceFormatError as e:
+            message = f"tenant {planned.name!r}: {e.message}"
+            raise TraceFormatError(path, message, field=e.field) from None
+        mean = round(mean_rate(model.tokens(trace), trace.duration), 12)
+        if mean >= RATE_CAP:
+            capacity = (
+                "the SSD profile's"
+                if stage == Stage.STORAGE
+                else f"a {args.link_bandwidth:g} bytes/s link's (--link-bandwidth)"
+            )
+            raise ConfigError(
+                path,
+                f"tenant {planned.name!r}: its work at {stage} averages {mean:.4g} times "
+                f"{capacity} capacity; a rate limit carries at most {RATE_CAP}",
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     from tailbound.errors import ConfigError
     from tailbound.model import load_tenants
@@ -77,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         tenants = []
         for planned in plan.tenants:
             trace = read_trace(configs[planned.name].trace)
+            check_fits_its_stages(planned, trace, configs[planned.name].trace, profile, args)
             tenants.append(
                 plan_tenant(
                     planned,

@@ -4,11 +4,12 @@ per-workload table (SLO, achieved percentile, met) and write a tail-latency plot
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 from tailbound.cli.exitcodes import epilog, outcome
-from tailbound.cli.options import number
+from tailbound.cli.options import add_quiet, number, progress, progress_disabled
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,7 +38,34 @@ def add_parser(subparsers: Any) -> None:
         metavar="SECONDS",
         help="stop at this simulated time, in seconds (default: the scenario's duration_s)",
     )
+    add_quiet(parser)
     parser.set_defaults(run=run)
+
+
+#: Steps of a progress bar over simulated time (each a ``run(until)`` of the simulator).
+PROGRESS_STEPS = 100
+
+
+def run_simulation(sim: Any, scenario: Any, until: float, args: argparse.Namespace) -> None:
+    """Run ``sim`` to ``until`` (seconds; may be infinite), with a bar over simulated time on
+    stderr unless :func:`progress_disabled`. The bar runs to ``until``, or when that is infinite
+    to the last arrival of any workload; the simulator is run in steps up to it, then to
+    ``until``: stopping at a time and going on processes the same events as one run."""
+    arrivals = [float(w.trace.time[-1]) for w in scenario.workloads if len(w.trace.time)]
+    end = until if math.isfinite(until) else max(arrivals, default=0.0)
+    if progress_disabled(args) or not end > 0:
+        sim.run(until)
+        return
+    with progress(args, total=end, desc="simulated", unit="s", bar_format=_BAR) as bar:
+        for step in range(1, PROGRESS_STEPS + 1):
+            now = end * step / PROGRESS_STEPS if step < PROGRESS_STEPS else end
+            sim.run(now)
+            bar.n = now  # set, not summed: the bar ends at its total exactly
+            bar.refresh()
+        sim.run(until)
+
+
+_BAR = "{desc}: {percentage:3.0f}%|{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     scenario = Scenario.load(args.scenario)
     sim = scenario.simulator()
     start = time.perf_counter()
-    sim.run(args.until if args.until is not None else scenario.duration_s)
+    run_simulation(
+        sim, scenario, args.until if args.until is not None else scenario.duration_s, args
+    )
     wall = time.perf_counter() - start
     results = sim.results()
     print(results.table(args.window_s))

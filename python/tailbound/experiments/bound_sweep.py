@@ -290,6 +290,7 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tailbound.cli.options import add_quiet, progress
     from tailbound.experiments._snc_common import find_data
     from tailbound.experiments.wc_common import write_table
 
@@ -298,12 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="first scenario's seed")
     p.add_argument("--out", default="out/experiments", help="output folder")
     p.add_argument("--data", help="shared data folder (default: found automatically)")
+    add_quiet(p)
     args = p.parse_args(argv)
     data = find_data(args.data)
     profile = SsdProfile.load(data / "wc62" / "profile_ssd.json")
     outcomes = []
     start = time.perf_counter()
-    for seed in range(args.seed, args.seed + args.scenarios):
+    seeds = range(args.seed, args.seed + args.scenarios)
+    for seed in progress(args, iterable=seeds, desc="scenarios", unit="scenario"):
         outcomes.append(run(draw(seed), profile, data))
     rows = []
     for key in ("workloadcompactor", "prioritymeister", None):

@@ -22,6 +22,7 @@ Example: two requests of 1 ms of work at a FIFO device, open loop.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,14 +77,31 @@ class Simulator:
         self.stage_names = [tuple(s) for s in stage_names]
         self.slos = list(slos) if slos is not None else [None] * len(self.names)
         self.queues = dict(queues or {})
-        self._core = _core.Simulation(
-            json.dumps(config),
-            [_f64(r.arrival) for r in requests],
-            [np.ascontiguousarray(r.op, dtype=np.uint8) for r in requests],
-            [_f64(r.size) for r in requests],
-            [[_f64(c) for c in r.cost] for r in requests],
-            [_f64(r.offset if r.offset is not None else ()) for r in requests],
-        )
+        try:
+            self._core = _core.Simulation(
+                json.dumps(config),
+                [_f64(r.arrival) for r in requests],
+                [np.ascontiguousarray(r.op, dtype=np.uint8) for r in requests],
+                [_f64(r.size) for r in requests],
+                [[_f64(c) for c in r.cost] for r in requests],
+                [_f64(r.offset if r.offset is not None else ()) for r in requests],
+            )
+        except ValueError as e:
+            raise ValueError(self.named(str(e))) from None
+
+    def named(self, message: str) -> str:
+        """The core's ``message`` with workloads by name, not index.
+
+        >>> s = Simulator.__new__(Simulator); s.names = ["A", "B"]
+        >>> s.named("workload 1, request 0: too big; workload 7")
+        "workload 'B', request 0: too big; workload 7"
+        """
+
+        def name(match: re.Match[str]) -> str:
+            i = int(match[1])
+            return f"workload {self.names[i]!r}" if i < len(self.names) else match[0]
+
+        return re.sub(r"\bworkload (\d+)\b", name, message)
 
     def run(self, until: float = float("inf")) -> None:
         """Process every event up to ``until`` seconds of simulated time."""

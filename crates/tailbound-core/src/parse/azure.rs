@@ -6,7 +6,9 @@
 //! Time zero is the earliest request and `origin_s` its Unix time. Turning the token counts into
 //! request sizes is the caller's choice, so both columns are returned as they are.
 
-use super::fields::{estimate_lines, lines, parse_i64_nonneg, show, split_exact};
+use super::fields::{
+    estimate_lines, first_too_late, lines, parse_i64_nonneg, show, split_exact, too_late,
+};
 use super::rebase_ticks;
 use crate::{Error, Result};
 
@@ -63,6 +65,10 @@ pub fn parse(data: &[u8]) -> Result<LlmColumns> {
         cols.generated_tokens.push(parse_i64_nonneg(generated, line_no, FIELDS[2])?);
     }
     (cols.time, cols.origin_s) = rebase_ticks(&ns, NS_PER_S, 0);
+    if let Some(i) = first_too_late(&cols.time) {
+        let line_no = lines(data).nth(i + 1).map_or(i + 2, |(n, _)| n); // after the header
+        return Err(too_late(line_no, FIELDS[0], cols.time[i]));
+    }
     Ok(cols)
 }
 
@@ -194,11 +200,16 @@ mod tests {
                      9999-12-31 23:59:59,1,1\n";
         let err = parse(data).unwrap_err();
         assert!(matches!(err, Error::Parse { line: 3, .. }), "{err}");
-        // the widest span of valid dates does not overflow the rebase
+        // the widest span of valid dates does not overflow the rebase; it is longer than a
+        // trace may span (MAX_TIME_S), an error at the later date's line
         let data = b"TIMESTAMP,ContextTokens,GeneratedTokens\n1677-09-22 00:00:00,1,1\n\
                      2262-04-11 00:00:00,1,1\n";
-        let cols = parse(data).unwrap();
-        assert!(cols.time[1] > 1.8e10 && cols.time[1] < 1.9e10, "{}", cols.time[1]);
+        let err = parse(data).unwrap_err();
+        assert!(
+            matches!(&err, Error::Parse { line: 3, field, .. } if field == "TIMESTAMP"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("18"), "{err}"); // 1.8e10 s, not wrapped
     }
 
     #[test]

@@ -278,6 +278,24 @@ pub(crate) fn parse_f64(field: &[u8], line_no: usize, name: &str) -> Result<f64>
 /// times (and `1e300`) are a malformed file, not a recording.
 pub const MAX_TIME_S: f64 = 1e10;
 
+/// The index of the first time more than [`MAX_TIME_S`] after the trace's zero, if any: timestamp
+/// formats (ticks since an epoch) can span more, and such a file is malformed as well.
+pub(crate) fn first_too_late(time: &[f64]) -> Option<usize> {
+    time.iter().position(|&t| t.is_nan() || t > MAX_TIME_S)
+}
+
+/// The error of a timestamp [`first_too_late`] found, at `line_no`.
+pub(crate) fn too_late(line_no: usize, name: &str, time_s: f64) -> Error {
+    Error::parse(
+        line_no,
+        name,
+        format!(
+            "{time_s:.0} s after the trace's earliest timestamp; a trace spans at most \
+             {MAX_TIME_S:e} s"
+        ),
+    )
+}
+
 /// An arrival time: a decimal number of `units_per_s` units, as seconds, finite, `>= 0` and at
 /// most [`MAX_TIME_S`].
 pub(crate) fn parse_time(

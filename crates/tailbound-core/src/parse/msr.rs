@@ -6,7 +6,8 @@
 //! Time zero is the earliest request and `origin_s` its Unix time; the source id is `DiskNumber`.
 
 use super::fields::{
-    estimate_lines, lines, parse_i64_nonneg, parse_size, parse_source, show, split_exact,
+    estimate_lines, first_too_late, lines, parse_i64_nonneg, parse_size, parse_source, show,
+    split_exact, too_late,
 };
 use super::{rebase_ticks, TraceColumns, READ, WRITE};
 use crate::{Error, Result};
@@ -42,6 +43,10 @@ pub fn parse(data: &[u8]) -> Result<TraceColumns> {
         cols.size.push(parse_size(size, line_no, FIELDS[5])?);
     }
     (cols.time, cols.origin_s) = rebase_ticks(&ticks, TICKS_PER_S, FILETIME_TO_UNIX_S);
+    if let Some(i) = first_too_late(&cols.time) {
+        let line_no = lines(data).nth(i).map_or(i + 1, |(n, _)| n);
+        return Err(too_late(line_no, FIELDS[0], cols.time[i]));
+    }
     Ok(cols)
 }
 
@@ -103,5 +108,16 @@ mod tests {
         for (data, expected) in cases {
             assert_eq!(parse(data).unwrap_err(), expected);
         }
+    }
+
+    #[test]
+    fn msr_refuses_a_span_of_more_than_max_time_naming_the_line() {
+        // FILETIME ticks 3000 years apart: a malformed file, not a recording
+        let data = b"116444736000000000,h,0,Read,0,1,1\n\n2116444736000000000,h,0,Read,0,1,1\n";
+        let err = parse(data).unwrap_err();
+        assert!(
+            matches!(&err, Error::Parse { line: 3, field, .. } if field == "timestamp"),
+            "{err}"
+        );
     }
 }

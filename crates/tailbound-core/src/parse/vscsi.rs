@@ -15,6 +15,7 @@
 //! `length_bytes`. Time zero is the earliest timestamp and `origin_s` that timestamp in seconds
 //! on the recording's own clock (it is not a Unix time: CloudPhysics counted from host boot).
 
+use super::fields::{first_too_late, too_late};
 use super::{rebase_ticks, TraceColumns, READ, WRITE};
 use crate::{Error, Result};
 
@@ -141,6 +142,15 @@ pub fn parse(data: &[u8], skip_other: bool) -> Result<TraceColumns> {
         ticks.push(ts);
     }
     (cols.time, cols.origin_s) = rebase_ticks(&ticks, 1_000_000, 0);
+    if let Some(i) = first_too_late(&cols.time) {
+        // the i-th read or write (skipped records have no time)
+        let is_io = |rec: &[u8]| {
+            let cmd = u16_at(rec, layout.cmd);
+            READ_CMDS.contains(&cmd) || WRITE_CMDS.contains(&cmd)
+        };
+        let record = data.chunks_exact(size).enumerate().filter(|(_, r)| is_io(r)).nth(i);
+        return Err(too_late(record.map_or(i + 1, |(k, _)| k + 1), "ts_us", cols.time[i]));
+    }
     Ok(cols)
 }
 
@@ -229,5 +239,20 @@ mod tests {
         data[3] = 2;
         assert_eq!(layout_of(&data), Some(V1));
         assert!(parse(&[], true).unwrap().is_empty());
+    }
+
+    #[test]
+    fn vscsi_refuses_a_span_of_more_than_max_time_naming_the_record() {
+        let record = |cmd: u16, ts: u64| {
+            let mut rec = [0u8; 32];
+            rec[12..14].copy_from_slice(&cmd.to_le_bytes());
+            rec[14..16].copy_from_slice(&0x0100u16.to_le_bytes());
+            rec[24..32].copy_from_slice(&ts.to_le_bytes());
+            rec
+        };
+        // a skipped command between: the late read is record 3
+        let data = [record(0x28, 0), record(0x00, 0), record(0x28, 1 << 62)].concat();
+        let err = parse(&data, true).unwrap_err();
+        assert!(matches!(&err, Error::Parse { line: 3, field, .. } if field == "ts_us"), "{err}");
     }
 }
