@@ -83,7 +83,6 @@ def write_json_atomic(path: str | Path, document: Any, *, indent: int = 1) -> No
     path = Path(path)
     text = json.dumps(document, indent=indent, allow_nan=False) + "\n"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, text)
     except OSError as e:
         raise ConfigError(path, f"cannot write: {e.strerror}") from None

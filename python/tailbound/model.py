@@ -122,13 +122,6 @@ class TenantSet:
                     self.path, f"missing ({who} needs it)", field=f"tenants[{i}].{key}"
                 )
 
-    def where(self, name: str) -> str:
-        """The entry of the tenant called ``name`` (``tenants[3]``), for error messages."""
-        for i, t in enumerate(self.tenants):
-            if t.name == name:
-                return f"tenants[{i}]"
-        raise KeyError(name)
-
 
 @dataclass(frozen=True)
 class Server:

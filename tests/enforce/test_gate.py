@@ -139,10 +139,10 @@ def _fio(jobfile: str, tmp: Path) -> dict[str, Any]:
 
 def test_gate_refuses_bad_input_with_exit_2(tmp_path: Path) -> None:
     plan, profile = _plan(tmp_path)
-    base = [*TAILBOUND, "gate", "--plan", str(plan), "--backend", str(tmp_path / "b")]
 
-    def gate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*base, *args], capture_output=True, text=True, check=False)
+    def gate(*args: str, plan: Path = plan) -> subprocess.CompletedProcess[str]:
+        cmd = [*TAILBOUND, "gate", "--plan", str(plan), "--backend", str(tmp_path / "b"), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, check=False)
 
     disk = tmp_path / "disk.json"
     disk.write_text(json.dumps({"type": "storageDisk"}))
@@ -152,38 +152,10 @@ def test_gate_refuses_bad_input_with_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2 and "no tenant is placed on device 's9.ssd0'" in p.stderr
     two = Plan("t", 1, [_tenant("A", 0), _tenant("B", 0, device="ssd1")])
     two.save(tmp_path / "two.json")
-    p = subprocess.run(
-        [
-            *TAILBOUND,
-            "gate",
-            "--plan",
-            str(tmp_path / "two.json"),
-            "--profile",
-            str(profile),
-            "--backend",
-            str(tmp_path / "b"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    p = gate("--profile", str(profile), plan=tmp_path / "two.json")
     assert p.returncode == 2 and "choose one with --device" in p.stderr
     Plan("t", 1, [_tenant("a/b", 0)]).save(tmp_path / "bad.json")
-    p = subprocess.run(
-        [
-            *TAILBOUND,
-            "gate",
-            "--plan",
-            str(tmp_path / "bad.json"),
-            "--profile",
-            str(profile),
-            "--backend",
-            str(tmp_path / "b"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    p = gate("--profile", str(profile), plan=tmp_path / "bad.json")
     assert p.returncode == 2 and "cannot be an export name" in p.stderr
     assert not (tmp_path / "b").exists()
     # the configuration written is the one the binary accepts

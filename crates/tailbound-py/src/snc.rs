@@ -33,6 +33,19 @@ fn perron_roots<'py>(
 /// `(theta, latency_steps)` per flow.
 type ArrayPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
+/// A square matrix's entries, row by row; an error for any other shape.
+fn square(generator: &PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
+    let g = generator.as_array();
+    if g.nrows() != g.ncols() {
+        return Err(to_py(tailbound_core::Error::Invalid(format!(
+            "the generator is {} × {}: expected a square matrix",
+            g.nrows(),
+            g.ncols()
+        ))));
+    }
+    Ok(g.iter().copied().collect())
+}
+
 /// The independent two-hop flows of an SNC network prepared for SNC-Meister's theta search
 /// (`tailbound_core::snc_fast::Plan`): its MMPP sources, its flows and their second queues'
 /// feeders, added once; `search()` then runs every flow's search in the core.
@@ -57,15 +70,7 @@ impl PySncNetwork {
         p: PyReadonlyArray1<'_, f64>,
         mu: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<usize> {
-        let g = generator.as_array();
-        if g.nrows() != g.ncols() {
-            return Err(to_py(tailbound_core::Error::Invalid(format!(
-                "the generator is {} × {}: expected a square matrix",
-                g.nrows(),
-                g.ncols()
-            ))));
-        }
-        let g = g.iter().copied().collect();
+        let g = square(&generator)?;
         self.plan.add_source(g, floats(&p), floats(&mu)).map_err(to_py)
     }
 
@@ -141,15 +146,7 @@ impl PySncTree {
         p: PyReadonlyArray1<'_, f64>,
         mu: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<usize> {
-        let g = generator.as_array();
-        if g.nrows() != g.ncols() {
-            return Err(to_py(tailbound_core::Error::Invalid(format!(
-                "the generator is {} × {}: expected a square matrix",
-                g.nrows(),
-                g.ncols()
-            ))));
-        }
-        let g = g.iter().copied().collect();
+        let g = square(&generator)?;
         self.tree.add_source(g, floats(&p), floats(&mu)).map_err(to_py)
     }
 

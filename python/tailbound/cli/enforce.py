@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from tailbound.cli.options import add_window, check_window
+
 
 def _rate(text: str) -> int:
     """A link rate: bytes/s, or with a unit ``100mbit``, ``1gbit``, ``12500000B``."""
@@ -83,13 +85,7 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
         help="run the server for the tenants of --host (a server) for --duration seconds",
     )
     rp.add_argument("--duration", type=float, default=60.0, help="--serve: seconds to serve")
-    rp.add_argument(
-        "--window",
-        nargs=2,
-        type=float,
-        metavar=("START_S", "END_S"),
-        help="replay the requests between these times of each trace, in seconds",
-    )
+    add_window(rp)
     rp.add_argument("--drain", type=float, default=5.0, help="seconds after the last request")
     rp.add_argument("--dscp", action="store_true", help="mark the requests' DSCP by level")
     rp.add_argument(
@@ -115,8 +111,7 @@ def run_replay(args: argparse.Namespace) -> int:
     ):
         if not (math.isfinite(value) and 0 < value <= 1e6):
             raise ConfigError(None, f"{option} must be in (0, 1e6] seconds, got {value}")
-    if args.window is not None and not (0 <= args.window[0] < args.window[1] < math.inf):
-        raise ConfigError(None, f"--window needs 0 <= START_S < END_S, got {args.window}")
+    check_window(args)
     plan = Plan.load(args.plan)
     addresses = net.Addresses.load(args.hosts)
     if args.serve:

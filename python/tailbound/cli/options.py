@@ -81,6 +81,26 @@ def integer(*, low: int | None = None, high: int | None = None) -> Callable[[str
     return parse
 
 
+def add_window(parser: argparse.ArgumentParser) -> None:
+    """The ``--window START_S END_S`` option of the verbs that replay traces; check it with
+    :func:`check_window`."""
+    parser.add_argument(
+        "--window",
+        nargs=2,
+        type=float,
+        metavar=("START_S", "END_S"),
+        help="replay the requests between these times of each trace, in seconds",
+    )
+
+
+def check_window(args: argparse.Namespace) -> None:
+    """Refuse a ``--window`` that is not ``0 <= START_S < END_S < inf`` (a ConfigError)."""
+    if args.window is not None and not (0 <= args.window[0] < args.window[1] < math.inf):
+        from tailbound.errors import ConfigError
+
+        raise ConfigError(None, f"--window needs 0 <= START_S < END_S, got {args.window}")
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """The ``--quiet`` option: no progress bars (they go to stderr, and only to a terminal)."""
     parser.add_argument(

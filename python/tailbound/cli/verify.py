@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tailbound.cli.exitcodes import epilog, outcome
+from tailbound.cli.options import add_window, check_window
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,13 +47,7 @@ def add_parser(subparsers: Any) -> None:
         choices=("first", "second"),
         help="replay one half of each trace (default: the whole trace)",
     )
-    parser.add_argument(
-        "--window",
-        nargs=2,
-        type=float,
-        metavar=("START_S", "END_S"),
-        help="replay the requests between these times of each trace, in seconds",
-    )
+    add_window(parser)
     parser.add_argument(
         "--mode",
         choices=("shaping", "demotion"),
@@ -94,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if not (math.isfinite(value) and value > low):
             raise ConfigError(None, f"{option} must be a positive number, got {value}")
-    if args.window is not None and not (0 <= args.window[0] < args.window[1] < math.inf):
-        raise ConfigError(None, f"--window needs 0 <= START_S < END_S, got {args.window}")
+    check_window(args)
 
     def trace_of(name: str) -> Any:
         trace = read_trace(by_name[name].trace)
