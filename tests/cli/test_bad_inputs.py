@@ -98,6 +98,23 @@ def test_bad_trace_is_one_line_exit_2_and_writes_nothing(
     assert not out.exists()
 
 
+@pytest.mark.parametrize("mode", [[], ["--exact"], ["--rates", "5"]])
+def test_characterize_refuses_a_stage_too_slow_for_the_trace(
+    mode: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1 byte/s link leaves no rate between the trace's mean and the whole stage: no curve."""
+    trace = tmp_path / "good.txt"
+    trace.write_text(GOOD_TRACE)
+    out = tmp_path / "out"
+    args = ["characterize", str(trace), "--link-bandwidth", "1", *mode, "--out", str(out)]
+    run_bad(args, capsys, str(trace), "mean rate is 9816 of net_in's capacity")
+    assert not out.exists()
+    # asked for explicitly, the exact curve above the stage's capacity is still drawn
+    args = ["characterize", str(trace), "--link-bandwidth", "1", "--out", str(out)]
+    assert main([*args, "--exact", "--max-rate", "inf", "--quiet"]) == 0
+    assert (out / "good.net_in.rb.csv").exists()
+
+
 def test_duplicate_stems_are_refused_before_anything_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

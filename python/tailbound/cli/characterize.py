@@ -200,12 +200,24 @@ def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
 
     from tailbound.characterize import mean_rate, rb_curve
 
+    mean = mean_rate(model.tokens(trace), trace.duration)  # type: ignore[attr-defined]
+    top = args.max_rate if args.exact else 1.0  # the grids end at the whole stage
+    if mean >= top:
+        # The curve asked for spans the rates from the mean to --max-rate: none is left when the
+        # trace alone needs the whole stage (a slow --link-bandwidth or profile, or a trace that
+        # is one burst), so refuse rather than write a one-point curve no rate limit can meet.
+        stage = getattr(model, "stage", None)
+        name = stage.value if isinstance(stage, Stage) else "the stage"
+        raise TraceFormatError(
+            None,
+            f"its mean rate is {mean:.4g} of {name}'s capacity, not below {top:g}: the stage cannot carry this trace (check --link-bandwidth or "
+            "--profile; --exact --max-rate inf draws the curve anyway)",
+        )
     if args.exact:
         curve = rb_curve(trace, model, exact=True, threads=args.threads)
         if args.max_rate > curve.rates[0]:
             curve = curve.clipped(args.max_rate)
     elif args.rates is not None:
-        mean = mean_rate(model.tokens(trace), trace.duration)  # type: ignore[attr-defined]
         grid = np.unique(np.linspace(mean, 1.0, args.rates)) if mean < 1.0 else np.array([mean])
         curve = rb_curve(trace, model, grid, threads=args.threads)
     else:
