@@ -9,6 +9,17 @@ from tailbound.cli.exitcodes import Exit, epilog
 from tailbound.cli.options import add_quiet, progress
 from tailbound.policies.registry import names
 
+#: The legend of the table ``admit`` prints (in ``--help``).
+COLUMNS = (
+    ("decision", "admitted, or rejected because a tenant would miss its SLO"),
+    ("predicted ms", "the tenant's latency bound at its arrival (after the floors)"),
+    ("alone ms", "its latency replayed alone, the floor of the prediction (- without it)"),
+    ("together ms", "with --joint-floor: its latency replayed with the admitted tenants"),
+    ("SLO ms", "the latency target"),
+    ("pct", "the SLO's percentile"),
+    ("would miss", "the tenants whose SLO admitting it would break"),
+)
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -22,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "holds the admitted tenants with their priorities, rate limits and bounds, and "
             "every rejected tenant with the reason."
         ),
-        epilog=epilog(None)
+        epilog=epilog(None, COLUMNS)
         + " Rejecting a tenant is the verb's answer, not a failed check: it exits 0.",
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file (arrival order)")

@@ -9,6 +9,19 @@ from tailbound.cli.exitcodes import epilog, outcome
 from tailbound.cli.options import add_quiet, progress
 from tailbound.policies.registry import names
 
+#: The legend of the table ``bound`` prints (in ``--help``).
+COLUMNS = (
+    ("priority", "the tenant's network priority level, 0 the highest"),
+    ("in ms", "bound of the request direction, client to server"),
+    ("out ms", "bound of the response direction"),
+    ("storage ms", "bound at the device (- without one)"),
+    ("total ms", "the tenant's bound: at its SLO percentile for SNC, the worst case for DNC"),
+    ("alone ms", "its latency replayed alone, the floor of total with --alone-floor (- if not)"),
+    ("SLO ms", "the latency target"),
+    ("pct", "the SLO's percentile"),
+    ("meets", "total ms is not above SLO ms"),
+)
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -19,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "directions and total) for a fixed set of tenants, with SNC (thesis ch. 4) or the "
             "worst case of a DNC baseline, and write the plan that enforces it."
         ),
-        epilog=epilog("a tenant's bound is above its SLO"),
+        epilog=epilog("a tenant's bound is above its SLO", COLUMNS),
     )
     parser.add_argument("--tenants", required=True, help="tenants JSON file")
     parser.add_argument(

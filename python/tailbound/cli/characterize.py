@@ -61,13 +61,24 @@ def _positive_or_inf(text: str) -> float:
     return _positive_float(text)
 
 
+#: The legend of the table ``characterize`` prints (in ``--help``).
+COLUMNS = (
+    ("duration_s", "the trace's span, first to last request"),
+    ("mean_rate", "its mean work as a fraction of the stage's capacity"),
+    ("peak/mean@1s", "its busiest second's work over the mean"),
+    ("C2", "squared coefficient of variation of the inter-arrival times"),
+    ("points", "points of the r-b curve written"),
+    ("b@R_ms", "bucket at rate R, in ms of the stage's work (- when R is below the mean)"),
+)
+
+
 def add_parser(subparsers: Any) -> None:
     """Register the ``characterize`` verb."""
     parser = subparsers.add_parser(
         "characterize",
         help="r-b curves and burstiness statistics of traces",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
-        epilog=epilog(None),
+        epilog=epilog(None, COLUMNS),
     )
     parser.add_argument("traces", nargs="+", metavar="TRACE", type=Path, help="trace files")
     parser.add_argument(
@@ -210,8 +221,9 @@ def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
         name = stage.value if isinstance(stage, Stage) else "the stage"
         raise TraceFormatError(
             None,
-            f"its mean rate is {mean:.4g} of {name}'s capacity, not below {top:g}: the stage cannot carry this trace (check --link-bandwidth or "
-            "--profile; --exact --max-rate inf draws the curve anyway)",
+            f"its mean rate is {mean:.4g} of {name}'s capacity, not below {top:g}: the stage "
+            "cannot carry this trace (check --link-bandwidth or --profile; --exact --max-rate inf "
+            "draws the curve anyway)",
         )
     if args.exact:
         curve = rb_curve(trace, model, exact=True, threads=args.threads)

@@ -60,6 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_replay(sub: argparse._SubParsersAction) -> None:
     from tailbound.cli.exitcodes import epilog
+    from tailbound.cli.verify import COLUMNS
 
     rp = sub.add_parser(
         "replay",
@@ -73,7 +74,9 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
             "last byte). The servers run `tailbound enforce replay --serve` (or "
             "`tailbound-replay server`) on the server hosts first (docs/enforcement.md)."
         ),
-        epilog=epilog("a tenant missed its SLO, a bound was exceeded or a request went unanswered"),
+        epilog=epilog(
+            "a tenant missed its SLO, a bound was exceeded or a request went unanswered", COLUMNS
+        ),
     )
     rp.add_argument("--plan", required=True, help="the plan (tailbound-plan JSON)")
     rp.add_argument("--hosts", required=True, help="hosts file: addresses and tenants' ports")

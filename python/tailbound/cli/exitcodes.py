@@ -26,7 +26,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
 
 
@@ -46,15 +46,21 @@ def outcome(checks: bool | Iterable[bool]) -> Exit:
     return Exit.OK if held else Exit.CHECK_FAILED
 
 
-def epilog(check: str | None) -> str:
+def epilog(check: str | None, columns: Sequence[tuple[str, str]] = ()) -> str:
     """The ``--help`` epilog stating the convention; ``check`` says what fails a check of the
-    verb (``None``: the verb checks nothing, so it never exits 1)."""
+    verb (``None``: the verb checks nothing, so it never exits 1). ``columns`` is the legend of
+    the table the verb prints, ``(column, meaning)`` pairs, shown first.
+
+    >>> epilog(None, [("SLO ms", "the latency target")]).split(". exit")[0]
+    'table columns: "SLO ms" the latency target'
+    """
     one = (
         f"1 it ran and a check failed ({check}); "
         if check
         else "1 is not used (this verb checks nothing); "
     )
-    return (
+    legend = "; ".join(f'"{name}" {meaning}' for name, meaning in columns)
+    return (f"table columns: {legend}. " if legend else "") + (
         f"exit status: 0 the job ran and every check held; {one}2 bad input or usage (one line "
         "on stderr names the file and the entry, line or field; nothing is written)."
     )

@@ -15,6 +15,14 @@ from tailbound.limits import MAX_BUCKETS_PER_STAGE
 from tailbound.policies.registry import names
 from tailbound.stages import Stage
 
+#: The legend of the table ``prioritize`` prints (in ``--help``).
+COLUMNS = (
+    ("net_in, storage, net_out", "the tenant's priority level at each stage, 0 the highest"),
+    ("bound (ms)", "its worst-case latency by the LP analysis"),
+    ("SLO (ms)", "the latency target"),
+    ("met", "the bound is not above the SLO"),
+)
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -25,7 +33,7 @@ def add_parser(subparsers: Any) -> None:
             "tenant K token buckets per stage from its r-b curve and per-stage priorities from "
             "PriorityMeister's prioritizer (or bySLO), and write the plan with the LP bounds."
         ),
-        epilog=epilog("a tenant's LP bound is above its SLO"),
+        epilog=epilog("a tenant's LP bound is above its SLO", COLUMNS),
     )
     parser.add_argument("--plan", required=True, type=Path, help="placement plan JSON")
     parser.add_argument("--tenants", required=True, type=Path, help="tenants.json (traces)")

@@ -11,13 +11,23 @@ from typing import Any
 from tailbound.cli.exitcodes import epilog, outcome
 from tailbound.cli.options import add_quiet, number, progress, progress_disabled
 
+#: The legend of the table ``simulate`` prints (in ``--help``).
+COLUMNS = (
+    ("SLO", "the workload's latency target at its percentile (- without one)"),
+    ("achieved", "its latency at the SLO's percentile over the whole run"),
+    ("met", "achieved is not above the SLO"),
+    ("worst W s window", "the worst such percentile over sliding windows of --window-s"),
+    ("p50, p99.9, max", "latency percentiles over the whole run"),
+    ("requests", "requests finished"),
+)
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "simulate",
         help="replay a scenario (topology, workloads, schedulers) and check its SLOs",
         description=__doc__,
-        epilog=epilog("a workload missed its SLO"),
+        epilog=epilog("a workload missed its SLO", COLUMNS),
     )
     parser.add_argument("scenario", type=Path, help="scenario file (.toml or .json)")
     parser.add_argument(

@@ -13,6 +13,18 @@ from typing import Any
 from tailbound.cli.exitcodes import epilog, outcome
 from tailbound.cli.options import add_window, check_window
 
+#: The legend of the table ``verify`` (and ``enforce replay``) prints (in ``--help``).
+COLUMNS = (
+    ("server", "the tenant's storage server or host"),
+    ("SLO", "the latency target at its percentile"),
+    ("achieved", "the replayed latency at the SLO's percentile, over the whole replay"),
+    ("worst window", "the worst such percentile over sliding windows of --window-s"),
+    ("max", "the largest replayed latency"),
+    ("bound", "the plan's prediction at its percentile (100%: a worst-case bound)"),
+    ("SLO met", "achieved is not above the SLO"),
+    ("bound held", "the replayed latency at the bound's percentile is not above it (× the ratio)"),
+)
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -25,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
             "3-minute-window percentile, the maximum, the bound, and the two verdicts."
         ),
         epilog=(
-            epilog("a tenant missed its SLO or a bound was exceeded in the replay")
+            epilog("a tenant missed its SLO or a bound was exceeded in the replay", COLUMNS)
             + " A bound holds when the replayed latency at the bound's percentile (the maximum "
             "for a worst-case bound) is not above it."
         ),
