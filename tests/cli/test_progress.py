@@ -34,3 +34,18 @@ def test_simulate_progress_on_a_terminal_only(
     assert results(shown.out) == results(quiet.out)
     main(["simulate", scenario, "--no-plot", "--quiet"])
     assert capsys.readouterr().err == ""
+
+
+def test_experiment_progress_on_a_terminal_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An experiment shows a bar over its steps (here pm_fig37's three policies)."""
+    args = ["experiment", "pm_fig37", "--duration", "5", "--out", str(tmp_path)]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    main(args)
+    shown = capsys.readouterr()
+    assert "pm_fig37" in shown.err and "3/3" in shown.err
+    main([*args, "--quiet"])
+    quiet = capsys.readouterr()
+    assert "3/3" not in quiet.err
+    assert quiet.out == shown.out

@@ -108,12 +108,14 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def progress_disabled(args: argparse.Namespace) -> bool:
-    """Whether progress bars are off: ``--quiet``, or stderr is not a terminal."""
-    return bool(getattr(args, "quiet", False)) or not sys.stderr.isatty()
+def progress_disabled(args: argparse.Namespace | bool) -> bool:
+    """Whether progress bars are off: ``--quiet`` (``args.quiet``, or ``args`` itself when a
+    library function is handed the flag alone), or stderr is not a terminal."""
+    quiet = args if isinstance(args, bool) else getattr(args, "quiet", False)
+    return bool(quiet) or not sys.stderr.isatty()
 
 
-def progress(args: argparse.Namespace, **options: Any) -> Any:
+def progress(args: argparse.Namespace | bool, **options: Any) -> Any:
     """A tqdm progress bar on stderr, silent under :func:`progress_disabled`."""
     from tqdm import tqdm
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tailbound.cli.options import add_quiet, progress, progress_disabled
 from tailbound.experiments.pm_common import (
     POLICIES,
     Setup,
@@ -72,6 +73,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, default=120.0, help="trace length (s)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--k", type=int, default=5, help="PriorityMeister's buckets per stage")
+    add_quiet(p)
     return p
 
 
@@ -80,10 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = args.profile or find_profile()
     setup = build(args.duration, args.seed, profile)
     runs = []
-    for policy in POLICIES:
+    for policy in progress(args, iterable=POLICIES, desc="pm_fig33", unit="policy"):
         start = time.perf_counter()
         runs.append(run_policy(setup, policy, profile, k=args.k))
-        print(f"{policy}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        if progress_disabled(args):
+            print(f"{policy}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     rows = percentile_rows(runs, setup)
     print(write_table(args.out, "pm_fig33", rows, "Fig. 3.3/3.4: latency per policy (ms)"))
     plot_percentiles(rows, args.out / "pm_fig33.png", "Fig. 3.3/3.4: A, B, C + file copy")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from tailbound.cli.options import progress
 from tailbound.experiments.pm_common import (
     Setup,
     Tenant,
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile_path = args.profile or find_profile()
     profile = SsdProfile.load(profile_path)
     rows = []
-    for label, c2 in C2S.items():
+    for label, c2 in progress(args, iterable=C2S.items(), desc="pm_fig35", unit="C²"):
         trace = table31_trace(
             0.25,
             c2,

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments.pm_common import (
     POLICIES,
     Setup,
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         behaved, tenants=(dataclasses.replace(behaved.tenants[0], trace=e), behaved.tenants[1])
     )
     rows = []
-    for label, setup in (("behaved", behaved), ("misbehaving", flooded)):
+    phases = (("behaved", behaved), ("misbehaving", flooded))
+    for label, setup in progress(args, iterable=phases, desc="pm_fig36", unit="phase"):
         runs = [run_policy(setup, p, profile_path, k=args.k, declared=behaved) for p in POLICIES]
         for r in percentile_rows(runs, setup, (0.9, 0.99, 0.999)):
             rows.append({"phase": label, **r})

@@ -16,6 +16,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 
+from tailbound.cli.options import progress
 from tailbound.experiments.pm_common import (
     BANDWIDTH,
     SERVER,
@@ -96,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup = build(args.duration, args.seed, k=args.k)
     slos = ", ".join(f"{t.name} {1e3 * t.slo.latency_s:.0f} ms" for t in setup.tenants if t.slo)
     print(f"SLOs at p99.9 (reference order {' > '.join(REFERENCE_ORDER)}): {slos}", file=sys.stderr)
-    runs = [run_policy(setup, p, profile_path, k=args.k) for p in ("pm", "byslo", "ps")]
+    policies = progress(args, iterable=("pm", "byslo", "ps"), desc="pm_fig37", unit="policy")
+    runs = [run_policy(setup, p, profile_path, k=args.k) for p in policies]
     rows = percentile_rows(runs, setup, PERCENTILES)
     print(write_table(args.out, "pm_fig37", rows, "Fig. 3.7: server egress bottleneck (ms)"))
     plot_percentiles(rows, args.out / "pm_fig37.png", "Fig. 3.7: network bottleneck", PERCENTILES)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailbound.cli.options import progress
 from tailbound.experiments.pm_common import find_profile, percentile_rows, run_policy
 from tailbound.experiments.pm_fig33 import build, parser
 from tailbound.experiments.wc_common import save_plot, write_table
@@ -23,9 +24,12 @@ SLO_VALUES = (0.030, 0.036, 0.045)
 POLICIES = ("edf", "byslo", "pm")
 
 
-def run(duration: float, seed: int, profile: Path, k: int) -> list[dict[str, Any]]:
+def run(
+    duration: float, seed: int, profile: Path, k: int, *, quiet: bool = True
+) -> list[dict[str, Any]]:
     rows = []
-    for i, perm in enumerate(itertools.permutations(SLO_VALUES)):
+    perms = list(itertools.permutations(SLO_VALUES))
+    for i, perm in enumerate(progress(quiet, iterable=perms, desc="pm_fig39", unit="order")):
         slos = dict(zip("ABC", perm, strict=True))
         setup = build(duration, seed, profile, slos)
         runs = [run_policy(setup, p, profile, k=k) for p in POLICIES]
@@ -66,7 +70,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     profile = args.profile or find_profile()
-    rows = run(args.duration, args.seed, profile, args.k)
+    rows = run(args.duration, args.seed, profile, args.k, quiet=args.quiet)
     print(write_table(args.out, "pm_fig39", rows, "Fig. 3.9: SLO permutations (p99.9, ms)"))
     for pol in POLICIES:
         met = sum(

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import (
     fits_alone,
     parser,
@@ -38,11 +39,11 @@ SLOS = (0.1, 0.25, 1.0)
 
 
 def run(
-    workloads: list[TenantCurves], seed: int, count: int | None, k: int
+    workloads: list[TenantCurves], seed: int, count: int | None, k: int, *, quiet: bool = True
 ) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed)
     rows = []
-    for slo in SLOS:
+    for slo in progress(quiet, iterable=SLOS, desc="pm_fig512", unit="SLO"):
         pool = [w.with_slo(slo) for w in workloads]
         pool = [w for w in pool if fits_alone(w)]
         order = rng.permutation(len(pool))
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=3, help="PriorityMeister's buckets per stage")
     args = p.parse_args(argv)
     workloads, _ = setup(args)
-    rows = run(workloads, args.seed, args.count, args.k)
+    rows = run(workloads, args.seed, args.count, args.k, quiet=args.quiet)
     print(write_table(args.out, "pm_fig512", rows, "Fig. 5.12: WorkloadCompactor vs PM"))
     plot(rows, args.out / "pm_fig512.png")
     return 0

@@ -18,6 +18,7 @@ import numpy as np
 
 from tailbound.atomic import atomic_path, write_text_atomic
 from tailbound.characterize import RbCurve
+from tailbound.cli.options import add_quiet
 from tailbound.errors import ConfigError
 from tailbound.model import Cluster, Server, Slo, load_cluster, load_tenants
 from tailbound.plotting import save_figure
@@ -176,6 +177,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--data", type=Path, help="the wc62 folder (default: shared/data/wc62)")
     p.add_argument("--cache", type=Path, help="curve cache JSON (default: OUT/wc62-curves.json)")
     p.add_argument("--seed", type=int, default=0)
+    add_quiet(p)
     return p
 
 

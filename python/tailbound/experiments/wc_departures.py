@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import (
     POLICIES,
     find_wc62,
@@ -33,10 +34,12 @@ from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 
-def run(workloads: Sequence[TenantCurves], events: Sequence[Event]) -> list[dict[str, object]]:
+def run(
+    workloads: Sequence[TenantCurves], events: Sequence[Event], *, quiet: bool = True
+) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     wc_peak = wc_final = 1
-    for policy in POLICIES:
+    for policy in progress(quiet, iterable=POLICIES, desc="wc_departures", unit="policy"):
         result = place(
             workloads, server_cluster(servers=12), make_policy(policy), events=events, grow=True
         )
@@ -77,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     workloads, _ = setup(args)
     events = load_events(find_wc62(args.data) / "events.csv", len(workloads))
-    rows = run(workloads, events)
+    rows = run(workloads, events, quiet=args.quiet)
     print(write_table(args.out, "wc_departures", rows, "Arrivals and departures (events.csv)"))
     plot(rows, args.out / "wc_departures.png")
     return 0

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import (
     FIG54_SLOS,
     parser,
@@ -35,12 +36,17 @@ from tailbound.policies.workloadcompactor import make_policy
 
 
 def run(
-    workloads: Sequence[TenantCurves], sizes: Sequence[int], first_fit_max: int, seed: int
+    workloads: Sequence[TenantCurves],
+    sizes: Sequence[int],
+    first_fit_max: int,
+    seed: int,
+    *,
+    quiet: bool = True,
 ) -> list[dict[str, object]]:
     rng = np.random.default_rng(seed)
     everything = resample(workloads, max(sizes), rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
     rows: list[dict[str, object]] = []
-    for n in sizes:
+    for n in progress(quiet, iterable=sizes, desc="wc_fff", unit="size"):
         chosen = everything[:n]
         fff = place(
             chosen,
@@ -109,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--first-fit-max", type=int, default=1000)
     args = p.parse_args(argv)
     workloads, _ = setup(args)
-    rows = run(workloads, args.sizes, args.first_fit_max, args.seed)
+    rows = run(workloads, args.sizes, args.first_fit_max, args.seed, quiet=args.quiet)
     print(write_table(args.out, "wc_fff", rows, "Fast-first-fit against first-fit"))
     plot(rows, args.out / "wc_fff.png")
     return 0

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import (
     FIG54_SLOS,
     POLICIES,
@@ -47,7 +48,7 @@ def fits_alone_everywhere(workload: TenantCurves) -> bool:
 
 
 def run(
-    workloads: Sequence[TenantCurves], seed: int, count: int | None = None
+    workloads: Sequence[TenantCurves], seed: int, count: int | None = None, *, quiet: bool = True
 ) -> list[dict[str, object]]:
     rng = np.random.default_rng(seed)
     rows: list[dict[str, object]] = []
@@ -56,7 +57,7 @@ def run(
         pool = [w.with_slo(slo) for w in workloads]
         scenarios.append((f"same SLO {slo * 1000:.0f} ms", pool))
     scenarios.append(("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads]))
-    for label, candidates in scenarios:
+    for label, candidates in progress(quiet, iterable=scenarios, desc="wc_fig54", unit="scenario"):
         alone_wc = [w for w in candidates if fits_alone(w)]
         pool = [w for w in alone_wc if fits_alone_everywhere(w)]
         if count is None or not pool:
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--count", type=int, help="draw this many workloads (with replacement)")
     args = p.parse_args(argv)
     workloads, _ = setup(args)
-    rows = run(workloads, args.seed, args.count)
+    rows = run(workloads, args.seed, args.count, quiet=args.quiet)
     print(write_table(args.out, "wc_fig54", rows, "Fig. 5.4: servers per policy"))
     plot(rows, args.out / "wc_fig54.png")
     return 0

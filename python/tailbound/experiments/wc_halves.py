@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import find_wc62, parser, save_plot, write_table
 from tailbound.model import load_cluster, load_tenants
 from tailbound.policies.placement import place
@@ -39,6 +40,8 @@ def run(
     mode: str = "demotion",
     server_model_name: str = "sound",
     cap_s: float | None = 0.01,
+    *,
+    quiet: bool = True,
 ) -> Verification:
     """Plan the first halves with ``margin`` (growing the cluster when it is full) and replay the
     second halves."""
@@ -49,19 +52,23 @@ def run(
     cluster = load_cluster(data / "cluster.json")
     profile = SsdProfile.load(data / "profile_ssd.json")
     traces = {c.name: read_trace(c.trace, duration_s=WC62_DURATION_S) for c in configs}
-    workloads = characterize_all(
-        configs,
-        lambda c: traces[c.name].first_half(),
-        profile=profile,
-        link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
-        safety_margin=margin,
-    )
+    with progress(quiet, total=len(configs), desc="r-b curves", unit="tenant") as bar:
+        workloads = characterize_all(
+            configs,
+            lambda c: traces[c.name].first_half(),
+            profile=profile,
+            link_bandwidth_bytes_per_s=cluster.link_bytes_per_s,
+            safety_margin=margin,
+            progress=bar.update,
+        )
     model = (
         server_model(profile, cluster.link_bytes_per_s, 1500.0, cap_s)
         if server_model_name == "sound"
         else REFERENCE
     )
-    result = place(workloads, cluster, make_policy("workloadcompactor", model), grow=True)
+    policy = make_policy("workloadcompactor", model)
+    with progress(quiet, total=len(workloads), desc="placement", unit="tenant") as bar:
+        result = place(workloads, cluster, policy, grow=True, progress=bar.update)
     plan = to_plan(result, cluster, policy="workloadcompactor", safety_margin=margin)
     return replay_plan(
         plan,
@@ -98,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.mode,
         args.server_model,
         args.low_priority_work_ms / 1e3,
+        quiet=args.quiet,
     )
     rows = [
         {

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import (
     FIG54_SLOS,
     parser,
@@ -31,11 +32,13 @@ from tailbound.policies.workload import TenantCurves
 from tailbound.policies.workloadcompactor import make_policy
 
 
-def run(workloads: Sequence[TenantCurves], count: int, seed: int) -> list[dict[str, object]]:
+def run(
+    workloads: Sequence[TenantCurves], count: int, seed: int, *, quiet: bool = True
+) -> list[dict[str, object]]:
     rng = np.random.default_rng(seed)
     chosen = resample(workloads, count, rng, slos=FIG54_SLOS, scale=(0.8, 1.2))
     rows: list[dict[str, object]] = []
-    for devices in (1, 2, 3, 4):
+    for devices in progress(quiet, iterable=(1, 2, 3, 4), desc="wc_ssds", unit="layout"):
         result = place(
             chosen,
             server_cluster(devices=devices),
@@ -82,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workloads", type=int, default=500)
     args = p.parse_args(argv)
     workloads, _ = setup(args)
-    rows = run(workloads, args.workloads, args.seed)
+    rows = run(workloads, args.workloads, args.seed, quiet=args.quiet)
     print(write_table(args.out, "wc_ssds", rows, "SSDs per server"))
     plot(rows, args.out / "wc_ssds.png")
     return 0
