@@ -23,11 +23,11 @@ request size ``s̄``, weighted by the trace's request counts; without a trace th
 whole 512-byte sector size between the profile's first and last rows, both operations, with
 ``α ≥ 1/bw(last row)`` so that larger requests are covered, and ``s̄`` is the geometric mean of
 the first and last row sizes). The rate is split between the two limits in the proportion of the
-mean request's cost, ``φ = α·s̄ / (α·s̄ + β)``: ``B = φ·r/α`` bytes/s with bucket ``φ·b/α``, and
-``I = (1 − φ)·r/β`` I/Os per second with bucket ``(1 − φ)·b/β``. A mix passing both costs at most
-``α·(B·T + φb/α) + β·(I·T + (1 − φ)b/β) = r·T + b``; a tenant issuing its mean request passes at
-exactly its mean cost, ``r / (α·s̄ + β)`` requests per second. ``β = 0`` (cost proportional to size)
-gives the ``bytes`` limit alone.
+mean request's cost ``c̄ = α·s̄ + β``, ``φ = α·s̄ / c̄``: ``B = φ·r/α = r·s̄/c̄`` bytes/s with
+bucket ``b·s̄/c̄``, and ``I = (1 − φ)·r/β = r/c̄`` I/Os per second with bucket ``b/c̄``. A mix
+passing both costs at most ``α·(B·T + b·s̄/c̄) + β·(I·T + b/c̄) = r·T + b``; a tenant issuing its
+mean request passes at exactly its mean cost, ``r/c̄`` requests per second. ``β = 0`` (cost
+proportional to size) gives the ``bytes`` limit alone.
 
 Both round down: bytes and I/Os to integers (at least 1), nbdkit's bits and seconds likewise.
 
@@ -324,9 +324,11 @@ def convert(
     alpha, beta, mean = affine_cost(profile, mix, op)
     if beta <= 0.0:
         return ByteLimit(rate / alpha, bucket_s / alpha)
-    phi = alpha * mean / (alpha * mean + beta)
-    per_byte, per_io = phi / alpha, (1 - phi) / beta
-    return ByteLimit(rate * per_byte, bucket_s * per_byte, rate * per_io, bucket_s * per_io)
+    # φ·r/α = r·s̄/c̄ and (1 − φ)·r/β = r/c̄, c̄ = α·s̄ + β the mean request's cost (α may be 0)
+    mean_cost = alpha * mean + beta
+    return ByteLimit(
+        rate * mean / mean_cost, bucket_s * mean / mean_cost, rate / mean_cost, bucket_s / mean_cost
+    )
 
 
 # ------------------------------------------------------------------------------ the plan's tenants
