@@ -168,8 +168,9 @@ class Export:
 
 @dataclass(frozen=True)
 class RequestMix:
-    """The requests a tenant issues: distinct ``(op, size)`` with their counts (from its trace),
-    or ``None`` arrays standing for "any request the profile describes"."""
+    """The requests a tenant issues: the distinct ``(op, size)`` of its trace with their counts.
+    The functions below take ``None`` for a tenant without a trace: any request the profile
+    describes."""
 
     op: NDArray[np.uint8]
     size: NDArray[np.int64]
