@@ -78,7 +78,7 @@ def _trace(ops: list[int], sizes: list[int]) -> Trace:
 # ------------------------------------------------------------------------------ conversions
 def test_convert_bytes_uses_the_slowest_row_without_a_trace() -> None:
     # the slowest row is the 4 KiB write, 20 MB/s: 0.5 × 20e6 bytes/s, 0.01 s × 20e6 bytes
-    assert convert(0.5, 0.01, PROFILE, None) == ByteLimit(10e6, 2e5)
+    assert convert(0.5, 0.01, PROFILE, None, "bytes") == ByteLimit(10e6, 2e5)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_convert_bytes_uses_the_slowest_row_without_a_trace() -> None:
 )
 def test_convert_bytes_over_the_trace_sizes(ops: list[int], sizes: list[int], bw: float) -> None:
     mix = RequestMix.from_trace(_trace(ops, sizes))
-    lim = convert(0.5, 0.01, PROFILE, mix)
+    lim = convert(0.5, 0.01, PROFILE, mix, "bytes")
     assert lim.bytes_per_s == pytest.approx(0.5 * bw)
     assert lim.bucket_bytes == pytest.approx(0.01 * bw)
     assert lim.iops is None
@@ -114,7 +114,7 @@ def test_convert_bytes_and_iops_passes_the_mean_request_at_its_mean_cost() -> No
     assert lim.bucket_bytes == pytest.approx(0.02 * 34816 / 460.8e-6)
     assert lim.bucket_ios == pytest.approx(0.02 / 460.8e-6)
     # against bytes alone (40 MB/s × 0.5 = 20 MB/s: 574 mean requests/s), 1.89 times as many
-    bytes_only = convert(0.5, 0.02, PROFILE, mix).bytes_per_s / 34816
+    bytes_only = convert(0.5, 0.02, PROFILE, mix, "bytes").bytes_per_s / 34816
     assert bytes_only == pytest.approx(574.4, abs=0.1) and lim.iops is not None
     assert lim.iops / bytes_only == pytest.approx(1.889, abs=1e-3)
 
@@ -186,7 +186,7 @@ def test_conservative_conversion_never_lets_more_device_seconds_through(
 
 # ------------------------------------------------------------------------------ targets
 def test_qemu_bucket_of_a_second_or_more_is_max_with_length_one() -> None:
-    e = export_qemu(_plan(_tenant("A", [StageLimit(0.5, 2.0)])), PROFILE)
+    e = export_qemu(_plan(_tenant("A", [StageLimit(0.5, 2.0)])), PROFILE, conversion="bytes")
     assert e.exact and e.warnings == ()
     assert e.config[0]["limits"] == {
         "bps-total": 10_000_000,
@@ -202,7 +202,7 @@ def test_qemu_bucket_of_a_second_or_more_is_max_with_length_one() -> None:
 
 
 def test_qemu_bucket_under_a_second_of_rate_has_no_max_and_a_warning() -> None:
-    e = export_qemu(_plan(_tenant("A", [StageLimit(0.5, 0.01)])), PROFILE)
+    e = export_qemu(_plan(_tenant("A", [StageLimit(0.5, 0.01)])), PROFILE, conversion="bytes")
     assert e.config[0]["limits"] == {"bps-total": 10_000_000}
     assert not e.exact
     (w,) = e.warnings
@@ -252,7 +252,7 @@ def test_priorities_dispatch_rule_and_demotion_are_warned_about() -> None:
 
 def test_several_buckets_become_the_smallest_rate_and_bucket() -> None:
     plan = _plan(_tenant("A", [StageLimit(0.2, 3.0), StageLimit(0.6, 1.5)]))
-    e = export_ceph(plan, PROFILE)
+    e = export_ceph(plan, PROFILE, conversion="bytes")
     # (0.2, 1.5): 4 MB/s, 30 MB bucket
     assert e.config[0]["settings"]["rbd_qos_bps_limit"] == 4_000_000
     assert e.config[0]["settings"]["rbd_qos_bps_burst"] == 30_000_000
@@ -275,7 +275,7 @@ def test_tenants_without_limits_network_only_and_rejected_get_notes() -> None:
 
 def test_cgroup_splits_reads_and_writes_and_warns_about_the_slice() -> None:
     plan = _plan(_tenant("A", [StageLimit(0.5, 0.05)]))  # b = 0.1 s of rate: the slice's
-    e = export_cgroup(plan, PROFILE, device="8:0")
+    e = export_cgroup(plan, PROFILE, device="8:0", conversion="bytes")
     # half each: reads 0.25 × 40 MB/s, writes 0.25 × 20 MB/s
     assert e.text == "echo '8:0 rbps=10000000 wbps=5000000' > /sys/fs/cgroup/tailbound/A/io.max\n"
     assert [("reads and writes apart" in w.message) for w in e.warnings] == [True]
@@ -291,7 +291,9 @@ def test_cgroup_splits_reads_and_writes_and_warns_about_the_slice() -> None:
 def test_cgroup_bucket_other_than_the_slice_allowance_is_a_warning(
     bucket: float, effect: str
 ) -> None:
-    e = export_cgroup(_plan(_tenant("A", [StageLimit(0.5, bucket)])), PROFILE, device="8:0")
+    e = export_cgroup(
+        _plan(_tenant("A", [StageLimit(0.5, bucket)])), PROFILE, device="8:0", conversion="bytes"
+    )
     (w,) = [w for w in e.warnings if "no burst setting" in w.message]
     assert effect in w.message and "about 0.05 device-seconds" in w.message
 
@@ -305,7 +307,9 @@ def test_cgroup_needs_a_device_number() -> None:
     ("limit", "bucket"), [(StageLimit(0.5, 2.0), 2.0), (StageLimit(0.5, 1.0), 1.0)]
 )
 def test_ceph_burst_times_seconds_is_the_bucket(limit: StageLimit, bucket: float) -> None:
-    e = export_ceph(_plan(_tenant("A", [limit])), PROFILE, pool="vms", image="vol-{tenant}")
+    e = export_ceph(
+        _plan(_tenant("A", [limit])), PROFILE, pool="vms", image="vol-{tenant}", conversion="bytes"
+    )
     s = e.config[0]["settings"]
     assert s["rbd_qos_bps_limit"] == 10_000_000
     assert s["rbd_qos_bps_burst"] * s["rbd_qos_bps_burst_seconds"] == bucket * 20e6
@@ -315,7 +319,7 @@ def test_ceph_burst_times_seconds_is_the_bucket(limit: StageLimit, bucket: float
 
 
 def test_ceph_bucket_under_a_second_is_raised_to_the_limit_with_a_warning() -> None:
-    e = export_ceph(_plan(_tenant("A", [StageLimit(0.5, 0.01)])), PROFILE)
+    e = export_ceph(_plan(_tenant("A", [StageLimit(0.5, 0.01)])), PROFILE, conversion="bytes")
     s = e.config[0]["settings"]
     assert s["rbd_qos_bps_burst"] == s["rbd_qos_bps_limit"] == 10_000_000
     assert not e.exact and "0.5 device-seconds" in e.warnings[0].message
@@ -355,7 +359,7 @@ def test_export_exits_0_when_exact(
 ) -> None:
     out = tmp_path / "qemu.txt"
     code = main(["export", "qemu", str(files["exact"]), "--profile", str(files["profile"]),
-                 "--out", str(out)])  # fmt: skip
+                 "--conversion", "bytes", "--out", str(out)])  # fmt: skip
     assert code == 0 and capsys.readouterr().err == ""
     assert "throttling.bps-total-max=40000000" in out.read_text()
 
@@ -363,7 +367,8 @@ def test_export_exits_0_when_exact(
 def test_export_exits_1_with_one_line_per_warning(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["export", "qemu", str(files["small"]), "--profile", str(files["profile"])])
+    code = main(["export", "qemu", str(files["small"]), "--profile", str(files["profile"]),
+                 "--conversion", "bytes"])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 1
     assert "throttling.bps-total=10000000,throttling.group=A" in captured.out
@@ -376,8 +381,31 @@ def test_export_reads_traces_from_the_tenants_file(
 ) -> None:
     args = ["export", "nbdkit", str(files["exact"]), "--profile", str(files["profile"])]
     assert main([*args, "--tenants", str(files["tenants"])]) == 0
+    captured = capsys.readouterr()
     # the trace's 4 KiB reads, 40 MB/s: 0.5 × 40e6 × 8 bits
-    assert "rate=160000000 burstiness=4" in capsys.readouterr().out
+    assert "rate=160000000 burstiness=4" in captured.out
+    # notes only: bytes+iops falls back to bytes, and one size uses all of r
+    assert captured.err.splitlines() == [
+        "tailbound export nbdkit: note: nbdkit's rate filter has no I/O limit: bytes conversion",
+        "tailbound export nbdkit: note: A: its trace's mix can use 100.0% of its rate 0.5 under "
+        "these limits (the price of never exceeding it)",
+    ]
+
+
+def test_default_conversion_is_bytes_and_iops(files: dict[str, Path]) -> None:
+    plan = Plan.load(files["exact"])
+    e = export_qemu(plan, PROFILE)
+    assert set(e.config[0]["limits"]) == {
+        f"{u}-total{s}" for u in ("bps", "iops") for s in ("", "-max", "-max-length")
+    }
+    assert e.exact
+    # it lets the two-size mix use all of r where bytes alone lets it use 52.9%
+    tr = {"A": _trace([0, 0], [4096, 65536])}
+    shares = [
+        next(w.message for w in export_qemu(plan, PROFILE, tr, conversion=c).warnings)
+        for c in ("bytes+iops", "bytes")
+    ]
+    assert "can use 100.0%" in shares[0] and "can use 52.9%" in shares[1]
 
 
 @pytest.mark.parametrize(
@@ -541,7 +569,7 @@ def test_qemu_throttle_group_holds_the_exported_limits_live(
     expected, e.g. the plan's 0.001 s, would take 0.1 s longer here)."""
     if shutil.which("qemu-io") is None:
         pytest.skip("needs qemu-io (Debian package qemu-utils; see .ci/run)")
-    e = export_qemu(_plan(_tenant("A", [StageLimit(0.4, bucket)])), PROFILE)
+    e = export_qemu(_plan(_tenant("A", [StageLimit(0.4, bucket)])), PROFILE, conversion="bytes")
     rate_b = 8e6
     assert e.config[0]["limits"]["bps-total"] == rate_b
     assert ("bps-total-max" in e.config[0]["limits"]) == (bucket >= 0.4)

@@ -9,7 +9,7 @@ every exporter first converts ``(r, b)`` into byte (and I/O) limits, conservativ
 of the tenant's request sizes and operations passes the converted limits over any interval of
 ``T`` seconds costs at most ``r·T + b`` device-seconds.
 
-**Conversion ``bytes``** (the default). ``bw_min`` is the lowest profiled bandwidth over the
+**Conversion ``bytes``**. ``bw_min`` is the lowest profiled bandwidth over the
 tenant's requests: over the distinct ``(op, size)`` of its trace when one is given, else over
 every row of the profile, both operations (the interpolated bandwidth is piecewise linear, so its
 minimum over *any* size is at a row). The limit is ``B = r·bw_min`` bytes/s with a bucket of
@@ -17,17 +17,25 @@ minimum over *any* size is at a row). The limit is ``B = r·bw_min`` bytes/s wit
 ``B·T + b·bw_min`` bytes pass in ``T`` s, so at most ``r·T + b`` device-seconds do. It is exact
 for a tenant of one request size and pessimistic by ``bw(size)/bw_min`` for the others.
 
-**Conversion ``bytes+iops``**. A line ``cost(op, s) ≤ α·s + β`` over the tenant's requests (the
-upper hull of the points ``(s, cost)`` and ``(0, 0)``: the line of least cost at the tenant's mean
-request size ``s̄``, weighted by the trace's request counts; without a trace the points are every
-whole 512-byte sector size between the profile's first and last rows, both operations, with
-``α ≥ 1/bw(last row)`` so that larger requests are covered, and ``s̄`` is the geometric mean of
-the first and last row sizes). The rate is split between the two limits in the proportion of the
-mean request's cost ``c̄ = α·s̄ + β``, ``φ = α·s̄ / c̄``: ``B = φ·r/α = r·s̄/c̄`` bytes/s with
-bucket ``b·s̄/c̄``, and ``I = (1 − φ)·r/β = r/c̄`` I/Os per second with bucket ``b/c̄``. A mix
-passing both costs at most ``α·(B·T + b·s̄/c̄) + β·(I·T + b/c̄) = r·T + b``; a tenant issuing its
-mean request passes at exactly its mean cost, ``r/c̄`` requests per second. ``β = 0`` (cost
-proportional to size) gives the ``bytes`` limit alone.
+**Conversion ``bytes+iops``** (the default). A line ``cost(op, s) ≤ α·s + β`` over the tenant's
+requests (the upper hull of the points ``(s, cost)`` and ``(0, 0)``: the line of least cost at the
+tenant's mean request size ``s̄``, weighted by the trace's request counts; without a trace the
+points are every whole 512-byte sector size between the profile's first and last rows, both
+operations, with ``α ≥ 1/bw(last row)`` so that larger requests are covered, and ``s̄`` is the
+geometric mean of the first and last row sizes). The rate is split between the two limits in the
+proportion of the mean request's cost ``c̄ = α·s̄ + β``, ``φ = α·s̄ / c̄``: ``B = φ·r/α = r·s̄/c̄``
+bytes/s with bucket ``b·s̄/c̄``, and ``I = (1 − φ)·r/β = r/c̄`` I/Os per second with bucket
+``b/c̄``. A mix passing both costs at most ``α·(B·T + b·s̄/c̄) + β·(I·T + b/c̄) = r·T + b``; a
+tenant issuing its mean request passes at exactly its mean cost, ``r/c̄`` requests per second. ``β
+= 0`` (cost proportional to size) gives the ``bytes`` limit alone.
+
+Why ``bytes+iops`` is the default: small requests cost far more per byte than large ones (the
+wc62 profile's 512-byte write runs at 0.6 MB/s, its 256 KiB read at 94 MB/s), so a byte limit at
+the lowest bandwidth lets a tenant's own mix use a small share of ``r``; with a byte and an I/O
+limit its mean request passes at the line's cost (``docs/enforcement.md`` gives the shares on the
+wc62 tenants). Its guarantee without a trace covers whole-sector requests, which block devices
+issue; ``bytes`` covers any size. With a trace every exporter but ``cgroup`` adds a note giving the
+share of ``r`` the tenant's own mix can use (:func:`usable_share`).
 
 Both round down: bytes and I/Os to integers (at least 1), nbdkit's bits and seconds likewise.
 
@@ -115,7 +123,7 @@ from tailbound.stages import Stage
 from tailbound.traces.trace import Op, Trace
 
 #: The byte/I-O conversions of ``(r, b)`` (module documentation); the first is the default.
-CONVERSIONS = ("bytes", "bytes+iops")
+CONVERSIONS = ("bytes+iops", "bytes")
 #: The sector every request size is a whole number of (``bytes+iops`` without a trace).
 SECTOR = 512
 #: blk-throttle's slice (``DFL_THROTL_SLICE_HD = HZ / 10``): its implicit burst, in seconds.
@@ -305,7 +313,7 @@ def convert(
     bucket_s: float,
     profile: SsdProfile,
     mix: RequestMix | None,
-    conversion: str = "bytes",
+    conversion: str = CONVERSIONS[0],
     op: Op | None = None,
 ) -> ByteLimit:
     """``(rate, bucket_s)`` in device-seconds as byte (and I/O) limits that never let
@@ -314,7 +322,7 @@ def convert(
 
     >>> p = SsdProfile(sizes=np.array([4096.0, 65536.0]), read_bandwidth=np.array([40e6, 80e6]),
     ...                write_bandwidth=np.array([20e6, 60e6]))
-    >>> convert(0.5, 0.01, p, None)  # the slowest row: 4 KiB writes at 20 MB/s
+    >>> convert(0.5, 0.01, p, None, "bytes")  # the slowest row: 4 KiB writes at 20 MB/s
     ByteLimit(bytes_per_s=10000000.0, bucket_bytes=200000.0, iops=None, bucket_ios=None)
     """
     if conversion not in CONVERSIONS:
@@ -330,6 +338,41 @@ def convert(
     return ByteLimit(
         rate * mean / mean_cost, bucket_s * mean / mean_cost, rate / mean_cost, bucket_s / mean_cost
     )
+
+
+def usable_share(limit: ByteLimit, rate: float, profile: SsdProfile, mix: RequestMix) -> float:
+    """The share of ``rate`` that ``mix``, issued in its own proportions, can use under
+    ``limit``: its requests per second (bytes/s over its mean size, at most the I/O limit)
+    times its mean cost, over ``rate``. 1 for ``bytes`` on a tenant of one size.
+
+    >>> p = SsdProfile(sizes=np.array([4096.0, 65536.0]), read_bandwidth=np.array([40e6, 80e6]),
+    ...                write_bandwidth=np.array([20e6, 60e6]))
+    >>> from tailbound.traces import Trace
+    >>> mix = RequestMix.from_trace(Trace.from_arrays(time=[0, 1], op=[0, 0], size=[4096, 65536]))
+    >>> round(usable_share(convert(0.5, 0.01, p, mix, "bytes"), 0.5, p, mix), 3)
+    0.529
+    >>> round(usable_share(convert(0.5, 0.01, p, mix, "bytes+iops"), 0.5, p, mix), 3)
+    1.0
+    """
+    per_s = limit.bytes_per_s / mix.mean_size
+    if limit.iops is not None:
+        per_s = min(per_s, limit.iops)
+    cost = mix.size / profile.bandwidth(mix.op, mix.size)
+    return per_s * float(np.average(cost, weights=mix.count)) / rate
+
+
+def _share_note(t: _Tenant, limit: ByteLimit, profile: SsdProfile) -> list[ExportWarning]:
+    if t.mix is None:
+        return []
+    share = usable_share(limit, t.rate, profile, t.mix)
+    return [
+        ExportWarning(
+            t.plan.name,
+            f"its trace's mix can use {share:.1%} of its rate {_g(t.rate)} under these limits "
+            "(the price of never exceeding it)",
+            False,
+        )
+    ]
 
 
 # ------------------------------------------------------------------------------ the plan's tenants
@@ -450,7 +493,7 @@ def _qemu_limits(
     """The throttle limits of QEMU (libvirt passes them on): ``total`` bytes and I/Os with a
     max of one second's length when the bucket allows it."""
     lim = convert(t.rate, t.bucket_s, profile, t.mix, conversion)
-    warnings: list[ExportWarning] = []
+    warnings = _share_note(t, lim, profile)
     out: dict[str, int] = {}
     pairs = [("bps", lim.bytes_per_s, lim.bucket_bytes)]
     if lim.iops is not None and lim.bucket_ios is not None:
@@ -480,7 +523,7 @@ def export_qemu(
     profile: SsdProfile,
     traces: Mapping[str, Trace] | None = None,
     *,
-    conversion: str = "bytes",
+    conversion: str = CONVERSIONS[0],
     plan_path: str | None = None,
 ) -> Export:
     """Per tenant a QEMU throttle group named after it: the ``-drive`` options and the QMP
@@ -507,7 +550,7 @@ def export_libvirt(
     profile: SsdProfile,
     traces: Mapping[str, Trace] | None = None,
     *,
-    conversion: str = "bytes",
+    conversion: str = CONVERSIONS[0],
     plan_path: str | None = None,
 ) -> Export:
     """Per tenant the ``<iotune>`` element of its disk (module documentation, ``libvirt``)."""
@@ -535,7 +578,7 @@ def export_cgroup(
     *,
     device: str,
     root: str = DEFAULT_CGROUP_ROOT,
-    conversion: str = "bytes",
+    conversion: str = CONVERSIONS[0],
     plan_path: str | None = None,
 ) -> Export:
     """Per tenant the cgroup v2 ``io.max`` line of ``device`` (``MAJ:MIN``), as a shell command
@@ -595,7 +638,7 @@ def export_ceph(
     *,
     pool: str = DEFAULT_POOL,
     image: str = DEFAULT_IMAGE,
-    conversion: str = "bytes",
+    conversion: str = CONVERSIONS[0],
     plan_path: str | None = None,
 ) -> Export:
     """Per tenant the ``rbd config image set`` commands of its librbd QoS (module
@@ -606,6 +649,7 @@ def export_ceph(
     lines, config = [], []
     for t in walk.tenants:
         lim = convert(t.rate, t.bucket_s, profile, t.mix, conversion)
+        walk.warnings.extend(_share_note(t, lim, profile))
         spec = f"{pool}/{image.replace('{tenant}', t.plan.name)}"
         settings: dict[str, int] = {}
         pairs = [("bps", lim.bytes_per_s, lim.bucket_bytes)]
@@ -639,7 +683,7 @@ def export_nbdkit(
     traces: Mapping[str, Trace] | None = None,
     *,
     plugin: str = DEFAULT_NBDKIT_PLUGIN,
-    conversion: str = "bytes",
+    conversion: str = CONVERSIONS[0],
     plan_path: str | None = None,
 ) -> Export:
     """Per tenant an ``nbdkit --filter=rate`` command line (module documentation, ``nbdkit``);
@@ -652,6 +696,7 @@ def export_nbdkit(
     lines, config = [], []
     for t in walk.tenants:
         lim = convert(t.rate, t.bucket_s, profile, t.mix, "bytes")
+        walk.warnings.extend(_share_note(t, lim, profile))
         bits = _down(8 * lim.bytes_per_s)
         burstiness = _secs_down(8 * lim.bucket_bytes / bits)
         args = shlex.split(plugin.replace("{tenant}", t.plan.name))
