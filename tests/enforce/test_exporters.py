@@ -1,7 +1,8 @@
-"""The exporters of a Plan's storage buckets (``tailbound.enforce.exporters``, ``tailbound
-export``): every mapping against hand-computed numbers, the conservative conversion as a property
-(no mix of the tenant's requests passing the limits costs more than ``r·T + b`` device-seconds),
-the verb's exit codes, and a live run of nbdkit's rate filter driven by fio's ``nbd`` engine."""
+"""The exporters of a Plan's storage buckets (``tailbound.enforce.exporters`` and its
+conversions, ``tailbound.enforce.byte_limits``; ``tailbound export``): every mapping against
+hand-computed numbers, the conservative conversion as a property (no mix of the tenant's requests
+passing the limits costs more than ``r·T + b`` device-seconds), the verb's exit codes, and live
+runs of nbdkit's rate filter driven by fio's ``nbd`` engine and of QEMU's throttle with qemu-io."""
 
 from __future__ import annotations
 
@@ -21,11 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tailbound.cli.main import main
+from tailbound.enforce.byte_limits import ByteLimit, RequestMix, affine_cost, convert
 from tailbound.enforce.exporters import (
-    ByteLimit,
-    RequestMix,
-    affine_cost,
-    convert,
     export_ceph,
     export_cgroup,
     export_libvirt,
@@ -348,9 +346,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     trace = tmp_path / "a.csv"
     trace.write_text("".join(f"{i * 1000},0x{4096:08x},DiskRead\n" for i in range(1, 20)))
     tenants = tmp_path / "tenants.json"
-    tenants.write_text(
-        json.dumps({"tenants": [{"name": "A", "slo_s": 0.05, "trace": trace.name}]})
-    )
+    tenants.write_text(json.dumps({"tenants": [{"name": "A", "slo_s": 0.05, "trace": trace.name}]}))
     return {"profile": profile, "exact": exact, "small": small, "tenants": tenants}
 
 

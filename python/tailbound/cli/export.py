@@ -63,7 +63,7 @@ def add_parser(subparsers: Any) -> None:
 
 def add_target(targets: Any, name: str, help: str) -> argparse.ArgumentParser:
     """A target's sub-parser with the options every target shares; ``run`` is the runner."""
-    from tailbound.enforce.exporters import CONVERSIONS
+    from tailbound.enforce.byte_limits import CONVERSIONS
 
     sub: argparse.ArgumentParser = targets.add_parser(
         name, help=help, description=help, epilog=epilog(_CHECK)
