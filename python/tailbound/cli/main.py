@@ -35,6 +35,7 @@ COMMANDS: tuple[str, ...] = (
     "policies",
     "enforce",
     "gate",
+    "export",
     "experiment",
 )
 
