@@ -74,10 +74,8 @@ fn main() {
         println!("ok: {} exports", cfg.exports.len());
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| fail(e.to_string()));
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    let runtime = builder.enable_all().build().unwrap_or_else(|e| fail(e.to_string()));
     let config_path = std::path::PathBuf::from(path);
     let code = runtime.block_on(async move {
         // signals are caught from the start: a SIGHUP before `listening on` is not fatal

@@ -48,11 +48,13 @@ use crate::config::{Config, CostTable};
 use crate::file::FileBackend;
 use crate::metrics::{self, Stats};
 use crate::proto::{self, Action};
-use crate::upstream::Upstream;
+use crate::upstream::{Completion, Upstream, REPLY_ROOM};
 
 /// Most bytes of requests one connection may have inside the gateway (queued, in service or
 /// replying); the connection reads no further request until some finish.
 pub const INFLIGHT_BYTES: usize = 64 * 1024 * 1024;
+/// Most bytes of replies written to a client in one system call.
+const REPLY_BATCH_BYTES: usize = 256 * 1024;
 /// Most connections served at once (more wait in the listen backlog).
 pub const MAX_CONNECTIONS: usize = 1024;
 /// Time a client has for the whole handshake.
@@ -502,7 +504,16 @@ async fn dispatch_loop(
             } else {
                 None
             };
-            tokio::spawn(run_io(id, job, shared.clone(), tx.clone(), finish));
+            match (&job.export.backend, finish) {
+                // straight to the upstream connection's writer: no task of its own
+                (Backend::Upstream(up), None) => {
+                    let up = up.clone();
+                    submit_upstream(id, job, &up, shared.clone(), tx.clone());
+                }
+                _ => {
+                    tokio::spawn(run_io(id, job, shared.clone(), tx.clone(), finish));
+                }
+            }
         }
     }
 }
@@ -515,6 +526,54 @@ fn request_of(table: &HashMap<u64, Entry>, id: u64) -> DispatchRequest {
 
 fn secs(t: f64) -> Duration {
     Duration::from_secs_f64(t.max(0.0))
+}
+
+/// A request left service: free its slot, count it, reply.
+#[allow(clippy::too_many_arguments)]
+fn finished(
+    id: u64,
+    export: &Export,
+    write: bool,
+    length: u32,
+    arrived: Instant,
+    answer: Vec<u8>,
+    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    shared: &Shared,
+    tx: &mpsc::UnboundedSender<Msg>,
+) {
+    let _ = tx.send(Msg::Done(id));
+    export.stats.record(write, u64::from(length), arrived.elapsed());
+    let _ = reply.send(answer);
+    shared.inflight.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Send a dispatched request upstream; its reply (on the upstream reader task) finishes it.
+fn submit_upstream(
+    id: u64,
+    job: Job,
+    up: &Upstream,
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Msg>,
+) {
+    let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
+    let (command, flags) = if write {
+        (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
+    } else {
+        (proto::CMD_READ, 0)
+    };
+    let done: Completion = Box::new(move |answer| {
+        let buf = match answer {
+            Ok(mut buf) if buf.len() >= REPLY_ROOM => {
+                buf[..REPLY_ROOM].copy_from_slice(&proto::simple_reply(0, handle));
+                buf
+            }
+            Ok(_) => proto::simple_reply(proto::EIO, handle).to_vec(),
+            Err(errno) => proto::simple_reply(errno, handle).to_vec(),
+        };
+        finished(id, &export, write, length, arrived, buf, &reply, &shared, &tx);
+        drop(permit);
+    });
+    up.submit(command, flags, offset, length, &payload, done);
 }
 
 /// Serve one dispatched request on the blocking pool, then free its slot and reply.
@@ -565,10 +624,7 @@ async fn run_io(
             }
         }
     };
-    let _ = tx.send(Msg::Done(id));
-    export.stats.record(write, u64::from(length), arrived.elapsed());
-    let _ = reply.send(io);
-    shared.inflight.fetch_sub(1, Ordering::Relaxed);
+    finished(id, &export, write, length, arrived, io, &reply, &shared, &tx);
     drop(permit);
 }
 
@@ -707,8 +763,22 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String
     tokio::pin!(closing);
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
+        // the replies ready, in one system call (fewer at queue depth)
+        let mut batch = Vec::new();
         while let Some(buf) = reply_rx.recv().await {
-            if wr.write_all(&buf).await.is_err() {
+            let out = if let Ok(next) = reply_rx.try_recv() {
+                batch.clear();
+                batch.extend_from_slice(&buf);
+                batch.extend_from_slice(&next);
+                while batch.len() < REPLY_BATCH_BYTES {
+                    let Ok(more) = reply_rx.try_recv() else { break };
+                    batch.extend_from_slice(&more);
+                }
+                &batch
+            } else {
+                &buf
+            };
+            if wr.write_all(out).await.is_err() {
                 return;
             }
         }
