@@ -140,9 +140,20 @@ def main(argv: list[str] | None = None) -> None:
         wait_port(proxy_port)
         (folder / "profile.json").write_text(json.dumps(PROFILE))
         gate = subprocess.Popen(
-            [*TAILBOUND, "gate", "--plan", str(plan_file(folder))]
-            + ["--profile", str(folder / "profile.json"), "--backend", str(folder / "gate")]
-            + ["--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{file_port}"],
+            [
+                *TAILBOUND,
+                "gate",
+                "--plan",
+                str(plan_file(folder)),
+                "--profile",
+                str(folder / "profile.json"),
+                "--backend",
+                str(folder / "gate"),
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                f"127.0.0.1:{file_port}",
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
