@@ -217,15 +217,16 @@ def test_reload_without_a_running_gateway_is_bad_input(tmp_path: Path) -> None:
     assert p.returncode == 2 and "not tailbound-gate (stale pid file)" in p.stderr
 
 
-def _queue_reads(port: int, n: int) -> socket.socket:
-    """A client on L with ``n`` 4 KiB reads sent; returns once the first reply is back."""
+def _queue_reads(port: int, n: int) -> tuple[socket.socket, int]:
+    """A client on L with ``n`` 4 KiB reads sent; returns once the first reply is back, with
+    its handle (two are in service at once: either may finish first)."""
     s = _raw_go(port, b"L")
     s.sendall(b"".join(_request(0, i, (i % 64) * 4096, 4096) for i in range(n)))
-    head = _recv(s, 16)
-    assert struct.unpack(">IIQ", head)[:2] == (REPLY, 0)
+    magic, error, handle = struct.unpack(">IIQ", _recv(s, 16))
+    assert (magic, error) == (REPLY, 0)
     _recv(s, 4096)
     time.sleep(0.1)  # every header is read by now (microseconds); most reads are still queued
-    return s
+    return s, handle
 
 
 def test_shutdown_drains_the_requests_in_the_gateway(gate: Any, tmp_path: Path) -> None:
@@ -237,10 +238,10 @@ def test_shutdown_drains_the_requests_in_the_gateway(gate: Any, tmp_path: Path) 
         tmp_path / "plan.json", [_tenant("H", 0), _tenant("L", 1, StageLimit(0.5, 0.01))]
     )
     g = gate(plan, tmp_path / "b1", "--emulate-device")
-    s = _queue_reads(g.port, 200)
+    s, first = _queue_reads(g.port, 200)
     t0 = time.monotonic()
     g.proc.send_signal(signal.SIGTERM)
-    handles = {0}
+    handles = {first}
     for _ in range(199):
         magic, error, handle = struct.unpack(">IIQ", _recv(s, 16))
         assert (magic, error) == (REPLY, 0)
@@ -260,7 +261,7 @@ def test_shutdown_drains_the_requests_in_the_gateway(gate: Any, tmp_path: Path) 
     assert drained > 0.15  # the queue was really drained under the bucket, not cut
     # a drain timeout shorter than the queued work: exit 1, the rest unanswered
     g2 = gate(plan, tmp_path / "b2", "--emulate-device", "--drain-timeout", "0.2")
-    s2 = _queue_reads(g2.port, 2000)
+    s2, _ = _queue_reads(g2.port, 2000)
     g2.proc.send_signal(signal.SIGTERM)
     _, err = g2.proc.communicate(timeout=20)
     s2.close()

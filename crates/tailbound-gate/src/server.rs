@@ -225,12 +225,8 @@ pub async fn serve(
     for name in &cfg.exports {
         exports.push(Arc::new(open_export(&cfg, name).await?));
     }
-    let first = generation(&cfg, &exports)?;
-    let dispatcher = Dispatcher::new(
-        first.limits,
-        cfg.scheduler.build(exports.len()).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    let Generation { limits, scheduler, costs, emulate, workloads } = generation(&cfg, &exports)?;
+    let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
     let (tx, rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
@@ -242,7 +238,7 @@ pub async fn serve(
         reloads: AtomicU64::new(0),
         reload_failures: AtomicU64::new(0),
     });
-    tokio::spawn(dispatch_loop(dispatcher, first, shared.clone(), rx, tx));
+    tokio::spawn(dispatch_loop(dispatcher, (costs, emulate, workloads), shared.clone(), rx, tx));
     if let Some(l) = metrics_listener {
         let s = shared.clone();
         let body = move || {
@@ -418,14 +414,14 @@ struct Entry {
 /// The dispatcher task (see the module documentation).
 async fn dispatch_loop(
     mut dispatcher: Dispatcher,
-    first: Generation,
+    first: (CostTable, bool, HashMap<u64, u32>),
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
 ) {
     let start = Instant::now();
     let now = || start.elapsed().as_secs_f64();
-    let Generation { mut costs, mut emulate, mut workloads, .. } = first;
+    let (mut costs, mut emulate, mut workloads) = first;
     let mut table: HashMap<u64, Entry> = HashMap::new();
     let mut next_id: u64 = 0;
     let mut wake: Option<f64> = None;
