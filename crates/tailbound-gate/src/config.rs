@@ -60,6 +60,20 @@ pub struct Config {
     /// `host:port` of the Prometheus text endpoint (`GET /metrics`), if any.
     #[serde(default)]
     pub metrics_listen: Option<String>,
+    /// Open the backend files and block devices with `O_DIRECT` (no page cache): reads of any
+    /// alignment are served through an aligned bounce buffer, writes whose offset or length is
+    /// not a multiple of the backend's block size get `EINVAL` (the block size is advertised as
+    /// the export's minimum block size).
+    #[serde(default)]
+    pub direct: bool,
+    /// On SIGTERM or SIGINT, how long (seconds) requests already in the gateway may take to
+    /// complete and reply before the gateway exits without them.
+    #[serde(default = "default_drain_timeout")]
+    pub drain_timeout_s: f64,
+}
+
+fn default_drain_timeout() -> f64 {
+    10.0
 }
 
 fn default_max_request() -> u32 {
@@ -178,7 +192,30 @@ impl Config {
             return Err("export_size and max_request_bytes must be positive".into());
         }
         c.scheduler.build(c.exports.len()).map_err(|e| format!("scheduler: {e}"))?;
+        if !(c.drain_timeout_s.is_finite() && c.drain_timeout_s >= 0.0) {
+            return Err("drain_timeout_s must be finite and non-negative".into());
+        }
         Ok(c)
+    }
+
+    /// Whether `new` may replace `self` in a running gateway (hot reload): the exports, the
+    /// scheduler, the limits, the profile, `emulate_device` and `drain_timeout_s` may change;
+    /// the listening addresses, the backend (directory, size, upstream, direct I/O) and the
+    /// largest request may not (they need a restart).
+    pub fn reload_compatible(&self, new: &Config) -> Result<(), String> {
+        let fixed = [
+            ("listen", self.listen != new.listen),
+            ("metrics_listen", self.metrics_listen != new.metrics_listen),
+            ("backend_dir", self.backend_dir != new.backend_dir),
+            ("export_size", self.export_size != new.export_size),
+            ("upstream", self.upstream != new.upstream),
+            ("direct", self.direct != new.direct),
+            ("max_request_bytes", self.max_request_bytes != new.max_request_bytes),
+        ];
+        match fixed.iter().find(|(_, changed)| *changed) {
+            Some((field, _)) => Err(format!("{field} cannot change in a reload (restart instead)")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -225,6 +262,22 @@ mod tests {
         for b in bad {
             assert!(Config::from_json(&b).is_err(), "{b}");
         }
+        assert_eq!(c.drain_timeout_s, 10.0);
+        assert!(Config::from_json(
+            &ok.replace("\"exports\"", "\"drain_timeout_s\": -1, \"exports\"")
+        )
+        .is_err());
+        // a reload may change the plan's part, not the addresses or the backend
+        let plan2 = Config::from_json(
+            &ok.replace("[2, 1]", "[1, 2]").replace("\"A\", \"B\"", "\"A\", \"C\""),
+        )
+        .unwrap();
+        assert!(c.reload_compatible(&plan2).is_ok());
+        let moved = Config::from_json(&ok.replace("127.0.0.1:0", "127.0.0.1:1")).unwrap();
+        assert!(c.reload_compatible(&moved).unwrap_err().contains("listen"));
+        let direct =
+            Config::from_json(&ok.replace("\"exports\"", "\"direct\": true, \"exports\"")).unwrap();
+        assert!(c.reload_compatible(&direct).unwrap_err().contains("direct"));
     }
 
     #[test]

@@ -102,6 +102,19 @@ pub fn render<'a>(exports: impl Iterator<Item = (&'a str, &'a Stats)> + Clone) -
     out
 }
 
+/// The hot-reload counters in Prometheus text.
+pub fn render_reloads(applied: u64, refused: u64) -> String {
+    format!(
+        "# HELP tailbound_gate_reloads_total Configuration reloads applied.\n\
+         # TYPE tailbound_gate_reloads_total counter\n\
+         tailbound_gate_reloads_total {applied}\n\
+         # HELP tailbound_gate_reload_failures_total Configuration reloads refused \
+         (the old configuration stayed).\n\
+         # TYPE tailbound_gate_reload_failures_total counter\n\
+         tailbound_gate_reload_failures_total {refused}\n"
+    )
+}
+
 /// Serve `GET /metrics` (any other path: 404) with `body()` on `listener`, forever. Each
 /// connection gets one answer and is closed; a client has 5 s and 8 KiB for its request.
 pub async fn serve<F>(listener: TcpListener, body: F)

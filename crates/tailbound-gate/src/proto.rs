@@ -63,6 +63,8 @@ pub const EIO: u32 = 5;
 pub const EINVAL: u32 = 22;
 pub const ENOSPC: u32 = 28;
 pub const EOVERFLOW: u32 = 75;
+/// The server is shutting down (and an export removed by a reload: its queued requests).
+pub const ESHUTDOWN: u32 = 108;
 
 /// Longest option payload the server reads (longer: the connection is closed). NBD strings
 /// are at most 4096 bytes; an `NBD_OPT_INFO`/`GO` adds 6 bytes and 2 per information request.
@@ -144,12 +146,13 @@ pub fn info_export(size: u64) -> Vec<u8> {
     out
 }
 
-/// `NBD_INFO_BLOCK_SIZE`: minimum 1, preferred 4096, maximum `max_request`.
-pub fn info_block_size(max_request: u32) -> Vec<u8> {
+/// `NBD_INFO_BLOCK_SIZE`: `minimum` (1, or the backend's block size with direct I/O), preferred
+/// 4096 (or the minimum if larger), maximum `max_request`.
+pub fn info_block_size(minimum: u32, max_request: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(14);
     out.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
-    out.extend_from_slice(&1u32.to_be_bytes());
-    out.extend_from_slice(&4096u32.to_be_bytes());
+    out.extend_from_slice(&minimum.to_be_bytes());
+    out.extend_from_slice(&minimum.max(4096).to_be_bytes());
     out.extend_from_slice(&max_request.to_be_bytes());
     out
 }
@@ -342,7 +345,7 @@ mod tests {
         assert_eq!(r.len(), 20 + 5);
         assert_eq!(&r[..8], &REPLY_MAGIC.to_be_bytes());
         assert_eq!(info_export(1 << 30).len(), 12);
-        assert_eq!(info_block_size(1 << 20).len(), 14);
+        assert_eq!(info_block_size(1, 1 << 20).len(), 14);
         assert_eq!(export_name_reply(5, true).len(), 10);
         assert_eq!(export_name_reply(5, false).len(), 134);
         let s = simple_reply(EIO, 9);

@@ -6,53 +6,81 @@
 //! which enqueues it with its export's workload index and its cost in device-seconds and calls
 //! `dispatch(now)` after every arrival, every completion and every shaper wake-up it asked for.
 //! Each request the dispatcher lets in runs on tokio's blocking thread pool (positioned
-//! `pread`/`pwrite` on the export's file) or is forwarded to the upstream NBD server
-//! (`upstream.rs`); its completion goes back to the dispatcher task
+//! `pread`/`pwrite` on the export's file or block device, `file.rs`) or is forwarded to the
+//! upstream NBD server (`upstream.rs`); its completion goes back to the dispatcher task
 //! (`complete`, which frees its slot) and its reply to the connection's writer. The dispatcher
 //! task never waits on a client: replies go through the connection's own queue, and each
 //! connection holds at most `INFLIGHT_BYTES` of requests in the gateway (it stops reading when
 //! it has that much outstanding), so a client that stops reading stalls only itself.
 //! FLUSH (`fdatasync` of the export's file) and TRIM (a no-op: the protocol leaves trimmed
 //! contents unspecified) do not pass the dispatcher: the profile prices reads and writes only.
+//!
+//! **Hot reload** ([`Control::Reload`], SIGHUP): the configuration file is read again and
+//! checked whole — parsed, [`Config::reload_compatible`], the scheduler built, new exports'
+//! backends opened — before anything changes; any failure leaves the old configuration in force.
+//! Then the dispatcher task swaps its limits, scheduler, cost table and export-to-workload map
+//! at once (`Dispatcher::reconfigure`: requests in service keep their slots) and enqueues every
+//! request not yet dispatched again, in arrival order, under the new scheduler (new buckets
+//! start full). Exports keep their connections and counters by name; a new export is accepted
+//! by the next handshake; a removed export's queued requests get `ESHUTDOWN`, its requests in
+//! service complete, then its connections are closed.
+//!
+//! **Graceful shutdown** ([`Control::Shutdown`], SIGTERM/SIGINT): the listener is closed, every
+//! connection stops reading requests, the requests already in the gateway are dispatched,
+//! served and answered (for at most `drain_timeout_s`), each connection is closed once its
+//! replies are written, and every backend is flushed (`fdatasync`, or `NBD_CMD_FLUSH` upstream).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use tailbound_core::sched::dispatch::{Dispatched, Dispatcher, Request as DispatchRequest};
+use tailbound_core::sched::dispatch::{Dispatched, Dispatcher, Limits, Request as DispatchRequest};
+use tailbound_core::sched::Scheduler;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
 
 use crate::config::{Config, CostTable};
+use crate::file::FileBackend;
 use crate::metrics::{self, Stats};
 use crate::proto::{self, Action};
-use crate::upstream::Upstream;
+use crate::upstream::{Completion, Upstream, REPLY_ROOM};
 
 /// Most bytes of requests one connection may have inside the gateway (queued, in service or
 /// replying); the connection reads no further request until some finish.
 pub const INFLIGHT_BYTES: usize = 64 * 1024 * 1024;
+/// Most bytes of replies written to a client in one system call.
+const REPLY_BATCH_BYTES: usize = 256 * 1024;
 /// Most connections served at once (more wait in the listen backlog).
 pub const MAX_CONNECTIONS: usize = 1024;
 /// Time a client has for the whole handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time a reload may take to open new exports' backends (upstream connections).
+pub const RELOAD_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One export: a tenant's volume, backed by `<backend_dir>/<name>.img`.
+/// Identifiers of exports, unique over the gateway's life (a reload keeps an export's).
+static NEXT_EXPORT: AtomicU64 = AtomicU64::new(0);
+
+/// One export: a tenant's volume.
 pub struct Export {
+    pub id: u64,
     pub name: String,
     pub backend: Backend,
     pub size: u64,
+    /// The minimum block size advertised (1, or the block size of a direct-I/O backend).
+    pub block: u32,
     pub stats: Stats,
+    /// Set when a reload removed the export: its connections close.
+    removed: watch::Sender<bool>,
 }
 
 /// A read or write waiting for or in the dispatcher.
 struct Job {
-    export: usize,
+    export: Arc<Export>,
     write: bool,
     fua: bool,
     handle: u64,
@@ -64,102 +92,189 @@ struct Job {
     permit: OwnedSemaphorePermit,
 }
 
+impl Job {
+    /// Answer with an error without serving it.
+    fn fail(self, errno: u32, shared: &Shared) {
+        let _ = self.reply.send(proto::simple_reply(errno, self.handle).to_vec());
+        shared.inflight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the dispatcher task runs under; replaced whole by a reload.
+struct Generation {
+    limits: Limits,
+    scheduler: Box<dyn Scheduler>,
+    costs: CostTable,
+    emulate: bool,
+    /// Export id → workload index of the scheduler.
+    workloads: HashMap<u64, u32>,
+}
+
 enum Msg {
     Enqueue(Job),
     Done(u64),
+    Reload(Box<Generation>, oneshot::Sender<Result<(), String>>),
+}
+
+/// What the gateway is told from outside (signals, in `main.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Read the configuration file again and apply it.
+    Reload,
+    /// Drain and exit.
+    Shutdown,
+}
+
+/// How the server ended.
+pub struct Outcome {
+    /// Every export's counters, one JSON line each.
+    pub report: String,
+    /// Requests still in the gateway when the drain timeout expired (0: all were answered).
+    pub abandoned: u64,
 }
 
 struct Shared {
-    exports: Vec<Export>,
+    /// The exports in the scheduler's workload order.
+    exports: RwLock<Vec<Arc<Export>>>,
     max_request: u32,
     to_dispatcher: mpsc::UnboundedSender<Msg>,
+    /// Set on shutdown: connections stop reading requests.
+    stopping: watch::Receiver<bool>,
+    /// Reads and writes in the gateway (read, not yet answered).
+    inflight: AtomicU64,
+    reloads: AtomicU64,
+    reload_failures: AtomicU64,
+}
+
+impl Shared {
+    fn exports(&self) -> Vec<Arc<Export>> {
+        self.exports.read().map(|e| e.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
 }
 
 /// Where an export's data lives.
 #[derive(Clone)]
 pub enum Backend {
-    /// `<backend_dir>/<name>.img`, served on the blocking pool.
-    File(Arc<File>),
+    /// `<backend_dir>/<name>.img`, a file or a block device, served on the blocking pool.
+    File(Arc<FileBackend>),
     /// The export of the same name on an upstream NBD server.
     Upstream(Arc<Upstream>),
 }
 
-/// Open every export: connect to the upstream server's export of the same name, or open
-/// (creating or extending) its backend file.
-pub async fn open_exports(cfg: &Config) -> Result<Vec<Export>, String> {
-    if let Some(address) = &cfg.upstream {
-        let mut out = Vec::new();
-        for name in &cfg.exports {
-            let up = Upstream::connect(address, name).await?;
-            let size = up.size;
-            let backend = Backend::Upstream(Arc::new(up));
-            out.push(Export { name: name.clone(), backend, size, stats: Stats::default() });
-        }
-        return Ok(out);
-    }
-    let dir = Path::new(&cfg.backend_dir);
-    std::fs::create_dir_all(dir).map_err(|e| format!("backend_dir {}: {e}", dir.display()))?;
-    cfg.exports
-        .iter()
-        .map(|name| {
-            let path = dir.join(format!("{name}.img"));
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            let len = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?.len();
-            if len < cfg.export_size {
-                file.set_len(cfg.export_size).map_err(|e| format!("{}: {e}", path.display()))?;
+impl Backend {
+    /// Make written data stable: `fdatasync`, or `NBD_CMD_FLUSH` upstream.
+    async fn flush(&self) -> bool {
+        match self.clone() {
+            Backend::File(f) => {
+                tokio::task::spawn_blocking(move || f.flush()).await.unwrap_or(false)
             }
-            Ok(Export {
-                name: name.clone(),
-                backend: Backend::File(Arc::new(file)),
-                size: cfg.export_size,
-                stats: Stats::default(),
-            })
-        })
-        .collect()
+            Backend::Upstream(up) => up.request(proto::CMD_FLUSH, 0, 0, 0, &[]).await.is_ok(),
+        }
+    }
 }
 
-/// Serve until `shutdown` resolves; returns the exports' counters (one JSON line each).
+/// Open export `name`: the upstream server's export of the same name, or its backend file or
+/// block device `<backend_dir>/<name>.img`.
+pub async fn open_export(cfg: &Config, name: &str) -> Result<Export, String> {
+    let (backend, size, block) = if let Some(address) = &cfg.upstream {
+        let up = Upstream::connect(address, name).await?;
+        let size = up.size;
+        (Backend::Upstream(Arc::new(up)), size, 1)
+    } else {
+        let dir = Path::new(&cfg.backend_dir);
+        std::fs::create_dir_all(dir).map_err(|e| format!("backend_dir {}: {e}", dir.display()))?;
+        let path = dir.join(format!("{name}.img"));
+        let (size, direct) = (cfg.export_size, cfg.direct);
+        let f = tokio::task::spawn_blocking(move || FileBackend::open(&path, size, direct))
+            .await
+            .map_err(|e| e.to_string())??;
+        let (size, block) = (f.size, f.block());
+        (Backend::File(Arc::new(f)), size, block)
+    };
+    Ok(Export {
+        id: NEXT_EXPORT.fetch_add(1, Ordering::Relaxed),
+        name: name.to_string(),
+        backend,
+        size,
+        block,
+        stats: Stats::default(),
+        removed: watch::Sender::new(false),
+    })
+}
+
+/// The dispatcher's generation for `cfg` over `exports` (in `cfg.exports`' order).
+fn generation(cfg: &Config, exports: &[Arc<Export>]) -> Result<Generation, String> {
+    Ok(Generation {
+        limits: cfg.limits.limits(),
+        scheduler: cfg.scheduler.build(exports.len()).map_err(|e| format!("scheduler: {e}"))?,
+        costs: cfg.profile.clone(),
+        emulate: cfg.emulate_device,
+        workloads: exports.iter().enumerate().map(|(i, e)| (e.id, i as u32)).collect(),
+    })
+}
+
+/// Serve until told to shut down on `control`; a reload reads `config_path` again.
 pub async fn serve(
     cfg: Config,
+    config_path: PathBuf,
     listener: TcpListener,
     metrics_listener: Option<TcpListener>,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> Result<String, String> {
-    let exports = open_exports(&cfg).await?;
-    let limits = cfg.limits.limits();
-    let scheduler = cfg.scheduler.build(exports.len()).map_err(|e| e.to_string())?;
+    mut control: mpsc::UnboundedReceiver<Control>,
+) -> Result<Outcome, String> {
+    let mut exports = Vec::new();
+    for name in &cfg.exports {
+        exports.push(Arc::new(open_export(&cfg, name).await?));
+    }
+    let Generation { limits, scheduler, costs, emulate, workloads } = generation(&cfg, &exports)?;
     let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
     let (tx, rx) = mpsc::unbounded_channel();
-    let shared =
-        Arc::new(Shared { exports, max_request: cfg.max_request_bytes, to_dispatcher: tx.clone() });
-    tokio::spawn(dispatch_loop(
-        dispatcher,
-        cfg.profile.clone(),
-        cfg.emulate_device,
-        shared.clone(),
-        rx,
-        tx,
-    ));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        exports: RwLock::new(exports),
+        max_request: cfg.max_request_bytes,
+        to_dispatcher: tx.clone(),
+        stopping: stop_rx,
+        inflight: AtomicU64::new(0),
+        reloads: AtomicU64::new(0),
+        reload_failures: AtomicU64::new(0),
+    });
+    tokio::spawn(dispatch_loop(dispatcher, (costs, emulate, workloads), shared.clone(), rx, tx));
     if let Some(l) = metrics_listener {
         let s = shared.clone();
-        let body = move || metrics::render(s.exports.iter().map(|e| (e.name.as_str(), &e.stats)));
+        let body = move || {
+            let exports = s.exports();
+            let mut text = metrics::render(exports.iter().map(|e| (e.name.as_str(), &e.stats)));
+            text.push_str(&metrics::render_reloads(
+                s.reloads.load(Ordering::Relaxed),
+                s.reload_failures.load(Ordering::Relaxed),
+            ));
+            text
+        };
         tokio::spawn(metrics::serve(l, body));
     }
+    let mut cfg = cfg;
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    tokio::pin!(shutdown);
+    let mut tasks = JoinSet::new();
     loop {
         let permit = tokio::select! {
-            _ = &mut shutdown => break,
+            c = control.recv() => match c {
+                Some(Control::Reload) => {
+                    reload(&config_path, &mut cfg, &shared).await;
+                    continue;
+                }
+                Some(Control::Shutdown) | None => break,
+            },
+            Some(_) = tasks.join_next() => continue,
             p = connections.clone().acquire_owned() => p.map_err(|e| e.to_string())?,
         };
         let (stream, _) = tokio::select! {
-            _ = &mut shutdown => break,
+            c = control.recv() => match c {
+                Some(Control::Reload) => {
+                    reload(&config_path, &mut cfg, &shared).await;
+                    continue;
+                }
+                Some(Control::Shutdown) | None => break,
+            },
             a = listener.accept() => match a {
                 Ok(a) => a,
                 Err(e) => {
@@ -170,24 +285,115 @@ pub async fn serve(
             },
         };
         let shared = shared.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             if let Err(e) = connection(stream, shared).await {
                 eprintln!("tailbound-gate: connection closed: {e}");
             }
             drop(permit);
         });
     }
-    Ok(report(&shared))
+    // graceful shutdown: no new connections, no new requests; drain what is in the gateway
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drain = Duration::from_secs_f64(cfg.drain_timeout_s);
+    let drained = tokio::time::timeout(drain, async { while tasks.join_next().await.is_some() {} })
+        .await
+        .is_ok();
+    let abandoned = if drained { 0 } else { shared.inflight.load(Ordering::Relaxed) };
+    for e in shared.exports().iter() {
+        let ok = tokio::time::timeout(Duration::from_secs(10), e.backend.flush()).await;
+        if !matches!(ok, Ok(true)) {
+            eprintln!("tailbound-gate: export {}: flush failed", e.name);
+        }
+    }
+    Ok(Outcome { report: report(&shared), abandoned })
+}
+
+/// Apply the configuration file again (see the module documentation); a failure is logged and
+/// changes nothing.
+async fn reload(path: &Path, cfg: &mut Config, shared: &Shared) {
+    match tokio::time::timeout(RELOAD_OPEN_TIMEOUT, try_reload(path, cfg, shared)).await {
+        Ok(Ok((new, msg))) => {
+            *cfg = new;
+            shared.reloads.fetch_add(1, Ordering::Relaxed);
+            eprintln!("tailbound-gate: reloaded {}: {msg}", path.display());
+        }
+        Ok(Err(e)) => {
+            shared.reload_failures.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "tailbound-gate: reload refused, the old configuration stays: {}: {e}",
+                path.display()
+            );
+        }
+        Err(_) => {
+            shared.reload_failures.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "tailbound-gate: reload refused, the old configuration stays: {}: opening the \
+                 new exports timed out",
+                path.display()
+            );
+        }
+    }
+}
+
+async fn try_reload(
+    path: &Path,
+    cfg: &Config,
+    shared: &Shared,
+) -> Result<(Config, String), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let new = Config::from_json(&text)?;
+    cfg.reload_compatible(&new)?;
+    let old = shared.exports();
+    let mut next = Vec::new();
+    let mut added = Vec::new();
+    for name in &new.exports {
+        match old.iter().find(|e| &e.name == name) {
+            Some(e) => next.push(e.clone()),
+            None => {
+                next.push(Arc::new(open_export(&new, name).await?));
+                added.push(name.as_str());
+            }
+        }
+    }
+    let generation = generation(&new, &next)?;
+    let (tx, rx) = oneshot::channel();
+    shared
+        .to_dispatcher
+        .send(Msg::Reload(Box::new(generation), tx))
+        .map_err(|_| "the dispatcher has stopped".to_string())?;
+    rx.await.map_err(|_| "the dispatcher has stopped".to_string())??;
+    // the dispatcher knows the new exports before a handshake can find them
+    match shared.exports.write() {
+        Ok(mut e) => *e = next.clone(),
+        Err(p) => *p.into_inner() = next.clone(),
+    }
+    let mut removed = Vec::new();
+    for e in &old {
+        if !next.iter().any(|n| n.id == e.id) {
+            e.removed.send_replace(true);
+            removed.push(e.name.as_str());
+        }
+    }
+    let msg = format!("{} exports, added {added:?}, removed {removed:?}", next.len());
+    Ok((new, msg))
 }
 
 /// Every export's counters, one JSON line per export.
 fn report(shared: &Shared) -> String {
     let mut out = String::new();
-    for e in &shared.exports {
+    for e in shared.exports().iter() {
         let n = e.stats.count();
         let sum = e.stats.latency_ns.load(Ordering::Relaxed) as f64 * 1e-9;
         let line = serde_json::json!({
             "export": e.name,
+            "backend": match &e.backend {
+                Backend::File(f) if f.is_device => "device",
+                Backend::File(_) => "file",
+                Backend::Upstream(_) => "upstream",
+            },
+            "size": e.size,
+            "block": e.block,
             "requests": n,
             "bytes": e.stats.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>(),
             "mean_latency_s": if n > 0 { sum / n as f64 } else { 0.0 },
@@ -199,19 +405,24 @@ fn report(shared: &Shared) -> String {
     out
 }
 
+/// One request in the dispatcher: what it reads of it, and the job until it is dispatched.
+struct Entry {
+    req: DispatchRequest,
+    job: Option<Job>,
+}
+
 /// The dispatcher task (see the module documentation).
 async fn dispatch_loop(
     mut dispatcher: Dispatcher,
-    costs: CostTable,
-    emulate: bool,
+    first: (CostTable, bool, HashMap<u64, u32>),
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
 ) {
     let start = Instant::now();
     let now = || start.elapsed().as_secs_f64();
-    // requests inside the dispatcher: what it reads of them, and the job until it is dispatched
-    let mut table: HashMap<u64, (DispatchRequest, Option<Job>)> = HashMap::new();
+    let (mut costs, mut emulate, mut workloads) = first;
+    let mut table: HashMap<u64, Entry> = HashMap::new();
     let mut next_id: u64 = 0;
     let mut wake: Option<f64> = None;
     let mut device_free = 0.0f64; // the emulated device's clock
@@ -222,19 +433,52 @@ async fn dispatch_loop(
             msg = rx.recv() => match msg {
                 None => return,
                 Some(Msg::Enqueue(job)) => {
+                    let Some(&workload) = workloads.get(&job.export.id) else {
+                        job.fail(proto::ESHUTDOWN, &shared); // its export was just removed
+                        continue;
+                    };
                     let size = f64::from(job.length);
                     let cost = costs.cost(job.write, size);
                     let id = next_id;
                     next_id += 1;
                     let req = DispatchRequest { write: job.write, size, offset: job.offset as f64 };
-                    let workload = job.export as u32;
-                    table.insert(id, (req, Some(job)));
+                    table.insert(id, Entry { req, job: Some(job) });
                     dispatcher.enqueue(id, workload, cost, now());
                 }
                 Some(Msg::Done(id)) => {
-                    if let Some((req, _)) = table.remove(&id) {
-                        dispatcher.complete(id, req);
+                    if let Some(e) = table.remove(&id) {
+                        dispatcher.complete(id, e.req);
                     }
+                }
+                Some(Msg::Reload(g, answer)) => {
+                    let Generation { limits, scheduler, costs: c, emulate: em, workloads: w } = *g;
+                    if let Err(e) = dispatcher.reconfigure(limits, scheduler) {
+                        let _ = answer.send(Err(format!("limits: {e}")));
+                        continue;
+                    }
+                    (costs, emulate, workloads) = (c, em, w);
+                    wake = None;
+                    // every request not yet dispatched, again, in arrival order
+                    let mut waiting: Vec<u64> =
+                        table.iter().filter(|(_, e)| e.job.is_some()).map(|(&id, _)| id).collect();
+                    waiting.sort_unstable();
+                    let t = now();
+                    for id in waiting {
+                        let Some(entry) = table.get(&id) else { continue };
+                        let Some(job) = &entry.job else { continue };
+                        match workloads.get(&job.export.id) {
+                            Some(&w) => {
+                                let cost = costs.cost(job.write, f64::from(job.length));
+                                dispatcher.enqueue(id, w, cost, t);
+                            }
+                            None => {
+                                if let Some(job) = table.remove(&id).and_then(|e| e.job) {
+                                    job.fail(proto::ESHUTDOWN, &shared);
+                                }
+                            }
+                        }
+                    }
+                    let _ = answer.send(Ok(()));
                 }
             },
             _ = async { match sleep { Some(s) => s.await, None => std::future::pending().await } } => {
@@ -249,26 +493,83 @@ async fn dispatch_loop(
         }
         for d in &out {
             let id = d.item.id;
-            let Some(job) = table.get_mut(&id).and_then(|e| e.1.take()) else { continue };
+            let Some(job) = table.get_mut(&id).and_then(|e| e.job.take()) else { continue };
             let finish = if emulate {
                 device_free = device_free.max(t) + d.item.cost;
                 Some(start + secs(device_free))
             } else {
                 None
             };
-            tokio::spawn(run_io(id, job, shared.clone(), tx.clone(), finish));
+            match (&job.export.backend, finish) {
+                // straight to the upstream connection's writer: no task of its own
+                (Backend::Upstream(up), None) => {
+                    let up = up.clone();
+                    submit_upstream(id, job, &up, shared.clone(), tx.clone());
+                }
+                _ => {
+                    tokio::spawn(run_io(id, job, shared.clone(), tx.clone(), finish));
+                }
+            }
         }
     }
 }
 
 /// What the dispatcher reads of request `id` (every id it asks about is in the table; an
 /// unknown one reads as an empty read rather than a panic).
-fn request_of(table: &HashMap<u64, (DispatchRequest, Option<Job>)>, id: u64) -> DispatchRequest {
-    table.get(&id).map_or(DispatchRequest { write: false, size: 0.0, offset: f64::NAN }, |e| e.0)
+fn request_of(table: &HashMap<u64, Entry>, id: u64) -> DispatchRequest {
+    table.get(&id).map_or(DispatchRequest { write: false, size: 0.0, offset: f64::NAN }, |e| e.req)
 }
 
 fn secs(t: f64) -> Duration {
     Duration::from_secs_f64(t.max(0.0))
+}
+
+/// A request left service: free its slot, count it, reply.
+#[allow(clippy::too_many_arguments)]
+fn finished(
+    id: u64,
+    export: &Export,
+    write: bool,
+    length: u32,
+    arrived: Instant,
+    answer: Vec<u8>,
+    reply: &mpsc::UnboundedSender<Vec<u8>>,
+    shared: &Shared,
+    tx: &mpsc::UnboundedSender<Msg>,
+) {
+    let _ = tx.send(Msg::Done(id));
+    export.stats.record(write, u64::from(length), arrived.elapsed());
+    let _ = reply.send(answer);
+    shared.inflight.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Send a dispatched request upstream; its reply (on the upstream reader task) finishes it.
+fn submit_upstream(
+    id: u64,
+    job: Job,
+    up: &Upstream,
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Msg>,
+) {
+    let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
+    let (command, flags) = if write {
+        (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
+    } else {
+        (proto::CMD_READ, 0)
+    };
+    let done: Completion = Box::new(move |answer| {
+        let buf = match answer {
+            Ok(mut buf) if buf.len() >= REPLY_ROOM => {
+                buf[..REPLY_ROOM].copy_from_slice(&proto::simple_reply(0, handle));
+                buf
+            }
+            Ok(_) => proto::simple_reply(proto::EIO, handle).to_vec(),
+            Err(errno) => proto::simple_reply(errno, handle).to_vec(),
+        };
+        finished(id, &export, write, length, arrived, buf, &reply, &shared, &tx);
+        drop(permit);
+    });
+    up.submit(command, flags, offset, length, &payload, done);
 }
 
 /// Serve one dispatched request on the blocking pool, then free its slot and reply.
@@ -280,11 +581,16 @@ async fn run_io(
     finish: Option<Instant>,
 ) {
     let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
-    let io = match &shared.exports[export].backend {
+    let io = match &export.backend {
         Backend::File(file) => {
             let file = file.clone();
             tokio::task::spawn_blocking(move || -> Vec<u8> {
-                let reply = serve_io(&file, write, fua, handle, offset, length, &payload);
+                let reply = if write {
+                    let ok = file.write(offset, &payload, fua);
+                    proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
+                } else {
+                    file.read(handle, offset, length)
+                };
                 if let Some(f) = finish {
                     // a thread's sleep is precise to tens of microseconds, tokio's timer to 1 ms
                     std::thread::sleep(f.saturating_duration_since(Instant::now()));
@@ -314,35 +620,8 @@ async fn run_io(
             }
         }
     };
-    let _ = tx.send(Msg::Done(id));
-    shared.exports[export].stats.record(write, u64::from(length), arrived.elapsed());
-    let _ = reply.send(io);
+    finished(id, &export, write, length, arrived, io, &reply, &shared, &tx);
     drop(permit);
-}
-
-/// A read or write on the export's file; the reply (header, and data for a read).
-fn serve_io(
-    file: &File,
-    write: bool,
-    fua: bool,
-    handle: u64,
-    offset: u64,
-    length: u32,
-    payload: &[u8],
-) -> Vec<u8> {
-    if write {
-        let ok = file.write_all_at(payload, offset).is_ok() && (!fua || file.sync_data().is_ok());
-        proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
-    } else {
-        let mut buf = vec![0u8; 16 + length as usize];
-        match file.read_exact_at(&mut buf[16..], offset) {
-            Ok(()) => {
-                buf[..16].copy_from_slice(&proto::simple_reply(0, handle));
-                buf
-            }
-            Err(_) => proto::simple_reply(proto::EIO, handle).to_vec(),
-        }
-    }
 }
 
 /// Read exactly `n` bytes; `Ok(None)` at a clean end of stream before the first byte.
@@ -375,7 +654,7 @@ async fn handshake(
     rd: &mut tokio::net::tcp::OwnedReadHalf,
     wr: &mut OwnedWriteHalf,
     shared: &Shared,
-) -> Result<Option<usize>, String> {
+) -> Result<Option<Arc<Export>>, String> {
     send(wr, &proto::greeting()).await?;
     let mut flags = [0u8; 4];
     read_exact(rd, &mut flags).await?;
@@ -384,7 +663,7 @@ async fn handshake(
         return Err(format!("unknown client flags {flags:#x}"));
     }
     let no_zeroes = flags & proto::CLIENT_NO_ZEROES != 0;
-    let find = |name: &str| shared.exports.iter().position(|e| e.name == name);
+    let find = |name: &str| shared.exports().into_iter().find(|e| e.name == name);
     loop {
         let mut header = [0u8; 16];
         if !read_opt(rd, &mut header).await? {
@@ -399,7 +678,7 @@ async fn handshake(
                 let Some(e) = find(&name) else {
                     return Err(format!("NBD_OPT_EXPORT_NAME: no export {name:?}"));
                 };
-                send(wr, &proto::export_name_reply(shared.exports[e].size, no_zeroes)).await?;
+                send(wr, &proto::export_name_reply(e.size, no_zeroes)).await?;
                 return Ok(Some(e));
             }
             proto::OPT_ABORT => {
@@ -411,7 +690,7 @@ async fn handshake(
                 send(wr, &proto::option_reply(option, proto::REP_ERR_INVALID, msg)).await?;
             }
             proto::OPT_LIST => {
-                for e in &shared.exports {
+                for e in shared.exports() {
                     let entry = proto::list_entry(&e.name);
                     send(wr, &proto::option_reply(option, proto::REP_SERVER, &entry)).await?;
                 }
@@ -430,9 +709,9 @@ async fn handshake(
                         send(wr, &reply).await?;
                     }
                     Some(e) => {
-                        let info = proto::info_export(shared.exports[e].size);
+                        let info = proto::info_export(e.size);
                         send(wr, &proto::option_reply(option, proto::REP_INFO, &info)).await?;
-                        let bs = proto::info_block_size(shared.max_request);
+                        let bs = proto::info_block_size(e.block, shared.max_request);
                         send(wr, &proto::option_reply(option, proto::REP_INFO, &bs)).await?;
                         send(wr, &proto::option_reply(option, proto::REP_ACK, &[])).await?;
                         if option == proto::OPT_GO {
@@ -449,33 +728,78 @@ async fn handshake(
     }
 }
 
+/// Wait until `rx` holds `true` (forever if its sender is gone).
+async fn until_set(mut rx: watch::Receiver<bool>) {
+    if rx.wait_for(|v| *v).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// One client connection.
 async fn connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String> {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
-    let chosen = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut rd, &mut wr, &shared))
-        .await
-        .map_err(|_| "handshake timed out".to_string())??;
+    let chosen = tokio::select! {
+        h = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut rd, &mut wr, &shared)) => {
+            h.map_err(|_| "handshake timed out".to_string())??
+        }
+        _ = until_set(shared.stopping.clone()) => return Ok(()),
+    };
     let Some(export) = chosen else { return Ok(()) };
+    // shutdown, or a reload removing the export: read no further request
+    let closing = {
+        let (stopping, removed) = (shared.stopping.clone(), export.removed.subscribe());
+        async move {
+            tokio::select! {
+                _ = until_set(stopping) => {}
+                _ = until_set(removed) => {}
+            }
+        }
+    };
+    tokio::pin!(closing);
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
+        // the replies ready, in one system call (fewer at queue depth)
+        let mut batch = Vec::new();
         while let Some(buf) = reply_rx.recv().await {
-            if wr.write_all(&buf).await.is_err() {
+            let out = if let Ok(next) = reply_rx.try_recv() {
+                batch.clear();
+                batch.extend_from_slice(&buf);
+                batch.extend_from_slice(&next);
+                while batch.len() < REPLY_BATCH_BYTES {
+                    let Ok(more) = reply_rx.try_recv() else { break };
+                    batch.extend_from_slice(&more);
+                }
+                &batch
+            } else {
+                &buf
+            };
+            if wr.write_all(out).await.is_err() {
                 return;
             }
         }
         let _ = wr.shutdown().await;
     });
     let budget = Arc::new(Semaphore::new(INFLIGHT_BYTES.max(shared.max_request as usize) / 1024));
-    let size = shared.exports[export].size;
+    let size = export.size;
     let result = async {
         loop {
             let mut header = [0u8; proto::REQUEST_BYTES];
-            if !read_opt(&mut rd, &mut header).await? {
+            let more = tokio::select! {
+                more = read_opt(&mut rd, &mut header) => more?,
+                _ = &mut closing => false,
+            };
+            if !more {
                 return Ok(());
             }
             let r = proto::parse_request(&header)?;
-            match proto::classify(&r, size, shared.max_request) {
+            let mut action = proto::classify(&r, size, shared.max_request);
+            if let (Action::Write, Backend::File(f)) = (&action, &export.backend) {
+                if !f.write_aligned(r.offset, r.length) {
+                    action = Action::Error(proto::EINVAL); // direct I/O: whole blocks only
+                }
+            }
+            match action {
                 Action::Read | Action::Write => {
                     let write = r.command == proto::CMD_WRITE;
                     let units = (r.length as usize).div_ceil(1024).max(1) as u32;
@@ -490,7 +814,7 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String
                         read_exact(&mut rd, &mut payload).await?;
                     }
                     let job = Job {
-                        export,
+                        export: export.clone(),
                         write,
                         fua: r.flags & proto::CMD_FLAG_FUA != 0,
                         handle: r.handle,
@@ -501,22 +825,19 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String
                         reply: reply_tx.clone(),
                         permit,
                     };
-                    shared.to_dispatcher.send(Msg::Enqueue(job)).map_err(|e| e.to_string())?;
+                    shared.inflight.fetch_add(1, Ordering::Relaxed);
+                    if let Err(mpsc::error::SendError(Msg::Enqueue(job))) =
+                        shared.to_dispatcher.send(Msg::Enqueue(job))
+                    {
+                        job.fail(proto::EIO, &shared);
+                        return Err("the dispatcher has stopped".into());
+                    }
                 }
                 Action::Flush => {
-                    let backend = shared.exports[export].backend.clone();
+                    let backend = export.backend.clone();
                     let reply = reply_tx.clone();
                     tokio::spawn(async move {
-                        let ok = match backend {
-                            Backend::File(file) => {
-                                tokio::task::spawn_blocking(move || file.sync_data().is_ok())
-                                    .await
-                                    .unwrap_or(false)
-                            }
-                            Backend::Upstream(up) => {
-                                up.request(proto::CMD_FLUSH, 0, 0, 0, &[]).await.is_ok()
-                            }
-                        };
+                        let ok = backend.flush().await;
                         let err = if ok { 0 } else { proto::EIO };
                         let _ = reply.send(proto::simple_reply(err, r.handle).to_vec());
                     });

@@ -3,8 +3,15 @@
 
 The verb checks the plan and the SSD profile, writes the gateway's configuration
 (:mod:`tailbound.enforce.storage`) to ``<backend>/tailbound-gate.json`` (or ``--write-config``
-only) and replaces itself by the gateway, which prints ``listening on HOST:PORT``, serves until
-SIGINT or SIGTERM and then prints each export's counters.
+only), its pid to ``<backend>/tailbound-gate.pid`` and replaces itself by the gateway, which
+prints ``listening on HOST:PORT``, serves until SIGINT or SIGTERM, drains the requests in it and
+then prints each export's counters.
+
+``--reload`` pushes a new plan to the gateway running on ``--backend``: the verb rewrites
+``<backend>/tailbound-gate.json`` (atomically; the listening addresses, the backend and the
+largest request are kept from the running configuration) and sends the gateway SIGHUP; the
+gateway applies it whole or refuses it with a line on its stderr (``docs/enforcement.md``,
+"Hot reload").
 """
 
 from __future__ import annotations
@@ -63,6 +70,23 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--metrics", metavar="HOST:PORT", help="serve Prometheus text metrics at /metrics"
     )
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="open the backend files or block devices with O_DIRECT (writes in whole blocks)",
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long requests in the gateway may take to finish (10)",
+    )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="push this plan to the gateway running on --backend (rewrite its config, SIGHUP)",
+    )
     parser.add_argument("--write-config", type=Path, help="write the configuration here and exit")
     parser.add_argument("--binary", type=Path, help="the tailbound-gate binary (default: found)")
     parser.set_defaults(run=run)
@@ -70,11 +94,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import os
+    import signal
     import sys
 
+    from tailbound.atomic import write_text_atomic
     from tailbound.enforce import storage
     from tailbound.errors import ConfigError
-    from tailbound.jsonio import write_json_atomic
+    from tailbound.jsonio import read_json, write_json_atomic
     from tailbound.plan import Plan
     from tailbound.profiles.tokens import SsdProfile, load_profile
 
@@ -96,15 +122,33 @@ def run(args: argparse.Namespace) -> int:
         emulate_device=args.emulate_device,
         metrics_listen=args.metrics,
         upstream=args.upstream,
+        direct=args.direct,
+        drain_timeout_s=args.drain_timeout,
         plan_path=str(args.plan),
     )
+    path = args.backend / "tailbound-gate.json"
+    pid_file = args.backend / "tailbound-gate.pid"
+    if args.reload:
+        if args.write_config is not None:
+            raise ConfigError(
+                None, "--reload and --write-config exclude each other", field="--reload"
+            )
+        pid = storage.gateway_pid(pid_file)
+        running = read_json(path, what="the running gateway's configuration")
+        if not isinstance(running, dict):
+            raise ConfigError(path, "not a tailbound-gate configuration (a JSON object)")
+        config = storage.reload_config(config, running)
+        write_json_atomic(path, config)
+        os.kill(pid, signal.SIGHUP)
+        print(f"sent SIGHUP to tailbound-gate {pid}: {len(config['exports'])} exports in {path}")
+        return 0
     if args.write_config is not None:
         write_json_atomic(args.write_config, config)
         print(f"wrote {args.write_config}: {len(config['exports'])} exports")
         return 0
     binary = storage.find_binary(args.binary)
-    path = args.backend / "tailbound-gate.json"
     write_json_atomic(path, config)
+    write_text_atomic(pid_file, f"{os.getpid()}\n")  # execv keeps the pid
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(binary, [str(binary), "--config", str(path)])

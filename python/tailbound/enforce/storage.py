@@ -58,6 +58,8 @@ EXPORT_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$")
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 #: The largest request the gateway may be told to serve (its frame length is 32 bits).
 MAX_REQUEST_LIMIT = 2**31
+#: A regular file's block size with ``--direct`` (``crates/tailbound-gate/src/file.rs``).
+DIRECT_BLOCK = 4096
 #: The binary's name; :func:`find_binary` looks for it.
 BINARY = "tailbound-gate"
 
@@ -93,6 +95,8 @@ def gate_config(
     emulate_device: bool = False,
     metrics_listen: str | None = None,
     upstream: str | None = None,
+    direct: bool = False,
+    drain_timeout_s: float = 10.0,
     plan_path: str | None = None,
 ) -> dict[str, Any]:
     """The gateway's configuration document for ``plan``'s tenants on ``device`` (see the module
@@ -102,7 +106,19 @@ def gate_config(
     ``metrics_listen`` (``HOST:PORT``) serves per-export counters and latency histograms in
     Prometheus' text format at ``/metrics``; ``upstream`` (``HOST:PORT``) serves each export
     from the export of the same name on that NBD server instead of a file (its size is the
-    upstream's)."""
+    upstream's); ``direct`` opens the backend files or block devices with ``O_DIRECT``;
+    ``drain_timeout_s`` bounds the drain on SIGTERM."""
+    if not (math.isfinite(drain_timeout_s) and drain_timeout_s >= 0):
+        raise ConfigError(
+            None, f"must be a non-negative number, got {drain_timeout_s}", field="--drain-timeout"
+        )
+    if direct and export_size % DIRECT_BLOCK:
+        raise ConfigError(
+            None,
+            f"with --direct the export size must be a multiple of {DIRECT_BLOCK}, got "
+            f"{export_size}",
+            field="--export-size",
+        )
     if not 0 < export_size < 2**63:
         raise ConfigError(None, f"must be positive, got {export_size}", field="--export-size")
     if not 0 < max_request_bytes <= MAX_REQUEST_LIMIT:
@@ -168,7 +184,52 @@ def gate_config(
         "emulate_device": emulate_device,
         "metrics_listen": metrics_listen,
         "upstream": upstream,
+        "direct": direct,
+        "drain_timeout_s": float(drain_timeout_s),
     }
+
+
+#: What a hot reload keeps from the running gateway's configuration (the gateway refuses a
+#: reload that changes them: they need a restart).
+FIXED_ON_RELOAD = (
+    "listen",
+    "metrics_listen",
+    "backend_dir",
+    "export_size",
+    "upstream",
+    "direct",
+    "max_request_bytes",
+)
+
+
+def reload_config(new: dict[str, Any], running: dict[str, Any]) -> dict[str, Any]:
+    """``new`` (a :func:`gate_config` document) with the fields a reload cannot change taken
+    from the ``running`` gateway's configuration.
+
+    >>> reload_config({"listen": "a:1", "exports": ["B"]}, {"listen": "a:0", "exports": ["A"]})
+    {'listen': 'a:0', 'exports': ['B']}
+    """
+    return {**new, **{k: running[k] for k in FIXED_ON_RELOAD if k in running}}
+
+
+def gateway_pid(pid_file: Path) -> int:
+    """The pid of the running gateway that wrote ``pid_file`` (checked to be a live
+    ``tailbound-gate`` process, so a stale file never signals another program)."""
+    try:
+        text = pid_file.read_text().strip()
+    except OSError as e:
+        raise ConfigError(pid_file, f"no running gateway's pid file: {e.strerror}") from None
+    if not text.isdigit():
+        raise ConfigError(pid_file, f"not a process id: {text[:40]!r}")
+    pid = int(text)
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        raise ConfigError(pid_file, f"process {pid} is not running (stale pid file)") from None
+    argv0 = cmdline.split(b"\0", 1)[0].decode(errors="replace")
+    if Path(argv0).name != BINARY:
+        raise ConfigError(pid_file, f"process {pid} is {argv0!r}, not {BINARY} (stale pid file)")
+    return pid
 
 
 def find_binary(explicit: str | Path | None = None) -> Path:

@@ -300,6 +300,22 @@ impl Dispatcher {
         self.scheduler.set_param(workload, param)
     }
 
+    /// Replace the limits and the scheduler (a gateway's hot reload). What is in service stays
+    /// counted against the new limits (its slots, bytes and levels: a level keeps the number it
+    /// was dispatched at) and batches go on; the old scheduler's queue, the staged request
+    /// included, is dropped: the caller enqueues every request not yet dispatched again. On an
+    /// error (bad limits) nothing changed.
+    pub fn reconfigure(&mut self, limits: Limits, scheduler: Box<dyn Scheduler>) -> Result<()> {
+        limits.validate()?;
+        self.limits = limits;
+        self.scheduler = scheduler;
+        self.staged = None;
+        self.staged_waits_for_room = false;
+        self.staged_level = (u64::MAX, 0);
+        self.wake_at = f64::INFINITY;
+        Ok(())
+    }
+
     /// Ask for a wake-up at `t` unless an earlier one is pending.
     fn wake_for(&mut self, t: f64, wake: &mut Option<f64>) {
         if t < self.wake_at {
@@ -637,6 +653,36 @@ mod tests {
         s.woken();
         assert_eq!(s.dispatch(2.0, table(&reads), &mut out), None);
         assert_eq!(ids(&out), vec![(0, false), (1, false)]);
+    }
+
+    #[test]
+    fn reconfigure_keeps_what_is_in_service() {
+        let rows = [(false, 4096.0, 0.0); 4];
+        let req = table(&rows);
+        let mut d = fifo(Limits { read_mpl: 2, ..Limits::default() });
+        for id in 0..4 {
+            d.enqueue(id, 0, 0.001, 0.0);
+        }
+        let mut out = Vec::new();
+        d.dispatch(0.0, &req, &mut out);
+        assert_eq!(ids(&out), vec![(0, false), (1, false)]);
+        // bad limits: refused, nothing changed
+        let bad = Limits { read_mpl: 0, ..Limits::default() };
+        assert!(d.reconfigure(bad, Box::new(Fifo::new())).is_err());
+        assert_eq!(d.queued(), 2);
+        // MPL 3 with a new (empty) queue: the caller enqueues 2 and 3 again
+        d.reconfigure(Limits { read_mpl: 3, ..Limits::default() }, Box::new(Fifo::new())).unwrap();
+        assert_eq!(d.queued(), 0);
+        assert_eq!(d.slots_in_service(), 2);
+        d.enqueue(2, 0, 0.001, 0.0);
+        d.enqueue(3, 0, 0.001, 0.0);
+        out.clear();
+        d.dispatch(0.0, &req, &mut out);
+        assert_eq!(ids(&out), vec![(2, false)]); // 2 in service already count
+        d.complete(0, req(0));
+        out.clear();
+        d.dispatch(0.0, &req, &mut out);
+        assert_eq!(ids(&out), vec![(3, false)]);
     }
 
     #[test]

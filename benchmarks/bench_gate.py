@@ -1,0 +1,242 @@
+"""The storage gateway's own cost: fio's ``nbd`` engine, 4 KiB random reads, against three servers
+in one run (issue 17):
+
+- ``nbdkit file``: nbdkit's file plugin over a directory of page-cached files (the baseline
+  device);
+- ``nbdkit nbd`` proxy: nbdkit's ``nbd`` plugin in front of that same nbdkit (one more hop, the
+  reference a gateway is compared with);
+- ``tailbound-gate --upstream``: the gateway in front of that same nbdkit, started by
+  ``tailbound gate`` from a Plan of two tenants, each with a storage token bucket (H at the top
+  level, L below it), so every request passes ``Dispatcher::enqueue``/``dispatch``/``complete``
+  and H's bucket (no shortcut path). The buckets are sized not to throttle (utilisation 0.9
+  and 0.5 of a device whose 4 KiB read costs 1 µs): what is measured is their cost, not their
+  limit. The gateway's counters at exit must account for every fio read.
+
+Each repetition runs, for each server in turn, queue depth 32 (IOPS) then queue depth 1 (p50
+and p99 completion latency), ``--seconds`` each; the table gives medians over ``--runs``
+repetitions and the ratios against the nbdkit proxy. Targets: the gateway's IOPS at depth 32 at
+least the proxy's; its p99 at depth 1 within 10% of the proxy's (ratio ≤ 1.10).
+
+Run: ``.venv/bin/python -m benchmarks.bench_gate [--runs 5] [--seconds 4]`` (needs nbdkit and
+fio, and the gateway binary from ``make install``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tailbound.model import Slo
+from tailbound.plan import Bound, DispatchRule, Plan, StageLimit, TenantPlan
+from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.tables import markdown_table
+
+TAILBOUND = [sys.executable, "-m", "tailbound.cli.main"]
+FILE_BYTES = 64 << 20
+#: 4 KiB reads cost 1 µs of device work: the buckets below never hold a request back.
+PROFILE = {
+    "type": "storageSSD",
+    "bandwidthTable": [
+        {"requestSize": 4096, "readBandwidth": 4_096_000_000, "writeBandwidth": 4_096_000_000}
+    ],
+    "readMPL": 48,
+    "writeMPL": 48,
+    "maxOutstandingReadBytes": 64 << 20,
+    "maxOutstandingWriteBytes": 64 << 20,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int) -> None:
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+def plan_file(folder: Path) -> Path:
+    def tenant(name: str, level: int, rate: float) -> TenantPlan:
+        return TenantPlan(
+            name,
+            Slo(0.05),
+            "s0",
+            "ssd0",
+            dict.fromkeys(STORAGE_PATH, level),
+            {Stage.STORAGE: StageLimit(rate, 0.01)},
+            Bound(0.01, "bench"),
+        )
+
+    plan = Plan("bench", 1, [tenant("H", 0, 0.9), tenant("L", 1, 0.5)], dispatch=DispatchRule())
+    plan.save(folder / "plan.json")
+    return folder / "plan.json"
+
+
+def fio(uri: str, depth: int, seconds: float, folder: Path) -> dict[str, float]:
+    job = folder / "job.fio"
+    job.write_text(
+        f"[r]\nioengine=nbd\nuri={uri}\nrw=randread\nbs=4k\nsize={FILE_BYTES}\n"
+        f"iodepth={depth}\ntime_based=1\nruntime={seconds}\nramp_time=0.5\n"
+    )
+    p = subprocess.run(
+        ["fio", "--output-format=json", str(job)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=seconds * 4 + 60,
+        check=True,
+    )
+    read = json.loads(p.stdout[p.stdout.index("{") :])["jobs"][0]["read"]
+    pct = read["clat_ns"]["percentile"]
+    return {
+        "iops": read["iops"],
+        "ios": read["total_ios"],
+        "p50_us": pct["50.000000"] / 1e3,
+        "p99_us": pct["99.000000"] / 1e3,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5, help="repetitions (median)")
+    ap.add_argument("--seconds", type=float, default=4.0, help="each fio run")
+    args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
+    missing = [t for t in ("nbdkit", "fio") if shutil.which(t) is None]
+    if missing:
+        print(f"bench_gate skipped: needs {missing} (Debian packages nbdkit, fio)")
+        return
+    procs: list[subprocess.Popen[Any]] = []
+    folder = Path(tempfile.mkdtemp(prefix="bench-gate-"))
+    try:
+        files = folder / "files"
+        files.mkdir()
+        for name in ("H", "L"):
+            with open(files / name, "wb") as f:
+                f.write(os.urandom(FILE_BYTES))  # real data, read into the page cache once
+        file_port, proxy_port = free_port(), free_port()
+        base = ["nbdkit", "-f", "-i", "127.0.0.1"]
+        procs.append(subprocess.Popen([*base, "-p", str(file_port), "file", f"dir={files}"]))
+        wait_port(file_port)
+        proxy = ["nbd", "hostname=127.0.0.1", f"port={file_port}", "export=H"]
+        procs.append(subprocess.Popen([*base, "-p", str(proxy_port), *proxy]))
+        wait_port(proxy_port)
+        (folder / "profile.json").write_text(json.dumps(PROFILE))
+        gate = subprocess.Popen(
+            [
+                *TAILBOUND,
+                "gate",
+                "--plan",
+                str(plan_file(folder)),
+                "--profile",
+                str(folder / "profile.json"),
+                "--backend",
+                str(folder / "gate"),
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                f"127.0.0.1:{file_port}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(gate)
+        assert gate.stdout is not None
+        line = gate.stdout.readline()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"the gateway did not start: {line!r}")
+        gate_port = int(line.rsplit(":", 1)[1])
+        servers = {
+            "nbdkit file": f"nbd://127.0.0.1:{file_port}/H",
+            "nbdkit nbd proxy → nbdkit file": f"nbd://127.0.0.1:{proxy_port}/",
+            "tailbound-gate --upstream → nbdkit file": f"nbd://127.0.0.1:{gate_port}/H",
+        }
+        results: dict[str, dict[str, list[float]]] = {s: {} for s in servers}
+        gate_ios = 0.0
+        fio(servers["nbdkit file"], 1, 1, folder)  # warm-up
+        for run in range(args.runs):
+            for name, uri in servers.items():
+                deep = fio(uri, 32, args.seconds, folder)
+                shallow = fio(uri, 1, args.seconds, folder)
+                r = results[name]
+                r.setdefault("iops32", []).append(deep["iops"])
+                r.setdefault("p99_32", []).append(deep["p99_us"])
+                r.setdefault("iops1", []).append(shallow["iops"])
+                r.setdefault("p50_1", []).append(shallow["p50_us"])
+                r.setdefault("p99_1", []).append(shallow["p99_us"])
+                if name.startswith("tailbound-gate"):
+                    gate_ios += deep["ios"] + shallow["ios"]
+                print(run, name, deep, shallow, file=sys.stderr, flush=True)
+        gate.send_signal(signal.SIGTERM)
+        out, err = gate.communicate(timeout=60)
+        counted = sum(json.loads(x)["requests"] for x in out.splitlines() if x.startswith("{"))
+        # every read fio counted passed the dispatcher (fio's ramp-time reads come on top)
+        if gate.returncode != 0 or counted < gate_ios:
+            raise RuntimeError(f"gateway counted {counted} < fio's {gate_ios}: {err}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+            p.communicate(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+    med = {s: {k: statistics.median(v) for k, v in r.items()} for s, r in results.items()}
+    proxy_m = med["nbdkit nbd proxy → nbdkit file"]
+    rows = []
+    for name, m in med.items():
+        rows.append(
+            [
+                name,
+                f"{m['iops32']:,.0f}",
+                f"{m['iops32'] / proxy_m['iops32']:.2f}",
+                f"{m['p99_32']:,.0f}",
+                f"{m['iops1']:,.0f}",
+                f"{m['p50_1']:.0f}",
+                f"{m['p99_1']:.0f}",
+                f"{m['p99_1'] / proxy_m['p99_1']:.2f}",
+            ]
+        )
+    print(
+        markdown_table(
+            [
+                "server",
+                "depth 32 reads/s",
+                "vs proxy",
+                "depth 32 p99 µs",
+                "depth 1 reads/s",
+                "depth 1 p50 µs",
+                "depth 1 p99 µs",
+                "p99 vs proxy",
+            ],
+            rows,
+        )
+    )
+    g = med["tailbound-gate --upstream → nbdkit file"]
+    iops_ok = g["iops32"] >= proxy_m["iops32"]
+    p99_ok = g["p99_1"] <= 1.10 * proxy_m["p99_1"]
+    print(
+        f"\n{args.runs} runs × {args.seconds:g} s, medians; gateway counted {counted} requests. "
+        f"Targets: depth-32 IOPS ≥ proxy: {'met' if iops_ok else 'MISSED'}; "
+        f"depth-1 p99 ≤ 1.10 × proxy: {'met' if p99_ok else 'MISSED'}."
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
