@@ -86,7 +86,9 @@ def test_offsets_fit_the_export_and_are_aligned(
 
 
 def test_offsets_keep_a_trace_inside_a_large_export_and_lay_out_the_others() -> None:
-    t = Trace.from_arrays(time=[0, 1, 2], op=[0, 0, 1], size=[4096, 4096, 512], offset=[0, 8192, 40960])
+    t = Trace.from_arrays(
+        time=[0, 1, 2], op=[0, 0, 1], size=[4096, 4096, 512], offset=[0, 8192, 40960]
+    )
     assert nbd_offsets(t, 1 << 20).tolist() == [0, 8192, 40960]  # already inside: unchanged
     t = Trace.from_arrays(time=[0, 1, 2], op=[0, 0, 1], size=[4096, 8192, 512])
     assert nbd_offsets(t, 1 << 20).tolist() == [0, 4096, 12288]  # one after another
@@ -131,7 +133,10 @@ def test_fio_replays_the_iolog_at_its_timestamps(
     write_fio_iolog(t, tmp_path / "T1.iolog", export_size=64 << 20)
     port = int(nbdkit_memory.rsplit(":", 1)[1].strip("/"))
     write_fio_job(
-        {"T1": tmp_path / "T1.iolog"}, tmp_path / "job.fio", host="127.0.0.1", port=port,
+        {"T1": tmp_path / "T1.iolog"},
+        tmp_path / "job.fio",
+        host="127.0.0.1",
+        port=port,
         iodepth=depth,
     )
     job = (tmp_path / "job.fio").read_text().replace("/T1\n", "/\n")  # nbdkit's one export: ""
@@ -164,8 +169,11 @@ def test_fio_replays_the_iolog_at_its_timestamps(
 def test_profile_nbd_measures_the_export(tmp_path: Path, nbdkit_memory: str) -> None:
     out = tmp_path / "p.json"
     p = subprocess.run(
-        [*TAILBOUND, "profile", "--nbd", nbdkit_memory, "--sizes", "4K,64K", "--threads", "2"]
-        + ["--seconds-per-point", "0.3", "--latency-seconds", "0.2", "--out", str(out)],
+        [
+            *TAILBOUND,
+            *("profile", "--nbd", nbdkit_memory, "--sizes", "4K,64K", "--threads", "2"),
+            *("--seconds-per-point", "0.3", "--latency-seconds", "0.2", "--out", str(out)),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -197,3 +205,31 @@ def test_profile_nbd_bad_input_exits_2(tmp_path: Path) -> None:
         p = profile("--nbd", "nbd://127.0.0.1:1/x", "--sizes", "4K", "--seconds-per-point", "0.1")
         assert p.returncode == 2 and "fio failed" in p.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_replayer_nbd_mode_answers_every_request(tmp_path: Path, nbdkit_memory: str) -> None:
+    """``tailbound-replay client --nbd`` against nbdkit: every request answered, NBD's wire
+    bytes recorded, latency from the trace timestamp (at least the issue lag); a request beyond
+    the export is refused before anything is sent (exit 2, naming the tenant)."""
+    from tailbound.enforce import replay
+
+    t = _trace(n=80, span=0.4)
+    requests, out = tmp_path / "requests.csv", tmp_path / "latency.csv"
+    replay.write_requests({"T1": t}, requests, export_size=64 << 20)
+    assert requests.read_text().splitlines()[0] == "tenant,time_s,op,size,offset"
+    address = nbdkit_memory.removeprefix("nbd://").rstrip("/")
+    cmd = [str(replay.binary()), "client", "--nbd", "--requests", str(requests)]
+    cmd += ["--tenant", f"T1={address},export=", "--out", str(out), "--start-delay", "0.2"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    m = replay.read_latencies(out)["T1"]
+    assert m.lost == 0 and len(m.latency) == len(t)
+    assert np.all(m.latency >= m.issue_lag) and np.all(m.latency < 1.0)
+    reads = t.op == 0
+    assert np.all(m.response_bytes[reads] == 16 + t.size[reads])
+    assert np.all(m.request_bytes[~reads] == 28 + t.size[~reads])
+    spread_out = _trace(n=80, span=0.4, offsets=True)  # offsets over 1 GiB: beyond nbdkit's 64 MiB
+    replay.write_requests({"T1": spread_out}, requests, export_size=1 << 30)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "tenant T1: request" in p.stderr
+    assert "beyond the export" in p.stderr

@@ -122,7 +122,7 @@ fn parse_tenant(text: &str) -> Result<Tenant, Error> {
     for (k, v) in opts {
         match k {
             "tos" => t.tos = Some(proto::tos(v)?),
-            "export" if !v.is_empty() && v.len() <= 4096 => t.export = Some(v.to_string()),
+            "export" if v.len() <= 4096 => t.export = Some(v.to_string()), // "": the default
             "connections" => {
                 t.connections = match v.parse::<usize>() {
                     Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => n,
@@ -355,9 +355,16 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
                     length: r.size as u32,
                 })
                 .collect();
-            let writer =
-                tokio::spawn(nbd::write_requests(wr, rx, nbd_reqs.clone(), due.clone(), deadline));
-            let reader = tokio::spawn(nbd::read_replies(rd, nbd_reqs, due, deadline));
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            let writer = tokio::spawn(nbd::write_requests(
+                wr,
+                rx,
+                nbd_reqs.clone(),
+                due.clone(),
+                deadline,
+                done_rx,
+            ));
+            let reader = tokio::spawn(nbd::read_replies(rd, nbd_reqs, due, deadline, done_tx));
             tasks.push((writer, reader));
             continue;
         }

@@ -12,7 +12,7 @@
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{timeout_at, Instant};
 
 use crate::proto::CHUNK;
@@ -30,6 +30,7 @@ const FLAG_FIXED_NEWSTYLE: u16 = 1;
 const FLAG_NO_ZEROES: u16 = 2;
 const CMD_READ: u16 = 0;
 const CMD_WRITE: u16 = 1;
+const CMD_DISC: u16 = 2;
 /// An option reply's payload above this is refused (the protocol's own limit is far lower in
 /// practice: INFO replies are a few bytes).
 const MAX_OPTION_REPLY: u32 = 1 << 20;
@@ -123,12 +124,15 @@ pub async fn handshake(stream: &mut TcpStream, export: &str) -> Result<u64, Stri
 }
 
 /// Send each request when the pacer says; returns each request's issue lag (NaN: not sent).
+/// The connection stays open until the reader has every reply (`replied`; a server may drop
+/// the requests in flight when the client's side closes), then `NBD_CMD_DISC` ends it.
 pub async fn write_requests(
     mut wr: OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<usize>,
     reqs: Vec<NbdRequest>,
     due: Vec<Instant>,
     deadline: Instant,
+    replied: oneshot::Receiver<()>,
 ) -> (Vec<f64>, Option<String>) {
     let mut lag = vec![f64::NAN; reqs.len()];
     let zeros = vec![0u8; CHUNK];
@@ -167,7 +171,13 @@ pub async fn write_requests(
             }
         }
     }
-    // NBD_CMD_DISC is not sent: the reader may still be waiting for replies; closing is enough.
+    if error.is_none() {
+        let _ = timeout_at(deadline, replied).await;
+        let mut disc = [0u8; REQUEST_HEADER as usize];
+        disc[..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
+        disc[6..8].copy_from_slice(&CMD_DISC.to_be_bytes());
+        let _ = timeout_at(deadline, wr.write_all(&disc)).await;
+    }
     let _ = wr.shutdown().await;
     (lag, error)
 }
@@ -179,6 +189,7 @@ pub async fn read_replies(
     reqs: Vec<NbdRequest>,
     due: Vec<Instant>,
     deadline: Instant,
+    replied: oneshot::Sender<()>,
 ) -> (Vec<f64>, Vec<u64>, Option<String>) {
     let mut latency = vec![f64::NAN; reqs.len()];
     let mut received = vec![0u64; reqs.len()];
@@ -226,6 +237,7 @@ pub async fn read_replies(
             }
         }
     }
+    let _ = replied.send(());
     (latency, received, error)
 }
 

@@ -156,7 +156,10 @@ def _run_nbd(args: argparse.Namespace) -> int:
     if not args.quiet:
         p = result.profile
         print(f"{args.nbd}: fio {result.fio_version}, queue depth {settings.depth}")
-        print("| request size (B) | read MB/s | write MB/s | read p50/p99 at depth 1 | write p50/p99 |")
+        print(
+            "| request size (B) | read MB/s | write MB/s | read p50/p99 at depth 1 "
+            "| write p50/p99 |"
+        )
         print("|---:|---:|---:|---:|---:|")
         for s, r, w, u in zip(
             p.sizes, p.read_bandwidth, p.write_bandwidth, result.unqueued, strict=True

@@ -64,7 +64,9 @@ class NbdProfileSettings:
         if len(set(self.sizes)) != len(self.sizes):
             raise ProfilerError(uri, "--sizes: a request size appears twice")
         if not 1 <= self.depth <= 4096:
-            raise ProfilerError(uri, f"--threads: the queue depth must be 1..4096, got {self.depth}")
+            raise ProfilerError(
+                uri, f"--threads: the queue depth must be 1..4096, got {self.depth}"
+            )
         for name, value in (
             ("--seconds-per-point", self.seconds_per_point),
             ("--latency-seconds", self.latency_seconds),
@@ -164,7 +166,8 @@ def profile_nbd(uri: str, settings: NbdProfileSettings | None = None) -> NbdProf
     for size in sizes:
         for write in (False, True):
             op = "write" if write else "read"
-            points.append((f"bw-{op}-{size}", size, write, settings.depth, settings.seconds_per_point))
+            bw_point = (f"bw-{op}-{size}", size, write, settings.depth, settings.seconds_per_point)
+            points.append(bw_point)
             points.append((f"lat-{op}-{size}", size, write, 1, settings.latency_seconds))
     total = sum(p[4] for p in points)
     document = _run_fio(uri, _job(uri, points), timeout_s=60 + 3 * total)
