@@ -10,6 +10,9 @@
 //! response. With one connection a tenant's responses are delivered FIFO, as the simulator's
 //! per-tenant queues do; more connections avoid head-of-line blocking behind a large response.
 //! Everything stops at the deadline: the last request's time plus `--drain` seconds.
+//!
+//! With `--nbd` every tenant is an export of an NBD server instead (`crate::nbd`): its requests
+//! are NBD reads and writes at the offsets of the requests file's fifth column, `offset`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -22,6 +25,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
+use crate::nbd;
 use crate::proto::{self, Error, MessageSizes, CHUNK, MAX_REQUESTS, MAX_TIME_S, RESPONSE_HEADER};
 
 /// Requests files above this size are refused (bounded memory).
@@ -34,6 +38,8 @@ struct Tenant {
     addr: SocketAddr,
     tos: Option<u8>,
     connections: usize,
+    /// `--nbd`: the export (default: the tenant's name).
+    export: Option<String>,
 }
 
 pub struct Options {
@@ -43,6 +49,7 @@ pub struct Options {
     start_delay_s: f64,
     drain_s: f64,
     sizes: MessageSizes,
+    nbd: bool,
 }
 
 fn value<'a>(option: &str, v: Option<&'a String>) -> Result<&'a String, Error> {
@@ -66,6 +73,7 @@ impl Options {
             start_delay_s: 0.5,
             drain_s: 5.0,
             sizes: MessageSizes::default(),
+            nbd: false,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -75,6 +83,7 @@ impl Options {
                 "--tenant" => o.tenants.push(parse_tenant(value(a, it.next())?)?),
                 "--start-delay" => o.start_delay_s = proto::seconds(a, it.next())?,
                 "--drain" => o.drain_s = proto::seconds(a, it.next())?,
+                "--nbd" => o.nbd = true,
                 "--overhead" => o.sizes.overhead = factor(a, it.next())?,
                 "--small-factor" => o.sizes.small_factor = factor(a, it.next())?,
                 "--large-factor" => o.sizes.large_factor = factor(a, it.next())?,
@@ -109,10 +118,11 @@ fn parse_tenant(text: &str) -> Result<Tenant, Error> {
         addr.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
             Error::Usage(format!("--tenant {name}: expected IP:PORT, got {addr:?}"))
         })?;
-    let mut t = Tenant { name: name.to_string(), addr, tos: None, connections: 1 };
+    let mut t = Tenant { name: name.to_string(), addr, tos: None, connections: 1, export: None };
     for (k, v) in opts {
         match k {
             "tos" => t.tos = Some(proto::tos(v)?),
+            "export" if v.len() <= 4096 => t.export = Some(v.to_string()), // "": the default
             "connections" => {
                 t.connections = match v.parse::<usize>() {
                     Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => n,
@@ -134,6 +144,7 @@ struct Request {
     time_s: f64,
     is_read: bool,
     size: f64,
+    offset: u64,
     request_bytes: u64,
     response_bytes: u64,
 }
@@ -143,6 +154,7 @@ fn read_requests(
     path: &str,
     tenants: &[Tenant],
     sizes: &MessageSizes,
+    nbd: bool,
 ) -> Result<Vec<Vec<Request>>, Error> {
     let file =
         std::fs::File::open(path).map_err(|e| Error::Io(format!("cannot read {path}: {e}")))?;
@@ -155,25 +167,36 @@ fn read_requests(
     let mut out: Vec<Vec<Request>> = tenants.iter().map(|_| Vec::new()).collect();
     let mut count = 0usize;
     let bad = |line: usize, msg: String| Error::Usage(format!("{path}:{line}: {msg}"));
+    let mut columns = 4;
     for (n, line) in BufReader::new(file).lines().enumerate() {
         let lineno = n + 1;
         let line = line.map_err(|e| bad(lineno, format!("cannot read: {e}")))?;
         let line = line.trim();
         if n == 0 {
-            if line != "tenant,time_s,op,size" {
-                return Err(bad(
-                    1,
-                    format!("expected the header 'tenant,time_s,op,size', got {line:?}"),
-                ));
-            }
+            columns = match line {
+                "tenant,time_s,op,size" if !nbd => 4,
+                "tenant,time_s,op,size,offset" => 5,
+                _ if nbd => {
+                    return Err(bad(
+                        1,
+                        format!("expected the header 'tenant,time_s,op,size,offset', got {line:?}"),
+                    ))
+                }
+                _ => {
+                    return Err(bad(
+                        1,
+                        format!("expected the header 'tenant,time_s,op,size', got {line:?}"),
+                    ))
+                }
+            };
             continue;
         }
         if line.is_empty() {
             continue;
         }
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != 4 {
-            return Err(bad(lineno, format!("expected 4 fields, got {}", fields.len())));
+        if fields.len() != columns {
+            return Err(bad(lineno, format!("expected {columns} fields, got {}", fields.len())));
         }
         let Some(&tenant) = index.get(fields[0]) else {
             return Err(bad(lineno, format!("tenant {:?} has no --tenant", fields[0])));
@@ -201,14 +224,34 @@ fn read_requests(
                 ))
             }
         };
-        let (request_bytes, response_bytes) = sizes
-            .of(is_read, size)
-            .ok_or_else(|| bad(lineno, format!("a message above {} bytes", proto::MAX_MESSAGE)))?;
+        let offset = match fields.get(4).map(|f| f.parse::<u64>()) {
+            None => 0,
+            Some(Ok(x)) if x < 1 << 62 => x,
+            Some(_) => {
+                return Err(bad(
+                    lineno,
+                    format!("offset: expected bytes in [0, 2^62), got {:?}", fields[4]),
+                ))
+            }
+        };
+        let (request_bytes, response_bytes) = if nbd {
+            if !(size >= 1.0 && size <= f64::from(u32::MAX) && size.fract() == 0.0) {
+                return Err(bad(
+                    lineno,
+                    format!("size: an NBD request is 1 to 2^32 - 1 whole bytes, got {size}"),
+                ));
+            }
+            crate::nbd::wire_bytes(is_read, size as u64)
+        } else {
+            sizes.of(is_read, size).ok_or_else(|| {
+                bad(lineno, format!("a message above {} bytes", proto::MAX_MESSAGE))
+            })?
+        };
         count += 1;
         if count > MAX_REQUESTS {
             return Err(bad(lineno, format!("more than {MAX_REQUESTS} requests")));
         }
-        out[tenant].push(Request { time_s, is_read, size, request_bytes, response_bytes });
+        out[tenant].push(Request { time_s, is_read, size, offset, request_bytes, response_bytes });
     }
     for list in &mut out {
         list.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
@@ -231,7 +274,7 @@ struct Outcome {
 }
 
 pub async fn replay(o: Options) -> Result<u8, Error> {
-    let requests = read_requests(&o.requests, &o.tenants, &o.sizes)?;
+    let requests = read_requests(&o.requests, &o.tenants, &o.sizes, o.nbd)?;
     let t0 =
         requests.iter().filter_map(|r| r.first()).map(|r| r.time_s).fold(f64::INFINITY, f64::min);
     let t_last = requests.iter().filter_map(|r| r.last()).map(|r| r.time_s).fold(0.0, f64::max);
@@ -255,6 +298,27 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
                     Error::Io(format!("tenant {}: cannot connect to {}: {e}", t.name, t.addr))
                 })?;
             stream.set_nodelay(true).map_err(|e| Error::Io(e.to_string()))?;
+            let mut stream = stream;
+            if o.nbd {
+                let export = t.export.as_deref().unwrap_or(&t.name);
+                let size = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    nbd::handshake(&mut stream, export),
+                )
+                .await
+                .map_err(|_| Error::Io(format!("tenant {}: handshake timed out", t.name)))?
+                .map_err(|e| Error::Io(format!("tenant {}: {e}", t.name)))?;
+                if let Some((i, r)) = requests[ti]
+                    .iter()
+                    .enumerate()
+                    .find(|(_, r)| r.offset.saturating_add(r.size as u64) > size)
+                {
+                    return Err(Error::Usage(format!(
+                        "tenant {}: request {i} ({} bytes at {}) ends beyond the export's {size} bytes",
+                        t.name, r.size, r.offset
+                    )));
+                }
+            }
             let mine = (0..requests[ti].len()).filter(|i| i % t.connections == k).collect();
             conns.push(Connection { tenant: ti, requests: mine });
             streams.push(stream);
@@ -282,6 +346,28 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
         let reqs: Vec<Request> = c.requests.iter().map(|&i| requests[c.tenant][i]).collect();
         let due: Vec<Instant> = reqs.iter().map(|r| at(r.time_s)).collect();
         let (rd, wr) = stream.into_split();
+        if o.nbd {
+            let nbd_reqs: Vec<nbd::NbdRequest> = reqs
+                .iter()
+                .map(|r| nbd::NbdRequest {
+                    is_read: r.is_read,
+                    offset: r.offset,
+                    length: r.size as u32,
+                })
+                .collect();
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            let writer = tokio::spawn(nbd::write_requests(
+                wr,
+                rx,
+                nbd_reqs.clone(),
+                due.clone(),
+                deadline,
+                done_rx,
+            ));
+            let reader = tokio::spawn(nbd::read_replies(rd, nbd_reqs, due, deadline, done_tx));
+            tasks.push((writer, reader));
+            continue;
+        }
         let writer = tokio::spawn(write_requests(wr, rx, reqs.clone(), due.clone(), deadline));
         let reader = tokio::spawn(read_responses(rd, reqs, due, deadline));
         tasks.push((writer, reader));
@@ -483,11 +569,19 @@ mod tests {
     }
 
     fn read(text: &str) -> Result<Vec<Vec<Request>>, Error> {
+        read_mode(text, false)
+    }
+
+    fn read_mode(text: &str, nbd: bool) -> Result<Vec<Vec<Request>>, Error> {
         let dir =
             std::env::temp_dir().join(format!("tbreplay-{}-{}", std::process::id(), text.len()));
         std::fs::write(&dir, text).unwrap();
-        let r =
-            read_requests(dir.to_str().unwrap(), &tenants(&["A", "B"]), &MessageSizes::default());
+        let r = read_requests(
+            dir.to_str().unwrap(),
+            &tenants(&["A", "B"]),
+            &MessageSizes::default(),
+            nbd,
+        );
         let _ = std::fs::remove_file(&dir);
         r
     }
@@ -521,9 +615,33 @@ mod tests {
     }
 
     #[test]
+    fn nbd_requests_carry_offsets_and_nbd_wire_bytes() {
+        let r = read_mode("tenant,time_s,op,size,offset\nA,0.5,W,4096,8192\nA,0.1,R,512,0\n", true)
+            .unwrap();
+        assert_eq!((r[0][0].offset, r[0][0].request_bytes, r[0][0].response_bytes), (0, 28, 528));
+        assert_eq!(
+            (r[0][1].offset, r[0][1].request_bytes, r[0][1].response_bytes),
+            (8192, 4124, 16)
+        );
+        for (text, want) in [
+            ("tenant,time_s,op,size\n", ":1: expected the header 'tenant,time_s,op,size,offset'"),
+            ("tenant,time_s,op,size,offset\nA,0,R,0,0\n", ":2: size: an NBD request"),
+            ("tenant,time_s,op,size,offset\nA,0,R,1.5,0\n", ":2: size: an NBD request"),
+            ("tenant,time_s,op,size,offset\nA,0,R,512,-1\n", ":2: offset"),
+            ("tenant,time_s,op,size,offset\nA,0,R,512\n", ":2: expected 5 fields"),
+        ] {
+            let e = read_mode(text, true).err().expect(text).to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        // the TCP mode takes the offset column too (and ignores it)
+        assert_eq!(read("tenant,time_s,op,size,offset\nA,0,R,512,7\n").unwrap()[0][0].offset, 7);
+    }
+
+    #[test]
     fn tenant_options_are_checked() {
-        let t = parse_tenant("T=127.0.0.1:5000,tos=184,connections=3").unwrap();
+        let t = parse_tenant("T=127.0.0.1:5000,tos=184,connections=3,export=v0").unwrap();
         assert_eq!((t.tos, t.connections, t.addr.port()), (Some(184), 3, 5000));
+        assert_eq!(t.export.as_deref(), Some("v0"));
         for bad in [
             "T",
             "=1.2.3.4:5",

@@ -6,10 +6,13 @@
 //! * `client --requests FILE --tenant NAME=ADDR[,tos=N][,connections=K] ... --out FILE` replays
 //!   the requests at their trace timestamps, open loop, and writes every request's issue lag and
 //!   latency (trace timestamp to the last byte of its response) to a CSV.
+//! * `client --nbd ...` does the same against an NBD server, each tenant's requests as reads and
+//!   writes of its export (`tenant,time_s,op,size,offset` in the requests file).
 //!
 //! Errors are one line on stderr and exit status 2 (bad input) or 1 (the run lost requests).
 
 mod client;
+mod nbd;
 mod proto;
 mod server;
 
@@ -19,7 +22,9 @@ const USAGE: &str = "usage:
   tailbound-replay server --listen ADDR[,tos=N] [--listen ...] --duration S [--log FILE]
   tailbound-replay client --requests FILE --tenant NAME=ADDR[,tos=N][,connections=K] [...]
                           --out FILE [--start-delay S] [--drain S] [--overhead B]
-                          [--small-factor F] [--large-factor F]";
+                          [--small-factor F] [--large-factor F]
+  tailbound-replay client --nbd --requests FILE --tenant NAME=ADDR[,export=E][,connections=K]
+                          [...] --out FILE [--start-delay S] [--drain S]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

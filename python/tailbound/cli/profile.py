@@ -1,8 +1,11 @@
-"""``tailbound profile``: measure read/write bandwidth by request size on a file, write the JSON.
+"""``tailbound profile``: measure read/write bandwidth by request size on a file, or on an NBD
+export through fio's ``nbd`` engine (``tailbound-gate``'s backend through the gateway), and write
+the SSD profile JSON.
 
-Example::
+Examples::
 
     tailbound profile --target /mnt/ssd/tailbound.scratch --threads 8 --out profile_ssd.json
+    tailbound profile --nbd nbd://127.0.0.1:10809/scratch --threads 2 --out profile_gate.json
 """
 
 from __future__ import annotations
@@ -49,23 +52,34 @@ def add_parser(subparsers: Any) -> None:
         help="measure a device's read/write bandwidth by request size (SSD profile JSON)",
         description=(
             "Measure read and write bandwidth by request size on a scratch file (created or "
-            "extended to --file-size), with O_DIRECT where the file system allows it, and write "
-            "an SSD profile JSON (the WorkloadCompactor profile_ssd.json format)."
+            "extended to --file-size), with O_DIRECT where the file system allows it, or on an "
+            "NBD export with fio's nbd engine (--nbd: random requests at queue depth --threads, "
+            "and the unqueued latency at depth 1), and write an SSD profile JSON (the "
+            "WorkloadCompactor profile_ssd.json format)."
         ),
         epilog=epilog(None),
     )
-    parser.add_argument("--target", required=True, help="scratch file to create or reuse")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--target", help="scratch file to create or reuse")
+    where.add_argument(
+        "--nbd",
+        metavar="URI",
+        help="an NBD export to measure, nbd://HOST:PORT/EXPORT (its data is overwritten)",
+    )
     parser.add_argument(
         "--sizes",
         type=parse_sizes,
         default=None,
-        help="request sizes in bytes, comma-separated, multiples of 512 (default 512,1K,...,256K)",
+        help=(
+            "request sizes in bytes, comma-separated, multiples of 512 (default 512,1K,...,256K; "
+            "with --nbd 4K,8K,...,256K)"
+        ),
     )
     parser.add_argument(
         "--threads",
         type=integer(low=1, high=MAX_THREADS),
         default=4,
-        help="concurrent requests (default 4)",
+        help="concurrent requests: threads, or fio's queue depth with --nbd (default 4)",
     )
     parser.add_argument(
         "--seconds-per-point",
@@ -77,6 +91,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--file-size", type=parse_bytes, default=1 << 30, help="scratch file size (default 1G)"
     )
+    parser.add_argument(
+        "--latency-seconds",
+        type=number(low=0.0, low_open=True, high=3600.0),
+        default=1.0,
+        metavar="SECONDS",
+        help="with --nbd: seconds per size and operation at queue depth 1 (default 1)",
+    )
     parser.add_argument("--out", default="profile.json", help="output JSON (default profile.json)")
     parser.add_argument(
         "--seed", type=integer(low=0), default=0, help="seed of the random offsets (default 0)"
@@ -86,6 +107,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.nbd is not None:
+        return _run_nbd(args)
     from tailbound.jsonio import write_json_atomic
     from tailbound.profiles.profiler import DEFAULT_SIZES, ProfileSettings, profile_file
 
@@ -110,5 +133,41 @@ def run(args: argparse.Namespace) -> int:
         print("|---:|---:|---:|")
         for s, r, w in zip(p.sizes, p.read_bandwidth, p.write_bandwidth, strict=True):
             print(f"| {int(s)} | {r / 1e6:.1f} | {w / 1e6:.1f} |")
+    print(f"wrote {args.out}")
+    return Exit.OK
+
+
+def _run_nbd(args: argparse.Namespace) -> int:
+    from tailbound.jsonio import write_json_atomic
+    from tailbound.profiles.nbd import DEFAULT_NBD_SIZES, NbdProfileSettings, profile_nbd
+
+    settings = NbdProfileSettings(
+        sizes=args.sizes or DEFAULT_NBD_SIZES,
+        depth=args.threads,
+        seconds_per_point=args.seconds_per_point,
+        latency_seconds=args.latency_seconds,
+    )
+    if not args.quiet:
+        points = 2 * len(settings.sizes)
+        seconds = points * (settings.seconds_per_point + settings.latency_seconds)
+        print(f"{args.nbd}: {points} points with fio, about {seconds:.0f} s", file=sys.stderr)
+    result = profile_nbd(args.nbd, settings)
+    write_json_atomic(args.out, result.to_json(), indent=2)
+    if not args.quiet:
+        p = result.profile
+        print(f"{args.nbd}: fio {result.fio_version}, queue depth {settings.depth}")
+        print(
+            "| request size (B) | read MB/s | write MB/s | read p50/p99 at depth 1 "
+            "| write p50/p99 |"
+        )
+        print("|---:|---:|---:|---:|---:|")
+        for s, r, w, u in zip(
+            p.sizes, p.read_bandwidth, p.write_bandwidth, result.unqueued, strict=True
+        ):
+            print(
+                f"| {int(s)} | {r / 1e6:.1f} | {w / 1e6:.1f} | "
+                f"{u['readP50'] * 1e6:.0f}/{u['readP99'] * 1e6:.0f} µs | "
+                f"{u['writeP50'] * 1e6:.0f}/{u['writeP99'] * 1e6:.0f} µs |"
+            )
     print(f"wrote {args.out}")
     return Exit.OK

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.enforce.fio_iolog import nbd_offsets
 from tailbound.enforce.net import Addresses, dscp_of
 from tailbound.errors import ConfigError, TailboundError
 from tailbound.plan import Plan, client_name
@@ -63,23 +64,29 @@ def binary() -> Path:
     return Path(found)
 
 
-def write_requests(traces: Mapping[str, Trace], path: str | Path) -> int:
+def write_requests(
+    traces: Mapping[str, Trace], path: str | Path, *, export_size: int | None = None
+) -> int:
     """Write every tenant's requests as the replayer's input CSV (``tenant,time_s,op,size``,
-    times in seconds as in the traces); returns the number of requests."""
+    times in seconds as in the traces); returns the number of requests. With ``export_size``
+    (the NBD mode) a fifth column ``offset`` places each request on an export of that many bytes
+    (:func:`tailbound.enforce.fio_iolog.nbd_offsets`, the fio iologs' offsets)."""
     total = sum(len(t) for t in traces.values())
     if total > MAX_REQUESTS:
         raise ConfigError(None, f"{total} requests to replay, above the limit {MAX_REQUESTS}")
     with open(path, "w", newline="") as f:
-        f.write("tenant,time_s,op,size\n")
+        f.write("tenant,time_s,op,size" + (",offset\n" if export_size is not None else "\n"))
         for name, trace in traces.items():
             if "," in name or "=" in name:
                 raise ConfigError(None, f"tenant name {name!r}: no ',' or '=' in a live replay")
             ops = np.where(trace.op == Op.READ, "R", "W")
+            columns = [trace.time.tolist(), ops.tolist(), trace.size.tolist()]
+            if export_size is not None:
+                columns.append([f",{o}" for o in nbd_offsets(trace, export_size).tolist()])
+            else:
+                columns.append([""] * len(trace))
             f.writelines(
-                f"{name},{t!r},{o},{s}\n"
-                for t, o, s in zip(
-                    trace.time.tolist(), ops.tolist(), trace.size.tolist(), strict=True
-                )
+                f"{name},{t!r},{o},{s}{off}\n" for t, o, s, off in zip(*columns, strict=True)
             )
     return total
 
@@ -124,8 +131,8 @@ def read_latencies(path: str | Path) -> dict[str, Measured]:
     return out
 
 
-def results_of(measured: Mapping[str, Measured], plan: Plan) -> SimResults:
-    """Live measurements as simulator results: one stage (``net``), issue = trace time, exit =
+def results_of(measured: Mapping[str, Measured], plan: Plan, *, stage: str = "net") -> SimResults:
+    """Live measurements as simulator results: one stage (``stage``), issue = trace time, exit =
     trace time + latency (NaN when not answered, which the statistics leave out: a live check
     counts them separately, :attr:`LiveRun.lost`)."""
     workloads = []
@@ -136,7 +143,7 @@ def results_of(measured: Mapping[str, Measured], plan: Plan) -> SimResults:
         workloads.append(
             WorkloadResult(
                 name=t.name,
-                stages=("net",),
+                stages=(stage,),
                 issue=m.time,
                 exit=(m.time + m.latency)[:, None],
                 slo=t.slo,
@@ -234,16 +241,24 @@ def replay(
     prefix: Sequence[str] = (),
     window_s: float = 180.0,
     workdir: str | Path | None = None,
+    nbd_export_size: int | None = None,
 ) -> LiveRun:
     """Run the replayer client on ``traces`` (by tenant name) with the ``--tenant`` arguments
-    ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured."""
+    ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured.
+
+    With ``nbd_export_size`` the client replays NBD reads and writes instead (``--nbd``: each
+    ``--tenant NAME=HOST:PORT`` is the export ``NAME`` of the NBD server there, e.g.
+    ``tailbound-gate``, of that many bytes; offsets from :func:`write_requests`) and the
+    measurements are one ``storage`` stage."""
+    nbd = nbd_export_size is not None
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         requests, out = Path(tmp) / "requests.csv", Path(tmp) / "latency.csv"
-        write_requests(traces, requests)
+        write_requests(traces, requests, export_size=nbd_export_size)
         cmd = [
             *prefix,
             str(binary()),
             "client",
+            *(["--nbd"] if nbd else []),
             "--requests",
             str(requests),
             "--out",
@@ -269,4 +284,5 @@ def replay(
             raise ReplayError(f"{BINARY_NAME} client failed: {p.stderr.strip()[-500:]}")
         measured = read_latencies(out)
     replayed = dataclasses.replace(plan, tenants=[t for t in plan.tenants if t.name in measured])
-    return LiveRun(measured, check_results(replayed, results_of(measured, plan), window_s=window_s))
+    results = results_of(measured, plan, stage="storage" if nbd else "net")
+    return LiveRun(measured, check_results(replayed, results, window_s=window_s))
