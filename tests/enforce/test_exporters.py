@@ -388,6 +388,46 @@ def test_export_reads_traces_from_the_tenants_file(
     ]
 
 
+def test_export_fio_writes_an_iolog_per_tenant_and_a_job(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "fio"
+    args = ["export", "fio", str(files["exact"]), "--tenants", str(files["tenants"])]
+    assert main([*args, "--out", str(out), "--port", "10810"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["A.iolog", "replay.fio"]
+    lines = (out / "A.iolog").read_text().splitlines()
+    assert lines[0] == "fio version 3 iolog" and len(lines) == 3 + 19 + 1  # header, add/open, close
+    assert lines[3] == "1 A read 0 4096"  # the first request at 1 µs, 4 KiB at offset 0
+    job = (out / "replay.fio").read_text()
+    assert "uri=nbd://127.0.0.1:10810/A" in job and f"read_iolog={out / 'A.iolog'}" in job
+    # the second half of the 18 µs the trace spans, from 10 µs: its last 10 requests
+    assert main([*args, "--out", str(tmp_path / "half"), "--half", "second"]) == 0
+    assert len((tmp_path / "half" / "A.iolog").read_text().splitlines()) == 3 + 10 + 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "names"),
+    [
+        (["--export-size", "1K"], "less than one 4096-byte slot"),
+        (["--device", "nowhere.ssd9"], "no storage tenant on nowhere.ssd9"),
+        (["--window", "5", "1"], "--window"),
+    ],
+)
+def test_export_fio_bad_input_exits_2_and_writes_nothing(
+    extra: list[str],
+    names: str,
+    files: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "fio"
+    args = ["export", "fio", str(files["exact"]), "--tenants", str(files["tenants"])]
+    assert main([*args, "--out", str(out), *extra]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert names in line
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".fio")]
+
+
 def test_default_conversion_is_bytes_and_iops(files: dict[str, Path]) -> None:
     plan = Plan.load(files["exact"])
     e = export_qemu(plan, PROFILE)
@@ -416,7 +456,6 @@ def test_default_conversion_is_bytes_and_iops(files: dict[str, Path]) -> None:
         ("qemu", ["PLAN", "--profile", "PROFILE", "--conversion", "iops"], "--conversion"),
         ("qemu", ["PLAN", "--profile", "PLAN"], "field type"),
         ("qemu", ["PLAN", "--profile", "PROFILE", "--tenants", "EMPTY"], "no tenant for"),
-        ("fio", ["PLAN", "--profile", "PROFILE"], "invalid choice"),
     ],
 )
 def test_export_bad_input_exits_2_with_one_line(

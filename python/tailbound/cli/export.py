@@ -1,7 +1,9 @@
 """``tailbound export TARGET PLAN``: a Plan's storage limits as the configuration of an
 enforcement point users already run — QEMU throttle groups, libvirt ``<iotune>``, cgroup v2
 ``io.max``, Ceph librbd QoS, nbdkit's rate filter (:mod:`tailbound.enforce.exporters`;
-``docs/enforcement.md``, "Exporters").
+``docs/enforcement.md``, "Exporters") — and, as target ``fio``, the plan's storage tenants'
+traces as fio iologs with one job file that replays them open loop through an NBD server such
+as ``tailbound gate`` (:mod:`tailbound.enforce.fio_iolog`).
 
 Each target is a sub-parser of its own (``add_target``), so a new target is one more call.
 The configuration goes to stdout (or ``--out``, written atomically); every warning is one line
@@ -58,7 +60,92 @@ def add_parser(subparsers: Any) -> None:
         default="file {tenant}.img",
         help="plugin and its arguments, {tenant} replaced (%(default)s)",
     )
-    # `fio` (each tenant's trace as a fio iolog) is another sub-parser of `targets`.
+    _add_fio(targets)
+
+
+def _add_fio(targets: Any) -> None:
+    from tailbound.cli.options import add_span, integer
+    from tailbound.cli.profile import parse_bytes
+
+    text = (
+        "fio: each storage tenant's trace as a version 3 iolog (DIR/<tenant>.iolog) and one job "
+        "file (DIR/replay.fio) replaying them together, open loop at the trace's times, on the "
+        "same-named exports of an NBD server with fio's nbd engine"
+    )
+    fio = targets.add_parser("fio", help=text, description=text, epilog=epilog(None))
+    fio.add_argument("plan", type=Path, help="the plan (tailbound-plan JSON)")
+    fio.add_argument(
+        "--tenants", required=True, type=Path, help="tenants file giving each tenant's trace"
+    )
+    fio.add_argument("--out", required=True, type=Path, help="folder for the iologs and job")
+    fio.add_argument("--device", help="only the tenants of this <server>.<device>")
+    add_span(fio, verb="export")
+    fio.add_argument(
+        "--export-size", type=parse_bytes, default=1 << 30, help="size of every export (1G)"
+    )
+    fio.add_argument("--host", default="127.0.0.1", help="NBD server (%(default)s)")
+    fio.add_argument(
+        "--port", type=integer(low=1, high=65535), default=10809, help="its port (%(default)s)"
+    )
+    fio.add_argument(
+        "--iodepth",
+        type=integer(low=1, high=65536),
+        default=64,
+        help="requests in flight per tenant at most (%(default)s; more than its largest backlog)",
+    )
+    fio.set_defaults(run=run_fio)
+
+
+def run_fio(args: argparse.Namespace) -> int:
+    """Write the iologs and the job file; nothing is written when a tenant's trace is bad."""
+    import os
+    import shutil
+    import tempfile
+
+    from tailbound.cli.exitcodes import Exit
+    from tailbound.cli.options import check_window, span_of
+    from tailbound.enforce.fio_iolog import write_fio_iolog, write_fio_job
+    from tailbound.errors import ConfigError
+    from tailbound.model import load_tenants
+    from tailbound.plan import Plan, device_name
+    from tailbound.traces import read_trace
+
+    check_window(args)
+    plan = Plan.load(args.plan)
+    planned = [
+        t for t in plan.tenants if t.device is not None and args.device in (None, device_name(t))
+    ]
+    if not planned:
+        where = f" on {args.device}" if args.device else ""
+        raise ConfigError(args.plan, f"no storage tenant{where} to export")
+    by_name = {t.name: t for t in load_tenants(args.tenants).tenants}
+    missing = [t.name for t in planned if t.name not in by_name]
+    if missing:
+        raise ConfigError(args.tenants, f"no tenant for planned tenants {missing}")
+    traces = {t.name: span_of(read_trace(by_name[t.name].trace), args) for t in planned}
+    if args.out.exists() and not args.out.is_dir():
+        raise ConfigError(args.out, "--out must be a folder, and this is a file")
+    # every file is written into a staging folder beside --out first, and moved in only when all
+    # are written: a bad trace leaves nothing behind
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{args.out.name}.", dir=args.out.parent))
+    try:
+        logs = {name: (args.out / f"{name}.iolog").resolve() for name in traces}
+        for name, trace in traces.items():
+            write_fio_iolog(
+                trace, staging / f"{name}.iolog", export_size=args.export_size, file_name=name
+            )
+        write_fio_job(
+            logs, staging / "replay.fio", host=args.host, port=args.port, iodepth=args.iodepth
+        )
+        args.out.mkdir(exist_ok=True)
+        for written in staging.iterdir():
+            os.replace(written, args.out / written.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    requests = sum(len(t) for t in traces.values())
+    print(f"wrote {len(logs)} iologs ({requests} requests) and {args.out / 'replay.fio'}")
+    return Exit.OK
 
 
 def add_target(targets: Any, name: str, help: str) -> argparse.ArgumentParser:

@@ -81,6 +81,29 @@ def integer(*, low: int | None = None, high: int | None = None) -> Callable[[str
     return parse
 
 
+def add_span(parser: argparse.ArgumentParser, verb: str = "replay") -> None:
+    """The ``--half`` and ``--window`` options of the verbs that replay traces: which part of each
+    trace they use (:func:`span_of`; check ``--window`` with :func:`check_window`)."""
+    parser.add_argument(
+        "--half",
+        choices=("first", "second"),
+        help=f"{verb} one half of each trace (default: the whole trace)",
+    )
+    add_window(parser)
+
+
+def span_of(trace: Any, args: argparse.Namespace) -> Any:
+    """The part of ``trace`` that :func:`add_span`'s options select: the half, then the window
+    (its times are the trace's, so a window of the second half starts after its midpoint)."""
+    if args.half == "first":
+        trace = trace.first_half()
+    elif args.half == "second":
+        trace = trace.second_half()
+    if args.window is not None:
+        trace = trace.slice_time(*args.window)
+    return trace
+
+
 def add_window(parser: argparse.ArgumentParser) -> None:
     """The ``--window START_S END_S`` option of the verbs that replay traces; check it with
     :func:`check_window`."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tailbound.cli.exitcodes import epilog, outcome
-from tailbound.cli.options import add_window, check_window
+from tailbound.cli.options import add_span, check_window, span_of
 
 #: The legend of the table ``verify`` (and ``enforce replay``) prints (in ``--help``).
 COLUMNS = (
@@ -54,12 +54,7 @@ def add_parser(subparsers: Any) -> None:
         type=float,
         help="bytes/s of every host link, each direction (default: the tenants file's)",
     )
-    parser.add_argument(
-        "--half",
-        choices=("first", "second"),
-        help="replay one half of each trace (default: the whole trace)",
-    )
-    add_window(parser)
+    add_span(parser)
     parser.add_argument(
         "--mode",
         choices=("shaping", "demotion"),
@@ -103,19 +98,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(None, f"{option} must be a positive number, got {value}")
     check_window(args)
 
-    def trace_of(name: str) -> Any:
-        trace = read_trace(by_name[name].trace)
-        if args.half == "first":
-            trace = trace.first_half()
-        elif args.half == "second":
-            trace = trace.second_half()
-        if args.window is not None:
-            trace = trace.slice_time(*args.window)
-        return trace
-
     v = replay_plan(
         plan,
-        {t.name: trace_of(t.name) for t in plan.tenants},
+        {t.name: span_of(read_trace(by_name[t.name].trace), args) for t in plan.tenants},
         profile=args.profile,
         link_bandwidth_bytes_per_s=link,
         mode=args.mode,
