@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -17,16 +19,18 @@ C = 12_500_000
 HOSTS = net.Addresses({"c": "198.18.0.1", "s": "198.18.0.2"}, {"H": 5001, "L": 5201})
 
 
-def tenant(name: str, level: int | None, rate: float, bucket: float, **kw) -> TenantPlan:
+def tenant(
+    name: str, level: int | None, rate: float, bucket: float, slo: float = 0.01, **kw
+) -> TenantPlan:
     return TenantPlan(
         name=name,
-        slo=Slo(0.01, 0.99),
+        slo=Slo(slo, 0.99),
         server="s",
         device=None,
         client_host="c",
         priority=dict.fromkeys(NETWORK_PATH, level),
         limits={s: StageLimit(rate, bucket / C, float(C)) for s in NETWORK_PATH},
-        bound=Bound(0.01, "test"),
+        bound=kw.pop("bound", Bound(slo, "test")),
         **kw,
     )
 
@@ -35,7 +39,8 @@ def plan(mode: str = "shaping", *tenants: TenantPlan) -> Plan:
     return Plan(
         policy="t",
         servers_used=1,
-        tenants=list(tenants) or [tenant("H", 0, 0.02, 12_000), tenant("L", 2, 0.3, 100_000)],
+        tenants=list(tenants)
+        or [tenant("H", 0, 0.02, 12_000), tenant("L", 2, 0.3, 100_000, slo=0.1)],
         disciplines={s: Discipline("priority", mode) for s in NETWORK_PATH},
     )
 
@@ -120,3 +125,101 @@ def test_bound_of_the_realised_discipline() -> None:
     assert net.htb_bounds(same, Stage.NET_IN, C)["A"] == pytest.approx(
         (3e4 + 2 * net.MTU) / (C - 0.2 * C)
     )
+
+
+def two_clients() -> Plan:
+    """A and L on client c, B on client d, all to server s: A and B at level 0, L at level 1."""
+    a = tenant("A", 0, 0.1, 10_000)
+    b = dataclasses.replace(tenant("B", 0, 0.2, 20_000, slo=0.02), client_host="d")
+    return plan("shaping", a, b, tenant("L", 1, 0.3, 50_000, slo=0.1))
+
+
+def test_network_bound_over_the_queues_of_several_hosts_by_hand() -> None:
+    m2 = 2 * net.MTU  # 3028 bytes of blocking
+    # net_in, c's egress (A, L; B is on d): A alone at level 0
+    a1 = (10_000 + m2) / C
+    l1 = (60_000 + m2) / (C - 1_250_000)
+    b1 = (20_000 + m2) / C  # d's egress: B alone
+    # the server's side: every tenant, bursts grown by r·d at the first queue; A and B share
+    # level 0 (round robin: B's rate counts against A)
+    a2 = (10_000 + 1_250_000 * a1 + 20_000 + 2_500_000 * b1 + m2) / (C - 2_500_000)
+    # net_out, s's egress: all three
+    a3 = (30_000 + m2) / (C - 2_500_000)
+    l3 = (80_000 + m2) / (C - 3_750_000)
+    # c's side: A and L, bursts grown by their delay at s
+    a4 = (10_000 + 1_250_000 * a3 + m2) / C
+    bounds = net.network_bounds(two_clients(), C)
+    assert bounds["A"] == pytest.approx(a1 + a2 + a3 + a4)
+    assert bounds["A"] == pytest.approx(0.0096112, rel=1e-4)  # 9.61 ms
+    l2 = (10_000 + 1_250_000 * a1 + 20_000 + 2_500_000 * b1 + 50_000 + 3_750_000 * l1 + m2) / (
+        C - 1_250_000 - 2_500_000
+    )
+    l4 = (10_000 + 1_250_000 * a3 + 50_000 + 3_750_000 * l3 + m2) / (C - 1_250_000)
+    assert bounds["L"] == pytest.approx(l1 + l2 + l3 + l4)
+    # a tenant without buckets makes everyone at or below its level unbounded
+    free = dataclasses.replace(two_clients().tenants[1], limits={})
+    p = dataclasses.replace(two_clients(), tenants=[*two_clients().tenants[::2], free])
+    assert math.isinf(net.network_bounds(p, C)["A"]) and math.isinf(net.network_bounds(p, C)["L"])
+
+
+def test_check_bounds_against_the_slo_and_the_plan() -> None:
+    checks = {c.tenant: c for c in net.check_bounds(two_clients(), C)}
+    a = checks["A"]  # SLO 10 ms, plan 10 ms, realised 9.61 ms
+    assert not a.over_slo and not a.over_plan and "within the plan's bound" in a.line()
+    low = dataclasses.replace(two_clients().tenants[0], bound=Bound(0.005, "test"))
+    p = dataclasses.replace(two_clients(), tenants=[low, *two_clients().tenants[1:]])
+    a = next(c for c in net.check_bounds(p, C) if c.tenant == "A")
+    assert a.over_plan and not a.over_slo and "above the plan's bound" in a.line()
+    tight = dataclasses.replace(low, slo=Slo(0.009, 0.99))
+    p = dataclasses.replace(two_clients(), tenants=[tight, *two_clients().tenants[1:]])
+    assert [c.tenant for c in net.check_bounds(p, C) if c.over_slo] == ["A"]
+    # a storage tenant: the plan's network parts are replaced by the realised ones
+    stor = dataclasses.replace(
+        two_clients().tenants[0],
+        device="ssd0",
+        priority={**two_clients().tenants[0].priority, Stage.STORAGE: 0},
+        bound=Bound(
+            0.02, "t", stages={Stage.NET_IN: 0.001, Stage.STORAGE: 0.017, Stage.NET_OUT: 0.002}
+        ),
+        slo=Slo(0.05, 0.99),
+    )
+    p = dataclasses.replace(two_clients(), tenants=[stor, *two_clients().tenants[1:]])
+    a = next(c for c in net.check_bounds(p, C) if c.tenant == "A")
+    assert a.realised_s == pytest.approx(0.02 - 0.003 + a.network_s)
+    # without the split the network part is added to the whole bound (an upper bound)
+    stor = dataclasses.replace(stor, bound=Bound(0.02, "t"))
+    p = dataclasses.replace(two_clients(), tenants=[stor, *two_clients().tenants[1:]])
+    a = next(c for c in net.check_bounds(p, C) if c.tenant == "A")
+    assert a.realised_s == pytest.approx(0.02 + a.network_s)
+
+
+def test_cli_refuses_a_plan_whose_realised_bound_misses_an_slo(tmp_path: Path, capsys) -> None:
+    from tailbound.cli.main import main
+
+    tight = dataclasses.replace(two_clients().tenants[2], slo=Slo(0.02, 0.99))
+    p = dataclasses.replace(two_clients(), tenants=[*two_clients().tenants[:2], tight])
+    path, hosts = tmp_path / "plan.json", tmp_path / "hosts.json"
+    p.save(path)
+    hosts.write_text(
+        json.dumps(
+            {
+                "hosts": {"c": "198.18.0.1", "d": "198.18.0.3", "s": "198.18.0.2"},
+                "ports": {"A": 5001, "B": 5002, "L": 5003},
+            }
+        )
+    )
+    args = ["enforce", "net", "--plan", str(path), "--hosts", str(hosts), "--device", "x0"]
+    # client d carries only B (level 0, within its SLO): fine; c carries L (above its SLO)
+    assert main([*args, "--host", "d", "--dry-run"]) == 0
+    assert main([*args, "--host", "c", "--dry-run"]) == 1
+    captured = capsys.readouterr()
+    assert "# bound: L: realised bound" in captured.out
+    assert "would refuse" in captured.err and "SLO of L" in captured.err
+    # applying refuses before touching anything (the device x0 does not even exist here)
+    assert main([*args, "--host", "c"]) == 1
+    assert "refused, nothing changed" in capsys.readouterr().err
+    # a bound above the plan's but within the SLO is a warning
+    low = dataclasses.replace(two_clients().tenants[0], bound=Bound(0.005, "test"))
+    dataclasses.replace(two_clients(), tenants=[low, *two_clients().tenants[1:]]).save(path)
+    assert main([*args, "--host", "c", "--dry-run"]) == 0
+    assert "warning: A: realised bound" in capsys.readouterr().err

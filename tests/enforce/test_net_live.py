@@ -26,7 +26,7 @@ import pytest
 
 from tailbound.model import Slo
 from tailbound.plan import Bound, Discipline, Plan, StageLimit, TenantPlan
-from tailbound.stages import NETWORK_PATH, Stage
+from tailbound.stages import NETWORK_PATH
 
 LINK = 12_500_000  # 100 Mbit/s in bytes/s
 CLIENT_IP, SERVER_IP = "198.18.0.1", "198.18.0.2"
@@ -306,16 +306,18 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
-def _tenant(name: str, level: int, rate: float, bucket_bytes: float) -> TenantPlan:
+def _tenant(
+    name: str, level: int, rate: float, bucket_bytes: float, slo: float = 0.01
+) -> TenantPlan:
     return TenantPlan(
         name=name,
-        slo=Slo(0.01, 0.99),
+        slo=Slo(slo, 0.99),
         server="s",
         device=None,
         client_host="c",
         priority=dict.fromkeys(NETWORK_PATH, level),
         limits={s: StageLimit(rate, bucket_bytes / LINK, float(LINK)) for s in NETWORK_PATH},
-        bound=Bound(0.01, "test", 0.99),
+        bound=Bound(slo, "test", 0.99),
     )
 
 
@@ -325,7 +327,7 @@ def _plan(bed: Bed, mode: str) -> tuple[Path, Path, Plan]:
     plan = Plan(
         policy="test",
         servers_used=1,
-        tenants=[_tenant("H", 0, 0.02, 12_000), _tenant("L", 2, 0.3, 100_000)],
+        tenants=[_tenant("H", 0, 0.02, 12_000), _tenant("L", 2, 0.3, 100_000, slo=0.1)],
         disciplines={s: Discipline("priority", mode) for s in NETWORK_PATH},
     )
     path, hosts = bed.tmp / f"plan-{mode}.json", bed.tmp / "hosts.json"
@@ -339,9 +341,9 @@ def _plan(bed: Bed, mode: str) -> tuple[Path, Path, Plan]:
 def _bound(plan: Plan) -> float:
     """H's worst-case network delay over its four queues (client egress, switch port to the
     server, server egress, switch port to the client), each the realised-discipline bound."""
-    from tailbound.enforce.net import htb_bounds
+    from tailbound.enforce.net import network_bounds
 
-    return sum(2 * htb_bounds(plan, s, LINK)["H"] for s in (Stage.NET_IN, Stage.NET_OUT))
+    return network_bounds(plan, LINK)["H"]
 
 
 def test_priority_keeps_the_bound_under_a_flood_and_fifo_does_not(bed: Bed) -> None:

@@ -25,6 +25,8 @@ def _rate(text: str) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from tailbound.cli.exitcodes import epilog
+
     parser = subparsers.add_parser(
         "enforce",
         help="apply a plan to a host's network device (Linux tc through netlink, DSCP marks)",
@@ -39,7 +41,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "runs at the link rate, per tenant a class with its token bucket and level (strict "
             "priority between levels), u32 filters on addresses, ports and DSCP, and nftables "
             "DSCP marks (docs/enforcement.md). Idempotent; needs root. With --switch, a switch "
-            "port that orders packets by DSCP instead (no plan needed)."
+            "port that orders packets by DSCP instead (no plan needed). Every tenant's bound "
+            "with its network stages under the discipline tc realises is compared with the "
+            "plan's bound (a warning when above) and its SLO (refused when above)."
+        ),
+        epilog=epilog(
+            "a tenant's bound under the realised discipline is above its SLO, so nothing is "
+            "installed; with --check, also: the device does not hold the plan"
         ),
     )
     net.add_argument("--plan", help="the plan (tailbound-plan JSON)")
@@ -154,12 +162,34 @@ def run_replay(args: argparse.Namespace) -> int:
     return outcome(run.all_held)
 
 
+def _refuse(checks: list, what: str) -> int:
+    """Warn (stderr) of every tenant whose realised bound is above the Plan's; exit status 1
+    (``what``) if one is above its SLO: the discipline tc would realise cannot guarantee it."""
+    import sys
+
+    for c in checks:
+        if c.over_plan and not c.over_slo:
+            print(f"warning: {c.line()}", file=sys.stderr)
+    over = [c for c in checks if c.over_slo]
+    for c in over:
+        print(f"error: {c.line()}", file=sys.stderr)
+    if over:
+        print(
+            f"{what}: the discipline tc realises (strict priority between levels, round robin "
+            f"within one) cannot guarantee the SLO of {', '.join(c.tenant for c in over)}; "
+            "re-plan (fewer tenants per level, smaller buckets) or give a faster --link-rate",
+            file=sys.stderr,
+        )
+    return 1 if over else 0
+
+
 def run(args: argparse.Namespace) -> int:
     from tailbound.enforce import net
     from tailbound.errors import ConfigError
     from tailbound.plan import Plan
 
     config = None
+    checks: list[net.BoundCheck] = []
     if not args.remove:
         if args.switch:
             if args.link_rate is None:
@@ -184,9 +214,14 @@ def run(args: argparse.Namespace) -> int:
                 link_rate=args.link_rate,
                 plan_path=args.plan,
             )
+            names = {f.tenant.name for f in net.host_flows(plan, args.host, addresses)}
+            checks = net.check_bounds(plan, config.link_rate, names)
         if args.dry_run:
             print("\n".join(config.lines(labels=True)))
-            return 0
+            print("\n".join(f"# bound: {c.line()}" for c in checks))
+            return _refuse(checks, "would refuse")
+        if not args.diff and _refuse(checks, "refused, nothing changed"):
+            return 1
     with net.Host(args.netns) as host:
         if args.remove:
             done = net.remove(host, args.device)

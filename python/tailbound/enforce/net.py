@@ -34,6 +34,7 @@ import dataclasses
 import difflib
 import ipaddress
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -800,6 +801,43 @@ def remove(host: Host, device: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ the bound
+@dataclass(frozen=True)
+class _Member:
+    """One tenant at one queue: its HTB priority, and its bucket in bytes/s and bytes (``None``:
+    no bucket at the stage, so it bounds nobody at or below its level)."""
+
+    name: str
+    prio: int
+    rate: float | None
+    burst: float | None
+
+
+def _queue_bounds(members: Sequence[_Member], link_rate: float) -> dict[str, float]:
+    """The worst-case delay (s) of each member at one queue served by the realised discipline
+    (strict priority between levels, HTB's packet round robin within one):
+    ``(Σ_{j: p_j ≤ p} b_j + 2·MTU) / (C − Σ_{j: p_j < p} r_j − Σ_{j ≠ i: p_j = p} r_j)``."""
+    out = {}
+    for m in members:
+        peers = [u for u in members if u.prio <= m.prio]
+        if any(u.rate is None or u.burst is None for u in peers):
+            out[m.name] = float("inf")
+            continue
+        burst = sum(u.burst for u in peers if u.burst is not None) + 2 * MTU
+        rates = sum(u.rate for u in peers if u is not m and u.rate is not None)
+        out[m.name] = burst / (link_rate - rates) if rates < link_rate else float("inf")
+    return out
+
+
+def _member(t: TenantPlan, stage: Stage, link_rate: float, extra_burst: float = 0.0) -> _Member:
+    level = t.priority.get(stage)
+    assert level is not None
+    lim = t.limits.get(stage)
+    if lim is None:
+        return _Member(t.name, level, None, None)
+    capacity = lim.capacity_per_s or link_rate
+    return _Member(t.name, level, lim.rate * capacity, lim.bucket_s * capacity + extra_burst)
+
+
 def htb_bounds(
     plan: Plan, stage: Stage, link_rate: float, tenants: Sequence[TenantPlan] | None = None
 ) -> dict[str, float]:
@@ -812,31 +850,125 @@ def htb_bounds(
     blocking (the packet in service, and HTB's once-per-``MTU/ASSURED_RATE`` green packet).
     Tenants without buckets at the stage make every tenant at or below their level unbounded."""
     members = [
-        t
+        _member(t, stage, link_rate)
         for t in (tenants if tenants is not None else plan.tenants)
         if t.priority.get(stage) is not None
     ]
-    out = {}
-    for t in members:
-        p = t.priority[stage]
-        assert p is not None
-        higher_or_same = [u for u in members if (u.priority.get(stage) or 0) <= p]
-        if any(stage not in u.limits for u in higher_or_same):
-            out[t.name] = float("inf")
+    return _queue_bounds(members, link_rate)
+
+
+def _ends(t: TenantPlan, stage: Stage) -> tuple[str, str]:
+    """The sending and the receiving host of ``t``'s packets at a network stage."""
+    client = client_name(t)
+    return (client, t.server) if stage is Stage.NET_IN else (t.server, client)
+
+
+def network_bounds(plan: Plan, link_rate: float) -> dict[str, float]:
+    """Per tenant with a level at every network stage, the worst-case delay (s) over its network
+    stages under the discipline ``tailbound enforce net`` realises, every link at
+    ``link_rate`` bytes/s. Each stage crosses two queues: the sender's egress, shared with the
+    tenants sent from the same host at that stage, and the receiver's side (the switch port
+    towards it, or its IFB with ``--ingress``), shared with the tenants received by the same
+    host; at the second a tenant's burst has grown by ``r·d`` with ``d`` its bound at the first
+    (its output conforms to ``(r, b + r·d)``). Each queue's bound is :func:`htb_bounds`'."""
+    out: dict[str, float] = {}
+    for t in plan.tenants:
+        if any(t.priority.get(s) is None for s in t.stages if s in (Stage.NET_IN, Stage.NET_OUT)):
             continue
-        burst = (
-            sum(
-                u.limits[stage].bucket_s * (u.limits[stage].capacity_per_s or link_rate)
-                for u in higher_or_same
-            )
-            + 2 * MTU
+        out[t.name] = 0.0
+    for stage in (Stage.NET_IN, Stage.NET_OUT):
+        at = [t for t in plan.tenants if stage in t.stages and t.priority.get(stage) is not None]
+        first: dict[str, float] = {}
+        for sender in {_ends(t, stage)[0] for t in at}:
+            group = [_member(t, stage, link_rate) for t in at if _ends(t, stage)[0] == sender]
+            first.update(_queue_bounds(group, link_rate))
+        second: dict[str, float] = {}
+        for receiver in {_ends(t, stage)[1] for t in at}:
+            group = []
+            for t in at:
+                if _ends(t, stage)[1] != receiver:
+                    continue
+                m = _member(t, stage, link_rate)
+                grown = (m.rate or 0.0) * first[t.name] if math.isfinite(first[t.name]) else 0.0
+                group.append(
+                    _member(t, stage, link_rate, grown)
+                    if math.isfinite(first[t.name])
+                    else dataclasses.replace(m, burst=None)
+                )
+            second.update(_queue_bounds(group, link_rate))
+        for name in out:
+            if name in first:
+                out[name] += first[name] + second[name]
+    return out
+
+
+@dataclass(frozen=True)
+class BoundCheck:
+    """A tenant's bound with its network stages served by the realised discipline, against its
+    SLO and the Plan's bound.
+
+    ``realised_s``: for a network-only tenant the network bound (worst case); for a tenant with
+    storage whose Plan bound splits by stage, the Plan's bound with its network stages' parts
+    replaced by the realised ones; without the split, the Plan's bound plus the realised network
+    bound (an upper bound: the Plan's network part is not subtracted). A worst-case network part
+    added to a bound at percentile p is still a bound at percentile p."""
+
+    tenant: str
+    slo_s: float
+    plan_s: float
+    network_s: float
+    realised_s: float
+
+    @property
+    def over_slo(self) -> bool:
+        return self.realised_s > self.slo_s
+
+    @property
+    def over_plan(self) -> bool:
+        return self.realised_s > self.plan_s * (1 + 1e-9)
+
+    def line(self) -> str:
+        verdict = (
+            "ABOVE THE SLO"
+            if self.over_slo
+            else "above the plan's bound"
+            if self.over_plan
+            else "within the plan's bound"
         )
-        rates = sum(
-            u.limits[stage].rate * (u.limits[stage].capacity_per_s or link_rate)
-            for u in higher_or_same
-            if u is not t
+        return (
+            f"{self.tenant}: realised bound {_ms(self.realised_s)} (network {_ms(self.network_s)})"
+            f", plan's bound {_ms(self.plan_s)}, SLO {_ms(self.slo_s)}: {verdict}"
         )
-        out[t.name] = burst / (link_rate - rates) if rates < link_rate else float("inf")
+
+
+def _ms(x: float) -> str:
+    return f"{1e3 * x:.3g} ms" if math.isfinite(x) else "none"
+
+
+def check_bounds(
+    plan: Plan, link_rate: float, tenants: Iterable[str] | None = None
+) -> list[BoundCheck]:
+    """:class:`BoundCheck` of ``tenants`` (all with an SLO and a network stage by default)."""
+    network = network_bounds(plan, link_rate)
+    wanted = set(tenants) if tenants is not None else None
+    out = []
+    for t in plan.tenants:
+        if t.slo is None or (wanted is not None and t.name not in wanted):
+            continue
+        if not any(s in t.stages for s in (Stage.NET_IN, Stage.NET_OUT)):
+            continue
+        net_s = network.get(t.name, float("inf"))
+        planned = t.bound.latency_s
+        if t.device is None:
+            realised = net_s
+        elif not math.isfinite(planned):
+            realised = planned
+        elif all(s in t.bound.stages for s in (Stage.NET_IN, Stage.NET_OUT)):
+            realised = planned - t.bound.stages[Stage.NET_IN] - t.bound.stages[Stage.NET_OUT]
+            realised += net_s
+        else:
+            realised = planned + net_s
+        out.append(BoundCheck(t.name, t.slo_s, planned, net_s, realised))
     return out
 
 
