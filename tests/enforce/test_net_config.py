@@ -223,3 +223,55 @@ def test_cli_refuses_a_plan_whose_realised_bound_misses_an_slo(tmp_path: Path, c
     dataclasses.replace(two_clients(), tenants=[low, *two_clients().tenants[1:]]).save(path)
     assert main([*args, "--host", "c", "--dry-run"]) == 0
     assert "warning: A: realised bound" in capsys.readouterr().err
+
+
+def _numeric_deviation(own, others, c: float) -> float:
+    """The horizontal deviation on a fine grid (1 µs), for checking the exact one."""
+    import numpy as np
+
+    t = np.arange(0, 0.2, 1e-6)
+
+    def alpha(buckets, x):
+        return np.min([b + r * x for r, b in buckets], axis=0)
+
+    beta = np.maximum(c * t - sum(alpha(o, t) for o in others) - 2 * net.MTU, 0)
+    a = alpha(own, t[:50_000])  # the worst is within the first 50 ms here
+    return float(np.max(t[np.searchsorted(beta, a)] - t[:50_000]))
+
+
+def test_several_buckets_bound_by_the_horizontal_deviation() -> None:
+    # own: a fast burst then a slow rate; others: one at a higher level with two buckets
+    own = ((0.999 * C, 5_000.0), (0.1 * C, 40_000.0))
+    others = [((0.999 * C, 2_000.0), (0.3 * C, 30_000.0)), ((0.05 * C, 8_000.0),)]
+    exact = net._deviation(own, others, C)
+    assert exact == pytest.approx(_numeric_deviation(own, others, C), abs=2e-6)
+    # with one bucket each it is the closed form
+    one = net._deviation(((0.1 * C, 10_000.0),), [((0.2 * C, 20_000.0),)], C)
+    assert one == pytest.approx((30_000 + 2 * net.MTU) / (0.8 * C))
+    # the extra buckets of a plan tighten the bound: the primary alone gives more
+    a = tenant("A", 0, 0.1, 40_000)
+    k = dataclasses.replace(
+        a, extra_limits={s: (StageLimit(0.5, 5_000 / C, float(C)),) for s in NETWORK_PATH}
+    )
+    b = tenant("B", 0, 0.3, 30_000)
+    assert (
+        net.htb_bounds(plan("shaping", k, b), Stage.NET_IN, C)["B"]
+        < net.htb_bounds(plan("shaping", a, b), Stage.NET_IN, C)["B"]
+    )
+    # unstable: the rates exceed the link
+    assert math.isinf(net._deviation(((0.6 * C, 1.0),), [((0.5 * C, 1.0),)], C))
+
+
+def test_a_plan_without_buckets_and_a_stochastic_bound_is_warned_not_refused() -> None:
+    snc = [
+        dataclasses.replace(
+            tenant(n, lvl, 0.1, 1000, slo=0.05), limits={}, bound=Bound(0.02, "snc", 0.99)
+        )
+        for n, lvl in (("A", 0), ("L", 1))
+    ]
+    checks = net.check_bounds(plan("shaping", *snc), C)
+    assert all(c.unbounded_stochastic and not c.over_slo and c.over_plan for c in checks)
+    assert "the plan's is stochastic (p99)" in checks[0].line()
+    # the same without buckets but a worst-case plan bound is refused
+    worst = [dataclasses.replace(t, bound=Bound(0.02, "dnc", 1.0)) for t in snc]
+    assert all(c.over_slo for c in net.check_bounds(plan("shaping", *worst), C))

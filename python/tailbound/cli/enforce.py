@@ -95,6 +95,14 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--duration", type=float, default=60.0, help="--serve: seconds to serve")
     add_window(rp)
     rp.add_argument("--drain", type=float, default=5.0, help="seconds after the last request")
+    rp.add_argument(
+        "--start-at",
+        type=float,
+        metavar="UNIX_S",
+        help="start at this wall-clock time (seconds since the epoch), trace time 0 (or the "
+        "window's start) then: several client hosts with synchronised clocks replay one scenario",
+    )
+    rp.add_argument("--out", help="write every request's measurements (the replayer's CSV) here")
     rp.add_argument("--dscp", action="store_true", help="mark the requests' DSCP by level")
     rp.add_argument(
         "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
@@ -152,7 +160,18 @@ def run_replay(args: argparse.Namespace) -> int:
     for n in names:
         trace = read_trace(by_name[n].trace)
         traces[n] = trace.slice_time(*args.window) if args.window is not None else trace
-    run = replay.replay(plan, traces, destinations, drain_s=args.drain, window_s=args.window_s)
+    if args.start_at is not None and not (math.isfinite(args.start_at) and args.start_at > 0):
+        raise ConfigError(None, f"--start-at must be a time since the epoch, got {args.start_at}")
+    run = replay.replay(
+        plan,
+        traces,
+        destinations,
+        drain_s=args.drain,
+        window_s=args.window_s,
+        start_at=args.start_at,
+        origin=0.0 if args.start_at is not None else None,
+        out_csv=args.out,
+    )
     print(run.verification.table())
     v = run.verification
     print(

@@ -801,41 +801,94 @@ def remove(host: Host, device: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ the bound
+Buckets = tuple[tuple[float, float], ...]  # (rate bytes/s, burst bytes): α(t) = min(b + r·t)
+
+
 @dataclass(frozen=True)
 class _Member:
-    """One tenant at one queue: its HTB priority, and its bucket in bytes/s and bytes (``None``:
-    no bucket at the stage, so it bounds nobody at or below its level)."""
+    """One tenant at one queue: its HTB priority and its buckets (``None``: no bucket at the
+    stage, so it bounds nobody at or below its level)."""
 
     name: str
     prio: int
-    rate: float | None
-    burst: float | None
+    buckets: Buckets | None
+
+
+def _alpha(buckets: Buckets, t: float) -> float:
+    return min(b + r * t for r, b in buckets)
+
+
+def _kinks(buckets: Buckets) -> set[float]:
+    return {
+        (b2 - b1) / (r1 - r2)
+        for i, (r1, b1) in enumerate(buckets)
+        for r2, b2 in buckets[i + 1 :]
+        if r1 != r2 and (b2 - b1) / (r1 - r2) > 0
+    }
+
+
+def _deviation(own: Buckets, others: Sequence[Buckets], link_rate: float) -> float:
+    """The worst-case delay of traffic with arrival curve ``own`` at a link of ``link_rate``
+    shared, in any order (strict priority above, round robin beside), with traffic of curves
+    ``others``, plus two packets of blocking: the horizontal deviation between ``own`` and the
+    leftover service ``β(s) = [C·s − Σ α_j(s) − 2·MTU]⁺``. Both are piecewise linear (``own``
+    concave, ``β`` convex), so the deviation is attained at ``own``'s kinks or where ``own``
+    reaches ``β`` at one of its kinks; it is evaluated there exactly."""
+    slope = link_rate - sum(min(r for r, _ in o) for o in others)
+    if min(r for r, _ in own) > slope or slope <= 0:
+        return float("inf")
+    points = sorted({0.0}.union(*(_kinks(o) for o in others)))
+
+    def g(x: float) -> float:
+        return link_rate * x - sum(_alpha(o, x) for o in others) - 2 * MTU
+
+    values = [g(x) for x in points]
+
+    def beta_inverse(y: float) -> float:  # the first s with β(s) ≥ y > 0 (g is convex)
+        for k in range(1, len(points)):
+            if values[k] >= y:
+                x0, x1, g0, g1 = points[k - 1], points[k], values[k - 1], values[k]
+                return x1 if g1 == g0 else x0 + (y - g0) * (x1 - x0) / (g1 - g0)
+        return points[-1] + (y - values[-1]) / slope
+
+    def alpha_inverse(y: float) -> float:
+        return max(0.0, *((y - b) / r for r, b in own if r > 0))
+
+    times = {0.0} | _kinks(own)
+    times |= {alpha_inverse(v) for v in values if v > _alpha(own, 0.0)}
+    return max(beta_inverse(max(_alpha(own, t), 1e-9)) - t for t in times)
 
 
 def _queue_bounds(members: Sequence[_Member], link_rate: float) -> dict[str, float]:
     """The worst-case delay (s) of each member at one queue served by the realised discipline
-    (strict priority between levels, HTB's packet round robin within one):
+    (strict priority between levels, HTB's packet round robin within one: every other member at
+    the same or a higher level may go first), :func:`_deviation`. With one bucket each it is
     ``(Σ_{j: p_j ≤ p} b_j + 2·MTU) / (C − Σ_{j: p_j < p} r_j − Σ_{j ≠ i: p_j = p} r_j)``."""
     out = {}
     for m in members:
         peers = [u for u in members if u.prio <= m.prio]
-        if any(u.rate is None or u.burst is None for u in peers):
+        if m.buckets is None or any(u.buckets is None for u in peers):
             out[m.name] = float("inf")
             continue
-        burst = sum(u.burst for u in peers if u.burst is not None) + 2 * MTU
-        rates = sum(u.rate for u in peers if u is not m and u.rate is not None)
-        out[m.name] = burst / (link_rate - rates) if rates < link_rate else float("inf")
+        others = [u.buckets for u in peers if u is not m and u.buckets is not None]
+        out[m.name] = _deviation(m.buckets, others, link_rate)
     return out
 
 
-def _member(t: TenantPlan, stage: Stage, link_rate: float, extra_burst: float = 0.0) -> _Member:
+def _member(t: TenantPlan, stage: Stage, link_rate: float, delay: float = 0.0) -> _Member:
+    """``t`` at a queue of ``stage``; ``delay``: its worst-case delay at an earlier queue, which
+    grows each bucket's burst by ``r·delay`` (the output of a queue of bounded delay ``d``
+    conforms to ``α(t + d)``)."""
     level = t.priority.get(stage)
     assert level is not None
-    lim = t.limits.get(stage)
-    if lim is None:
-        return _Member(t.name, level, None, None)
-    capacity = lim.capacity_per_s or link_rate
-    return _Member(t.name, level, lim.rate * capacity, lim.bucket_s * capacity + extra_burst)
+    if stage not in t.limits or not math.isfinite(delay):
+        return _Member(t.name, level, None)
+    buckets = []
+    for lim in (t.limits[stage], *t.extra_limits.get(stage, ())):
+        capacity = lim.capacity_per_s or link_rate
+        r = lim.rate * capacity
+        buckets.append((r, lim.bucket_s * capacity + r * delay))
+    return _Member(t.name, level, tuple(buckets))
 
 
 def htb_bounds(
@@ -848,7 +901,9 @@ def htb_bounds(
     (buckets in bytes, C the link rate): Eq. 5.1 with the tenants of the same level counted as
     interfering at their rates (FIFO within a level would not count them) and two packets of
     blocking (the packet in service, and HTB's once-per-``MTU/ASSURED_RATE`` green packet).
-    Tenants without buckets at the stage make every tenant at or below their level unbounded."""
+    With several buckets at the stage (PriorityMeister's K limiters) a tenant's arrival curve
+    is their minimum and the bound the horizontal deviation (:func:`_deviation`). Tenants
+    without buckets at the stage make every tenant at or below their level unbounded."""
     members = [
         _member(t, stage, link_rate)
         for t in (tenants if tenants is not None else plan.tenants)
@@ -884,17 +939,11 @@ def network_bounds(plan: Plan, link_rate: float) -> dict[str, float]:
             first.update(_queue_bounds(group, link_rate))
         second: dict[str, float] = {}
         for receiver in {_ends(t, stage)[1] for t in at}:
-            group = []
-            for t in at:
-                if _ends(t, stage)[1] != receiver:
-                    continue
-                m = _member(t, stage, link_rate)
-                grown = (m.rate or 0.0) * first[t.name] if math.isfinite(first[t.name]) else 0.0
-                group.append(
-                    _member(t, stage, link_rate, grown)
-                    if math.isfinite(first[t.name])
-                    else dataclasses.replace(m, burst=None)
-                )
+            group = [
+                _member(t, stage, link_rate, first[t.name])
+                for t in at
+                if _ends(t, stage)[1] == receiver
+            ]
             second.update(_queue_bounds(group, link_rate))
         for name in out:
             if name in first:
@@ -918,10 +967,19 @@ class BoundCheck:
     plan_s: float
     network_s: float
     realised_s: float
+    #: The Plan's bound's percentile: below 1 it is a stochastic bound (SNC).
+    plan_percentile: float = 1.0
+
+    @property
+    def unbounded_stochastic(self) -> bool:
+        """No worst-case bound (a tenant at or above the level has no buckets) while the Plan's
+        bound is stochastic (SNC-Meister plans rate-limit nothing): the worst-case check does
+        not apply; the Plan's analysis assumed FIFO within a level where HTB round-robins."""
+        return not math.isfinite(self.realised_s) and self.plan_percentile < 1
 
     @property
     def over_slo(self) -> bool:
-        return self.realised_s > self.slo_s
+        return self.realised_s > self.slo_s and not self.unbounded_stochastic
 
     @property
     def over_plan(self) -> bool:
@@ -931,6 +989,9 @@ class BoundCheck:
         verdict = (
             "ABOVE THE SLO"
             if self.over_slo
+            else "no worst-case bound without buckets; the plan's is stochastic "
+            f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
+            if self.unbounded_stochastic
             else "above the plan's bound"
             if self.over_plan
             else "within the plan's bound"
@@ -968,7 +1029,7 @@ def check_bounds(
             realised += net_s
         else:
             realised = planned + net_s
-        out.append(BoundCheck(t.name, t.slo_s, planned, net_s, realised))
+        out.append(BoundCheck(t.name, t.slo_s, planned, net_s, realised, t.bound.percentile))
     return out
 
 

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.atomic import write_text_atomic
 from tailbound.enforce.net import Addresses, dscp_of
 from tailbound.errors import ConfigError, TailboundError
 from tailbound.plan import Plan, client_name
@@ -234,9 +236,17 @@ def replay(
     prefix: Sequence[str] = (),
     window_s: float = 180.0,
     workdir: str | Path | None = None,
+    start_at: float | None = None,
+    origin: float | None = None,
+    out_csv: str | Path | None = None,
 ) -> LiveRun:
     """Run the replayer client on ``traces`` (by tenant name) with the ``--tenant`` arguments
-    ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured."""
+    ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured.
+
+    Several client hosts replaying one scenario share a wall-clock ``start_at`` (seconds since
+    the Unix epoch, instead of ``start_delay_s`` after connecting) and an ``origin``, the trace
+    time that maps to it (default: the earliest request's), so every host's trace time 0 is the
+    same instant. ``out_csv`` keeps the client's per-request CSV (written atomically)."""
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         requests, out = Path(tmp) / "requests.csv", Path(tmp) / "latency.csv"
         write_requests(traces, requests)
@@ -255,18 +265,26 @@ def replay(
         ]
         for a in tenant_args:
             cmd += ["--tenant", a]
-        span = max(
-            (float(t.time.max() - t.time.min()) for t in traces.values() if len(t)), default=0
-        )
+        wait = start_delay_s
+        if start_at is not None:
+            cmd += ["--start-at", repr(float(start_at))]
+            wait = max(start_at - time.time(), 0.0)
+        if origin is not None:
+            cmd += ["--origin", repr(float(origin))]
+        first = min((float(t.time.min()) for t in traces.values() if len(t)), default=0.0)
+        last = max((float(t.time.max()) for t in traces.values() if len(t)), default=0.0)
+        span = last - (first if origin is None else min(origin, first))
         p = subprocess.run(
             cmd,
             capture_output=True,
             text=True,
-            timeout=span + drain_s + start_delay_s + 30,
+            timeout=span + drain_s + wait + 30,
             check=False,
         )
         if p.returncode not in (0, 1) or not out.exists():
             raise ReplayError(f"{BINARY_NAME} client failed: {p.stderr.strip()[-500:]}")
         measured = read_latencies(out)
+        if out_csv is not None:
+            write_text_atomic(out_csv, out.read_text())
     replayed = dataclasses.replace(plan, tenants=[t for t in plan.tenants if t.name in measured])
     return LiveRun(measured, check_results(replayed, results_of(measured, plan), window_s=window_s))
