@@ -16,6 +16,10 @@ from tailbound.plan import Bound, Discipline, Plan, StageLimit, TenantPlan
 from tailbound.stages import NETWORK_PATH, Stage
 
 C = 12_500_000
+#: A tenant with the same bucket (r, b) in both directions has (W·r, W·b) on the wire: its
+#: messages' segment headers (66/1448 of the bytes), the other direction's ACKs (66/1448 of its
+#: bytes) and one more header per message each way (2·66 per request of at least 200 bytes each)
+W = 1 + 2 * 66 / 1448 + 2 * 66 / 200
 HOSTS = net.Addresses({"c": "198.18.0.1", "s": "198.18.0.2"}, {"H": 5001, "L": 5201})
 
 
@@ -48,8 +52,16 @@ def plan(mode: str = "shaping", *tenants: TenantPlan) -> Plan:
 def test_shaping_maps_the_bucket_to_ceil_and_cburst_and_the_level_to_prio() -> None:
     cfg = net.host_config(plan(), "c", "c0", HOSTS)
     by = {c.label.split()[0]: c for c in cfg.classes if c.label.startswith(("H", "L"))}
-    assert (by["H"].ceil, by["H"].cburst, by["H"].prio) == (250_000, 12_000 - net.MTU, 0)
-    assert (by["L"].ceil, by["L"].cburst, by["L"].prio) == (3_750_000, 100_000 - net.MTU, 2)
+    h_wire, l_wire = (
+        (int(W * 250_000), int(W * 12_000) - net.MTU, 0),
+        (
+            int(W * 3_750_000),
+            int(W * 100_000) - net.MTU,
+            2,
+        ),
+    )
+    assert (by["H"].ceil, by["H"].cburst, by["H"].prio) == h_wire
+    assert (by["L"].ceil, by["L"].cburst, by["L"].prio) == l_wire
     assert all(c.rate == net.ASSURED_RATE and c.parent == net.LINK_CLASS for c in by.values())
     link = next(c for c in cfg.classes if c.classid == net.LINK_CLASS)
     assert link.rate == link.ceil == C
@@ -68,7 +80,8 @@ def test_demotion_keeps_link_ceil_and_marks_the_excess_best_effort() -> None:
     h = next(c for c in cfg.classes if c.label.startswith("H"))
     assert h.ceil == C
     assert any(
-        "limit rate over 250000 bytes/second burst 12000 bytes ip dscp set cs0" in r
+        f"limit rate over {int(W * 250_000)} bytes/second burst {int(W * 12_000)} bytes "
+        "ip dscp set cs0" in r
         for r in cfg.nft_rules
     )
 
@@ -84,7 +97,11 @@ def test_extra_buckets_nest_as_parent_classes() -> None:
     cfg = net.host_config(plan("shaping", t), "c", "c0", HOSTS)
     mine = [c for c in cfg.classes if c.label.startswith("H")]
     outer, leaf = mine
-    assert (outer.ceil, leaf.ceil, leaf.parent) == (250_000, 1_250_000, outer.classid)
+    # each bucket on the wire: its own bytes with headers, the other direction's primary
+    # bucket's ACKs, the per-request headers of the primary bucket with the lower rate
+    k, a, per = 1 + 66 / 1448, 66 / 1448, 2 * 66 / 200
+    assert outer.ceil == int(k * 250_000 + a * 1_250_000 + per * 1_250_000)
+    assert leaf.ceil == int(W * 1_250_000) and leaf.parent == outer.classid
 
 
 def test_bad_input_names_the_field() -> None:
@@ -110,51 +127,52 @@ def test_cli_dry_run_and_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture
     args = ["enforce", "net", "--plan", str(p), "--host", "c", "--hosts", str(h), "--device", "c0"]
     assert main([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "ceil 250000B/s" in out and "# H net_in level 0" in out
+    assert f"ceil {int(W * 250_000)}B/s" in out and "# H net_in level 0" in out
     h.write_text("{")
     assert main([*args, "--dry-run"]) == 2
     assert str(h) in capsys.readouterr().err
 
 
 def test_bound_of_the_realised_discipline() -> None:
-    b = net.htb_bounds(plan(), Stage.NET_IN, C)
-    assert b["H"] == pytest.approx((12_000 + 2 * net.MTU) / C)
-    assert b["L"] == pytest.approx((112_000 + 2 * net.MTU) / (C - 250_000))
+    b = net.htb_bounds(plan(), Stage.NET_IN, C)  # buckets on the wire: W times the plan's
+    assert b["H"] == pytest.approx((W * 12_000 + 2 * net.MTU) / C)
+    assert b["L"] == pytest.approx((W * 112_000 + 2 * net.MTU) / (C - W * 250_000))
     same = plan("shaping", tenant("A", 0, 0.1, 1e4), tenant("B", 0, 0.2, 2e4))
     # HTB's round robin within a level: the other tenant of the level interferes at its rate
     assert net.htb_bounds(same, Stage.NET_IN, C)["A"] == pytest.approx(
-        (3e4 + 2 * net.MTU) / (C - 0.2 * C)
+        (W * 3e4 + 2 * net.MTU) / (C - W * 0.2 * C)
     )
 
 
 def two_clients() -> Plan:
     """A and L on client c, B on client d, all to server s: A and B at level 0, L at level 1."""
-    a = tenant("A", 0, 0.1, 10_000)
-    b = dataclasses.replace(tenant("B", 0, 0.2, 20_000, slo=0.02), client_host="d")
-    return plan("shaping", a, b, tenant("L", 1, 0.3, 50_000, slo=0.1))
+    a = tenant("A", 0, 0.1, 10_000, slo=0.025)
+    b = dataclasses.replace(tenant("B", 0, 0.2, 20_000, slo=0.03), client_host="d")
+    return plan("shaping", a, b, tenant("L", 1, 0.2, 50_000, slo=0.1))
 
 
 def test_network_bound_over_the_queues_of_several_hosts_by_hand() -> None:
     m2 = 2 * net.MTU  # 3028 bytes of blocking
+    # the buckets on the wire (W times the plan's: same bucket both ways)
+    ra, rb, rl = W * 1_250_000, W * 2_500_000, W * 2_500_000
+    ba, bb, bl = W * 10_000, W * 20_000, W * 50_000
     # net_in, c's egress (A, L; B is on d): A alone at level 0
-    a1 = (10_000 + m2) / C
-    l1 = (60_000 + m2) / (C - 1_250_000)
-    b1 = (20_000 + m2) / C  # d's egress: B alone
+    a1 = (ba + m2) / C
+    l1 = (ba + bl + m2) / (C - ra)
+    b1 = (bb + m2) / C  # d's egress: B alone
     # the server's side: every tenant, bursts grown by r·d at the first queue; A and B share
     # level 0 (round robin: B's rate counts against A)
-    a2 = (10_000 + 1_250_000 * a1 + 20_000 + 2_500_000 * b1 + m2) / (C - 2_500_000)
+    a2 = (ba + ra * a1 + bb + rb * b1 + m2) / (C - rb)
     # net_out, s's egress: all three
-    a3 = (30_000 + m2) / (C - 2_500_000)
-    l3 = (80_000 + m2) / (C - 3_750_000)
+    a3 = (ba + bb + m2) / (C - rb)
+    l3 = (ba + bb + bl + m2) / (C - ra - rb)
     # c's side: A and L, bursts grown by their delay at s
-    a4 = (10_000 + 1_250_000 * a3 + m2) / C
+    a4 = (ba + ra * a3 + m2) / C
     bounds = net.network_bounds(two_clients(), C)
     assert bounds["A"] == pytest.approx(a1 + a2 + a3 + a4)
-    assert bounds["A"] == pytest.approx(0.0096112, rel=1e-4)  # 9.61 ms
-    l2 = (10_000 + 1_250_000 * a1 + 20_000 + 2_500_000 * b1 + 50_000 + 3_750_000 * l1 + m2) / (
-        C - 1_250_000 - 2_500_000
-    )
-    l4 = (10_000 + 1_250_000 * a3 + 50_000 + 3_750_000 * l3 + m2) / (C - 1_250_000)
+    assert bounds["A"] == pytest.approx(0.0202498, rel=1e-4)  # 20.2 ms
+    l2 = (ba + ra * a1 + bb + rb * b1 + bl + rl * l1 + m2) / (C - ra - rb)
+    l4 = (ba + ra * a3 + bl + rl * l3 + m2) / (C - ra)
     assert bounds["L"] == pytest.approx(l1 + l2 + l3 + l4)
     # a tenant without buckets makes everyone at or below its level unbounded
     free = dataclasses.replace(two_clients().tenants[1], limits={})
@@ -164,13 +182,13 @@ def test_network_bound_over_the_queues_of_several_hosts_by_hand() -> None:
 
 def test_check_bounds_against_the_slo_and_the_plan() -> None:
     checks = {c.tenant: c for c in net.check_bounds(two_clients(), C)}
-    a = checks["A"]  # SLO 10 ms, plan 10 ms, realised 9.61 ms
+    a = checks["A"]  # SLO 25 ms, plan 25 ms, realised 20.2 ms
     assert not a.over_slo and not a.over_plan and "within the plan's bound" in a.line()
     low = dataclasses.replace(two_clients().tenants[0], bound=Bound(0.005, "test"))
     p = dataclasses.replace(two_clients(), tenants=[low, *two_clients().tenants[1:]])
     a = next(c for c in net.check_bounds(p, C) if c.tenant == "A")
     assert a.over_plan and not a.over_slo and "above the plan's bound" in a.line()
-    tight = dataclasses.replace(low, slo=Slo(0.009, 0.99))
+    tight = dataclasses.replace(low, slo=Slo(0.019, 0.99))
     p = dataclasses.replace(two_clients(), tenants=[tight, *two_clients().tenants[1:]])
     assert [c.tenant for c in net.check_bounds(p, C) if c.over_slo] == ["A"]
     # a storage tenant: the plan's network parts are replaced by the realised ones

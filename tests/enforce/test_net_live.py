@@ -26,7 +26,7 @@ import pytest
 
 from tailbound.model import Slo
 from tailbound.plan import Bound, Discipline, Plan, StageLimit, TenantPlan
-from tailbound.stages import NETWORK_PATH
+from tailbound.stages import NETWORK_PATH, Stage
 
 LINK = 12_500_000  # 100 Mbit/s in bytes/s
 CLIENT_IP, SERVER_IP = "198.18.0.1", "198.18.0.2"
@@ -307,8 +307,15 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
 
 
 def _tenant(
-    name: str, level: int, rate: float, bucket_bytes: float, slo: float = 0.01
+    name: str,
+    level: int,
+    rate: float,
+    bucket_bytes: float,
+    slo: float = 0.01,
+    out: tuple[float, float] | None = None,
 ) -> TenantPlan:
+    """Bucket ``(rate, bucket_bytes)`` on ``net_in``, and on ``net_out`` too unless ``out``."""
+    back = out or (rate, bucket_bytes)
     return TenantPlan(
         name=name,
         slo=Slo(slo, 0.99),
@@ -316,18 +323,24 @@ def _tenant(
         device=None,
         client_host="c",
         priority=dict.fromkeys(NETWORK_PATH, level),
-        limits={s: StageLimit(rate, bucket_bytes / LINK, float(LINK)) for s in NETWORK_PATH},
+        limits={
+            Stage.NET_IN: StageLimit(rate, bucket_bytes / LINK, float(LINK)),
+            Stage.NET_OUT: StageLimit(back[0], back[1] / LINK, float(LINK)),
+        },
         bound=Bound(slo, "test", 0.99),
     )
 
 
 def _plan(bed: Bed, mode: str) -> tuple[Path, Path, Plan]:
-    # H: a latency-sensitive tenant at the top level; L: a bulk tenant two levels below with
-    # 30 % of the link and a 100 kB bucket
+    # H: a latency-sensitive tenant at the top level; L: a bulk uploader two levels below with
+    # 30 % of the link and a 100 kB bucket towards the server, 1 % and 12 kB back
     plan = Plan(
         policy="test",
         servers_used=1,
-        tenants=[_tenant("H", 0, 0.02, 12_000), _tenant("L", 2, 0.3, 100_000, slo=0.1)],
+        tenants=[
+            _tenant("H", 0, 0.02, 12_000),
+            _tenant("L", 2, 0.3, 100_000, slo=0.1, out=(0.01, 12_000)),
+        ],
         disciplines={s: Discipline("priority", mode) for s in NETWORK_PATH},
     )
     path, hosts = bed.tmp / f"plan-{mode}.json", bed.tmp / "hosts.json"
@@ -373,10 +386,16 @@ def test_a_tenant_over_its_bucket_is_shaped(bed: Bed) -> None:
     bed.enforce(path, hosts)
     seconds = 3.0
     bps = bed.flood(L_PORT, seconds)
-    limit = 0.3 * LINK * 8
-    print(f"\nL shaped to {limit / 1e6:.0f} Mbit/s: measured {bps / 1e6:.2f} Mbit/s")
+    from tailbound.enforce.net import HEADER, MSS, wire_buckets
+
+    # the class's ceil is L's bucket on the wire (net.wire_buckets: 30 % of the link in
+    # messages, plus their headers, the ACKs of L's 1 % back and a header per message each way);
+    # iperf3 counts the payload, MSS of every MSS + HEADER bytes
+    (r_wire, b_wire), *_ = wire_buckets(plan.tenant("L"), Stage.NET_IN, LINK)
+    limit = r_wire * 8 * MSS / (MSS + HEADER)
+    print(f"\nL shaped to {limit / 1e6:.1f} Mbit/s of payload: measured {bps / 1e6:.2f} Mbit/s")
     # r·T + b over the run, b spread over T; not less than 85 % of r (TCP ramps up)
-    assert 0.85 * limit <= bps <= limit + 100_000 * 8 / seconds + 0.03 * limit
+    assert 0.85 * limit <= bps <= limit + b_wire * 8 / seconds + 0.03 * limit
     rtts = bed.probe(3.0, flood=L_PORT)  # H keeps its bound while L pushes past its bucket
     assert np.percentile(rtts, 99) <= np.percentile(bed.probe(2.0), 99) + _bound(plan)
 
@@ -394,7 +413,7 @@ def test_a_tenant_over_its_bucket_is_demoted(bed: Bed) -> None:
 
 
 def test_idempotent_readback_and_remove(bed: Bed) -> None:
-    path, hosts, _ = _plan(bed, "shaping")
+    path, hosts, plan = _plan(bed, "shaping")
     args = (
         "enforce",
         "net",
@@ -419,7 +438,11 @@ def test_idempotent_readback_and_remove(bed: Bed) -> None:
     assert bed.tailbound(*args, "--diff").stdout.strip() == "no difference"
     demotion, _, _ = _plan(bed, "demotion")
     d = bed.tailbound(*[a if a != str(path) else str(demotion) for a in args], "--diff")
-    assert "limit rate over 375000" in d.stdout and "ceil 3750000B/s" in d.stdout
+    from tailbound.enforce.net import wire_buckets
+
+    (r_wire, _), *_ = wire_buckets(plan.tenant("L"), Stage.NET_IN, LINK)
+    assert f"limit rate over {int(r_wire)} bytes" in d.stdout
+    assert f"ceil {int(r_wire)}B/s" in d.stdout
     # a bad plan leaves the installed tree as it was
     bad = bed.tmp / "bad.json"
     doc = json.loads(demotion.read_text())

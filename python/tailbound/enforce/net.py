@@ -61,6 +61,10 @@ ASSURED_RATE = 100
 HTB_PRIOS = 8
 BEST_EFFORT_PRIO = HTB_PRIOS - 1
 MTU = 1514  # bytes on the wire of a full Ethernet frame (what HTB charges)
+#: Bytes of headers per TCP segment on the wire: Ethernet 14, IPv4 20, TCP 20 and its
+#: timestamp option 12 (what an ACK without data costs too); a full segment carries MSS bytes.
+HEADER = 66
+MSS = MTU - HEADER
 LEAF_LIMIT = 1000  # packets in each leaf's pfifo
 ETH_P_IP = 0x0800
 #: nftables table names: [a-zA-Z0-9_] only.
@@ -300,6 +304,62 @@ def shaping_burst(bucket_bytes: float) -> int:
     return max(int(bucket_bytes) - MTU, 0)
 
 
+# ------------------------------------------------------------------------------ wire bytes
+def _message_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[float, float]]:
+    if stage not in t.limits:
+        return []
+    out = []
+    for lim in (t.limits[stage], *t.extra_limits.get(stage, ())):
+        capacity = lim.capacity_per_s or link_rate
+        out.append((lim.rate * capacity, lim.bucket_s * capacity))
+    return out
+
+
+def wire_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[float, float]]:
+    """``t``'s buckets at a network ``stage`` in bytes on the wire (rate bytes/s, burst bytes):
+    what its HTB class at the sender carries and is charged for.
+
+    The Plan's buckets count the network token model's message bytes
+    (:class:`tailbound.profiles.tokens.MessageSizes`); the class also carries every segment's
+    headers and the ACKs of the other direction's messages (the flow's reverse packets match the
+    same addresses and ports). With ``k = 1 + HEADER/MSS``, ``a = HEADER/MSS`` and ``O`` the
+    model's smallest message (its ``overhead_bytes``, 200):
+
+    * a message of ``m`` bytes has at most ``m/MSS + 1`` segments: ``k·m + HEADER`` bytes;
+    * the other direction's ``m'`` bytes are acknowledged by at most ``m'/MSS + 1`` ACKs (one per
+      segment, as with quick ACKs): ``a·m' + HEADER`` bytes;
+    * requests, one message each way, number at most ``α_x(τ)/O`` in any interval ``τ``, with
+      ``x`` the direction whose primary bucket has the lower rate.
+
+    So each bucket ``(r, b)`` of the stage becomes ``(k·r + a·r' + 2·HEADER·r_x/O, k·b + a·b' +
+    2·HEADER·b_x/O)`` with ``(r', b')`` the other direction's primary bucket. Without buckets in
+    the other direction its ACKs are not budgeted (only the per-message term of this one is).
+
+    >>> from tailbound.model import Slo
+    >>> from tailbound.plan import Bound, StageLimit
+    >>> from tailbound.stages import NETWORK_PATH
+    >>> lim = {Stage.NET_IN: StageLimit(0.01, 1e-4, 1e7), Stage.NET_OUT: StageLimit(0.1, 1e-3, 1e7)}
+    >>> level = dict.fromkeys(NETWORK_PATH, 0)
+    >>> t = TenantPlan("T", Slo(1, 1), "s", None, level, lim, Bound(1, "x"))
+    >>> [(round(r), round(b)) for r, b in wire_buckets(t, Stage.NET_IN, 1e7)]
+    [(216138, 2161)]
+    """
+    from tailbound.profiles.tokens import MessageSizes
+
+    own = _message_buckets(t, stage, link_rate)
+    if not own:
+        return []
+    other_stage = Stage.NET_OUT if stage is Stage.NET_IN else Stage.NET_IN
+    other = _message_buckets(t, other_stage, link_rate)[:1]
+    k, a = 1 + HEADER / MSS, HEADER / MSS
+    per_request = 2 * HEADER / MessageSizes().overhead_bytes
+    r_x, b_x = min([own[0], *other], key=lambda rb: rb[0])
+    r_o, b_o = other[0] if other else (0.0, 0.0)
+    return [
+        (k * r + a * r_o + per_request * r_x, k * b + a * b_o + per_request * b_x) for r, b in own
+    ]
+
+
 # ------------------------------------------------------------------------------ building
 @dataclass(frozen=True)
 class _Flow:
@@ -453,18 +513,17 @@ def host_config(
                 f"re-plan with at most {BEST_EFFORT_PRIO} levels",
                 field=f"{where}.priority.{f.stage}",
             )
-        buckets = []
         for j, lim in enumerate(
             (t.limits[f.stage], *t.extra_limits.get(f.stage, ())) if f.stage in t.limits else ()
         ):
-            capacity = lim.capacity_per_s or link_rate
-            r, b = lim.rate * capacity, lim.bucket_s * capacity
             if not (0 < lim.rate <= 1 and lim.bucket_s >= 0):
                 field_ = f"{where}.stages.{f.stage}" + (f".extra[{j - 1}]" if j else "")
                 raise ConfigError(
                     plan_path, f"bucket ({lim.rate}, {lim.bucket_s}) out of range", field=field_
                 )
-            buckets.append((max(int(r), 1), b))
+        buckets = [
+            (min(max(int(r), 1), link_rate), b) for r, b in wire_buckets(t, f.stage, link_rate)
+        ]
         dscp = dscp_of(level)
         base = ROOT | (0x100 + 0x10 * k)
         if mode.mode == "shaping" and buckets:
@@ -883,12 +942,8 @@ def _member(t: TenantPlan, stage: Stage, link_rate: float, delay: float = 0.0) -
     assert level is not None
     if stage not in t.limits or not math.isfinite(delay):
         return _Member(t.name, level, None)
-    buckets = []
-    for lim in (t.limits[stage], *t.extra_limits.get(stage, ())):
-        capacity = lim.capacity_per_s or link_rate
-        r = lim.rate * capacity
-        buckets.append((r, lim.bucket_s * capacity + r * delay))
-    return _Member(t.name, level, tuple(buckets))
+    buckets = tuple((r, b + r * delay) for r, b in wire_buckets(t, stage, link_rate))
+    return _Member(t.name, level, buckets)
 
 
 def htb_bounds(
