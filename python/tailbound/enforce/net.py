@@ -41,11 +41,14 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailbound.errors import ConfigError, TailboundError
 from tailbound.plan import Plan, TenantPlan, client_name
 from tailbound.stages import Stage
+
+if TYPE_CHECKING:
+    from tailbound.profiles.tokens import MessageSizes
 
 #: Our HTB qdisc's major handle ("tb"); leaf pfifo qdiscs get majors from :data:`LEAF_MAJOR` on.
 MAJOR = 0x7462
@@ -360,6 +363,57 @@ def wire_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[fl
     ]
 
 
+def wire_messages() -> MessageSizes:
+    """The token model's messages as the bytes they put on a wire on average (for the
+    simulator): a message of ``m`` bytes costs ``k·m + HEADER/2`` (``k = 1 + HEADER/MSS``, half
+    a segment's headers for the last, partial segment) and the other direction's ``m'`` bytes
+    are acknowledged by a ``HEADER``-byte ACK every two segments (Linux's delayed ACKs),
+    ``m'·HEADER/(2·MSS) + HEADER/2``: still ``overhead + factor · size``.
+
+    >>> w = wire_messages()
+    >>> round(w.overhead_bytes), round(w.small_factor, 4), round(w.large_factor, 4)
+    (280, 0.0512, 1.1507)
+    """
+    from tailbound.profiles.tokens import MessageSizes
+
+    m = MessageSizes()
+    k, ack = 1 + HEADER / MSS, HEADER / (2 * MSS)
+    return MessageSizes(
+        overhead_bytes=m.overhead_bytes * (k + ack) + HEADER,
+        small_factor=m.small_factor * k + m.large_factor * ack,
+        large_factor=m.large_factor * k + m.small_factor * ack,
+    )
+
+
+def realised_plan(plan: Plan, link_rate: float) -> Plan:
+    """``plan`` with every network bucket replaced by the one ``tailbound enforce net``
+    enforces (:func:`wire_buckets`), as a share of the ``link_rate`` (rates capped at the link):
+    the Plan as enforced, for the simulator. A simulator whose links run at the rate left to
+    the messages (``link_rate · MSS / (MSS + HEADER)``) then sees every bucket scaled as the
+    link is, so a tenant is shaped or demoted against the same budget as on the wire."""
+    tenants = []
+    for t in plan.tenants:
+        limits, extra = dict(t.limits), dict(t.extra_limits)
+        for stage in (Stage.NET_IN, Stage.NET_OUT):
+            wire = wire_buckets(t, stage, link_rate)
+            if not wire:
+                continue
+            as_limits = [
+                dataclasses.replace(
+                    t.limits[stage],
+                    rate=min(r / link_rate, 1.0),
+                    bucket_s=b / link_rate,
+                    capacity_per_s=float(link_rate),
+                )
+                for r, b in wire
+            ]
+            limits[stage] = as_limits[0]
+            if stage in extra:
+                extra[stage] = tuple(as_limits[1:])
+        tenants.append(dataclasses.replace(t, limits=limits, extra_limits=extra))
+    return dataclasses.replace(plan, tenants=tenants)
+
+
 # ------------------------------------------------------------------------------ building
 @dataclass(frozen=True)
 class _Flow:
@@ -420,22 +474,29 @@ def _nft_match(device: str, f: _Flow) -> str:
     return out
 
 
-def host_flows(plan: Plan, host: str, addresses: Addresses) -> list[_Flow]:
-    """The tenants' network stages whose first queue is ``host``'s egress, with their packets'
-    addresses and ports (``net_in``: client → server, to the tenant's port; ``net_out``: server
-    → client, from it)."""
+def host_flows(
+    plan: Plan, host: str, addresses: Addresses, *, receive: bool = False
+) -> list[_Flow]:
+    """The tenants' network stages whose first queue is ``host``'s egress (``receive``: whose
+    second queue is ``host``'s receive side), with their packets' addresses and ports
+    (``net_in``: client → server, to the tenant's port; ``net_out``: server → client, from
+    it)."""
     flows = []
     for i, t in enumerate(plan.tenants):
         client = client_name(t)
+        sender = {Stage.NET_IN: client, Stage.NET_OUT: t.server}
+        receiver = {Stage.NET_IN: t.server, Stage.NET_OUT: client}
         for stage in t.stages:
-            if stage is Stage.NET_IN and client == host:
+            if stage not in sender or (receiver if receive else sender)[stage] != host:
+                continue
+            if stage is Stage.NET_IN:
                 src, dst = (
                     addresses.ip(client, t.name, "net_in"),
                     addresses.ip(t.server, t.name, "net_in"),
                 )
                 port = addresses.ports.get(t.name)
                 flows.append(_Flow(t, i, stage, src, dst, None, port))
-            elif stage is Stage.NET_OUT and t.server == host:
+            else:
                 src, dst = (
                     addresses.ip(t.server, t.name, "net_out"),
                     addresses.ip(client, t.name, "net_out"),
@@ -467,12 +528,18 @@ def host_config(
     *,
     link_rate: int | None = None,
     plan_path: str | None = None,
+    receive: bool = False,
 ) -> NetConfig:
     """The configuration of ``host``'s ``device`` for ``plan`` (see the module's text).
 
     ``link_rate`` (bytes/s) defaults to the capacity the Plan's network buckets were computed
-    for. Raises :class:`ConfigError` naming the Plan's or the hosts file's field at fault."""
-    flows = host_flows(plan, host, addresses)
+    for. With ``receive`` the tree of the packets ``host`` receives, for the IFB device that
+    ``device``'s ingress is redirected to (:func:`ifb_name`): per tenant a class at its level
+    matching its addresses, ports and DSCP, no buckets (the sender shapes) and no marks.
+    Raises :class:`ConfigError` naming the Plan's or the hosts file's field at fault."""
+    flows = host_flows(plan, host, addresses, receive=receive)
+    if receive:
+        device = ifb_name(device)
     if link_rate is None:
         capacities = {
             lim.capacity_per_s
@@ -524,6 +591,8 @@ def host_config(
         buckets = [
             (min(max(int(r), 1), link_rate), b) for r, b in wire_buckets(t, f.stage, link_rate)
         ]
+        if receive:  # the sender shaped: only the order here
+            buckets = []
         dscp = dscp_of(level)
         base = ROOT | (0x100 + 0x10 * k)
         if mode.mode == "shaping" and buckets:
@@ -558,6 +627,8 @@ def host_config(
         filters.append(Filter(100 + k, parent, _match(f.src, f.dst, f.sport, f.dport, dscp), label))
         rules.append(f"{match} ip dscp set cs{BEST_EFFORT_PRIO - level} accept")
     rules.append(f'oifname "{device}" ip dscp set cs0')
+    if receive:  # the packets arrive marked by their sender
+        rules = []
     return NetConfig(device, link_rate, tuple(classes), tuple(leaves), tuple(filters), tuple(rules))
 
 
@@ -856,6 +927,120 @@ def remove(host: Host, device: str) -> list[str]:
     if host.nft_rules(nft_table(device)) is not None:
         host.nft(f"delete table inet {nft_table(device)}\n")
         done.append(f"nftables table inet {nft_table(device)}")
+    return done
+
+
+# ------------------------------------------------------------------------------ receive side
+INGRESS = 0xFFFF0000  # the ingress qdisc's handle (ffff:) and its filters' parent
+TC_H_INGRESS = 0xFFFFFFF1
+ETH_P_ALL = 0x0003
+TCA_EGRESS_REDIR = 1
+
+
+def ifb_name(device: str) -> str:
+    """The IFB device that ``device``'s received packets are redirected to (at most 15
+    characters, Linux's limit)."""
+    return ("tbi" + re.sub(r"[^A-Za-z0-9_.-]", "", device))[:15]
+
+
+def _redirect(host: Host, idx: int) -> str | None:
+    """The device ``idx``'s ingress qdisc redirects every packet to (our one u32 filter with a
+    mirred egress redirect); ``""`` if it has an ingress qdisc that is not that; ``None`` if it
+    has none."""
+    if not any(q["parent"] == TC_H_INGRESS for q in host.ipr.get_qdiscs(idx)):
+        return None
+    targets = []
+    for f in host.ipr.get_filters(idx, parent=INGRESS):
+        act = f.get_nested("TCA_OPTIONS", "TCA_U32_ACT")
+        if act is None:
+            continue
+        for k in range(33):
+            for a in act.get_attrs(f"TCA_ACT_PRIO_{k}"):
+                parms = a.get_nested("TCA_ACT_OPTIONS", "TCA_MIRRED_PARMS")
+                if a.get_attr("TCA_ACT_KIND") == "mirred" and parms is not None:
+                    if parms["eaction"] == TCA_EGRESS_REDIR:
+                        targets.append(int(parms["ifindex"]))
+    if len(targets) != 1:
+        return ""
+    link = host.ipr.get_links(targets[0])
+    return str(link[0].get_attr("IFLA_IFNAME")) if link else ""
+
+
+def ingress_line(device: str, ifb: str) -> str:
+    return f"qdisc ingress ffff: on {device}: u32 any → mirred egress redirect {ifb}"
+
+
+def ingress_diff(host: Host, device: str, config: NetConfig) -> list[str]:
+    """:func:`diff` of the receive side: the redirect of ``device``'s ingress to its IFB, and
+    the IFB's tree (``config``, from :func:`host_config` with ``receive``)."""
+    idx = host.index(device)
+    have: list[str] = []
+    if _redirect(host, idx) == config.device:
+        have.append(ingress_line(device, config.device))
+    if host.ipr.link_lookup(ifname=config.device):
+        now = host.installed(config.device)
+        have += _normal(now, installed=True).lines() if now is not None else []
+    want = [ingress_line(device, config.device), *_normal(config).lines()]
+    return list(difflib.unified_diff(have, want, "installed", "plan", lineterm="", n=0))
+
+
+def apply_ingress(host: Host, device: str, config: NetConfig) -> bool:
+    """Install the receive side (idempotent; whether anything changed): create the IFB device
+    ``config.device`` if missing, install ``config`` on it (:func:`apply`), and redirect every
+    packet ``device`` receives to it (an ingress qdisc with one u32 filter and a mirred
+    action). Refuses (nothing touched) if ``device`` has an ingress qdisc that is not ours."""
+    idx = host.index(device)
+    if not ingress_diff(host, device, config):
+        return False
+    redirect = _redirect(host, idx)
+    if redirect is not None and redirect != config.device:
+        raise EnforceError(
+            f"{device} has an ingress qdisc that tailbound did not install; remove it first"
+        )
+    created = not host.ipr.link_lookup(ifname=config.device)
+    try:
+        if created:
+            host.ipr.link("add", ifname=config.device, kind="ifb")
+        ifb = host.index(config.device)
+        host.ipr.link("set", index=ifb, state="up")
+        apply(host, config)
+        if redirect is None:
+            host.ipr.tc("add", "ingress", idx, INGRESS)
+            host.ipr.tc(
+                "add-filter",
+                "u32",
+                idx,
+                parent=INGRESS,
+                prio=1,
+                protocol=ETH_P_ALL,
+                keys=["0x0/0x0+0"],
+                target=INGRESS | 1,
+                action=[
+                    {"kind": "mirred", "direction": "egress", "action": "redirect", "ifindex": ifb}
+                ],
+            )
+    except Exception:
+        remove_ingress(host, device)
+        raise
+    left = ingress_diff(host, device, config)
+    if left:
+        remove_ingress(host, device)
+        raise EnforceError("readback differs from the plan (removed again):\n" + "\n".join(left))
+    return True
+
+
+def remove_ingress(host: Host, device: str) -> list[str]:
+    """Remove the receive side tailbound installed on ``device``: its ingress qdisc if it
+    redirects to our IFB, and the IFB device (with its tree)."""
+    idx = host.index(device)
+    ifb, done = ifb_name(device), []
+    if _redirect(host, idx) == ifb:
+        host.ipr.tc("del", "ingress", idx, INGRESS)
+        done.append(f"ingress qdisc on {device}")
+    found = host.ipr.link_lookup(ifname=ifb)
+    if found:
+        host.ipr.link("del", index=found[0])
+        done.append(f"ifb device {ifb}")
     return done
 
 
