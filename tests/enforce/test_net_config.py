@@ -293,3 +293,32 @@ def test_a_plan_without_buckets_and_a_stochastic_bound_is_warned_not_refused() -
     # the same without buckets but a worst-case plan bound is refused
     worst = [dataclasses.replace(t, bound=Bound(0.02, "dnc", 1.0)) for t in snc]
     assert all(c.over_slo for c in net.check_bounds(plan("shaping", *worst), C))
+
+
+def test_receive_side_config_for_the_ifb(tmp_path: Path, capsys) -> None:
+    # the server receives net_in: client → server to each tenant's port, at its level, no bucket
+    cfg = net.host_config(plan(), "s", "s0", HOSTS, receive=True)
+    assert cfg.device == net.ifb_name("s0") == "tbis0" and cfg.nft_rules == ()
+    by = {c.label.split()[0]: c for c in cfg.classes if c.label.startswith(("H", "L"))}
+    assert {n: (c.ceil, c.cburst, c.prio) for n, c in by.items()} == {
+        "H": (C, net.MTU, 0),
+        "L": (C, net.MTU, 2),
+    }
+    f = next(f for f in cfg.filters if f.label.startswith("L"))
+    assert "net_in" in f.label and (1, net.dscp_of(2) << 2, 0xFC) in f.match
+    assert (22, 5201 >> 8, 0xFF) in f.match  # to L's port
+    # the client receives net_out: from the port
+    cli = net.host_config(plan(), "c", "c0", HOSTS, receive=True)
+    assert all("net_out" in f.label for f in cli.filters)
+    assert net.ifb_name("a-very-long-device") == "tbia-very-long-"
+    from tailbound.cli.main import main
+
+    p, h = tmp_path / "plan.json", tmp_path / "hosts.json"
+    plan().save(p)
+    h.write_text(json.dumps({"hosts": HOSTS.hosts, "ports": HOSTS.ports}))
+    args = ["enforce", "net", "--plan", str(p), "--host", "s", "--hosts", str(h), "--device", "s0"]
+    assert main([*args, "--ingress", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "qdisc ingress ffff: on s0: u32 any → mirred egress redirect tbis0" in out
+    assert "# L net_in level 2" in out and "nft" not in out
+    assert main([*args, "--ingress", "--switch", "--link-rate", "1gbit", "--dry-run"]) == 2

@@ -461,3 +461,58 @@ def test_idempotent_readback_and_remove(bed: Bed) -> None:
     assert r.returncode == 2 and "did not install" in r.stderr
     assert "htb 1:" in sh("tc", "qdisc", "show", "dev", "c0", ns=bed.client)
     sh("tc", "qdisc", "del", "dev", "c0", "root", ns=bed.client)
+
+
+def test_receive_side_through_ifb(bed: Bed) -> None:
+    """``--ingress``: the server's received packets redirected to an IFB device holding the
+    plan's tree at 100 Mbit/s, the only bottleneck of the path (the senders' trees at 1 Gbit/s
+    only mark DSCP, the switch forwards at any rate): a best-effort flood from the client
+    queues there, and H's requests pass it by priority; the same IFB as one FIFO at the link
+    rate does not. Readback, idempotence, --diff, --check and --remove cover it."""
+    from tailbound.enforce import net
+
+    path, hosts, plan = _plan(bed, "shaping")
+    common = ["--plan", str(path), "--hosts", str(hosts)]
+    for host, ns, dev in (("c", bed.client, "c0"), ("s", bed.server, "s0")):
+        p = bed.tailbound(
+            "enforce", "net", *common, "--host", host, "--device", dev, "--netns", ns,
+            "--link-rate", "1gbit",
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    for dev in ("wc", "ws"):
+        with net.Host(bed.switch) as h:
+            net.remove(h, dev)
+    ingress = ["enforce", "net", *common, "--host", "s", "--device", "s0", "--netns", bed.server]
+    ingress += ["--ingress", "--link-rate", "100mbit"]
+    try:
+        assert bed.tailbound(*ingress, "--check").returncode == 1
+        first = bed.tailbound(*ingress)
+        assert first.returncode == 0 and "s0 → tbis0: installed" in first.stdout, first.stderr
+        second = bed.tailbound(*ingress)
+        assert second.returncode == 0 and "unchanged" in second.stdout
+        assert bed.tailbound(*ingress, "--check").returncode == 0
+        assert bed.tailbound(*ingress, "--diff").stdout.strip() == "no difference"
+        assert "mirred" in sh("tc", "filter", "show", "dev", "s0", "ingress", ns=bed.server)
+        alone = bed.probe(2.0)
+        floor = float(np.percentile(alone, 99))
+        enforced = bed.probe(3.0, flood=FLOOD_PORT, udp=True)
+        flood_on = bed.last_flood_bps
+        with net.Host(bed.server) as h:  # the same bottleneck, one FIFO
+            net.apply_ingress(h, "s0", net.link_config(net.ifb_name("s0"), LINK))
+        assert bed.tailbound(*ingress, "--check").returncode == 1
+        fifo = bed.probe(3.0, flood=FLOOD_PORT, udp=True)
+        p99_on, p99_off = np.percentile(enforced, 99), np.percentile(fifo, 99)
+        print(
+            f"\nIFB at the server: H alone p99 {floor * 1e3:.2f} ms; flood (best effort, "
+            f"{flood_on / 1e6:.1f} Mbit/s received) with the plan's tree p99 "
+            f"{p99_on * 1e3:.2f} ms, with one FIFO {p99_off * 1e3:.2f} ms "
+            f"({bed.last_flood_bps / 1e6:.1f} Mbit/s); bound {_bound(plan) * 1e3:.2f} ms"
+        )
+        assert flood_on < 105e6, "the IFB did not hold the flood to the link rate"
+        assert p99_on <= floor + _bound(plan)
+        assert p99_off > floor + _bound(plan)
+    finally:
+        removed = bed.tailbound(*ingress, "--remove")
+    assert "ingress qdisc on s0" in removed.stdout and "ifb device tbis0" in removed.stdout
+    assert "ingress" not in sh("tc", "qdisc", "show", "dev", "s0", ns=bed.server)
+    assert "tbis0" not in sh("ip", "link", "show", ns=bed.server)

@@ -57,6 +57,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     net.add_argument("--netns", help="act inside this network namespace (default: the current)")
     net.add_argument("--link-rate", type=_rate, help="link rate (default: the plan's capacity)")
     net.add_argument("--switch", action="store_true", help="a DSCP strict-priority switch port")
+    net.add_argument(
+        "--ingress",
+        action="store_true",
+        help="the receive side instead: redirect what --device receives to an IFB device "
+        "(tbi<device>) holding the plan's tree for the packets this host receives",
+    )
     mode = net.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the objects, change nothing")
     mode.add_argument("--diff", action="store_true", help="print what differs from the device")
@@ -209,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = None
     checks: list[net.BoundCheck] = []
+    if args.ingress and args.switch:
+        raise ConfigError(None, "--ingress and --switch exclude each other", field="--ingress")
     if not args.remove:
         if args.switch:
             if args.link_rate is None:
@@ -232,10 +240,13 @@ def run(args: argparse.Namespace) -> int:
                 addresses,
                 link_rate=args.link_rate,
                 plan_path=args.plan,
+                receive=args.ingress,
             )
-            names = {f.tenant.name for f in net.host_flows(plan, args.host, addresses)}
-            checks = net.check_bounds(plan, config.link_rate, names)
+            flows = net.host_flows(plan, args.host, addresses, receive=args.ingress)
+            checks = net.check_bounds(plan, config.link_rate, {f.tenant.name for f in flows})
         if args.dry_run:
+            if args.ingress:
+                print(net.ingress_line(args.device, config.device))
             print("\n".join(config.lines(labels=True)))
             print("\n".join(f"# bound: {c.line()}" for c in checks))
             return _refuse(checks, "would refuse")
@@ -243,20 +254,28 @@ def run(args: argparse.Namespace) -> int:
             return 1
     with net.Host(args.netns) as host:
         if args.remove:
-            done = net.remove(host, args.device)
+            done = (net.remove_ingress if args.ingress else net.remove)(host, args.device)
             print(
                 "removed " + "; ".join(done) if done else f"nothing of tailbound's on {args.device}"
             )
             return 0
         assert config is not None
         if args.diff or args.check:
-            lines = net.diff(host, config)
+            lines = (
+                net.ingress_diff(host, args.device, config)
+                if args.ingress
+                else net.diff(host, config)
+            )
             if args.diff:
                 print("\n".join(lines) if lines else "no difference")
             return 1 if lines and args.check else 0
-        changed = net.apply(host, config)
+        if args.ingress:
+            changed = net.apply_ingress(host, args.device, config)
+        else:
+            changed = net.apply(host, config)
         print(
-            f"{args.device}: {'installed' if changed else 'unchanged'}: "
+            f"{args.device}{' → ' + config.device if args.ingress else ''}: "
+            f"{'installed' if changed else 'unchanged'}: "
             f"{len(config.classes)} classes, {len(config.filters)} filters, "
             f"{len(config.nft_rules)} nftables rules; readback equals the plan"
         )
