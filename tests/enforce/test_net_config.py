@@ -322,3 +322,29 @@ def test_receive_side_config_for_the_ifb(tmp_path: Path, capsys) -> None:
     assert "qdisc ingress ffff: on s0: u32 any → mirred egress redirect tbis0" in out
     assert "# L net_in level 2" in out and "nft" not in out
     assert main([*args, "--ingress", "--switch", "--link-rate", "1gbit", "--dry-run"]) == 2
+
+
+def test_ipv6_filters_match_the_ipv6_header() -> None:
+    v6 = net.Addresses({"c": "fd00::1", "s": "fd00::2"}, {"H": 5001, "L": 5201})
+    cfg = net.host_config(plan(), "c", "c0", v6)
+    f = next(f for f in cfg.filters if f.label.startswith("H"))
+    assert f.protocol == net.ETH_P_IPV6
+    # version 6 and traffic class CS7 << 2 = 0xE0 across bytes 0 and 1; TCP; addresses at 8
+    # and 24; the destination port at 42
+    assert (0, 0x6E, 0xFF) in f.match and (1, 0x00, 0xC0) in f.match and (6, 6, 0xFF) in f.match
+    assert (23, 1, 0xFF) in f.match and (39, 2, 0xFF) in f.match
+    assert (42, 5001 >> 8, 0xFF) in f.match and (43, 5001 & 0xFF, 0xFF) in f.match
+    assert f.keys()[0] == "0x6e000000/0xffc00000+0"
+    assert any(
+        "ip6 saddr fd00::1 ip6 daddr fd00::2 tcp dport 5001 ip6 dscp set cs7" in r
+        for r in cfg.nft_rules
+    )
+    assert 'oifname "c0" ip6 dscp set cs0' in cfg.nft_rules
+    # CS5 (level 2): 40 << 2 = 0xA0 → byte 0 low nibble 0xA, byte 1 top bits 00
+    low = next(f for f in cfg.filters if f.label.startswith("L"))
+    assert (0, 0x6A, 0xFF) in low.match
+    # the switch takes both families
+    sw = net.switch_config("wc", C)
+    assert {f.protocol for f in sw.filters} == {net.ETH_P_IP, net.ETH_P_IPV6}
+    with pytest.raises(ConfigError, match="IPv4 or IPv6"):
+        net.Addresses.from_json({"hosts": {"c": "fd00::zz"}})

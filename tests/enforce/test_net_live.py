@@ -516,3 +516,41 @@ def test_receive_side_through_ifb(bed: Bed) -> None:
     assert "ingress qdisc on s0" in removed.stdout and "ifb device tbis0" in removed.stdout
     assert "ingress" not in sh("tc", "qdisc", "show", "dev", "s0", ns=bed.server)
     assert "tbis0" not in sh("ip", "link", "show", ns=bed.server)
+
+
+def test_ipv6_filters_classify_and_read_back(bed: Bed) -> None:
+    """A hosts file with IPv6 addresses: u32 filters on the IPv6 header (traffic class, next
+    header, addresses, ports), nftables ``ip6 dscp`` marks; the readback equals the plan, a
+    second apply changes nothing, and L's TCP traffic lands in L's class."""
+    v6 = {"c": "fd00:7462::1", "s": "fd00:7462::2"}
+    for ns, dev, host in ((bed.client, "c0", "c"), (bed.server, "s0", "s")):
+        sh("ip", "-6", "addr", "replace", f"{v6[host]}/64", "dev", dev, "nodad", ns=ns)
+    path, _, _ = _plan(bed, "shaping")
+    hosts = bed.tmp / "hosts6.json"
+    hosts.write_text(json.dumps({"hosts": v6, "ports": {"H": H_PORT, "L": L_PORT}}))
+    args = ("enforce", "net", "--plan", str(path), "--host", "c", "--hosts", str(hosts))
+    args += ("--device", "c0", "--netns", bed.client)
+    bed.tailbound(*args, "--remove")
+    dry = bed.tailbound(*args, "--dry-run")
+    assert "filter u32 ipv6 pref 101" in dry.stdout and "ip6 dscp set cs5" in dry.stdout
+    first = bed.tailbound(*args)
+    assert first.returncode == 0 and "installed" in first.stdout, first.stderr
+    assert "unchanged" in bed.tailbound(*args).stdout
+    assert bed.tailbound(*args, "--check").returncode == 0
+    srv = subprocess.Popen(
+        ["ip", "netns", "exec", bed.server, "iperf3", "-s", "-1", "-p", str(L_PORT)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.3)
+    try:
+        sh("iperf3", "-6", "-c", v6["s"], "-p", str(L_PORT), "-t", "1", ns=bed.client)
+    finally:
+        srv.wait(timeout=10)
+    stats = sh("tc", "-s", "class", "show", "dev", "c0", "classid", "7462:110", ns=bed.client)
+    sent = int(stats.split("Sent ")[1].split()[0])
+    print(f"\nL's class over IPv6: {sent} bytes")
+    assert sent > 1_000_000, stats
+    marks = sh("nft", "list", "table", "inet", "tailbound_c0", ns=bed.client)
+    assert f"ip6 saddr {v6['c']} ip6 daddr {v6['s']} tcp dport {L_PORT}" in marks
+    bed.tailbound(*args, "--remove")

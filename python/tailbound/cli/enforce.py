@@ -52,7 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     net.add_argument("--plan", help="the plan (tailbound-plan JSON)")
     net.add_argument("--host", help="the plan's client host or server this machine is")
-    net.add_argument("--hosts", help="JSON: {'hosts': {name: IPv4}, 'ports': {tenant: port}}")
+    net.add_argument(
+        "--hosts", help="JSON: {'hosts': {name: IPv4 or IPv6}, 'ports': {tenant: port}}"
+    )
     net.add_argument("--device", required=True, help="the egress device (e.g. eth0)")
     net.add_argument("--netns", help="act inside this network namespace (default: the current)")
     net.add_argument("--link-rate", type=_rate, help="link rate (default: the plan's capacity)")

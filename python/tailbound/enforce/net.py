@@ -18,10 +18,11 @@ short, on the device's egress:
   over the bucket best effort (DSCP CS0) and the tenant's filter, which also matches its DSCP,
   no longer takes them: they fall to the best-effort class, below every level;
 * classification by u32 filters on the tenant's addresses (and TCP port, when the hosts file
-  gives one), IPv4 without options (``ihl = 5``), and its DSCP; DSCP marks by nftables in a
-  table of our own (``inet tailbound_<device>``, postrouting on the device): level ``p`` gets
-  class selector CS(7 − p), best effort and everything else CS0, so a priority-honouring switch
-  (:func:`switch_config`) orders the receive side the same way.
+  gives one), IPv4 without options (``ihl = 5``) or IPv6 without extension headers, and its
+  DSCP; DSCP marks by nftables in a table of our own (``inet tailbound_<device>``,
+  postrouting on the device): level ``p`` gets class selector CS(7 − p), best effort and
+  everything else CS0, so a priority-honouring switch (:func:`switch_config`) orders the
+  receive side the same way.
 
 Nothing is touched before the Plan, the hosts file and the device have been checked; a foreign
 (non-default) root qdisc is never replaced; :func:`remove` deletes only our qdisc (the kernel
@@ -37,6 +38,7 @@ import json
 import math
 import re
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +72,7 @@ HEADER = 66
 MSS = MTU - HEADER
 LEAF_LIMIT = 1000  # packets in each leaf's pfifo
 ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
 #: nftables table names: [a-zA-Z0-9_] only.
 _NFT_SAFE = re.compile(r"[^A-Za-z0-9_]")
 #: Root qdiscs the kernel installs by itself; anything else belongs to someone and is kept.
@@ -128,10 +131,10 @@ class Addresses:
         hosts = {}
         for name, ip in hosts_doc.items():
             try:
-                hosts[name] = str(ipaddress.IPv4Address(ip))
-            except (ipaddress.AddressValueError, ValueError):
+                hosts[name] = str(ipaddress.ip_address(ip))
+            except (ipaddress.AddressValueError, ValueError, TypeError):
                 raise ConfigError(
-                    path, f"expected an IPv4 address, got {ip!r}", field=f"hosts.{name}"
+                    path, f"expected an IPv4 or IPv6 address, got {ip!r}", field=f"hosts.{name}"
                 ) from None
         ports = {}
         for name, port in ports_doc.items():
@@ -193,10 +196,13 @@ class Filter:
     classid: int
     match: tuple[tuple[int, int, int], ...]
     label: str = field(default="", compare=False)
+    #: The packets' ethertype: IPv4 (offsets in the IPv4 header) or IPv6 (in the IPv6 header).
+    protocol: int = ETH_P_IP
 
     def line(self) -> str:
         m = " ".join(f"{o}:{v:02x}/{k:02x}" for o, v, k in self.match)
-        return f"filter u32 pref {self.pref} classid {_h(self.classid)} match {m}"
+        family = "ip" if self.protocol == ETH_P_IP else "ipv6"
+        return f"filter u32 {family} pref {self.pref} classid {_h(self.classid)} match {m}"
 
     def keys(self) -> list[str]:
         """The keys as pyroute2 takes them: ``0xVALUE/0xMASK+OFFSET``, 32-bit aligned."""
@@ -451,7 +457,13 @@ def _base(link_rate: int) -> list[HtbClass]:
     ]
 
 
+def _is_v6(address: str) -> bool:
+    return ipaddress.ip_address(address).version == 6
+
+
 def _match(src: str, dst: str, sport: int | None, dport: int | None, dscp: int | None):
+    if _is_v6(src):
+        return _match_v6(src, dst, sport, dport, dscp)
     m: list[tuple[int, int, int]] = [(0, 0x45, 0xFF)]  # IPv4, header without options
     if dscp is not None:
         m.append((1, dscp << 2, 0xFC))
@@ -465,8 +477,33 @@ def _match(src: str, dst: str, sport: int | None, dport: int | None, dscp: int |
     return tuple(m)
 
 
+def _dscp_v6(dscp: int) -> list[tuple[int, int, int]]:
+    """IPv6's traffic class (DSCP << 2) spans the low nibble of byte 0 and the high one of byte
+    1: the DSCP's top four bits and its last two."""
+    return [(0, 0x60 | dscp >> 2, 0xFF), (1, (dscp & 3) << 6, 0xC0)]
+
+
+def _match_v6(src: str, dst: str, sport: int | None, dport: int | None, dscp: int | None):
+    """The IPv6 match: version 6, DSCP, next header TCP (no extension headers), addresses at
+    bytes 8 and 24, ports at 40 and 42."""
+    m = _dscp_v6(dscp) if dscp is not None else [(0, 0x60, 0xF0)]
+    if sport is not None or dport is not None:
+        m.append((6, 6, 0xFF))
+    m += [(8 + i, b, 0xFF) for i, b in enumerate(ipaddress.IPv6Address(src).packed)]
+    m += [(24 + i, b, 0xFF) for i, b in enumerate(ipaddress.IPv6Address(dst).packed)]
+    for off, port in ((40, sport), (42, dport)):
+        if port is not None:
+            m += [(off, port >> 8, 0xFF), (off + 1, port & 0xFF, 0xFF)]
+    return tuple(m)
+
+
+def _family(f: _Flow) -> str:
+    return "ip6" if _is_v6(f.src) else "ip"
+
+
 def _nft_match(device: str, f: _Flow) -> str:
-    out = f'oifname "{device}" ip saddr {f.src} ip daddr {f.dst}'
+    fam = _family(f)
+    out = f'oifname "{device}" {fam} saddr {f.src} {fam} daddr {f.dst}'
     if f.sport is not None:
         out += f" tcp sport {f.sport}"
     if f.dport is not None:
@@ -565,7 +602,7 @@ def host_config(
         label = f"{t.name} {f.stage}"
         match = _nft_match(device, f)
         if level is None:  # best effort at this stage: the default class, marked CS0
-            rules.append(f"{match} ip dscp set cs0 accept")
+            rules.append(f"{match} {_family(f)} dscp set cs0 accept")
             continue
         if mode.kind != "priority":
             raise ConfigError(
@@ -603,7 +640,7 @@ def host_config(
             for r, b in buckets:  # demotion: nftables marks what exceeds a bucket CS0
                 rules.append(
                     f"{match} limit rate over {r} bytes/second burst {int(b)} bytes "
-                    f"ip dscp set cs0 accept"
+                    f"{_family(f)} dscp set cs0 accept"
                 )
         parent = LINK_CLASS
         for depth, (r, b) in enumerate(chain):
@@ -624,9 +661,13 @@ def host_config(
             )
             parent = cid
         leaves.append(Leaf((LEAF_MAJOR + 1 + k) << 16, parent, LEAF_LIMIT))
-        filters.append(Filter(100 + k, parent, _match(f.src, f.dst, f.sport, f.dport, dscp), label))
-        rules.append(f"{match} ip dscp set cs{BEST_EFFORT_PRIO - level} accept")
+        proto = ETH_P_IPV6 if _is_v6(f.src) else ETH_P_IP
+        m = _match(f.src, f.dst, f.sport, f.dport, dscp)
+        filters.append(Filter(100 + k, parent, m, label, proto))
+        rules.append(f"{match} {_family(f)} dscp set cs{BEST_EFFORT_PRIO - level} accept")
     rules.append(f'oifname "{device}" ip dscp set cs0')
+    if any(_is_v6(f.src) for f in flows):
+        rules.append(f'oifname "{device}" ip6 dscp set cs0')
     if receive:  # the packets arrive marked by their sender
         rules = []
     return NetConfig(device, link_rate, tuple(classes), tuple(leaves), tuple(filters), tuple(rules))
@@ -655,6 +696,8 @@ def switch_config(device: str, link_rate: int) -> NetConfig:
         )
         leaves.append(Leaf((LEAF_MAJOR + 1 + p) << 16, cid, LEAF_LIMIT))
         filters.append(Filter(100 + p, cid, ((0, 0x45, 0xFF), (1, dscp_of(p) << 2, 0xFC))))
+        v6 = tuple(_dscp_v6(dscp_of(p)))
+        filters.append(Filter(200 + p, cid, v6, protocol=ETH_P_IPV6))
     return NetConfig(device, link_rate, tuple(classes), tuple(leaves), tuple(filters))
 
 
@@ -776,7 +819,10 @@ class Host:
             classid = f.get_nested("TCA_OPTIONS", "TCA_U32_CLASSID")
             if sel is None or classid is None:
                 continue
-            filters.append(Filter(int(f["info"]) >> 16, int(classid), _u32_match(sel)))
+            proto = socket.ntohs(int(f["info"]) & 0xFFFF)
+            filters.append(
+                Filter(int(f["info"]) >> 16, int(classid), _u32_match(sel), protocol=proto)
+            )
         rules = self.nft_rules(nft_table(device)) or ()
         link = next((c.rate for c in classes if c.classid == LINK_CLASS), 0)
         return NetConfig(device, link, tuple(classes), leaves, tuple(filters), rules, default)
@@ -823,7 +869,12 @@ def _normal(config: NetConfig, *, installed: bool = False) -> NetConfig:
         config.link_rate,
         tuple(sorted(c if installed else _stored(c) for c in config.classes)),
         tuple(sorted(config.leaves)),
-        tuple(sorted(Filter(f.pref, f.classid, tuple(sorted(f.match))) for f in config.filters)),
+        tuple(
+            sorted(
+                Filter(f.pref, f.classid, tuple(sorted(f.match)), protocol=f.protocol)
+                for f in config.filters
+            )
+        ),
         tuple(_normal_nft(r) for r in config.nft_rules),
         config.default_class,
     )
@@ -896,7 +947,7 @@ def _install_tc(host: Host, idx: int, config: NetConfig) -> None:
             idx,
             parent=ROOT,
             prio=f.pref,
-            protocol=ETH_P_IP,
+            protocol=f.protocol,
             target=f.classid,
             keys=f.keys(),
         )
