@@ -13,6 +13,7 @@ Latency here is end to end from the request's arrival at its own shaper, through
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 from tailbound.atomic import atomic_path
 from tailbound.model import Slo
 from tailbound.plan import Plan
+from tailbound.profiles.tokens import MessageSizes
 from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.results import SimResults
 from tailbound.sim.scenario import Scenario
@@ -167,13 +169,15 @@ def replay_plan(
     propagation_s: float = 0.0,
     window_s: float = 180.0,
     devices: Mapping[str, Mapping[str, Any]] | None = None,
+    messages: MessageSizes | None = None,
 ) -> Verification:
     """Simulate ``plan`` with each tenant replaying ``traces[name]`` and check every tenant.
 
     ``profile`` is the SSD profile of the plan's devices (path or JSON document; not needed for a
     network-only plan), ``devices`` a device's own scenario table by device name (a disk);
     ``mode`` overrides the plan's rate-limiter behaviour (``"shaping"`` or ``"demotion"``,
-    PriorityMeister's storage enforcer) at every queue.
+    PriorityMeister's storage enforcer) at every queue; ``messages`` the network messages' sizes
+    (default: the token model's; ``tailbound.enforce.net.wire_messages`` for bytes on a wire).
     """
     doc = scenario_from_plan(
         plan,
@@ -185,6 +189,8 @@ def replay_plan(
         propagation_s=propagation_s,
         devices=devices,
     )
+    if messages is not None:
+        doc["network"]["messages"] = dataclasses.asdict(messages)
     simulator = Scenario.from_dict(doc).simulator()
     simulator.run()
     return check_results(plan, simulator.results(), window_s=window_s)

@@ -304,3 +304,45 @@ def test_the_cli_verb_serves_replays_and_prints_the_table(tmp_path: Path) -> Non
         [*tb, "--hosts", str(hosts), "--tenants", str(tenants)], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "ports.A" in bad.stderr
+
+
+def test_clients_started_apart_share_a_wall_clock_start(tmp_path: Path) -> None:
+    """``--start-at`` and ``--origin``: two clients launched a second apart send trace time 0.3
+    at the same instant (how several client hosts replay one scenario); a start that has passed
+    or an origin after the first request is bad input."""
+    server, bound = replay.serve([0], 30, address="127.0.0.1")
+    try:
+        _requests(tmp_path / "a.csv", [("A", 0.1 * i, "R", 4096) for i in range(6)])
+        _requests(tmp_path / "b.csv", [("B", 0.3 + 0.05 * i, "R", 4096) for i in range(5)])
+        start = time.time() + 2.5
+        procs, ends = [], {}
+        for name in ("a", "b"):
+            cmd = [str(BINARY), "client", "--requests", str(tmp_path / f"{name}.csv")]
+            cmd += ["--tenant", f"{name.upper()}={bound[0]}", "--out", str(tmp_path / name)]
+            cmd += ["--start-at", repr(start), "--origin", "0", "--drain", "2"]
+            procs.append((name, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)))
+            time.sleep(1.0)
+        for name, p in procs:
+            _, err = p.communicate(timeout=20)
+            ends[name] = time.time()
+            assert p.returncode == 0, err
+        # both replayed trace time 0.5 at start + 0.5 (A's last request, B's last request):
+        # B, launched a second later, was not rebased to its own launch or its first request
+        for name in ("a", "b"):
+            rows = _rows(tmp_path / name)
+            assert all(float(r["issue_lag_s"]) < 0.05 for r in rows)
+        assert ends["a"] >= start + 0.5 and ends["b"] >= start + 0.5
+        assert abs(ends["a"] - ends["b"]) < 0.3
+        late = _client(
+            "--requests", str(tmp_path / "a.csv"), "--tenant", f"A={bound[0]}",
+            "--out", str(tmp_path / "late"), "--start-at", repr(time.time() - 1),
+        )  # fmt: skip
+        assert late.returncode == 2 and "--start-at" in late.stderr and "passed" in late.stderr
+        after = _client(
+            "--requests", str(tmp_path / "b.csv"), "--tenant", f"B={bound[0]}",
+            "--out", str(tmp_path / "after"), "--origin", "0.4",
+        )  # fmt: skip
+        assert after.returncode == 2 and "--origin 0.4: after the first request" in after.stderr
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)

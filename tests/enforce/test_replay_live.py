@@ -62,8 +62,10 @@ SECONDS = 6.0
 PAYLOAD_LINK = LINK * 1448 / 1514  # the link rate left to the messages
 PORTS = {"H": 7001, "M": 7002, "L": 7003}
 PCTS = (0.5, 0.9, 0.99)
-SLOS = {"H": 0.005, "M": 0.02, "L": 1.0}  # seconds, at the 99th percentile
-MSS, HEADER = 1448, 66
+SLOS = {"H": 0.02, "M": 0.2, "L": 7.0}  # seconds, at the 99th percentile: above the bounds
+#: Bucket rates over the mean: the wire's rates (headers, ACKs, a header per message more,
+#: ``net.wire_buckets``) of all three must stay under the link for L to have a finite bound.
+HEADROOM = {"H": 1.2, "M": 1.2, "L": 1.05}
 RT = ["chrt", "-f", "50"] if shutil.which("chrt") else []
 
 
@@ -87,26 +89,20 @@ def _bucket(time: np.ndarray, nbytes: np.ndarray, rate: float) -> float:
     return worst
 
 
-def _wire(message: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """Bytes a direction's HTB class counts per request: the message's segments with their
-    TCP/IP/Ethernet headers (66 bytes per segment of up to 1448) and the ACKs of the other
-    direction's message (a 66-byte ACK per segment at worst), which travel in the same class."""
-    segments = np.ceil(message / MSS)
-    return message + HEADER * segments + HEADER * np.ceil(other / MSS)
-
-
 def _plan(traces: dict[str, Trace]) -> Plan:
-    """Levels H 0, M 1, L 2; per stage a token bucket the trace's packets conform to at 1.5 ×
-    their mean rate (bytes on the wire with headers and ACKs, :func:`_wire`), so the shapers
+    """Levels H 0, M 1, L 2; per stage a token bucket the trace's messages conform to at
+    :data:`HEADROOM` × their mean rate (the network token model's message bytes, as the
+    planners count them: ``tailbound enforce net`` adds the headers and ACKs,
+    ``net.wire_buckets``), so the shapers
     police without delaying conforming traffic; the bound is the realised discipline's
-    (net.htb_bounds) over the four queues."""
+    (``net.network_bounds``) over the four queues."""
     sizes = MessageSizes()
     tenants = []
     for level, (name, trace) in enumerate(traces.items()):
         limits = {}
         q, r = sizes.request_bytes(trace), sizes.response_bytes(trace)
-        for stage, nbytes in ((Stage.NET_IN, _wire(q, r)), (Stage.NET_OUT, _wire(r, q))):
-            rate = 1.5 * float(nbytes.sum()) / SECONDS
+        for stage, nbytes in ((Stage.NET_IN, q), (Stage.NET_OUT, r)):
+            rate = HEADROOM[name] * float(nbytes.sum()) / SECONDS
             b = _bucket(trace.time, nbytes, rate)
             limits[stage] = StageLimit(rate / LINK, b / LINK, float(LINK))
         tenants.append(
@@ -127,16 +123,13 @@ def _plan(traces: dict[str, Trace]) -> Plan:
         tenants=tenants,
         disciplines={s: Discipline("priority", "shaping") for s in NETWORK_PATH},
     )
-    from tailbound.enforce.net import htb_bounds
+    from tailbound.enforce.net import network_bounds
 
-    bounds = {s: htb_bounds(plan, s, LINK) for s in (Stage.NET_IN, Stage.NET_OUT)}
+    bounds = network_bounds(plan, LINK)
     return dataclasses.replace(
         plan,
         tenants=[
-            dataclasses.replace(
-                t, bound=Bound(sum(2 * bounds[s][t.name] for s in bounds), "htb", 1.0)
-            )
-            for t in plan.tenants
+            dataclasses.replace(t, bound=Bound(bounds[t.name], "htb", 1.0)) for t in plan.tenants
         ],
     )
 

@@ -47,6 +47,10 @@ pub struct Options {
     tenants: Vec<Tenant>,
     out: String,
     start_delay_s: f64,
+    /// Wall-clock start (seconds since the Unix epoch): several clients started apart share it.
+    start_at: Option<f64>,
+    /// The trace time that maps to the start (default: the earliest request's).
+    origin: Option<f64>,
     drain_s: f64,
     sizes: MessageSizes,
     nbd: bool,
@@ -71,6 +75,8 @@ impl Options {
             tenants: Vec::new(),
             out: String::new(),
             start_delay_s: 0.5,
+            start_at: None,
+            origin: None,
             drain_s: 5.0,
             sizes: MessageSizes::default(),
             nbd: false,
@@ -82,6 +88,8 @@ impl Options {
                 "--out" => o.out = value(a, it.next())?.clone(),
                 "--tenant" => o.tenants.push(parse_tenant(value(a, it.next())?)?),
                 "--start-delay" => o.start_delay_s = proto::seconds(a, it.next())?,
+                "--start-at" => o.start_at = Some(proto::seconds(a, it.next())?),
+                "--origin" => o.origin = Some(proto::seconds(a, it.next())?),
                 "--drain" => o.drain_s = proto::seconds(a, it.next())?,
                 "--nbd" => o.nbd = true,
                 "--overhead" => o.sizes.overhead = factor(a, it.next())?,
@@ -278,7 +286,16 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
     let t0 =
         requests.iter().filter_map(|r| r.first()).map(|r| r.time_s).fold(f64::INFINITY, f64::min);
     let t_last = requests.iter().filter_map(|r| r.last()).map(|r| r.time_s).fold(0.0, f64::max);
-    let t0 = if t0.is_finite() { t0 } else { 0.0 };
+    let t0 = match o.origin {
+        Some(origin) if t0.is_finite() && origin > t0 => {
+            return Err(Error::Usage(format!(
+                "--origin {origin}: after the first request's time {t0}"
+            )))
+        }
+        Some(origin) => origin,
+        None if t0.is_finite() => t0,
+        None => 0.0,
+    };
 
     let mut conns = Vec::new();
     let mut streams = Vec::new();
@@ -325,7 +342,22 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
         }
     }
 
-    let start = Instant::now() + Duration::from_secs_f64(o.start_delay_s);
+    let start = match o.start_at {
+        None => Instant::now() + Duration::from_secs_f64(o.start_delay_s),
+        Some(at) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(|e| Error::Io(format!("the clock is before 1970: {e}")))?
+                .as_secs_f64();
+            if at <= now {
+                return Err(Error::Usage(format!(
+                    "--start-at {at}: already passed ({:.3} s ago) once connected",
+                    now - at
+                )));
+            }
+            Instant::now() + Duration::from_secs_f64(at - now)
+        }
+    };
     let deadline = start + Duration::from_secs_f64(t_last - t0 + o.drain_s);
     let at = |time_s: f64| start + Duration::from_secs_f64(time_s - t0);
 

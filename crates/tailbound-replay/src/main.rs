@@ -21,10 +21,12 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   tailbound-replay server --listen ADDR[,tos=N] [--listen ...] --duration S [--log FILE]
   tailbound-replay client --requests FILE --tenant NAME=ADDR[,tos=N][,connections=K] [...]
-                          --out FILE [--start-delay S] [--drain S] [--overhead B]
+                          --out FILE [--start-delay S | --start-at UNIX_S] [--origin S]
+                          [--drain S] [--overhead B]
                           [--small-factor F] [--large-factor F]
   tailbound-replay client --nbd --requests FILE --tenant NAME=ADDR[,export=E][,connections=K]
-                          [...] --out FILE [--start-delay S] [--drain S]";
+                          [...] --out FILE [--start-delay S | --start-at UNIX_S] [--origin S]
+                          [--drain S]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -25,6 +25,8 @@ def _rate(text: str) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from tailbound.cli.exitcodes import epilog
+
     parser = subparsers.add_parser(
         "enforce",
         help="apply a plan to a host's network device (Linux tc through netlink, DSCP marks)",
@@ -39,16 +41,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "runs at the link rate, per tenant a class with its token bucket and level (strict "
             "priority between levels), u32 filters on addresses, ports and DSCP, and nftables "
             "DSCP marks (docs/enforcement.md). Idempotent; needs root. With --switch, a switch "
-            "port that orders packets by DSCP instead (no plan needed)."
+            "port that orders packets by DSCP instead (no plan needed). Every tenant's bound "
+            "with its network stages under the discipline tc realises is compared with the "
+            "plan's bound (a warning when above) and its SLO (refused when above)."
+        ),
+        epilog=epilog(
+            "a tenant's bound under the realised discipline is above its SLO, so nothing is "
+            "installed; with --check, also: the device does not hold the plan"
         ),
     )
     net.add_argument("--plan", help="the plan (tailbound-plan JSON)")
     net.add_argument("--host", help="the plan's client host or server this machine is")
-    net.add_argument("--hosts", help="JSON: {'hosts': {name: IPv4}, 'ports': {tenant: port}}")
+    net.add_argument(
+        "--hosts", help="JSON: {'hosts': {name: IPv4 or IPv6}, 'ports': {tenant: port}}"
+    )
     net.add_argument("--device", required=True, help="the egress device (e.g. eth0)")
     net.add_argument("--netns", help="act inside this network namespace (default: the current)")
     net.add_argument("--link-rate", type=_rate, help="link rate (default: the plan's capacity)")
     net.add_argument("--switch", action="store_true", help="a DSCP strict-priority switch port")
+    net.add_argument(
+        "--ingress",
+        action="store_true",
+        help="the receive side instead: redirect what --device receives to an IFB device "
+        "(tbi<device>) holding the plan's tree for the packets this host receives",
+    )
     mode = net.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the objects, change nothing")
     mode.add_argument("--diff", action="store_true", help="print what differs from the device")
@@ -90,6 +106,14 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--duration", type=float, default=60.0, help="--serve: seconds to serve")
     add_window(rp)
     rp.add_argument("--drain", type=float, default=5.0, help="seconds after the last request")
+    rp.add_argument(
+        "--start-at",
+        type=float,
+        metavar="UNIX_S",
+        help="start at this wall-clock time (seconds since the epoch), trace time 0 (or the "
+        "window's start) then: several client hosts with synchronised clocks replay one scenario",
+    )
+    rp.add_argument("--out", help="write every request's measurements (the replayer's CSV) here")
     rp.add_argument("--dscp", action="store_true", help="mark the requests' DSCP by level")
     rp.add_argument(
         "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
@@ -147,7 +171,18 @@ def run_replay(args: argparse.Namespace) -> int:
     for n in names:
         trace = read_trace(by_name[n].trace)
         traces[n] = trace.slice_time(*args.window) if args.window is not None else trace
-    run = replay.replay(plan, traces, destinations, drain_s=args.drain, window_s=args.window_s)
+    if args.start_at is not None and not (math.isfinite(args.start_at) and args.start_at > 0):
+        raise ConfigError(None, f"--start-at must be a time since the epoch, got {args.start_at}")
+    run = replay.replay(
+        plan,
+        traces,
+        destinations,
+        drain_s=args.drain,
+        window_s=args.window_s,
+        start_at=args.start_at,
+        origin=0.0 if args.start_at is not None else None,
+        out_csv=args.out,
+    )
     print(run.verification.table())
     v = run.verification
     print(
@@ -157,12 +192,36 @@ def run_replay(args: argparse.Namespace) -> int:
     return outcome(run.all_held)
 
 
+def _refuse(checks: list, what: str) -> int:
+    """Warn (stderr) of every tenant whose realised bound is above the Plan's; exit status 1
+    (``what``) if one is above its SLO: the discipline tc would realise cannot guarantee it."""
+    import sys
+
+    for c in checks:
+        if c.over_plan and not c.over_slo:
+            print(f"warning: {c.line()}", file=sys.stderr)
+    over = [c for c in checks if c.over_slo]
+    for c in over:
+        print(f"error: {c.line()}", file=sys.stderr)
+    if over:
+        print(
+            f"{what}: the discipline tc realises (strict priority between levels, round robin "
+            f"within one) cannot guarantee the SLO of {', '.join(c.tenant for c in over)}; "
+            "re-plan (fewer tenants per level, smaller buckets) or give a faster --link-rate",
+            file=sys.stderr,
+        )
+    return 1 if over else 0
+
+
 def run(args: argparse.Namespace) -> int:
     from tailbound.enforce import net
     from tailbound.errors import ConfigError
     from tailbound.plan import Plan
 
     config = None
+    checks: list[net.BoundCheck] = []
+    if args.ingress and args.switch:
+        raise ConfigError(None, "--ingress and --switch exclude each other", field="--ingress")
     if not args.remove:
         if args.switch:
             if args.link_rate is None:
@@ -186,26 +245,42 @@ def run(args: argparse.Namespace) -> int:
                 addresses,
                 link_rate=args.link_rate,
                 plan_path=args.plan,
+                receive=args.ingress,
             )
+            flows = net.host_flows(plan, args.host, addresses, receive=args.ingress)
+            checks = net.check_bounds(plan, config.link_rate, {f.tenant.name for f in flows})
         if args.dry_run:
+            if args.ingress:
+                print(net.ingress_line(args.device, config.device))
             print("\n".join(config.lines(labels=True)))
-            return 0
+            print("\n".join(f"# bound: {c.line()}" for c in checks))
+            return _refuse(checks, "would refuse")
+        if not args.diff and _refuse(checks, "refused, nothing changed"):
+            return 1
     with net.Host(args.netns) as host:
         if args.remove:
-            done = net.remove(host, args.device)
+            done = (net.remove_ingress if args.ingress else net.remove)(host, args.device)
             print(
                 "removed " + "; ".join(done) if done else f"nothing of tailbound's on {args.device}"
             )
             return 0
         assert config is not None
         if args.diff or args.check:
-            lines = net.diff(host, config)
+            lines = (
+                net.ingress_diff(host, args.device, config)
+                if args.ingress
+                else net.diff(host, config)
+            )
             if args.diff:
                 print("\n".join(lines) if lines else "no difference")
             return 1 if lines and args.check else 0
-        changed = net.apply(host, config)
+        if args.ingress:
+            changed = net.apply_ingress(host, args.device, config)
+        else:
+            changed = net.apply(host, config)
         print(
-            f"{args.device}: {'installed' if changed else 'unchanged'}: "
+            f"{args.device}{' → ' + config.device if args.ingress else ''}: "
+            f"{'installed' if changed else 'unchanged'}: "
             f"{len(config.classes)} classes, {len(config.filters)} filters, "
             f"{len(config.nft_rules)} nftables rules; readback equals the plan"
         )

@@ -18,10 +18,11 @@ short, on the device's egress:
   over the bucket best effort (DSCP CS0) and the tenant's filter, which also matches its DSCP,
   no longer takes them: they fall to the best-effort class, below every level;
 * classification by u32 filters on the tenant's addresses (and TCP port, when the hosts file
-  gives one), IPv4 without options (``ihl = 5``), and its DSCP; DSCP marks by nftables in a
-  table of our own (``inet tailbound_<device>``, postrouting on the device): level ``p`` gets
-  class selector CS(7 − p), best effort and everything else CS0, so a priority-honouring switch
-  (:func:`switch_config`) orders the receive side the same way.
+  gives one), IPv4 without options (``ihl = 5``) or IPv6 without extension headers, and its
+  DSCP; DSCP marks by nftables in a table of our own (``inet tailbound_<device>``,
+  postrouting on the device): level ``p`` gets class selector CS(7 − p), best effort and
+  everything else CS0, so a priority-honouring switch (:func:`switch_config`) orders the
+  receive side the same way.
 
 Nothing is touched before the Plan, the hosts file and the device have been checked; a foreign
 (non-default) root qdisc is never replaced; :func:`remove` deletes only our qdisc (the kernel
@@ -34,17 +35,22 @@ import dataclasses
 import difflib
 import ipaddress
 import json
+import math
 import re
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailbound.errors import ConfigError, TailboundError
 from tailbound.plan import Plan, TenantPlan, client_name
 from tailbound.stages import Stage
+
+if TYPE_CHECKING:
+    from tailbound.profiles.tokens import MessageSizes
 
 #: Our HTB qdisc's major handle ("tb"); leaf pfifo qdiscs get majors from :data:`LEAF_MAJOR` on.
 MAJOR = 0x7462
@@ -60,8 +66,13 @@ ASSURED_RATE = 100
 HTB_PRIOS = 8
 BEST_EFFORT_PRIO = HTB_PRIOS - 1
 MTU = 1514  # bytes on the wire of a full Ethernet frame (what HTB charges)
+#: Bytes of headers per TCP segment on the wire: Ethernet 14, IPv4 20, TCP 20 and its
+#: timestamp option 12 (what an ACK without data costs too); a full segment carries MSS bytes.
+HEADER = 66
+MSS = MTU - HEADER
 LEAF_LIMIT = 1000  # packets in each leaf's pfifo
 ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
 #: nftables table names: [a-zA-Z0-9_] only.
 _NFT_SAFE = re.compile(r"[^A-Za-z0-9_]")
 #: Root qdiscs the kernel installs by itself; anything else belongs to someone and is kept.
@@ -120,10 +131,10 @@ class Addresses:
         hosts = {}
         for name, ip in hosts_doc.items():
             try:
-                hosts[name] = str(ipaddress.IPv4Address(ip))
-            except (ipaddress.AddressValueError, ValueError):
+                hosts[name] = str(ipaddress.ip_address(ip))
+            except (ipaddress.AddressValueError, ValueError, TypeError):
                 raise ConfigError(
-                    path, f"expected an IPv4 address, got {ip!r}", field=f"hosts.{name}"
+                    path, f"expected an IPv4 or IPv6 address, got {ip!r}", field=f"hosts.{name}"
                 ) from None
         ports = {}
         for name, port in ports_doc.items():
@@ -185,10 +196,13 @@ class Filter:
     classid: int
     match: tuple[tuple[int, int, int], ...]
     label: str = field(default="", compare=False)
+    #: The packets' ethertype: IPv4 (offsets in the IPv4 header) or IPv6 (in the IPv6 header).
+    protocol: int = ETH_P_IP
 
     def line(self) -> str:
         m = " ".join(f"{o}:{v:02x}/{k:02x}" for o, v, k in self.match)
-        return f"filter u32 pref {self.pref} classid {_h(self.classid)} match {m}"
+        family = "ip" if self.protocol == ETH_P_IP else "ipv6"
+        return f"filter u32 {family} pref {self.pref} classid {_h(self.classid)} match {m}"
 
     def keys(self) -> list[str]:
         """The keys as pyroute2 takes them: ``0xVALUE/0xMASK+OFFSET``, 32-bit aligned."""
@@ -299,6 +313,113 @@ def shaping_burst(bucket_bytes: float) -> int:
     return max(int(bucket_bytes) - MTU, 0)
 
 
+# ------------------------------------------------------------------------------ wire bytes
+def _message_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[float, float]]:
+    if stage not in t.limits:
+        return []
+    out = []
+    for lim in (t.limits[stage], *t.extra_limits.get(stage, ())):
+        capacity = lim.capacity_per_s or link_rate
+        out.append((lim.rate * capacity, lim.bucket_s * capacity))
+    return out
+
+
+def wire_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[float, float]]:
+    """``t``'s buckets at a network ``stage`` in bytes on the wire (rate bytes/s, burst bytes):
+    what its HTB class at the sender carries and is charged for.
+
+    The Plan's buckets count the network token model's message bytes
+    (:class:`tailbound.profiles.tokens.MessageSizes`); the class also carries every segment's
+    headers and the ACKs of the other direction's messages (the flow's reverse packets match the
+    same addresses and ports). With ``k = 1 + HEADER/MSS``, ``a = HEADER/MSS`` and ``O`` the
+    model's smallest message (its ``overhead_bytes``, 200):
+
+    * a message of ``m`` bytes has at most ``m/MSS + 1`` segments: ``k·m + HEADER`` bytes;
+    * the other direction's ``m'`` bytes are acknowledged by at most ``m'/MSS + 1`` ACKs (one per
+      segment, as with quick ACKs): ``a·m' + HEADER`` bytes;
+    * requests, one message each way, number at most ``α_x(τ)/O`` in any interval ``τ``, with
+      ``x`` the direction whose primary bucket has the lower rate.
+
+    So each bucket ``(r, b)`` of the stage becomes ``(k·r + a·r' + 2·HEADER·r_x/O, k·b + a·b' +
+    2·HEADER·b_x/O)`` with ``(r', b')`` the other direction's primary bucket. Without buckets in
+    the other direction its ACKs are not budgeted (only the per-message term of this one is).
+
+    >>> from tailbound.model import Slo
+    >>> from tailbound.plan import Bound, StageLimit
+    >>> from tailbound.stages import NETWORK_PATH
+    >>> lim = {Stage.NET_IN: StageLimit(0.01, 1e-4, 1e7), Stage.NET_OUT: StageLimit(0.1, 1e-3, 1e7)}
+    >>> level = dict.fromkeys(NETWORK_PATH, 0)
+    >>> t = TenantPlan("T", Slo(1, 1), "s", None, level, lim, Bound(1, "x"))
+    >>> [(round(r), round(b)) for r, b in wire_buckets(t, Stage.NET_IN, 1e7)]
+    [(216138, 2161)]
+    """
+    from tailbound.profiles.tokens import MessageSizes
+
+    own = _message_buckets(t, stage, link_rate)
+    if not own:
+        return []
+    other_stage = Stage.NET_OUT if stage is Stage.NET_IN else Stage.NET_IN
+    other = _message_buckets(t, other_stage, link_rate)[:1]
+    k, a = 1 + HEADER / MSS, HEADER / MSS
+    per_request = 2 * HEADER / MessageSizes().overhead_bytes
+    r_x, b_x = min([own[0], *other], key=lambda rb: rb[0])
+    r_o, b_o = other[0] if other else (0.0, 0.0)
+    return [
+        (k * r + a * r_o + per_request * r_x, k * b + a * b_o + per_request * b_x) for r, b in own
+    ]
+
+
+def wire_messages() -> MessageSizes:
+    """The token model's messages as the bytes they put on a wire on average (for the
+    simulator): a message of ``m`` bytes costs ``k·m + HEADER/2`` (``k = 1 + HEADER/MSS``, half
+    a segment's headers for the last, partial segment) and the other direction's ``m'`` bytes
+    are acknowledged by a ``HEADER``-byte ACK every two segments (Linux's delayed ACKs),
+    ``m'·HEADER/(2·MSS) + HEADER/2``: still ``overhead + factor · size``.
+
+    >>> w = wire_messages()
+    >>> round(w.overhead_bytes), round(w.small_factor, 4), round(w.large_factor, 4)
+    (280, 0.0512, 1.1507)
+    """
+    from tailbound.profiles.tokens import MessageSizes
+
+    m = MessageSizes()
+    k, ack = 1 + HEADER / MSS, HEADER / (2 * MSS)
+    return MessageSizes(
+        overhead_bytes=m.overhead_bytes * (k + ack) + HEADER,
+        small_factor=m.small_factor * k + m.large_factor * ack,
+        large_factor=m.large_factor * k + m.small_factor * ack,
+    )
+
+
+def realised_plan(plan: Plan, link_rate: float) -> Plan:
+    """``plan`` with every network bucket replaced by the one ``tailbound enforce net``
+    enforces (:func:`wire_buckets`), as a share of the ``link_rate`` (rates capped at the link):
+    the Plan as enforced, for the simulator. A simulator whose links run at the rate left to
+    the messages (``link_rate · MSS / (MSS + HEADER)``) then sees every bucket scaled as the
+    link is, so a tenant is shaped or demoted against the same budget as on the wire."""
+    tenants = []
+    for t in plan.tenants:
+        limits, extra = dict(t.limits), dict(t.extra_limits)
+        for stage in (Stage.NET_IN, Stage.NET_OUT):
+            wire = wire_buckets(t, stage, link_rate)
+            if not wire:
+                continue
+            as_limits = [
+                dataclasses.replace(
+                    t.limits[stage],
+                    rate=min(r / link_rate, 1.0),
+                    bucket_s=b / link_rate,
+                    capacity_per_s=float(link_rate),
+                )
+                for r, b in wire
+            ]
+            limits[stage] = as_limits[0]
+            if stage in extra:
+                extra[stage] = tuple(as_limits[1:])
+        tenants.append(dataclasses.replace(t, limits=limits, extra_limits=extra))
+    return dataclasses.replace(plan, tenants=tenants)
+
+
 # ------------------------------------------------------------------------------ building
 @dataclass(frozen=True)
 class _Flow:
@@ -336,7 +457,13 @@ def _base(link_rate: int) -> list[HtbClass]:
     ]
 
 
+def _is_v6(address: str) -> bool:
+    return ipaddress.ip_address(address).version == 6
+
+
 def _match(src: str, dst: str, sport: int | None, dport: int | None, dscp: int | None):
+    if _is_v6(src):
+        return _match_v6(src, dst, sport, dport, dscp)
     m: list[tuple[int, int, int]] = [(0, 0x45, 0xFF)]  # IPv4, header without options
     if dscp is not None:
         m.append((1, dscp << 2, 0xFC))
@@ -350,8 +477,33 @@ def _match(src: str, dst: str, sport: int | None, dport: int | None, dscp: int |
     return tuple(m)
 
 
+def _dscp_v6(dscp: int) -> list[tuple[int, int, int]]:
+    """IPv6's traffic class (DSCP << 2) spans the low nibble of byte 0 and the high one of byte
+    1: the DSCP's top four bits and its last two."""
+    return [(0, 0x60 | dscp >> 2, 0xFF), (1, (dscp & 3) << 6, 0xC0)]
+
+
+def _match_v6(src: str, dst: str, sport: int | None, dport: int | None, dscp: int | None):
+    """The IPv6 match: version 6, DSCP, next header TCP (no extension headers), addresses at
+    bytes 8 and 24, ports at 40 and 42."""
+    m = _dscp_v6(dscp) if dscp is not None else [(0, 0x60, 0xF0)]
+    if sport is not None or dport is not None:
+        m.append((6, 6, 0xFF))
+    m += [(8 + i, b, 0xFF) for i, b in enumerate(ipaddress.IPv6Address(src).packed)]
+    m += [(24 + i, b, 0xFF) for i, b in enumerate(ipaddress.IPv6Address(dst).packed)]
+    for off, port in ((40, sport), (42, dport)):
+        if port is not None:
+            m += [(off, port >> 8, 0xFF), (off + 1, port & 0xFF, 0xFF)]
+    return tuple(m)
+
+
+def _family(f: _Flow) -> str:
+    return "ip6" if _is_v6(f.src) else "ip"
+
+
 def _nft_match(device: str, f: _Flow) -> str:
-    out = f'oifname "{device}" ip saddr {f.src} ip daddr {f.dst}'
+    fam = _family(f)
+    out = f'oifname "{device}" {fam} saddr {f.src} {fam} daddr {f.dst}'
     if f.sport is not None:
         out += f" tcp sport {f.sport}"
     if f.dport is not None:
@@ -359,22 +511,29 @@ def _nft_match(device: str, f: _Flow) -> str:
     return out
 
 
-def host_flows(plan: Plan, host: str, addresses: Addresses) -> list[_Flow]:
-    """The tenants' network stages whose first queue is ``host``'s egress, with their packets'
-    addresses and ports (``net_in``: client → server, to the tenant's port; ``net_out``: server
-    → client, from it)."""
+def host_flows(
+    plan: Plan, host: str, addresses: Addresses, *, receive: bool = False
+) -> list[_Flow]:
+    """The tenants' network stages whose first queue is ``host``'s egress (``receive``: whose
+    second queue is ``host``'s receive side), with their packets' addresses and ports
+    (``net_in``: client → server, to the tenant's port; ``net_out``: server → client, from
+    it)."""
     flows = []
     for i, t in enumerate(plan.tenants):
         client = client_name(t)
+        sender = {Stage.NET_IN: client, Stage.NET_OUT: t.server}
+        receiver = {Stage.NET_IN: t.server, Stage.NET_OUT: client}
         for stage in t.stages:
-            if stage is Stage.NET_IN and client == host:
+            if stage not in sender or (receiver if receive else sender)[stage] != host:
+                continue
+            if stage is Stage.NET_IN:
                 src, dst = (
                     addresses.ip(client, t.name, "net_in"),
                     addresses.ip(t.server, t.name, "net_in"),
                 )
                 port = addresses.ports.get(t.name)
                 flows.append(_Flow(t, i, stage, src, dst, None, port))
-            elif stage is Stage.NET_OUT and t.server == host:
+            else:
                 src, dst = (
                     addresses.ip(t.server, t.name, "net_out"),
                     addresses.ip(client, t.name, "net_out"),
@@ -406,12 +565,18 @@ def host_config(
     *,
     link_rate: int | None = None,
     plan_path: str | None = None,
+    receive: bool = False,
 ) -> NetConfig:
     """The configuration of ``host``'s ``device`` for ``plan`` (see the module's text).
 
     ``link_rate`` (bytes/s) defaults to the capacity the Plan's network buckets were computed
-    for. Raises :class:`ConfigError` naming the Plan's or the hosts file's field at fault."""
-    flows = host_flows(plan, host, addresses)
+    for. With ``receive`` the tree of the packets ``host`` receives, for the IFB device that
+    ``device``'s ingress is redirected to (:func:`ifb_name`): per tenant a class at its level
+    matching its addresses, ports and DSCP, no buckets (the sender shapes) and no marks.
+    Raises :class:`ConfigError` naming the Plan's or the hosts file's field at fault."""
+    flows = host_flows(plan, host, addresses, receive=receive)
+    if receive:
+        device = ifb_name(device)
     if link_rate is None:
         capacities = {
             lim.capacity_per_s
@@ -437,7 +602,7 @@ def host_config(
         label = f"{t.name} {f.stage}"
         match = _nft_match(device, f)
         if level is None:  # best effort at this stage: the default class, marked CS0
-            rules.append(f"{match} ip dscp set cs0 accept")
+            rules.append(f"{match} {_family(f)} dscp set cs0 accept")
             continue
         if mode.kind != "priority":
             raise ConfigError(
@@ -452,18 +617,19 @@ def host_config(
                 f"re-plan with at most {BEST_EFFORT_PRIO} levels",
                 field=f"{where}.priority.{f.stage}",
             )
-        buckets = []
         for j, lim in enumerate(
             (t.limits[f.stage], *t.extra_limits.get(f.stage, ())) if f.stage in t.limits else ()
         ):
-            capacity = lim.capacity_per_s or link_rate
-            r, b = lim.rate * capacity, lim.bucket_s * capacity
             if not (0 < lim.rate <= 1 and lim.bucket_s >= 0):
                 field_ = f"{where}.stages.{f.stage}" + (f".extra[{j - 1}]" if j else "")
                 raise ConfigError(
                     plan_path, f"bucket ({lim.rate}, {lim.bucket_s}) out of range", field=field_
                 )
-            buckets.append((max(int(r), 1), b))
+        buckets = [
+            (min(max(int(r), 1), link_rate), b) for r, b in wire_buckets(t, f.stage, link_rate)
+        ]
+        if receive:  # the sender shaped: only the order here
+            buckets = []
         dscp = dscp_of(level)
         base = ROOT | (0x100 + 0x10 * k)
         if mode.mode == "shaping" and buckets:
@@ -474,7 +640,7 @@ def host_config(
             for r, b in buckets:  # demotion: nftables marks what exceeds a bucket CS0
                 rules.append(
                     f"{match} limit rate over {r} bytes/second burst {int(b)} bytes "
-                    f"ip dscp set cs0 accept"
+                    f"{_family(f)} dscp set cs0 accept"
                 )
         parent = LINK_CLASS
         for depth, (r, b) in enumerate(chain):
@@ -495,9 +661,15 @@ def host_config(
             )
             parent = cid
         leaves.append(Leaf((LEAF_MAJOR + 1 + k) << 16, parent, LEAF_LIMIT))
-        filters.append(Filter(100 + k, parent, _match(f.src, f.dst, f.sport, f.dport, dscp), label))
-        rules.append(f"{match} ip dscp set cs{BEST_EFFORT_PRIO - level} accept")
+        proto = ETH_P_IPV6 if _is_v6(f.src) else ETH_P_IP
+        m = _match(f.src, f.dst, f.sport, f.dport, dscp)
+        filters.append(Filter(100 + k, parent, m, label, proto))
+        rules.append(f"{match} {_family(f)} dscp set cs{BEST_EFFORT_PRIO - level} accept")
     rules.append(f'oifname "{device}" ip dscp set cs0')
+    if any(_is_v6(f.src) for f in flows):
+        rules.append(f'oifname "{device}" ip6 dscp set cs0')
+    if receive:  # the packets arrive marked by their sender
+        rules = []
     return NetConfig(device, link_rate, tuple(classes), tuple(leaves), tuple(filters), tuple(rules))
 
 
@@ -524,6 +696,8 @@ def switch_config(device: str, link_rate: int) -> NetConfig:
         )
         leaves.append(Leaf((LEAF_MAJOR + 1 + p) << 16, cid, LEAF_LIMIT))
         filters.append(Filter(100 + p, cid, ((0, 0x45, 0xFF), (1, dscp_of(p) << 2, 0xFC))))
+        v6 = tuple(_dscp_v6(dscp_of(p)))
+        filters.append(Filter(200 + p, cid, v6, protocol=ETH_P_IPV6))
     return NetConfig(device, link_rate, tuple(classes), tuple(leaves), tuple(filters))
 
 
@@ -645,7 +819,10 @@ class Host:
             classid = f.get_nested("TCA_OPTIONS", "TCA_U32_CLASSID")
             if sel is None or classid is None:
                 continue
-            filters.append(Filter(int(f["info"]) >> 16, int(classid), _u32_match(sel)))
+            proto = socket.ntohs(int(f["info"]) & 0xFFFF)
+            filters.append(
+                Filter(int(f["info"]) >> 16, int(classid), _u32_match(sel), protocol=proto)
+            )
         rules = self.nft_rules(nft_table(device)) or ()
         link = next((c.rate for c in classes if c.classid == LINK_CLASS), 0)
         return NetConfig(device, link, tuple(classes), leaves, tuple(filters), rules, default)
@@ -692,7 +869,12 @@ def _normal(config: NetConfig, *, installed: bool = False) -> NetConfig:
         config.link_rate,
         tuple(sorted(c if installed else _stored(c) for c in config.classes)),
         tuple(sorted(config.leaves)),
-        tuple(sorted(Filter(f.pref, f.classid, tuple(sorted(f.match))) for f in config.filters)),
+        tuple(
+            sorted(
+                Filter(f.pref, f.classid, tuple(sorted(f.match)), protocol=f.protocol)
+                for f in config.filters
+            )
+        ),
         tuple(_normal_nft(r) for r in config.nft_rules),
         config.default_class,
     )
@@ -765,7 +947,7 @@ def _install_tc(host: Host, idx: int, config: NetConfig) -> None:
             idx,
             parent=ROOT,
             prio=f.pref,
-            protocol=ETH_P_IP,
+            protocol=f.protocol,
             target=f.classid,
             keys=f.keys(),
         )
@@ -799,7 +981,207 @@ def remove(host: Host, device: str) -> list[str]:
     return done
 
 
+# ------------------------------------------------------------------------------ receive side
+INGRESS = 0xFFFF0000  # the ingress qdisc's handle (ffff:) and its filters' parent
+TC_H_INGRESS = 0xFFFFFFF1
+ETH_P_ALL = 0x0003
+TCA_EGRESS_REDIR = 1
+
+
+def ifb_name(device: str) -> str:
+    """The IFB device that ``device``'s received packets are redirected to (at most 15
+    characters, Linux's limit)."""
+    return ("tbi" + re.sub(r"[^A-Za-z0-9_.-]", "", device))[:15]
+
+
+def _redirect(host: Host, idx: int) -> str | None:
+    """The device ``idx``'s ingress qdisc redirects every packet to (our one u32 filter with a
+    mirred egress redirect); ``""`` if it has an ingress qdisc that is not that; ``None`` if it
+    has none."""
+    if not any(q["parent"] == TC_H_INGRESS for q in host.ipr.get_qdiscs(idx)):
+        return None
+    targets = []
+    for f in host.ipr.get_filters(idx, parent=INGRESS):
+        act = f.get_nested("TCA_OPTIONS", "TCA_U32_ACT")
+        if act is None:
+            continue
+        for k in range(33):
+            for a in act.get_attrs(f"TCA_ACT_PRIO_{k}"):
+                parms = a.get_nested("TCA_ACT_OPTIONS", "TCA_MIRRED_PARMS")
+                if a.get_attr("TCA_ACT_KIND") == "mirred" and parms is not None:
+                    if parms["eaction"] == TCA_EGRESS_REDIR:
+                        targets.append(int(parms["ifindex"]))
+    if len(targets) != 1:
+        return ""
+    link = host.ipr.get_links(targets[0])
+    return str(link[0].get_attr("IFLA_IFNAME")) if link else ""
+
+
+def ingress_line(device: str, ifb: str) -> str:
+    return f"qdisc ingress ffff: on {device}: u32 any → mirred egress redirect {ifb}"
+
+
+def ingress_diff(host: Host, device: str, config: NetConfig) -> list[str]:
+    """:func:`diff` of the receive side: the redirect of ``device``'s ingress to its IFB, and
+    the IFB's tree (``config``, from :func:`host_config` with ``receive``)."""
+    idx = host.index(device)
+    have: list[str] = []
+    if _redirect(host, idx) == config.device:
+        have.append(ingress_line(device, config.device))
+    if host.ipr.link_lookup(ifname=config.device):
+        now = host.installed(config.device)
+        have += _normal(now, installed=True).lines() if now is not None else []
+    want = [ingress_line(device, config.device), *_normal(config).lines()]
+    return list(difflib.unified_diff(have, want, "installed", "plan", lineterm="", n=0))
+
+
+def apply_ingress(host: Host, device: str, config: NetConfig) -> bool:
+    """Install the receive side (idempotent; whether anything changed): create the IFB device
+    ``config.device`` if missing, install ``config`` on it (:func:`apply`), and redirect every
+    packet ``device`` receives to it (an ingress qdisc with one u32 filter and a mirred
+    action). Refuses (nothing touched) if ``device`` has an ingress qdisc that is not ours."""
+    idx = host.index(device)
+    if not ingress_diff(host, device, config):
+        return False
+    redirect = _redirect(host, idx)
+    if redirect is not None and redirect != config.device:
+        raise EnforceError(
+            f"{device} has an ingress qdisc that tailbound did not install; remove it first"
+        )
+    created = not host.ipr.link_lookup(ifname=config.device)
+    try:
+        if created:
+            host.ipr.link("add", ifname=config.device, kind="ifb")
+        ifb = host.index(config.device)
+        host.ipr.link("set", index=ifb, state="up")
+        apply(host, config)
+        if redirect is None:
+            host.ipr.tc("add", "ingress", idx, INGRESS)
+            host.ipr.tc(
+                "add-filter",
+                "u32",
+                idx,
+                parent=INGRESS,
+                prio=1,
+                protocol=ETH_P_ALL,
+                keys=["0x0/0x0+0"],
+                target=INGRESS | 1,
+                action=[
+                    {"kind": "mirred", "direction": "egress", "action": "redirect", "ifindex": ifb}
+                ],
+            )
+    except Exception:
+        remove_ingress(host, device)
+        raise
+    left = ingress_diff(host, device, config)
+    if left:
+        remove_ingress(host, device)
+        raise EnforceError("readback differs from the plan (removed again):\n" + "\n".join(left))
+    return True
+
+
+def remove_ingress(host: Host, device: str) -> list[str]:
+    """Remove the receive side tailbound installed on ``device``: its ingress qdisc if it
+    redirects to our IFB, and the IFB device (with its tree)."""
+    idx = host.index(device)
+    ifb, done = ifb_name(device), []
+    if _redirect(host, idx) == ifb:
+        host.ipr.tc("del", "ingress", idx, INGRESS)
+        done.append(f"ingress qdisc on {device}")
+    found = host.ipr.link_lookup(ifname=ifb)
+    if found:
+        host.ipr.link("del", index=found[0])
+        done.append(f"ifb device {ifb}")
+    return done
+
+
 # ------------------------------------------------------------------------------ the bound
+Buckets = tuple[tuple[float, float], ...]  # (rate bytes/s, burst bytes): α(t) = min(b + r·t)
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One tenant at one queue: its HTB priority and its buckets (``None``: no bucket at the
+    stage, so it bounds nobody at or below its level)."""
+
+    name: str
+    prio: int
+    buckets: Buckets | None
+
+
+def _alpha(buckets: Buckets, t: float) -> float:
+    return min(b + r * t for r, b in buckets)
+
+
+def _kinks(buckets: Buckets) -> set[float]:
+    return {
+        (b2 - b1) / (r1 - r2)
+        for i, (r1, b1) in enumerate(buckets)
+        for r2, b2 in buckets[i + 1 :]
+        if r1 != r2 and (b2 - b1) / (r1 - r2) > 0
+    }
+
+
+def _deviation(own: Buckets, others: Sequence[Buckets], link_rate: float) -> float:
+    """The worst-case delay of traffic with arrival curve ``own`` at a link of ``link_rate``
+    shared, in any order (strict priority above, round robin beside), with traffic of curves
+    ``others``, plus two packets of blocking: the horizontal deviation between ``own`` and the
+    leftover service ``β(s) = [C·s − Σ α_j(s) − 2·MTU]⁺``. Both are piecewise linear (``own``
+    concave, ``β`` convex), so the deviation is attained at ``own``'s kinks or where ``own``
+    reaches ``β`` at one of its kinks; it is evaluated there exactly."""
+    slope = link_rate - sum(min(r for r, _ in o) for o in others)
+    if min(r for r, _ in own) > slope or slope <= 0:
+        return float("inf")
+    points = sorted({0.0}.union(*(_kinks(o) for o in others)))
+
+    def g(x: float) -> float:
+        return link_rate * x - sum(_alpha(o, x) for o in others) - 2 * MTU
+
+    values = [g(x) for x in points]
+
+    def beta_inverse(y: float) -> float:  # the first s with β(s) ≥ y > 0 (g is convex)
+        for k in range(1, len(points)):
+            if values[k] >= y:
+                x0, x1, g0, g1 = points[k - 1], points[k], values[k - 1], values[k]
+                return x1 if g1 == g0 else x0 + (y - g0) * (x1 - x0) / (g1 - g0)
+        return points[-1] + (y - values[-1]) / slope
+
+    def alpha_inverse(y: float) -> float:
+        return max(0.0, *((y - b) / r for r, b in own if r > 0))
+
+    times = {0.0} | _kinks(own)
+    times |= {alpha_inverse(v) for v in values if v > _alpha(own, 0.0)}
+    return max(beta_inverse(max(_alpha(own, t), 1e-9)) - t for t in times)
+
+
+def _queue_bounds(members: Sequence[_Member], link_rate: float) -> dict[str, float]:
+    """The worst-case delay (s) of each member at one queue served by the realised discipline
+    (strict priority between levels, HTB's packet round robin within one: every other member at
+    the same or a higher level may go first), :func:`_deviation`. With one bucket each it is
+    ``(Σ_{j: p_j ≤ p} b_j + 2·MTU) / (C − Σ_{j: p_j < p} r_j − Σ_{j ≠ i: p_j = p} r_j)``."""
+    out = {}
+    for m in members:
+        peers = [u for u in members if u.prio <= m.prio]
+        if m.buckets is None or any(u.buckets is None for u in peers):
+            out[m.name] = float("inf")
+            continue
+        others = [u.buckets for u in peers if u is not m and u.buckets is not None]
+        out[m.name] = _deviation(m.buckets, others, link_rate)
+    return out
+
+
+def _member(t: TenantPlan, stage: Stage, link_rate: float, delay: float = 0.0) -> _Member:
+    """``t`` at a queue of ``stage``; ``delay``: its worst-case delay at an earlier queue, which
+    grows each bucket's burst by ``r·delay`` (the output of a queue of bounded delay ``d``
+    conforms to ``α(t + d)``)."""
+    level = t.priority.get(stage)
+    assert level is not None
+    if stage not in t.limits or not math.isfinite(delay):
+        return _Member(t.name, level, None)
+    buckets = tuple((r, b + r * delay) for r, b in wire_buckets(t, stage, link_rate))
+    return _Member(t.name, level, buckets)
+
+
 def htb_bounds(
     plan: Plan, stage: Stage, link_rate: float, tenants: Sequence[TenantPlan] | None = None
 ) -> dict[str, float]:
@@ -810,33 +1192,135 @@ def htb_bounds(
     (buckets in bytes, C the link rate): Eq. 5.1 with the tenants of the same level counted as
     interfering at their rates (FIFO within a level would not count them) and two packets of
     blocking (the packet in service, and HTB's once-per-``MTU/ASSURED_RATE`` green packet).
-    Tenants without buckets at the stage make every tenant at or below their level unbounded."""
+    With several buckets at the stage (PriorityMeister's K limiters) a tenant's arrival curve
+    is their minimum and the bound the horizontal deviation (:func:`_deviation`). Tenants
+    without buckets at the stage make every tenant at or below their level unbounded."""
     members = [
-        t
+        _member(t, stage, link_rate)
         for t in (tenants if tenants is not None else plan.tenants)
         if t.priority.get(stage) is not None
     ]
-    out = {}
-    for t in members:
-        p = t.priority[stage]
-        assert p is not None
-        higher_or_same = [u for u in members if (u.priority.get(stage) or 0) <= p]
-        if any(stage not in u.limits for u in higher_or_same):
-            out[t.name] = float("inf")
+    return _queue_bounds(members, link_rate)
+
+
+def _ends(t: TenantPlan, stage: Stage) -> tuple[str, str]:
+    """The sending and the receiving host of ``t``'s packets at a network stage."""
+    client = client_name(t)
+    return (client, t.server) if stage is Stage.NET_IN else (t.server, client)
+
+
+def network_bounds(plan: Plan, link_rate: float) -> dict[str, float]:
+    """Per tenant with a level at every network stage, the worst-case delay (s) over its network
+    stages under the discipline ``tailbound enforce net`` realises, every link at
+    ``link_rate`` bytes/s. Each stage crosses two queues: the sender's egress, shared with the
+    tenants sent from the same host at that stage, and the receiver's side (the switch port
+    towards it, or its IFB with ``--ingress``), shared with the tenants received by the same
+    host; at the second a tenant's burst has grown by ``r·d`` with ``d`` its bound at the first
+    (its output conforms to ``(r, b + r·d)``). Each queue's bound is :func:`htb_bounds`'."""
+    out: dict[str, float] = {}
+    for t in plan.tenants:
+        if any(t.priority.get(s) is None for s in t.stages if s in (Stage.NET_IN, Stage.NET_OUT)):
             continue
-        burst = (
-            sum(
-                u.limits[stage].bucket_s * (u.limits[stage].capacity_per_s or link_rate)
-                for u in higher_or_same
-            )
-            + 2 * MTU
+        out[t.name] = 0.0
+    for stage in (Stage.NET_IN, Stage.NET_OUT):
+        at = [t for t in plan.tenants if stage in t.stages and t.priority.get(stage) is not None]
+        first: dict[str, float] = {}
+        for sender in {_ends(t, stage)[0] for t in at}:
+            group = [_member(t, stage, link_rate) for t in at if _ends(t, stage)[0] == sender]
+            first.update(_queue_bounds(group, link_rate))
+        second: dict[str, float] = {}
+        for receiver in {_ends(t, stage)[1] for t in at}:
+            group = [
+                _member(t, stage, link_rate, first[t.name])
+                for t in at
+                if _ends(t, stage)[1] == receiver
+            ]
+            second.update(_queue_bounds(group, link_rate))
+        for name in out:
+            if name in first:
+                out[name] += first[name] + second[name]
+    return out
+
+
+@dataclass(frozen=True)
+class BoundCheck:
+    """A tenant's bound with its network stages served by the realised discipline, against its
+    SLO and the Plan's bound.
+
+    ``realised_s``: for a network-only tenant the network bound (worst case); for a tenant with
+    storage whose Plan bound splits by stage, the Plan's bound with its network stages' parts
+    replaced by the realised ones; without the split, the Plan's bound plus the realised network
+    bound (an upper bound: the Plan's network part is not subtracted). A worst-case network part
+    added to a bound at percentile p is still a bound at percentile p."""
+
+    tenant: str
+    slo_s: float
+    plan_s: float
+    network_s: float
+    realised_s: float
+    #: The Plan's bound's percentile: below 1 it is a stochastic bound (SNC).
+    plan_percentile: float = 1.0
+
+    @property
+    def unbounded_stochastic(self) -> bool:
+        """No worst-case bound (a tenant at or above the level has no buckets) while the Plan's
+        bound is stochastic (SNC-Meister plans rate-limit nothing): the worst-case check does
+        not apply; the Plan's analysis assumed FIFO within a level where HTB round-robins."""
+        return not math.isfinite(self.realised_s) and self.plan_percentile < 1
+
+    @property
+    def over_slo(self) -> bool:
+        return self.realised_s > self.slo_s and not self.unbounded_stochastic
+
+    @property
+    def over_plan(self) -> bool:
+        return self.realised_s > self.plan_s * (1 + 1e-9)
+
+    def line(self) -> str:
+        verdict = (
+            "ABOVE THE SLO"
+            if self.over_slo
+            else "no worst-case bound without buckets; the plan's is stochastic "
+            f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
+            if self.unbounded_stochastic
+            else "above the plan's bound"
+            if self.over_plan
+            else "within the plan's bound"
         )
-        rates = sum(
-            u.limits[stage].rate * (u.limits[stage].capacity_per_s or link_rate)
-            for u in higher_or_same
-            if u is not t
+        return (
+            f"{self.tenant}: realised bound {_ms(self.realised_s)} (network {_ms(self.network_s)})"
+            f", plan's bound {_ms(self.plan_s)}, SLO {_ms(self.slo_s)}: {verdict}"
         )
-        out[t.name] = burst / (link_rate - rates) if rates < link_rate else float("inf")
+
+
+def _ms(x: float) -> str:
+    return f"{1e3 * x:.3g} ms" if math.isfinite(x) else "none"
+
+
+def check_bounds(
+    plan: Plan, link_rate: float, tenants: Iterable[str] | None = None
+) -> list[BoundCheck]:
+    """:class:`BoundCheck` of ``tenants`` (all with an SLO and a network stage by default)."""
+    network = network_bounds(plan, link_rate)
+    wanted = set(tenants) if tenants is not None else None
+    out = []
+    for t in plan.tenants:
+        if t.slo is None or (wanted is not None and t.name not in wanted):
+            continue
+        if not any(s in t.stages for s in (Stage.NET_IN, Stage.NET_OUT)):
+            continue
+        net_s = network.get(t.name, float("inf"))
+        planned = t.bound.latency_s
+        if t.device is None:
+            realised = net_s
+        elif not math.isfinite(planned):
+            realised = planned
+        elif all(s in t.bound.stages for s in (Stage.NET_IN, Stage.NET_OUT)):
+            realised = planned - t.bound.stages[Stage.NET_IN] - t.bound.stages[Stage.NET_OUT]
+            realised += net_s
+        else:
+            realised = planned + net_s
+        out.append(BoundCheck(t.name, t.slo_s, planned, net_s, realised, t.bound.percentile))
     return out
 
 

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.atomic import write_text_atomic
 from tailbound.enforce.fio_iolog import nbd_offsets
 from tailbound.enforce.net import Addresses, dscp_of
 from tailbound.errors import ConfigError, TailboundError
@@ -242,6 +244,9 @@ def replay(
     window_s: float = 180.0,
     workdir: str | Path | None = None,
     nbd_export_size: int | None = None,
+    start_at: float | None = None,
+    origin: float | None = None,
+    out_csv: str | Path | None = None,
 ) -> LiveRun:
     """Run the replayer client on ``traces`` (by tenant name) with the ``--tenant`` arguments
     ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured.
@@ -249,7 +254,12 @@ def replay(
     With ``nbd_export_size`` the client replays NBD reads and writes instead (``--nbd``: each
     ``--tenant NAME=HOST:PORT`` is the export ``NAME`` of the NBD server there, e.g.
     ``tailbound-gate``, of that many bytes; offsets from :func:`write_requests`) and the
-    measurements are one ``storage`` stage."""
+    measurements are one ``storage`` stage.
+
+    Several client hosts replaying one scenario share a wall-clock ``start_at`` (seconds since
+    the Unix epoch, instead of ``start_delay_s`` after connecting) and an ``origin``, the trace
+    time that maps to it (default: the earliest request's), so every host's trace time 0 is the
+    same instant. ``out_csv`` keeps the client's per-request CSV (written atomically)."""
     nbd = nbd_export_size is not None
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         requests, out = Path(tmp) / "requests.csv", Path(tmp) / "latency.csv"
@@ -270,19 +280,27 @@ def replay(
         ]
         for a in tenant_args:
             cmd += ["--tenant", a]
-        span = max(
-            (float(t.time.max() - t.time.min()) for t in traces.values() if len(t)), default=0
-        )
+        wait = start_delay_s
+        if start_at is not None:
+            cmd += ["--start-at", repr(float(start_at))]
+            wait = max(start_at - time.time(), 0.0)
+        if origin is not None:
+            cmd += ["--origin", repr(float(origin))]
+        first = min((float(t.time.min()) for t in traces.values() if len(t)), default=0.0)
+        last = max((float(t.time.max()) for t in traces.values() if len(t)), default=0.0)
+        span = last - (first if origin is None else min(origin, first))
         p = subprocess.run(
             cmd,
             capture_output=True,
             text=True,
-            timeout=span + drain_s + start_delay_s + 30,
+            timeout=span + drain_s + wait + 30,
             check=False,
         )
         if p.returncode not in (0, 1) or not out.exists():
             raise ReplayError(f"{BINARY_NAME} client failed: {p.stderr.strip()[-500:]}")
         measured = read_latencies(out)
+        if out_csv is not None:
+            write_text_atomic(out_csv, out.read_text())
     replayed = dataclasses.replace(plan, tenants=[t for t in plan.tenants if t.name in measured])
     results = results_of(measured, plan, stage="storage" if nbd else "net")
     return LiveRun(measured, check_results(replayed, results, window_s=window_s))
