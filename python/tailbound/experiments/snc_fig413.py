@@ -117,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             {"linestyle": ":", "color": "k", "label": "DNC (tenant 0)"},
         ),
     ]
-    plot_latency_ms(png, lines, "number of nines of the percentile", "latency bound (ms)", log_y=True)
+    plot_latency_ms(
+        png, lines, "number of nines of the percentile", "latency bound (ms)", log_y=True
+    )
     return 0
 
 
