@@ -13,7 +13,7 @@ not depend on the percentile (it bounds the 100th): they are computed once per d
 ``--replay`` each admitted set is also replayed on the second halves and judged
 (:class:`~tailbound.experiments._snc_common.Judged`).
 
-Defaults are small (``--draws 40``, a few minutes); the thesis' run is ``--draws 1000``.
+Defaults are small (``--draws 20``, a few minutes); the thesis' run is ``--draws 1000``.
 
 Run: ``python -m tailbound.experiments.snc_fig419 --out out/experiments`` (a small
 configuration: ``--tenants 8 --draws 2``).
@@ -127,7 +127,7 @@ HEADER = [
 
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--draws", type=int, default=40, help="random SLO draws (default 40)")
+    p.add_argument("--draws", type=int, default=20, help="random SLO draws (default 20)")
     p.add_argument("--tenants", type=int, default=35, help="tenants (default 35)")
     p.add_argument("--clients", type=int, default=12, help="client hosts (default 12)")
     p.add_argument("--servers", type=int, default=2, help="server hosts, one SSD each (default 2)")
