@@ -3,8 +3,9 @@
 The thesis (§4.4.5) replicates Fig. 4.10's 180 workloads and its machines by a scaling factor
 ``k`` and counts the workloads SNC-Meister admits, with the order and the placement of tenants
 on servers random as before. Here: for each ``k`` of ``--factors``, Fig. 4.10's population
-(:func:`~tailbound.experiments.snc_fig410.population`) of ``k × --tenants`` tenants (tenant ``i``
-replays wc62 trace ``i mod 62`` with its own random circular shift) on ``k × --clients`` client
+(:func:`~tailbound.experiments.snc_fig410.population`) of ``k × --tenants`` tenants, the unit
+replicated: tenant ``i`` replays the unit's tenant ``i mod --tenants``'s wc62 trace (trace
+``(i mod --tenants) mod 62``) with its own random circular shift, on ``k × --clients`` client
 and ``k × --servers`` server hosts (tenant ``i`` on client ``i mod`` clients, a random server),
 ``--orders`` random arrival orders with Fig. 4.10's SLOs ({10, 20, 50, 100} ms × ``--scale``,
 99.9th percentile). Policies: ``snc-meister`` (with its measured floor, as in Fig. 4.10) and
@@ -36,7 +37,7 @@ from tailbound.experiments._snc_common import (
     rehost,
     write_outputs,
 )
-from tailbound.experiments.snc_fig410 import Population, arrivals, caches, population
+from tailbound.experiments.snc_fig410 import TRACES, Population, arrivals, caches, population
 from tailbound.model import TenantSet
 
 POLICIES = ("snc-meister", "dnc")
@@ -64,7 +65,9 @@ def run(
 ) -> list[Row]:
     rows = []
     for k in factors:
-        base = population(data, k * tenants, seed)
+        # tenant i replays the unit's trace i mod tenants: every unit has the same traces
+        unit = tuple(i % TRACES for i in range(tenants))
+        base = population(data, k * tenants, seed, unit)
         pop = Population(
             tuple(rehost(base.tenants, k * clients, k * servers, seed)), base.first, base.second
         )
