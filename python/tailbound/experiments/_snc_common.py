@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 from tailbound.experiments.wc_common import find_wc62
-from tailbound.model import Slo, Tenant, TenantSet
+from tailbound.model import DEFAULT_LINK_BYTES_PER_S, Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
 from tailbound.policies.admission import Configured
 from tailbound.tables import markdown_table
@@ -199,7 +199,7 @@ class Replayer:
     once per (trace, percentile) and kept."""
 
     traces: Mapping[str, Trace]
-    link_bytes_per_s: float = 125e6
+    link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S
     profile: Path | None = None
     alone: dict[tuple[str, float], tuple[float, float]] = field(default_factory=dict)
 
