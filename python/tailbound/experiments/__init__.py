@@ -7,8 +7,10 @@ WorkloadCompactor (thesis ch. 5): :mod:`~tailbound.experiments.wc_fig54` (server
 :mod:`~tailbound.experiments.wc_ssds` (several SSDs per server, Fig. 5.11).
 SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency against tenants),
 :mod:`~tailbound.experiments.snc_fig48` (dependent tenants),
-:mod:`~tailbound.experiments.snc_fig413` (number of nines),
-:mod:`~tailbound.experiments.snc_storage` (with a storage stage, §4.4.6).
+:mod:`~tailbound.experiments.snc_fig413` (number of nines, SNC-Meister and DNC),
+``snc_fig411`` (against OPT), ``snc_fig412`` (small requests), ``snc_fig415`` (cluster size),
+:mod:`~tailbound.experiments.snc_storage` (with a storage stage, §4.4.6), ``snc_fig417``
+(storage at 99.9% and 90% SLOs, Figs. 4.17/4.18), ``snc_fig419`` (random SLO draws).
 PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
 :mod:`~tailbound.experiments.pm_fig33` (policies at the tail), ``pm_fig35`` (burstiness),
 ``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck), ``pm_fig39`` (SLO

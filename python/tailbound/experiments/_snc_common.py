@@ -1,19 +1,26 @@
 """Shared helpers of the SNC reproductions: locating the wc62 traces, building tenants, output
-(table and plot)."""
+(table and plot), and the admission figures' replay and judgement of admitted sets."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailbound.atomic import write_text_atomic
 from tailbound.errors import ConfigError
 from tailbound.experiments.wc_common import find_wc62
-from tailbound.model import Slo, Tenant, TenantSet
+from tailbound.model import DEFAULT_LINK_BYTES_PER_S, Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
+from tailbound.policies.admission import Configured
 from tailbound.tables import markdown_table
+from tailbound.traces.trace import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: wc62 traces with a similar, moderate request-direction load (0.1–0.3% of 1 Gb/s each).
 SIMILAR_TRACES = (1, 5, 7, 8, 9, 10, 11, 29, 35, 38, 40, 43, 57, 59, 61, 14)
@@ -103,3 +110,200 @@ def plot_latency_ms(
     ax.legend()
     fig.tight_layout()
     save_figure(fig, png, dpi=120)
+
+
+# ------------------------------------------------------------------------ admission and replay
+# Shared by the admission figures (4.11, 4.12, 4.15, 4.17–4.19): hosts for a scaled cluster, the
+# enforcement of "no admission control" and of OPT, and the judgement of a replayed set.
+
+#: The thesis' SLO check (§4.3.3): the percentile over 3-minute windows of issue time.
+WINDOW_S = 180.0
+
+
+def rehost(tenants: Sequence[Tenant], clients: int, servers: int, seed: int) -> list[Tenant]:
+    """``tenants`` moved onto ``clients`` client and ``servers`` server hosts: tenant ``i`` on
+    client ``i mod clients`` and a server drawn uniformly (seeded), as Fig. 4.10's population."""
+    import dataclasses
+    import random
+
+    if clients < 1 or servers < 1:
+        raise ValueError(f"need at least one client and one server host ({clients}, {servers})")
+    rng = random.Random(seed)
+    return [
+        dataclasses.replace(
+            t, client_host=f"client{i % clients:02d}", server=f"server{rng.randrange(servers)}"
+        )
+        for i, t in enumerate(tenants)
+    ]
+
+
+def by_slo(tenants: Sequence[Tenant]) -> list[Configured]:
+    """Priorities by SLO and nothing else (no rate limit): what SNC-Meister enforces, and what
+    no admission control and OPT run with."""
+    from tailbound.snc.tenants import priorities_by_slo
+
+    return [Configured(level) for level in priorities_by_slo([t.slo_s for t in tenants])]
+
+
+def bytes_per_s(traces: Sequence[Trace]) -> float:
+    """Mean request + response bytes per second of ``traces`` together (the thesis' second
+    metric: the volume the admitted tenants transfer)."""
+    import numpy as np
+
+    from tailbound.profiles.tokens import MessageSizes
+
+    m = MessageSizes()
+    total = sum(float(np.sum(m.request_bytes(t)) + np.sum(m.response_bytes(t))) for t in traces)
+    return total / max((t.duration for t in traces), default=1.0)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One replayed tenant against its SLO: its latency at its percentile over the whole
+    replayed half and at the worst :data:`WINDOW_S` window, together with the others and alone.
+
+    It *misses* when either exceeds the SLO; it *misses alone* when its own trace, replayed with
+    nothing else on the network (and its device), already does — no admission decision can help
+    it except rejecting it; a *violation* is a miss caused by sharing (issue 14's convention)."""
+
+    name: str
+    slo_s: float
+    whole_s: float
+    window_s: float
+    alone_whole_s: float
+    alone_window_s: float
+
+    @property
+    def misses(self) -> bool:
+        return max(self.whole_s, self.window_s) > self.slo_s
+
+    @property
+    def misses_alone(self) -> bool:
+        return max(self.alone_whole_s, self.alone_window_s) > self.slo_s
+
+    @property
+    def violates(self) -> bool:
+        return self.misses and not self.misses_alone
+
+    @property
+    def ratio(self) -> float:
+        """Worst replayed latency (whole half or window) ÷ SLO."""
+        return max(self.whole_s, self.window_s) / self.slo_s
+
+
+@dataclass
+class Replayer:
+    """Replays sets of tenants (their traces ``traces[str(t.trace)]``) in the simulator and
+    judges them (:class:`Judged`), on the network alone or, with ``profile``, through each
+    tenant's device too (its server's, served by the SSD profile). Latencies alone are measured
+    once per (trace, percentile) and kept."""
+
+    traces: Mapping[str, Trace]
+    link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S
+    profile: Path | None = None
+    alone: dict[tuple[str, float], tuple[float, float]] = field(default_factory=dict)
+
+    def latencies(
+        self, tenants: Sequence[Tenant], configured: Sequence[Configured], mode: str = "shaping"
+    ) -> dict[str, NDArray[np.float64]]:
+        from tailbound.policies.admission import WIRE, network_plan
+        from tailbound.sim.plan import replay
+
+        plan = network_plan(
+            "replay",
+            tenants,
+            configured,
+            link_bytes_per_s=self.link_bytes_per_s,
+            mode=mode,
+            network_only=self.profile is None,
+        )
+        extra = {"profile": self.profile} if self.profile is not None else {}
+        return replay(
+            plan,
+            {t.name: self.traces[str(t.trace)] for t in tenants},
+            link_bandwidth_bytes_per_s=self.link_bytes_per_s,
+            mtu_bytes=WIRE.mtu_bytes,
+            propagation_s=WIRE.propagation_s,
+            **extra,
+        )
+
+    def _tail(self, t: Tenant, latency: NDArray[np.float64]) -> tuple[float, float]:
+        from tailbound.sim.results import percentile, worst_window_percentile
+
+        issue = self.traces[str(t.trace)].time
+        whole = percentile(latency, t.percentile)
+        if issue.size != latency.size:  # a replay that did not finish every request
+            return float("inf"), float("inf")
+        return whole, worst_window_percentile(issue, latency, t.percentile, WINDOW_S)
+
+    def tail_alone(self, t: Tenant) -> tuple[float, float]:
+        key = (str(t.trace), t.percentile)
+        if key not in self.alone:
+            self.alone[key] = self._tail(t, self.latencies([t], [Configured(0)])[t.name])
+        return self.alone[key]
+
+    def judge(
+        self, tenants: Sequence[Tenant], configured: Sequence[Configured], mode: str = "shaping"
+    ) -> list[Judged]:
+        """Each of ``tenants`` replayed together, enforced as ``configured`` (rate limiters in
+        ``mode``), against its SLO."""
+        if not tenants:
+            return []
+        latencies = self.latencies(tenants, configured, mode)
+        out = []
+        for t in tenants:
+            whole, window = self._tail(t, latencies[t.name])
+            out.append(Judged(t.name, t.slo_s, whole, window, *self.tail_alone(t)))
+        return out
+
+
+def plot_boxes(
+    png: Path, title: str, labels: Sequence[str], panels: Mapping[str, Sequence[Sequence[float]]]
+) -> None:
+    """One box plot per panel (its y label → one sample per label) side by side, saved to
+    ``png`` (the admission figures: admitted tenants and their MB/s per policy)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.8), squeeze=False)
+    for ax, (ylabel, samples) in zip(axes[0], panels.items(), strict=True):
+        ax.boxplot([list(s) for s in samples])
+        ax.set_xticks(range(1, len(labels) + 1), list(labels), fontsize=7)
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, png, dpi=120)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """What a policy admitted from an arrival sequence and what it enforces for them."""
+
+    policy: str
+    tenants: tuple[Tenant, ...]
+    configured: tuple[Configured, ...]
+    mode: str
+
+
+def decide(
+    policy: str,
+    arriving: Sequence[Tenant],
+    tset: TenantSet,
+    fits: Any,
+    curves: Any,
+    alone: dict[tuple[str, float], float],
+) -> Admitted:
+    """``policy``'s admission of ``arriving`` in order (Fig. 4.10's policies, built by
+    :func:`tailbound.experiments.snc_fig410.bound_function` from the MMPP-fit and curve caches
+    ``fits``, ``curves``), or ``none``: no admission control, everyone admitted with priorities
+    by SLO."""
+    from tailbound.experiments.snc_fig410 import bound_function
+    from tailbound.policies.admission import admit_in_order
+
+    if policy == "none":
+        return Admitted(policy, tuple(arriving), tuple(by_slo(arriving)), "shaping")
+    bounds = bound_function(policy, tset, fits, curves, alone)
+    admitted = [d.tenant for d in admit_in_order(arriving, bounds) if d.admitted]
+    return Admitted(policy, tuple(admitted), tuple(bounds.configure(admitted)), bounds.mode)
