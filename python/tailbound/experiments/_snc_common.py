@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailbound.atomic import write_text_atomic
+from tailbound.cli.options import add_quiet
 from tailbound.errors import ConfigError
 from tailbound.experiments.wc_common import find_wc62
 from tailbound.model import DEFAULT_LINK_BYTES_PER_S, Slo, Tenant, TenantSet
@@ -71,6 +72,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", default="out/experiments", help="output folder (table and plot)")
     p.add_argument("--data", help="shared data folder (default: found automatically)")
+    add_quiet(p)
     return p
 
 

@@ -45,10 +45,11 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import (
     Judged,
     Replayer,
@@ -142,6 +143,8 @@ def run(
     seed: int,
     scale: float,
     policies: Sequence[str] = POLICIES,
+    *,
+    quiet: bool = True,
 ) -> list[Row]:
     """The rows of the arrival orders ``orders`` (each policy's, OPT's and the oracle's)."""
     pop = population(data, tenants, seed)
@@ -149,7 +152,7 @@ def run(
     replayer = Replayer(pop.second)
     alone: dict[tuple[str, float], float] = {}
     rows = []
-    for order in orders:
+    for order in progress(quiet, iterable=orders, desc="snc_fig411", unit="order"):
         arriving = arrivals(pop, order, seed, scale)
         tset = TenantSet(tuple(arriving))
         for policy in policies:
@@ -245,13 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     # orders dealt round-robin to the worker processes, each with its own population and caches
     parts = [list(range(args.orders))[j::jobs] for j in range(jobs)]
     if jobs == 1:
-        rows = run(data, args.tenants, parts[0], args.seed, args.scale)
+        rows = run(data, args.tenants, parts[0], args.seed, args.scale, quiet=args.quiet)
     else:
         with ProcessPoolExecutor(jobs) as ex:
             futures = [
                 ex.submit(run, data, args.tenants, part, args.seed, args.scale) for part in parts
             ]
-            rows = sorted((r for f in futures for r in f.result()), key=lambda r: r.order)
+            done = as_completed(futures)
+            bar = progress(args, iterable=done, total=jobs, desc="snc_fig411", unit="worker")
+            rows = sorted((r for f in bar for r in f.result()), key=lambda r: r.order)
     wall = time.perf_counter() - start
     per_order = [
         [o, *[next(r.admitted for r in rows if r.order == o and r.policy == q) for q in labels]]

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import (
     SIMILAR_TRACES,
     Replayer,
@@ -120,14 +121,22 @@ class Row:
 
 
 def run(
-    data: Path, orders: int, seed: int, clients: int, servers: int, small: int = 11, large: int = 21
+    data: Path,
+    orders: int,
+    seed: int,
+    clients: int,
+    servers: int,
+    small: int = 11,
+    large: int = 21,
+    *,
+    quiet: bool = True,
 ) -> list[Row]:
     pop = mixed_population(data, seed, small, large)
     fits, curves = caches(pop)
     replayer = Replayer(pop.second)
     alone: dict[tuple[str, float], float] = {}
     rows = []
-    for order in range(orders):
+    for order in progress(quiet, iterable=range(orders), desc="snc_fig412", unit="order"):
         arriving = rehost(pop.tenants, clients, servers, seed * 1_000_003 + order)
         random.Random(seed * 1_000_003 + order).shuffle(arriving)
         tset = TenantSet(tuple(arriving))
@@ -198,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.orders, args.clients, args.servers) < 1:
         p.error("--orders, --clients and --servers must be at least 1")
     start = time.perf_counter()
-    rows = run(find_data(args.data), args.orders, args.seed, args.clients, args.servers)
+    rows = run(
+        find_data(args.data), args.orders, args.seed, args.clients, args.servers, quiet=args.quiet
+    )
     wall = time.perf_counter() - start
     title = (
         f"Fig. 4.12 reproduction: 11 small-request tenants (4 ms) and 21 large-request tenants "

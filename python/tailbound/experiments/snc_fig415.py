@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import (
     Line,
     decide,
@@ -62,9 +63,11 @@ def run(
     orders: int,
     seed: int,
     scale: float,
+    *,
+    quiet: bool = True,
 ) -> list[Row]:
     rows = []
-    for k in factors:
+    for k in progress(quiet, iterable=factors, desc="snc_fig415", unit="factor"):
         # tenant i replays the unit's trace i mod tenants: every unit has the same traces
         unit = tuple(i % TRACES for i in range(tenants))
         base = population(data, k * tenants, seed, unit)
@@ -133,7 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     data = find_data(args.data)
     rows = run(
-        data, factors, args.tenants, args.clients, args.servers, args.orders, args.seed, args.scale
+        data,
+        factors,
+        args.tenants,
+        args.clients,
+        args.servers,
+        args.orders,
+        args.seed,
+        args.scale,
+        quiet=args.quiet,
     )
     wall = time.perf_counter() - start
 

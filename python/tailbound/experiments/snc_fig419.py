@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import find_data, parser, write_outputs
 from tailbound.experiments.snc_fig417 import Storage, storage_population, with_slos
 from tailbound.plotting import save_figure
@@ -59,11 +60,13 @@ def run(
     draws: int,
     seed: int,
     replay: bool,
+    *,
+    quiet: bool = True,
 ) -> list[Draw]:
     pop = storage_population(data, tenants, clients, servers, seed)
     st = Storage.of(data, pop)
     out: list[Draw] = []
-    for d in range(draws):
+    for d in progress(quiet, iterable=range(draws), desc="snc_fig419", unit="draw"):
         slos = draw_slos(tenants, seed, d)
         for p in PERCENTILES:
             for policy in ("snc-meister", "dnc"):
@@ -138,7 +141,16 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--draws, --tenants, --clients and --servers must be at least 1")
     start = time.perf_counter()
     data = find_data(args.data)
-    rows = run(data, args.tenants, args.clients, args.servers, args.draws, args.seed, args.replay)
+    rows = run(
+        data,
+        args.tenants,
+        args.clients,
+        args.servers,
+        args.draws,
+        args.seed,
+        args.replay,
+        quiet=args.quiet,
+    )
     wall = time.perf_counter() - start
     title = (
         f"Fig. 4.19 reproduction: {args.tenants} storage tenants on {args.clients}+{args.servers}"
