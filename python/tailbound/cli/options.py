@@ -119,7 +119,7 @@ class _Silent:
 
     def __init__(self, iterable: Any = None, **_: Any) -> None:
         self.iterable = iterable
-        self.n = 0
+        self.n: float = 0
 
     def __iter__(self) -> Any:
         return iter(self.iterable)
