@@ -61,8 +61,13 @@ def tenants_file(folder: Path, n: int) -> Path:
 
 def timed(args: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run([*TAILBOUND, *args], check=True, stdout=subprocess.DEVNULL, cwd=REPO)
-    return time.perf_counter() - start
+    done = subprocess.run([*TAILBOUND, *args], stdout=subprocess.DEVNULL, cwd=REPO, check=False)
+    elapsed = time.perf_counter() - start
+    # 0: every tenant meets its SLO, 1: some does not (a result, e.g. T13 of the 16-tenant set);
+    # anything else is a failure of the run
+    if done.returncode not in (0, 1):
+        raise subprocess.CalledProcessError(done.returncode, done.args)
+    return elapsed
 
 
 def median_of(runs: int, make_args) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
