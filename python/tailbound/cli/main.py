@@ -48,8 +48,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(Exit.BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every verb's sub-parser."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every verb's sub-parser, or only verb ``only``'s (each verb's
+    module is imported to build its sub-parser; :func:`main` builds the one it runs, so a verb
+    does not pay for importing the others — ``tailbound --help`` and unknown verbs get all)."""
     parser = Parser(
         prog="tailbound",
         description="Tail-latency SLO guarantees for workloads sharing storage and networks.",
@@ -59,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"tailbound {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         module = importlib.import_module(f"tailbound.cli.{name}")
         module.add_parser(subparsers)
     return parser
@@ -67,9 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``tailbound`` command; returns the process exit code."""
-    parser = build_parser()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # The verb is the first argument not starting with "-" (the top-level options take no value).
+    verb = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(verb if verb in COMMANDS else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_list)
     except SystemExit as e:  # --help and --version (0), a usage error (2: Exit.BAD_INPUT)
         return int(e.code or 0) if not isinstance(e.code, str) else Exit.BAD_INPUT
     try:

@@ -1,0 +1,98 @@
+"""What ``tailbound bound`` imports from a cold start (issue 14: "the command users run, fast
+from a cold start"): none of the heavy libraries it does not use, no other verb's module, and no
+tqdm when no progress bar is shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+HEAVY = ("pyarrow", "matplotlib", "statsmodels", "highspy", "scipy")
+
+# Runs the CLI as ``python -m tailbound.cli.main`` does, then lists the loaded modules on stdout
+# (after the verb's own output, on one line of its own).
+_PROBE = """
+import sys
+from tailbound.cli.main import main
+code = main(sys.argv[1:])
+print("\\nMODULES " + " ".join(sorted(sys.modules)))
+"""
+
+
+def loaded_modules(args: list[str], cwd: Path) -> set[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TAILBOUND_CACHE"}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("MODULES "))
+    return set(line.split()[1:])
+
+
+def test_bound_imports_only_what_it_uses(tmp_path: Path, data_dir: Path) -> None:
+    tenants = [
+        {
+            "name": f"T{i}",
+            "slo_s": 0.05,
+            "trace": str(data_dir / "wc62" / "traces" / f"trace{i:04d}.txt"),
+            "client_host": f"h{i % 2}",
+            "server_host": f"h{(i + 1) % 2}",
+        }
+        for i in range(3)
+    ]
+    path = tmp_path / "tenants.json"
+    path.write_text(json.dumps({"tenants": tenants}))
+    modules = loaded_modules(
+        ["bound", "--tenants", str(path), "--cache", str(tmp_path / "cache")], tmp_path
+    )
+    assert "tailbound.snc.mmpp" in modules  # the probe saw the verb run
+    top = {m.split(".")[0] for m in modules}
+    assert not top & set(HEAVY), sorted(top & set(HEAVY))
+    # stderr is not a terminal: no bar, and tqdm is not even imported
+    assert "tqdm" not in top
+    # only the verb's own CLI module is imported to build the parser
+    others = {m for m in modules if m.startswith("tailbound.cli.")} - {
+        "tailbound.cli.main",
+        "tailbound.cli.bound",
+        "tailbound.cli.exitcodes",
+        "tailbound.cli.options",
+    }
+    assert not others, sorted(others)
+    # network-only tenants: the DNC device model is not needed
+    assert "tailbound.dnc.device" not in modules
+
+
+def test_help_still_lists_every_verb(tmp_path: Path) -> None:
+    from tailbound.cli.main import COMMANDS
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tailbound.cli.main", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=True,
+    )
+    for verb in COMMANDS:
+        assert verb in done.stdout
+    # an unknown verb is still a usage error naming the choices (exit 2)
+    bad = subprocess.run(
+        [sys.executable, "-m", "tailbound.cli.main", "bogus"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr and "bound" in bad.stderr
