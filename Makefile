@@ -57,6 +57,7 @@ lint: install ## rustfmt, clippy -D warnings, ruff, mypy, stub check of the comp
 	cargo fmt --all --check
 	cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 	$(BIN)/ruff check python tests benchmarks tools
+	$(BIN)/ruff format --check python tests benchmarks tools
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest tailbound._core --ignore-missing-stub --allowlist tools/stubtest-allowlist.txt
 
