@@ -157,7 +157,13 @@ impl PerronSolver {
             lo = lo.min(sum);
         }
         let v = &mut self.v[..n];
+        // A warm start concentrated on other states (the previous root's class, or states whose
+        // excess was the largest) can leave the iteration so slow on this root's states that it
+        // stalls at a loose upper bound (the stall rule below is meant for reducible chains): if
+        // it stalls from a warm start, it restarts once from the all-ones vector.
+        let mut may_restart = false;
         if v.iter().all(|x| *x > 0.0 && x.is_finite()) {
+            may_restart = true;
             let (warm_hi, warm_lo) = self.ratio_bounds(n);
             hi = hi.min(warm_hi);
             lo = lo.max(warm_lo.min(hi));
@@ -208,6 +214,13 @@ impl PerronSolver {
             }
             // A reducible matrix keeps a low ratio on its other classes: stop when hi stalls.
             stalled = if improved <= tol { stalled + 1 } else { 0 };
+            if stalled >= 3 && may_restart {
+                may_restart = false;
+                stalled = 0;
+                refactor = true;
+                self.v[..n].iter_mut().for_each(|x| *x = 1.0);
+                continue;
+            }
             if stalled >= 3 {
                 break;
             }
@@ -357,6 +370,67 @@ mod tests {
             assert!(close(got, expect, 1e-12) || (got - expect).abs() < 1e-18, "{got} {expect}");
             assert!(got >= expect - 1e-18);
         }
+    }
+
+    #[test]
+    fn a_warm_start_on_another_class_does_not_stop_above_the_root() {
+        // States 0 and 1 coupled, state 2 isolated (a reducible chain); the roots move between
+        // the classes, so each warm start has the other class's components dead. The last
+        // root is on {0, 1} with close diagonals (found by the numpy property test, seed
+        // 9703761: it stopped 1.7e-7 above the root, at the row-sum bound).
+        let (a, b) = (8.556_189_392_140_998e-8, 8.451_629_298_456_636e-8);
+        let g = [-a, a, 0.0, b, -b, 0.0, 0.0, 0.0, 0.0];
+        #[rustfmt::skip]
+        let e = [
+            0.984_553_001_473_370_9, 0.146_112_633_308_985_83, 0.884_509_825_209_673_1,
+            0.794_198_824_461_599, 0.102_904_786_518_082_21, 0.815_579_310_202_778_9,
+            0.336_334_060_171_501_6, 0.359_605_622_027_603_16, 0.439_444_010_090_524_25,
+            0.978_348_962_895_267_6, 0.962_349_230_231_990_1, 0.199_489_852_116_979_45,
+        ];
+        let got = perron_roots(&g, 3, &e).unwrap();
+        let (e0, e1) = (e[9], e[10]);
+        let m00 = (1.0 + e0) * -a + e0;
+        let m11 = (1.0 + e1) * -b + e1;
+        let bc = (1.0 + e0) * a * (1.0 + e1) * b;
+        let expect = (m00 + m11) / 2.0 + (((m00 - m11) / 2.0).powi(2) + bc).sqrt();
+        assert!(got[3] >= expect - 1e-15 && got[3] - expect < 1e-14, "{} {expect}", got[3]);
+    }
+
+    #[test]
+    fn a_slow_warm_start_does_not_stop_above_the_root() {
+        // Irreducible, weakly coupled (found by the numpy property test, seed 1879175): the
+        // previous root's vector lies on states 0 and 2, this root's on states 1 and 3 with
+        // diagonals 7.6e-4 apart; from the warm start the iteration stalled at the row-sum
+        // bound, 1.2e-5 above the root.
+        #[rustfmt::skip]
+        let g = [
+            -1.793_896_29e-5, 2.322_279_69e-6, 6.818_018_85e-6, 8.798_664_37e-6,
+            5.484_563_16e-7, -6.132_206_71e-6, 2.430_994_22e-7, 5.340_650_97e-6,
+            8.460_008_7e-6, 3.743_290_95e-6, -1.633_616_01e-5, 4.132_860_41e-6,
+            9.014_220_15e-6, 1.545_696_89e-6, 8.049_839_89e-6, -1.860_975_69e-5,
+        ];
+        let e = [0.778_51, 0.628_87, 0.778_50, 0.706_58, 0.004_33, 0.938_41, 0.588_49, 0.937_65];
+        let warm = perron_roots(&g, 4, &e).unwrap()[1];
+        let cold = perron_roots(&g, 4, &e[4..]).unwrap()[0];
+        // power iteration on B + I (non-negative) as an independent check
+        let mut b = [0.0; 16];
+        for i in 0..4 {
+            for j in 0..4 {
+                b[i * 4 + j] =
+                    (1.0 + e[4 + i]) * g[i * 4 + j] + if i == j { 1.0 + e[4 + i] } else { 0.0 };
+            }
+        }
+        let mut v = [1.0; 4];
+        let mut lambda = 0.0;
+        for _ in 0..200_000 {
+            let w: Vec<f64> = (0..4).map(|i| (0..4).map(|j| b[i * 4 + j] * v[j]).sum()).collect();
+            let top = w.iter().cloned().fold(0.0, f64::max);
+            lambda = top / v.iter().cloned().fold(0.0, f64::max);
+            v.iter_mut().zip(&w).for_each(|(x, y)| *x = y / top);
+        }
+        let expect = lambda - 1.0;
+        assert!(close(cold, expect, 1e-9), "{cold} {expect}");
+        assert!(warm >= cold - 1e-15 && warm - cold < 1e-13, "{warm} {cold}");
     }
 
     #[test]
