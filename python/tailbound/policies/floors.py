@@ -49,13 +49,13 @@ from numpy.typing import NDArray
 
 from tailbound.model import DEFAULT_LINK_BYTES_PER_S, Tenant
 from tailbound.policies.admission import WIRE, AdmissionPolicy, Configured, Wire, network_plan
-from tailbound.sim.plan import replay as sim_replay
-from tailbound.sim.results import percentile
+from tailbound.sim.plan import replay_results as sim_replay_results
+from tailbound.sim.results import WorkloadResult, percentile
 from tailbound.snc.analysis import TenantBound
 from tailbound.traces.trace import Trace
 
 
-def replay(
+def replay_results(
     tenants: Sequence[Tenant],
     traces: Sequence[Trace],
     configured: Sequence[Configured],
@@ -63,9 +63,10 @@ def replay(
     link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S,
     mode: str = "shaping",
     wire: Wire = WIRE,
-) -> dict[str, NDArray[np.float64]]:
-    """Each tenant's request latencies (s) when ``traces`` are replayed together open loop on
-    the network, each tenant enforced as ``configured`` with rate limiters in ``mode``."""
+) -> dict[str, WorkloadResult]:
+    """Each tenant's requests (issue times, latencies) when ``traces`` are replayed together
+    open loop on the network, each tenant enforced as ``configured`` with rate limiters in
+    ``mode``."""
     plan = network_plan(
         "replay",
         tenants,
@@ -74,13 +75,24 @@ def replay(
         mode=mode,
         network_only=True,
     )
-    return sim_replay(
+    return sim_replay_results(
         plan,
         {t.name: tr for t, tr in zip(tenants, traces, strict=True)},
         link_bandwidth_bytes_per_s=link_bytes_per_s,
         mtu_bytes=wire.mtu_bytes,
         propagation_s=wire.propagation_s,
     )
+
+
+def replay(
+    tenants: Sequence[Tenant],
+    traces: Sequence[Trace],
+    configured: Sequence[Configured],
+    **network: Any,
+) -> dict[str, NDArray[np.float64]]:
+    """Each tenant's request latencies (s) in :func:`replay_results`."""
+    results = replay_results(tenants, traces, configured, **network)
+    return {name: np.asarray(r.latency) for name, r in results.items()}
 
 
 def replayed(
@@ -94,11 +106,16 @@ def replayed(
     return [percentile(latencies[t.name], t.percentile) for t in tenants]
 
 
+def alone_result(spec: Tenant, trace: Trace, link_bytes_per_s: float) -> WorkloadResult:
+    """``spec``'s requests when ``trace`` is replayed with nothing else on the network (host
+    links of ``link_bytes_per_s`` bytes per second)."""
+    results = replay_results([spec], [trace], [Configured(0)], link_bytes_per_s=link_bytes_per_s)
+    return results[spec.name]
+
+
 def alone_latency(spec: Tenant, trace: Trace, link_bytes_per_s: float) -> float:
-    """``spec``'s latency (s) at its percentile when ``trace`` is replayed with nothing else on
-    the network (host links of ``link_bytes_per_s`` bytes per second)."""
-    (latency,) = replayed([spec], [trace], [Configured(0)], link_bytes_per_s=link_bytes_per_s)
-    return latency
+    """``spec``'s latency (s) at its percentile in :func:`alone_result`."""
+    return alone_result(spec, trace, link_bytes_per_s).percentile(spec.percentile)
 
 
 class _Wrapper:
