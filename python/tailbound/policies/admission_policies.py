@@ -39,6 +39,7 @@ def make_admission(
     curves: CurveCache | None = None,
     alone_floor: bool = False,
     joint_floor: bool = False,
+    split_levels: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
     search: str = "reference",
@@ -48,6 +49,8 @@ def make_admission(
     ``fits`` and ``curves`` are caches of MMPP fits and r-b curves to share between policies
     (the traces they hold are the decision's: an experiment primes them with first halves);
     ``alone`` keeps measured latencies alone across policies (:class:`AloneFloor`);
+    ``split_levels`` (with ``alone_floor``) enforces the analysis' misfits one sub-level below
+    their SLO class (:class:`AloneFloor`);
     ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
     ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
     ``"reference"`` or ``"deterministic"``)."""
@@ -69,7 +72,9 @@ def make_admission(
         from tailbound.policies.floors import AloneFloor, JointFloor
 
         if alone_floor:
-            policy = AloneFloor(policy, fits.trace, tset.link_bytes_per_s, alone)
+            policy = AloneFloor(
+                policy, fits.trace, tset.link_bytes_per_s, alone, split_levels=split_levels
+            )
         if joint_floor:
             policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
     return policy

@@ -32,6 +32,20 @@ of 300 s block traces); skipped when the wrapped bounds already reject the set (
 the same, and those bounds are returned unfloored). What it cannot do is see the future: behaviour
 absent from the decision traces (a larger burst later on) is still up to the analysis.
 
+**Split levels.** Priorities by SLO put tenants of one SLO class in one FIFO level, so a
+classmate's burst that its decision trace did not contain is queued in front of every request of
+the class (Fig. 4.10, order 3: w078, 0.6 ms alone, takes 62.4 ms against its 60 ms SLO because
+w138, a copy of wc62 trace 14 on the same client host and class, has a 69 ms write burst in its
+second half; without w138 it takes 0.7 ms). With ``split_levels`` (:class:`AloneFloor`), each
+level ``L`` of the wrapped policy is enforced as two: ``2L`` for the tenants whose measured
+latency alone is within the analysis' bound alone, ``2L + 1`` for the others (the *misfits*,
+whose own bursts the arrival model cannot express: their floor binds). Every bound stays valid
+without re-analysis, because the SNC analyses count flows of *equal* priority as higher: a
+tenant at ``2L`` now has fewer flows ahead than its bound assumed, one at ``2L + 1`` exactly
+those it assumed (all of level ``L`` and above), and no flow of another class changes side. The
+bursts the model misses then queue behind the traffic it describes instead of in front of it.
+Decided from the first half only; it changes what is enforced, not who is admitted.
+
 Both replay the network path only (through :func:`~tailbound.policies.admission.network_plan` and
 the one scenario builder, :mod:`tailbound.sim.plan`); a tenant with a storage device is floored by
 its network latency (still a lower bound: the device stage only adds to it). Policies may run the
@@ -52,6 +66,7 @@ from tailbound.policies.admission import WIRE, AdmissionPolicy, Configured, Wire
 from tailbound.sim.plan import replay_results as sim_replay_results
 from tailbound.sim.results import WorkloadResult, percentile
 from tailbound.snc.analysis import TenantBound
+from tailbound.snc.tenants import PRIORITY_LEVELS
 from tailbound.traces.trace import Trace
 
 
@@ -140,6 +155,10 @@ class AloneFloor(_Wrapper):
     (trace, percentile) and kept in ``alone`` (pass the same dictionary to share them between
     wrappers, e.g. over the arrival orders of an experiment). ``newcomer_bound`` (the admission
     screen) is kept when the wrapped policy has it.
+
+    ``split_levels`` also changes what is enforced (:meth:`configure`, module docstring, "Split
+    levels"): within each level of the wrapped policy, the tenants the analysis under-predicts
+    alone (:meth:`misfit`) run one sub-level below the others. Decisions are unchanged.
     """
 
     def __init__(
@@ -148,13 +167,41 @@ class AloneFloor(_Wrapper):
         trace_of: Callable[[Tenant], Trace],
         link_bytes_per_s: float,
         alone: dict[tuple[str, float], float] | None = None,
+        *,
+        split_levels: bool = False,
+        levels: int = PRIORITY_LEVELS,
     ) -> None:
         super().__init__(policy)
         self.trace_of = trace_of
         self.link_bytes_per_s = link_bytes_per_s
         self.alone = {} if alone is None else alone
+        self.split_levels = split_levels
+        self.levels = levels
+        self.misfits: dict[tuple[str, float], bool] = {}
         if hasattr(policy, "newcomer_bound"):
             self.newcomer_bound = self._newcomer_bound
+
+    def misfit(self, spec: Tenant) -> bool:
+        """Whether the wrapped analysis' bound of ``spec`` *alone* is below its measured latency
+        alone (its arrival model cannot express the tenant's own bursts), memoised per (trace,
+        percentile)."""
+        key = (str(spec.trace), spec.percentile)
+        if key not in self.misfits:
+            (alone_bound,) = self.policy([spec])
+            self.misfits[key] = self.latency_alone(spec) > alone_bound.latency_s
+        return self.misfits[key]
+
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+        """What the wrapped policy enforces; with ``split_levels``, level ``L`` becomes ``2L`` for
+        the tenants the analysis describes and ``2L + 1`` for its misfits, when the doubled
+        levels fit in ``levels`` (otherwise the wrapped levels are kept)."""
+        base = self.policy.configure(tenants)
+        if not self.split_levels or not base or 2 * max(c.level for c in base) + 1 >= self.levels:
+            return base
+        return [
+            dataclasses.replace(c, level=2 * c.level + int(self.misfit(t)))
+            for t, c in zip(tenants, base, strict=True)
+        ]
 
     def latency_alone(self, spec: Tenant) -> float:
         """``spec``'s measured latency alone (s) at its percentile, memoised."""
