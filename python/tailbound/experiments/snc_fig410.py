@@ -322,7 +322,9 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
         decided[policy] = decisions
         admitted = [d.tenant for d in decisions if d.admitted]
         second = [pop.second[str(t.trace)] for t in admitted]
-        volume = sum(_bytes(tr) for tr in second) / max((tr.duration for tr in second), default=1.0)
+        volume = sum(trace_bytes(tr) for tr in second) / max(
+            (tr.duration for tr in second), default=1.0
+        )
         violators: list[Tenant] = []
         alone_violators: list[Tenant] = []
         window_violators: list[Tenant] = []
@@ -348,13 +350,13 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
                 len(admitted),
                 volume,
                 replay_it,
-                _labels(violators),
-                _labels(first_violators),
-                _labels(alone_violators),
+                labels(violators),
+                labels(first_violators),
+                labels(alone_violators),
                 worst,
                 time.perf_counter() - start,
-                _labels(window_violators),
-                _labels(window_alone),
+                labels(window_violators),
+                labels(window_alone),
                 worst_window,
             )
         )
@@ -362,7 +364,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
     return out
 
 
-def _labels(tenants: Sequence[Tenant]) -> tuple[str, ...]:
+def labels(tenants: Sequence[Tenant]) -> tuple[str, ...]:
     """``name/trace`` of each tenant (the stem of its wc62 trace file)."""
     return tuple(f"{t.name}/{Path(str(t.trace).split('@')[0]).stem}" for t in tenants)
 
@@ -428,7 +430,7 @@ def _alone_second(pop: Population, spec: Tenant, link_bytes_per_s: float) -> Jud
     return memo[key]
 
 
-def _bytes(tr: Trace) -> float:
+def trace_bytes(tr: Trace) -> float:
     from tailbound.profiles.tokens import MessageSizes
 
     m = MessageSizes()

@@ -40,6 +40,7 @@ def make_admission(
     alone_floor: bool = False,
     joint_floor: bool = False,
     split_levels: bool = False,
+    device_floor: bool = True,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
     search: str = "reference",
@@ -50,7 +51,9 @@ def make_admission(
     (the traces they hold are the decision's: an experiment primes them with first halves);
     ``alone`` keeps measured latencies alone across policies (:class:`AloneFloor`);
     ``split_levels`` (with ``alone_floor``) enforces the analysis' misfits one sub-level below
-    their SLO class (:class:`AloneFloor`);
+    their SLO class (:class:`AloneFloor`); ``device_floor`` (default) measures the latency alone
+    of a tenant with a device through its device too (with ``tset.ssd_profile``; ``False``: the
+    network path only, the rule before);
     ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
     ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
     ``"reference"`` or ``"deterministic"``)."""
@@ -73,7 +76,12 @@ def make_admission(
 
         if alone_floor:
             policy = AloneFloor(
-                policy, fits.trace, tset.link_bytes_per_s, alone, split_levels=split_levels
+                policy,
+                fits.trace,
+                tset.link_bytes_per_s,
+                alone,
+                split_levels=split_levels,
+                profile=tset.ssd_profile if device_floor else None,
             )
         if joint_floor:
             policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)

@@ -46,9 +46,14 @@ those it assumed (all of level ``L`` and above), and no flow of another class ch
 bursts the model misses then queue behind the traffic it describes instead of in front of it.
 Decided from the first half only; it changes what is enforced, not who is admitted.
 
-Both replay the network path only (through :func:`~tailbound.policies.admission.network_plan` and
-the one scenario builder, :mod:`tailbound.sim.plan`); a tenant with a storage device is floored by
-its network latency (still a lower bound: the device stage only adds to it). Policies may run the
+**At the device.** Given the SSD profile (:class:`AloneFloor`'s ``profile``; the admission
+policies pass the tenants file's), a tenant with a device is replayed alone through its network
+links *and* its device, under the plan's dispatch rule (nothing less important joins a request in
+service), so the floor includes the device's service of the tenant's own bursts. Without a
+profile, and always for :class:`JointFloor`, the replay is of the network path only (still a
+lower bound: the device stage only adds to it). Replays go through
+:func:`~tailbound.policies.admission.network_plan` and the one scenario builder,
+:mod:`tailbound.sim.plan`. Policies may run the
 simulator; the analysis (``snc``, ``dnc``) may not, which is why the floors live here.
 """
 
@@ -56,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,17 +84,19 @@ def replay_results(
     link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S,
     mode: str = "shaping",
     wire: Wire = WIRE,
+    profile: Path | None = None,
 ) -> dict[str, WorkloadResult]:
     """Each tenant's requests (issue times, latencies) when ``traces`` are replayed together
-    open loop on the network, each tenant enforced as ``configured`` with rate limiters in
-    ``mode``."""
+    open loop, each tenant enforced as ``configured`` with rate limiters in ``mode``: on the
+    network only, or with ``profile`` (an SSD profile) also through the devices of the tenants
+    that have one, under the plan's dispatch rule (:func:`network_plan`)."""
     plan = network_plan(
         "replay",
         tenants,
         configured,
         link_bytes_per_s=link_bytes_per_s,
         mode=mode,
-        network_only=True,
+        network_only=profile is None,
     )
     return sim_replay_results(
         plan,
@@ -96,6 +104,7 @@ def replay_results(
         link_bandwidth_bytes_per_s=link_bytes_per_s,
         mtu_bytes=wire.mtu_bytes,
         propagation_s=wire.propagation_s,
+        profile=profile,
     )
 
 
@@ -121,16 +130,23 @@ def replayed(
     return [percentile(latencies[t.name], t.percentile) for t in tenants]
 
 
-def alone_result(spec: Tenant, trace: Trace, link_bytes_per_s: float) -> WorkloadResult:
+def alone_result(
+    spec: Tenant, trace: Trace, link_bytes_per_s: float, profile: Path | None = None
+) -> WorkloadResult:
     """``spec``'s requests when ``trace`` is replayed with nothing else on the network (host
-    links of ``link_bytes_per_s`` bytes per second)."""
-    results = replay_results([spec], [trace], [Configured(0)], link_bytes_per_s=link_bytes_per_s)
+    links of ``link_bytes_per_s`` bytes per second) and, given ``profile`` and a device, nothing
+    else on its device."""
+    results = replay_results(
+        [spec], [trace], [Configured(0)], link_bytes_per_s=link_bytes_per_s, profile=profile
+    )
     return results[spec.name]
 
 
-def alone_latency(spec: Tenant, trace: Trace, link_bytes_per_s: float) -> float:
+def alone_latency(
+    spec: Tenant, trace: Trace, link_bytes_per_s: float, profile: Path | None = None
+) -> float:
     """``spec``'s latency (s) at its percentile in :func:`alone_result`."""
-    return alone_result(spec, trace, link_bytes_per_s).percentile(spec.percentile)
+    return alone_result(spec, trace, link_bytes_per_s, profile).percentile(spec.percentile)
 
 
 class _Wrapper:
@@ -154,7 +170,9 @@ class AloneFloor(_Wrapper):
     or the first half of a trace an experiment primed). Latencies alone are measured once per
     (trace, percentile) and kept in ``alone`` (pass the same dictionary to share them between
     wrappers, e.g. over the arrival orders of an experiment). ``newcomer_bound`` (the admission
-    screen) is kept when the wrapped policy has it.
+    screen) is kept when the wrapped policy has it. With ``profile`` (the SSD profile), a tenant
+    with a device is measured through its device too (module docstring, "At the device");
+    without, on the network only.
 
     ``split_levels`` also changes what is enforced (:meth:`configure`, module docstring, "Split
     levels"): within each level of the wrapped policy, the tenants the analysis under-predicts
@@ -170,11 +188,13 @@ class AloneFloor(_Wrapper):
         *,
         split_levels: bool = False,
         levels: int = PRIORITY_LEVELS,
+        profile: Path | None = None,
     ) -> None:
         super().__init__(policy)
         self.trace_of = trace_of
         self.link_bytes_per_s = link_bytes_per_s
         self.alone = {} if alone is None else alone
+        self.profile = profile
         self.split_levels = split_levels
         self.levels = levels
         self.misfits: dict[tuple[str, float], bool] = {}
@@ -205,9 +225,12 @@ class AloneFloor(_Wrapper):
 
     def latency_alone(self, spec: Tenant) -> float:
         """``spec``'s measured latency alone (s) at its percentile, memoised."""
-        key = (str(spec.trace), spec.percentile)
+        profile = self.profile if spec.device is not None else None
+        key = (str(spec.trace) + (f"|{spec.device}" if profile else ""), spec.percentile)
         if key not in self.alone:
-            self.alone[key] = alone_latency(spec, self.trace_of(spec), self.link_bytes_per_s)
+            self.alone[key] = alone_latency(
+                spec, self.trace_of(spec), self.link_bytes_per_s, profile
+            )
         return self.alone[key]
 
     def floor(self, spec: Tenant, bound: TenantBound) -> TenantBound:
