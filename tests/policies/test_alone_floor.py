@@ -102,3 +102,23 @@ def test_floor_never_lowers_a_bound_and_measures_each_trace_once(data_dir: Path)
     assert math.isinf(
         AloneFloor(SncPolicy(_Fixed(math.inf, False)), trace_of, 1.25e8, memo)(specs)[0].latency_s
     )
+
+
+def test_floor_with_a_device_measures_through_it(data_dir: Path) -> None:
+    """With the SSD profile, a tenant with a device is replayed alone through its device too:
+    its floor is at least its network latency alone; without the profile (or without a device)
+    the network latency alone is the floor."""
+    import dataclasses
+
+    pop = population(data_dir, 3, seed=410)
+    profile = data_dir / "wc62" / "profile_ssd.json"
+    spec = dataclasses.replace(pop.tenants[2], slo=Slo(0.05), device="ssd0")
+    trace = pop.first[str(spec.trace)].slice_time(0.0, 60.0)
+    fixed = SncPolicy(_Fixed(0.0, screen=False))
+    net = AloneFloor(fixed, lambda t: trace, LINK_BYTES_PER_S).latency_alone(spec)
+    device = AloneFloor(fixed, lambda t: trace, LINK_BYTES_PER_S, profile=profile)
+    assert net == alone_latency(spec, trace, LINK_BYTES_PER_S)
+    assert device.latency_alone(spec) == alone_latency(spec, trace, LINK_BYTES_PER_S, profile)
+    assert device.latency_alone(spec) > net
+    no_device = dataclasses.replace(spec, device=None)
+    assert device.latency_alone(no_device) == net
