@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from tailbound.experiments.snc_fig410 import caches, population
 from tailbound.model import DEFAULT_LINK_BYTES_PER_S as LINK_BYTES_PER_S
 from tailbound.model import Slo, Tenant, TenantSet
@@ -92,3 +94,40 @@ def test_split_levels_keep_a_burst_the_first_half_lacked_off_its_classmate(
     assert flat["w078"].judged(0.999).whole_s > 0.06  # the violation through sharing
     assert split["w078"].judged(0.999).window_s < 0.005
     assert split["w138"].judged(0.999).whole_s > 0.06  # it misses alone anyway
+
+
+class _Crowded:
+    """A bound function whose latency grows with the number of tenants: ``base × len``."""
+
+    def __init__(self, base_s: dict[str, float]) -> None:
+        self.base_s = base_s
+
+    def __call__(self, tenants: Sequence[Tenant]) -> list[TenantBound]:
+        return [
+            TenantBound.of_directions(t, 0, {"in": self.base_s[t.name] * len(tenants), "out": 0})
+            for t in tenants
+        ]
+
+
+def test_model_error_adds_what_the_analysis_misses_alone_to_a_misfits_bound(
+    data_dir: Path,
+) -> None:
+    """``add_model_error``: prediction ``max(bound, alone, bound + alone − model alone)``. A
+    misfit (model alone = half its measured latency alone) among one other tenant, whose bound
+    doubles: ``2b + (alone − b)`` with ``b = alone / 2``, i.e. 1.5 × alone, where the plain floor
+    says ``alone``; a tenant the model over-predicts keeps its bound."""
+    specs, first = _specs(data_dir, (0.05, 0.05))
+    trace_of = lambda t: first[str(t.trace)]  # noqa: E731
+    measured = {t.name: alone_latency(t, trace_of(t), LINK_BYTES_PER_S) for t in specs}
+    base = {"w000": measured["w000"] / 2, "w001": measured["w001"] * 2}
+    plain = AloneFloor(SncPolicy(_Crowded(base)), trace_of, LINK_BYTES_PER_S)
+    corrected = AloneFloor(
+        SncPolicy(_Crowded(base)), trace_of, LINK_BYTES_PER_S, add_model_error=True
+    )
+    p0, p1 = plain(specs)
+    c0, c1 = corrected(specs)
+    assert p0.latency_s == pytest.approx(measured["w000"])
+    assert c0.latency_s == pytest.approx(1.5 * measured["w000"])
+    assert c0.latency_alone_s == p0.latency_alone_s == measured["w000"]
+    assert c1.latency_s == p1.latency_s == pytest.approx(4 * measured["w001"])
+    assert corrected.model_alone(specs[0]) == pytest.approx(base["w000"])
