@@ -42,6 +42,7 @@ def make_admission(
     split_levels: bool = False,
     device_floor: bool = True,
     add_model_error: bool = False,
+    window_floor: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
     search: str = "reference",
@@ -55,7 +56,8 @@ def make_admission(
     their SLO class (:class:`AloneFloor`); ``device_floor`` (default) measures the latency alone
     of a tenant with a device through its device too (with ``tset.ssd_profile``; ``False``: the
     network path only, the rule before); ``add_model_error`` adds the analysis' error alone to
-    a misfit's bound (:class:`AloneFloor`);
+    a misfit's bound and ``window_floor`` measures the floor at the worst 3-minute window
+    (:class:`AloneFloor`);
     ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
     ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
     ``"reference"`` or ``"deterministic"``)."""
@@ -85,6 +87,7 @@ def make_admission(
                 split_levels=split_levels,
                 profile=tset.ssd_profile if device_floor else None,
                 add_model_error=add_model_error,
+                window_floor=window_floor,
             )
         if joint_floor:
             policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)

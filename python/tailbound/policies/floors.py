@@ -188,7 +188,8 @@ class AloneFloor(_Wrapper):
 
     ``add_model_error`` predicts ``max(bound, alone, bound + alone − model alone)``: a misfit's
     bound among others is raised by what the analysis under-predicts it alone (module
-    docstring, "Model error").
+    docstring, "Model error"). ``window_floor`` measures the latency alone as the SLO is judged
+    over 3-minute windows: the worst window's percentile (:meth:`WorkloadResult.judged`).
     """
 
     def __init__(
@@ -202,8 +203,10 @@ class AloneFloor(_Wrapper):
         levels: int = PRIORITY_LEVELS,
         profile: Path | None = None,
         add_model_error: bool = False,
+        window_floor: bool = False,
     ) -> None:
         super().__init__(policy)
+        self.window_floor = window_floor
         self.trace_of = trace_of
         self.link_bytes_per_s = link_bytes_per_s
         self.alone = {} if alone is None else alone
@@ -242,13 +245,19 @@ class AloneFloor(_Wrapper):
         ]
 
     def latency_alone(self, spec: Tenant) -> float:
-        """``spec``'s measured latency alone (s) at its percentile, memoised."""
+        """``spec``'s measured latency alone (s) at its percentile, memoised: over the whole
+        trace, or with ``window_floor`` the worst over SNC-Meister's 3-minute windows."""
         profile = self.profile if spec.device is not None else None
-        key = (str(spec.trace) + (f"|{spec.device}" if profile else ""), spec.percentile)
+        key = (
+            str(spec.trace)
+            + (f"|{spec.device}" if profile else "")
+            + ("|window" if self.window_floor else ""),
+            spec.percentile,
+        )
         if key not in self.alone:
-            self.alone[key] = alone_latency(
-                spec, self.trace_of(spec), self.link_bytes_per_s, profile
-            )
+            result = alone_result(spec, self.trace_of(spec), self.link_bytes_per_s, profile)
+            judged = result.judged(spec.percentile)
+            self.alone[key] = judged.window_s if self.window_floor else judged.whole_s
         return self.alone[key]
 
     def floor(self, spec: Tenant, bound: TenantBound) -> TenantBound:
