@@ -122,3 +122,22 @@ def test_floor_with_a_device_measures_through_it(data_dir: Path) -> None:
     assert device.latency_alone(spec) > net
     no_device = dataclasses.replace(spec, device=None)
     assert device.latency_alone(no_device) == net
+
+
+def test_window_floor_is_the_worst_three_minute_window_alone(data_dir: Path) -> None:
+    """``window_floor``: the latency alone as the SLO is judged over 3-minute windows (every
+    10 s), measured once per trace apart from the whole-trace percentile in the shared memo."""
+    from tailbound.policies.floors import alone_result
+
+    pop = population(data_dir, 2, seed=410)
+    spec = Tenant("w001", Slo(0.05), pop.tenants[1].trace, "c0", server="s0")
+    trace = pop.first[str(spec.trace)]
+    memo: dict[tuple[str, float], float] = {}
+    fixed = SncPolicy(_Fixed(0.0, screen=False))
+    whole = AloneFloor(fixed, lambda t: trace, LINK_BYTES_PER_S, memo).latency_alone(spec)
+    window = AloneFloor(
+        fixed, lambda t: trace, LINK_BYTES_PER_S, memo, window_floor=True
+    ).latency_alone(spec)
+    judged = alone_result(spec, trace, LINK_BYTES_PER_S).judged(spec.percentile)
+    assert (whole, window) == (judged.whole_s, judged.window_s)
+    assert len(memo) == 2
