@@ -19,7 +19,9 @@ misfits) run one priority level below the others (:mod:`tailbound.policies.floor
 baselines. Optional (``--policies``): ``snc-meister-joint``, ``snc-meister`` whose predictions are
 also floored by the latencies measured replaying the admitted tenants and the newcomer together
 on their first halves at each arrival (:mod:`tailbound.policies.floors`), so that it never admits
-a set its own decision data shows missing an SLO.
+a set its own decision data shows missing an SLO; ``snc-meister-error``, ``snc-meister`` whose
+misfits' bounds are raised by the model's error alone; ``snc-meister-window``, that with the
+latency alone measured at the worst 3-minute window.
 
 A violation is judged two ways: the 99.9th percentile over the whole replayed half, and the worst
 99.9th percentile over 180 s windows starting every 10 s (thesis §4.3's 3-minute windows;
