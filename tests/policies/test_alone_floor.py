@@ -102,3 +102,42 @@ def test_floor_never_lowers_a_bound_and_measures_each_trace_once(data_dir: Path)
     assert math.isinf(
         AloneFloor(SncPolicy(_Fixed(math.inf, False)), trace_of, 1.25e8, memo)(specs)[0].latency_s
     )
+
+
+def test_floor_with_a_device_measures_through_it(data_dir: Path) -> None:
+    """With the SSD profile, a tenant with a device is replayed alone through its device too:
+    its floor is at least its network latency alone; without the profile (or without a device)
+    the network latency alone is the floor."""
+    import dataclasses
+
+    pop = population(data_dir, 3, seed=410)
+    profile = data_dir / "wc62" / "profile_ssd.json"
+    spec = dataclasses.replace(pop.tenants[2], slo=Slo(0.05), device="ssd0")
+    trace = pop.first[str(spec.trace)].slice_time(0.0, 60.0)
+    fixed = SncPolicy(_Fixed(0.0, screen=False))
+    net = AloneFloor(fixed, lambda t: trace, LINK_BYTES_PER_S).latency_alone(spec)
+    device = AloneFloor(fixed, lambda t: trace, LINK_BYTES_PER_S, profile=profile)
+    assert net == alone_latency(spec, trace, LINK_BYTES_PER_S)
+    assert device.latency_alone(spec) == alone_latency(spec, trace, LINK_BYTES_PER_S, profile)
+    assert device.latency_alone(spec) > net
+    no_device = dataclasses.replace(spec, device=None)
+    assert device.latency_alone(no_device) == net
+
+
+def test_window_floor_is_the_worst_three_minute_window_alone(data_dir: Path) -> None:
+    """``window_floor``: the latency alone as the SLO is judged over 3-minute windows (every
+    10 s), measured once per trace apart from the whole-trace percentile in the shared memo."""
+    from tailbound.policies.floors import alone_result
+
+    pop = population(data_dir, 2, seed=410)
+    spec = Tenant("w001", Slo(0.05), pop.tenants[1].trace, "c0", server="s0")
+    trace = pop.first[str(spec.trace)]
+    memo: dict[tuple[str, float], float] = {}
+    fixed = SncPolicy(_Fixed(0.0, screen=False))
+    whole = AloneFloor(fixed, lambda t: trace, LINK_BYTES_PER_S, memo).latency_alone(spec)
+    window = AloneFloor(
+        fixed, lambda t: trace, LINK_BYTES_PER_S, memo, window_floor=True
+    ).latency_alone(spec)
+    judged = alone_result(spec, trace, LINK_BYTES_PER_S).judged(spec.percentile)
+    assert (whole, window) == (judged.whole_s, judged.window_s)
+    assert len(memo) == 2

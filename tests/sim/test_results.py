@@ -57,3 +57,35 @@ def test_results_stage_times_and_unfinished_requests() -> None:
     sim.run()
     w = sim.results().workloads[0]
     assert w.percentiles()[1.0] == 3.0 and w.percentiles()[0.5] == 2.0
+
+
+def test_results_judged_whole_run_and_worst_window_by_hand() -> None:
+    """One request a second for 300 s, 30 of them (200–229 s) slow. Over the whole run 10% are
+    slow, so the 90th percentile (the smallest value covering 90%) is the fast one. The 13
+    windows of 180 s start every 10 s (0, 10, ..., 120); [60, 240) holds all 30 slow requests
+    among its 180 (16.7%), so its 90th percentile is the slow one; [0, 180) holds none."""
+    from tailbound.sim.results import SLO_WINDOW_S, SLO_WINDOW_STEP_S, Judged
+
+    issue = np.arange(0.0, 300.0, 1.0)
+    lat = np.full(issue.size, 0.001)
+    lat[200:230] = 0.009
+    w = WorkloadResult("w", ("net",), issue, (issue + lat)[:, None], Slo(0.005, 0.9))
+    assert (SLO_WINDOW_S, SLO_WINDOW_STEP_S) == (180.0, 10.0)
+    judged = w.judged(0.9)
+    assert judged == Judged(pytest.approx(0.001), pytest.approx(0.009))
+    assert judged.misses(0.005) == (False, True)
+    assert judged.misses(0.01) == (False, False)
+    # the windows start at the first request, every 10 s: with the slow requests in the last 40
+    # requests (260–299 s), only the last window [120, 300) sees them: 40 of 180 = 22%
+    lat[:] = 0.001
+    lat[260:300] = 0.009
+    w = WorkloadResult("w", ("net",), issue, (issue + lat)[:, None], Slo(0.005, 0.9))
+    assert w.judged(0.9).window_s == pytest.approx(0.009)
+    assert worst_window_percentile(issue, lat, 0.9, 180.0, 10.0) == pytest.approx(0.009)
+    # 20 slow requests: 11% of [120, 300), under 10% of every window ending before 300 s
+    lat[:] = 0.001
+    lat[280:300] = 0.009
+    assert worst_window_percentile(issue, lat, 0.9, 180.0, 10.0) == pytest.approx(0.009)
+    assert worst_window_percentile(issue, lat[::-1].copy(), 0.9, 180.0, 10.0) == pytest.approx(
+        0.009
+    )

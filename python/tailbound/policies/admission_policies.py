@@ -39,6 +39,10 @@ def make_admission(
     curves: CurveCache | None = None,
     alone_floor: bool = False,
     joint_floor: bool = False,
+    split_levels: bool = False,
+    device_floor: bool = True,
+    add_model_error: bool = False,
+    window_floor: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
     search: str = "reference",
@@ -48,6 +52,12 @@ def make_admission(
     ``fits`` and ``curves`` are caches of MMPP fits and r-b curves to share between policies
     (the traces they hold are the decision's: an experiment primes them with first halves);
     ``alone`` keeps measured latencies alone across policies (:class:`AloneFloor`);
+    ``split_levels`` (with ``alone_floor``) enforces the analysis' misfits one sub-level below
+    their SLO class (:class:`AloneFloor`); ``device_floor`` (default) measures the latency alone
+    of a tenant with a device through its device too (with ``tset.ssd_profile``; ``False``: the
+    network path only, the rule before); ``add_model_error`` adds the analysis' error alone to
+    a misfit's bound and ``window_floor`` measures the floor at the worst 3-minute window
+    (:class:`AloneFloor`);
     ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
     ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
     ``"reference"`` or ``"deterministic"``)."""
@@ -69,7 +79,16 @@ def make_admission(
         from tailbound.policies.floors import AloneFloor, JointFloor
 
         if alone_floor:
-            policy = AloneFloor(policy, fits.trace, tset.link_bytes_per_s, alone)
+            policy = AloneFloor(
+                policy,
+                fits.trace,
+                tset.link_bytes_per_s,
+                alone,
+                split_levels=split_levels,
+                profile=tset.ssd_profile if device_floor else None,
+                add_model_error=add_model_error,
+                window_floor=window_floor,
+            )
         if joint_floor:
             policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
     return policy

@@ -32,9 +32,36 @@ of 300 s block traces); skipped when the wrapped bounds already reject the set (
 the same, and those bounds are returned unfloored). What it cannot do is see the future: behaviour
 absent from the decision traces (a larger burst later on) is still up to the analysis.
 
-Both replay the network path only (through :func:`~tailbound.policies.admission.network_plan` and
-the one scenario builder, :mod:`tailbound.sim.plan`); a tenant with a storage device is floored by
-its network latency (still a lower bound: the device stage only adds to it). Policies may run the
+**Split levels.** Priorities by SLO put tenants of one SLO class in one FIFO level, so a
+classmate's burst that its decision trace did not contain is queued in front of every request of
+the class (Fig. 4.10, order 3: w078, 0.6 ms alone, takes 62.4 ms against its 60 ms SLO because
+w138, a copy of wc62 trace 14 on the same client host and class, has a 69 ms write burst in its
+second half; without w138 it takes 0.7 ms). With ``split_levels`` (:class:`AloneFloor`), each
+level ``L`` of the wrapped policy is enforced as two: ``2L`` for the tenants whose measured
+latency alone is within the analysis' bound alone, ``2L + 1`` for the others (the *misfits*,
+whose own bursts the arrival model cannot express: their floor binds). Every bound stays valid
+without re-analysis, because the SNC analyses count flows of *equal* priority as higher: a
+tenant at ``2L`` now has fewer flows ahead than its bound assumed, one at ``2L + 1`` exactly
+those it assumed (all of level ``L`` and above), and no flow of another class changes side. The
+bursts the model misses then queue behind the traffic it describes instead of in front of it.
+Decided from the first half only; it changes what is enforced, not who is admitted.
+
+**Model error (opt-in).** ``max(bound, alone)`` drops the queueing behind neighbours that the
+bound predicts as soon as the floor binds: a misfit whose own bursts take 48 ms alone against a
+60 ms SLO is admitted at 48 ms whatever its neighbours (Fig. 4.10, order 12: w059, 63 ms on the
+replayed second half, which it meets alone). With ``add_model_error`` the prediction is also at
+least ``bound + (alone − model alone)``: the analysis' bound among the others, corrected by the
+error it makes on the tenant alone (its measured latency alone minus its bound alone, both from
+the decision trace). Tenants the analysis over-predicts alone are unchanged.
+
+**At the device.** Given the SSD profile (:class:`AloneFloor`'s ``profile``; the admission
+policies pass the tenants file's), a tenant with a device is replayed alone through its network
+links *and* its device, under the plan's dispatch rule (nothing less important joins a request in
+service), so the floor includes the device's service of the tenant's own bursts. Without a
+profile, and always for :class:`JointFloor`, the replay is of the network path only (still a
+lower bound: the device stage only adds to it). Replays go through
+:func:`~tailbound.policies.admission.network_plan` and the one scenario builder,
+:mod:`tailbound.sim.plan`. Policies may run the
 simulator; the analysis (``snc``, ``dnc``) may not, which is why the floors live here.
 """
 
@@ -42,6 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,13 +77,14 @@ from numpy.typing import NDArray
 
 from tailbound.model import DEFAULT_LINK_BYTES_PER_S, Tenant
 from tailbound.policies.admission import WIRE, AdmissionPolicy, Configured, Wire, network_plan
-from tailbound.sim.plan import replay as sim_replay
-from tailbound.sim.results import percentile
+from tailbound.sim.plan import replay_results as sim_replay_results
+from tailbound.sim.results import WorkloadResult, percentile
 from tailbound.snc.analysis import TenantBound
+from tailbound.snc.tenants import PRIORITY_LEVELS
 from tailbound.traces.trace import Trace
 
 
-def replay(
+def replay_results(
     tenants: Sequence[Tenant],
     traces: Sequence[Trace],
     configured: Sequence[Configured],
@@ -63,24 +92,39 @@ def replay(
     link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S,
     mode: str = "shaping",
     wire: Wire = WIRE,
-) -> dict[str, NDArray[np.float64]]:
-    """Each tenant's request latencies (s) when ``traces`` are replayed together open loop on
-    the network, each tenant enforced as ``configured`` with rate limiters in ``mode``."""
+    profile: Path | None = None,
+) -> dict[str, WorkloadResult]:
+    """Each tenant's requests (issue times, latencies) when ``traces`` are replayed together
+    open loop, each tenant enforced as ``configured`` with rate limiters in ``mode``: on the
+    network only, or with ``profile`` (an SSD profile) also through the devices of the tenants
+    that have one, under the plan's dispatch rule (:func:`network_plan`)."""
     plan = network_plan(
         "replay",
         tenants,
         configured,
         link_bytes_per_s=link_bytes_per_s,
         mode=mode,
-        network_only=True,
+        network_only=profile is None,
     )
-    return sim_replay(
+    return sim_replay_results(
         plan,
         {t.name: tr for t, tr in zip(tenants, traces, strict=True)},
         link_bandwidth_bytes_per_s=link_bytes_per_s,
         mtu_bytes=wire.mtu_bytes,
         propagation_s=wire.propagation_s,
+        profile=profile,
     )
+
+
+def replay(
+    tenants: Sequence[Tenant],
+    traces: Sequence[Trace],
+    configured: Sequence[Configured],
+    **network: Any,
+) -> dict[str, NDArray[np.float64]]:
+    """Each tenant's request latencies (s) in :func:`replay_results`."""
+    results = replay_results(tenants, traces, configured, **network)
+    return {name: np.asarray(r.latency) for name, r in results.items()}
 
 
 def replayed(
@@ -94,11 +138,23 @@ def replayed(
     return [percentile(latencies[t.name], t.percentile) for t in tenants]
 
 
-def alone_latency(spec: Tenant, trace: Trace, link_bytes_per_s: float) -> float:
-    """``spec``'s latency (s) at its percentile when ``trace`` is replayed with nothing else on
-    the network (host links of ``link_bytes_per_s`` bytes per second)."""
-    (latency,) = replayed([spec], [trace], [Configured(0)], link_bytes_per_s=link_bytes_per_s)
-    return latency
+def alone_result(
+    spec: Tenant, trace: Trace, link_bytes_per_s: float, profile: Path | None = None
+) -> WorkloadResult:
+    """``spec``'s requests when ``trace`` is replayed with nothing else on the network (host
+    links of ``link_bytes_per_s`` bytes per second) and, given ``profile`` and a device, nothing
+    else on its device."""
+    results = replay_results(
+        [spec], [trace], [Configured(0)], link_bytes_per_s=link_bytes_per_s, profile=profile
+    )
+    return results[spec.name]
+
+
+def alone_latency(
+    spec: Tenant, trace: Trace, link_bytes_per_s: float, profile: Path | None = None
+) -> float:
+    """``spec``'s latency (s) at its percentile in :func:`alone_result`."""
+    return alone_result(spec, trace, link_bytes_per_s, profile).percentile(spec.percentile)
 
 
 class _Wrapper:
@@ -122,7 +178,18 @@ class AloneFloor(_Wrapper):
     or the first half of a trace an experiment primed). Latencies alone are measured once per
     (trace, percentile) and kept in ``alone`` (pass the same dictionary to share them between
     wrappers, e.g. over the arrival orders of an experiment). ``newcomer_bound`` (the admission
-    screen) is kept when the wrapped policy has it.
+    screen) is kept when the wrapped policy has it. With ``profile`` (the SSD profile), a tenant
+    with a device is measured through its device too (module docstring, "At the device");
+    without, on the network only.
+
+    ``split_levels`` also changes what is enforced (:meth:`configure`, module docstring, "Split
+    levels"): within each level of the wrapped policy, the tenants the analysis under-predicts
+    alone (:meth:`misfit`) run one sub-level below the others. Decisions are unchanged.
+
+    ``add_model_error`` predicts ``max(bound, alone, bound + alone − model alone)``: a misfit's
+    bound among others is raised by what the analysis under-predicts it alone (module
+    docstring, "Model error"). ``window_floor`` measures the latency alone as the SLO is judged
+    over 3-minute windows: the worst window's percentile (:meth:`WorkloadResult.judged`).
     """
 
     def __init__(
@@ -131,27 +198,76 @@ class AloneFloor(_Wrapper):
         trace_of: Callable[[Tenant], Trace],
         link_bytes_per_s: float,
         alone: dict[tuple[str, float], float] | None = None,
+        *,
+        split_levels: bool = False,
+        levels: int = PRIORITY_LEVELS,
+        profile: Path | None = None,
+        add_model_error: bool = False,
+        window_floor: bool = False,
     ) -> None:
         super().__init__(policy)
+        self.window_floor = window_floor
         self.trace_of = trace_of
         self.link_bytes_per_s = link_bytes_per_s
         self.alone = {} if alone is None else alone
+        self.profile = profile
+        self.split_levels = split_levels
+        self.levels = levels
+        self.add_model_error = add_model_error
+        self.models_alone: dict[tuple[str, float], float] = {}
         if hasattr(policy, "newcomer_bound"):
             self.newcomer_bound = self._newcomer_bound
 
-    def latency_alone(self, spec: Tenant) -> float:
-        """``spec``'s measured latency alone (s) at its percentile, memoised."""
+    def model_alone(self, spec: Tenant) -> float:
+        """The wrapped analysis' bound (s) of ``spec`` *alone*, memoised per (trace,
+        percentile)."""
         key = (str(spec.trace), spec.percentile)
+        if key not in self.models_alone:
+            (alone_bound,) = self.policy([spec])
+            self.models_alone[key] = alone_bound.latency_s
+        return self.models_alone[key]
+
+    def misfit(self, spec: Tenant) -> bool:
+        """Whether the wrapped analysis' bound of ``spec`` alone is below its measured latency
+        alone (its arrival model cannot express the tenant's own bursts)."""
+        return self.latency_alone(spec) > self.model_alone(spec)
+
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+        """What the wrapped policy enforces; with ``split_levels``, level ``L`` becomes ``2L`` for
+        the tenants the analysis describes and ``2L + 1`` for its misfits, when the doubled
+        levels fit in ``levels`` (otherwise the wrapped levels are kept)."""
+        base = self.policy.configure(tenants)
+        if not self.split_levels or not base or 2 * max(c.level for c in base) + 1 >= self.levels:
+            return base
+        return [
+            dataclasses.replace(c, level=2 * c.level + int(self.misfit(t)))
+            for t, c in zip(tenants, base, strict=True)
+        ]
+
+    def latency_alone(self, spec: Tenant) -> float:
+        """``spec``'s measured latency alone (s) at its percentile, memoised: over the whole
+        trace, or with ``window_floor`` the worst over SNC-Meister's 3-minute windows."""
+        profile = self.profile if spec.device is not None else None
+        key = (
+            str(spec.trace)
+            + (f"|{spec.device}" if profile else "")
+            + ("|window" if self.window_floor else ""),
+            spec.percentile,
+        )
         if key not in self.alone:
-            self.alone[key] = alone_latency(spec, self.trace_of(spec), self.link_bytes_per_s)
+            result = alone_result(spec, self.trace_of(spec), self.link_bytes_per_s, profile)
+            judged = result.judged(spec.percentile)
+            self.alone[key] = judged.window_s if self.window_floor else judged.whole_s
         return self.alone[key]
 
     def floor(self, spec: Tenant, bound: TenantBound) -> TenantBound:
-        """``bound`` raised to ``spec``'s latency alone (unchanged if already above it)."""
+        """``bound`` raised to ``spec``'s latency alone (unchanged if already above it); with
+        ``add_model_error``, ``bound`` plus the analysis' error alone (module docstring)."""
         alone = self.latency_alone(spec)
-        return dataclasses.replace(
-            bound, latency_s=max(bound.latency_s, alone), latency_alone_s=alone
-        )
+        latency = max(bound.latency_s, alone)
+        if self.add_model_error:
+            latency = max(latency, bound.latency_s + alone - self.model_alone(spec))
+        return dataclasses.replace(bound, latency_s=latency, latency_alone_s=alone)
 
     def __call__(self, tenants: Sequence[Tenant]) -> list[TenantBound]:
         return [self.floor(t, b) for t, b in zip(tenants, self.policy(tenants), strict=True)]

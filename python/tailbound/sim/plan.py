@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
 from tailbound.plan import Plan, TenantPlan, client_name, device_name, enforcer_level, stage_queues
+from tailbound.sim.results import WorkloadResult
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 
@@ -177,13 +178,14 @@ def _queues(plan: Plan, mode: str | None) -> list[dict[str, Any]]:
     return list(queues.values())
 
 
-def replay(
+def replay_results(
     plan: Plan,
     traces: Mapping[str, Mapping[str, Any] | Trace],
     **scenario: Any,
-) -> dict[str, NDArray[np.float64]]:
-    """Each planned tenant's request latencies (s) when ``traces`` are replayed through ``plan``
-    open loop to the end (``scenario``: the keyword arguments of :func:`scenario_from_plan`)."""
+) -> dict[str, WorkloadResult]:
+    """Each planned tenant's requests (issue times and latencies) when ``traces`` are replayed
+    through ``plan`` open loop to the end (``scenario``: the keyword arguments of
+    :func:`scenario_from_plan`)."""
     from tailbound.sim.scenario import Scenario
 
     if not plan.tenants:
@@ -191,4 +193,15 @@ def replay(
     sim = Scenario.from_dict(scenario_from_plan(plan, traces, **scenario)).simulator()
     sim.run()
     results = sim.results()
-    return {t.name: np.asarray(results[t.name].latency) for t in plan.tenants}
+    return {t.name: results[t.name] for t in plan.tenants}
+
+
+def replay(
+    plan: Plan,
+    traces: Mapping[str, Mapping[str, Any] | Trace],
+    **scenario: Any,
+) -> dict[str, NDArray[np.float64]]:
+    """Each planned tenant's request latencies (s) in :func:`replay_results`."""
+    return {
+        name: np.asarray(r.latency) for name, r in replay_results(plan, traces, **scenario).items()
+    }

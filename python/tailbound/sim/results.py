@@ -32,6 +32,13 @@ def percentile(latency: NDArray[np.float64], p: float) -> float:
     return float(np.quantile(latency, p, method="inverted_cdf"))
 
 
+#: SNC-Meister's SLO check (thesis §4.3): the SLO's percentile over 3-minute windows of issue
+#: time. *Choice* (the thesis does not say how the windows slide): windows start every
+#: :data:`SLO_WINDOW_STEP_S` seconds from the first request, so a 300 s run has 13 of them.
+SLO_WINDOW_S = 180.0
+SLO_WINDOW_STEP_S = 10.0
+
+
 def worst_window_percentile(
     issue: NDArray[np.float64],
     latency: NDArray[np.float64],
@@ -63,6 +70,19 @@ def worst_window_percentile(
         if b > a:
             worst = max(worst, percentile(lat[a:b], p))
     return worst
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A tenant's latency (s) at its SLO's percentile judged two ways: over the whole run
+    (``whole_s``) and as the worst over 3-minute windows (``window_s``, SNC-Meister's check)."""
+
+    whole_s: float
+    window_s: float
+
+    def misses(self, slo_s: float) -> tuple[bool, bool]:
+        """Whether each judgement is above ``slo_s`` (whole, window)."""
+        return self.whole_s > slo_s, self.window_s > slo_s
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,11 +140,19 @@ class WorkloadResult:
         span = float(np.max(self.exit[done, len(self.stages) - 1]) - np.min(self.issue[done]))
         return float(done.sum()) / span if span > 0 else float("inf")
 
-    def worst_window(self, window_s: float = 180.0, p: float | None = None) -> float:
-        """Worst ``p``-percentile (default: the SLO's) over sliding windows of ``window_s``."""
+    def worst_window(
+        self, window_s: float = SLO_WINDOW_S, p: float | None = None, step_s: float | None = None
+    ) -> float:
+        """Worst ``p``-percentile (default: the SLO's) over windows of ``window_s`` starting every
+        ``step_s`` (default a tenth of the window; :func:`worst_window_percentile`)."""
         q = p if p is not None else (self.slo.percentile if self.slo else 0.999)
         done = self.finished
-        return worst_window_percentile(self.issue[done], self.latency, q, window_s)
+        return worst_window_percentile(self.issue[done], self.latency, q, window_s, step_s)
+
+    def judged(self, p: float) -> Judged:
+        """The ``p``-percentile over the whole run and over SNC-Meister's windows
+        (:data:`SLO_WINDOW_S` every :data:`SLO_WINDOW_STEP_S`)."""
+        return Judged(self.percentile(p), self.worst_window(SLO_WINDOW_S, p, SLO_WINDOW_STEP_S))
 
     @property
     def achieved(self) -> float:
