@@ -118,9 +118,6 @@ def plot_latency_ms(
 # Shared by the admission figures (4.11, 4.12, 4.15, 4.17–4.19): hosts for a scaled cluster, the
 # enforcement of "no admission control" and of OPT, and the judgement of a replayed set.
 
-#: The thesis' SLO check (§4.3.3): the percentile over 3-minute windows of issue time.
-WINDOW_S = 180.0
-
 
 def rehost(tenants: Sequence[Tenant], clients: int, servers: int, seed: int) -> list[Tenant]:
     """``tenants`` moved onto ``clients`` client and ``servers`` server hosts: tenant ``i`` on
@@ -162,7 +159,9 @@ def bytes_per_s(traces: Sequence[Trace]) -> float:
 @dataclass(frozen=True)
 class Judged:
     """One replayed tenant against its SLO: its latency at its percentile over the whole
-    replayed half and at the worst :data:`WINDOW_S` window, together with the others and alone.
+    replayed half and at the worst window (:meth:`~tailbound.sim.results.WorkloadResult.judged`:
+    :data:`~tailbound.sim.results.SLO_WINDOW_S` every ``SLO_WINDOW_STEP_S``), together with the
+    others and alone.
 
     It *misses* when either exceeds the SLO; it *misses alone* when its own trace, replayed with
     nothing else on the network (and its device), already does — no admission decision can help
@@ -230,13 +229,21 @@ class Replayer:
         )
 
     def _tail(self, t: Tenant, latency: NDArray[np.float64]) -> tuple[float, float]:
-        from tailbound.sim.results import percentile, worst_window_percentile
+        from tailbound.sim.results import (
+            SLO_WINDOW_S,
+            SLO_WINDOW_STEP_S,
+            percentile,
+            worst_window_percentile,
+        )
 
         issue = self.traces[str(t.trace)].time
         whole = percentile(latency, t.percentile)
         if issue.size != latency.size:  # a replay that did not finish every request
             return float("inf"), float("inf")
-        return whole, worst_window_percentile(issue, latency, t.percentile, WINDOW_S)
+        window = worst_window_percentile(
+            issue, latency, t.percentile, SLO_WINDOW_S, SLO_WINDOW_STEP_S
+        )
+        return whole, window
 
     def tail_alone(self, t: Tenant) -> tuple[float, float]:
         key = (str(t.trace), t.percentile)

@@ -62,7 +62,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tailbound.experiments._snc_common import find_data, parser, trace_path, write_outputs
+from tailbound.experiments._snc_common import (
+    bytes_per_s,
+    find_data,
+    parser,
+    trace_path,
+    write_outputs,
+)
 from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
 from tailbound.policies.admission import AdmissionPolicy, Configured, Decision, admit_in_order
@@ -335,9 +341,7 @@ def run_order(order: int, replay_it: bool) -> list[OrderResult]:
         decided[policy] = decisions
         admitted = [d.tenant for d in decisions if d.admitted]
         second = [pop.second[str(t.trace)] for t in admitted]
-        volume = sum(trace_bytes(tr) for tr in second) / max(
-            (tr.duration for tr in second), default=1.0
-        )
+        volume = bytes_per_s(second)
         violators: list[Tenant] = []
         alone_violators: list[Tenant] = []
         window_violators: list[Tenant] = []
@@ -441,13 +445,6 @@ def _alone_second(pop: Population, spec: Tenant, link_bytes_per_s: float) -> Jud
         result = alone_result(spec, pop.second[str(spec.trace)], link_bytes_per_s)
         memo[key] = result.judged(spec.percentile)
     return memo[key]
-
-
-def trace_bytes(tr: Trace) -> float:
-    from tailbound.profiles.tokens import MessageSizes
-
-    m = MessageSizes()
-    return float(np.sum(m.request_bytes(tr)) + np.sum(m.response_bytes(tr)))
 
 
 def run(

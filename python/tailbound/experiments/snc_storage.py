@@ -29,14 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tailbound.experiments._snc_common import find_data, parser, write_outputs
+from tailbound.experiments._snc_common import bytes_per_s, find_data, parser, write_outputs
 from tailbound.experiments.snc_fig410 import (
     BASE_SLOS_S,
     arrivals,
     classify,
     labels,
     population,
-    trace_bytes,
 )
 from tailbound.model import Tenant, TenantSet
 from tailbound.policies.admission import Configured, admit_in_order
@@ -154,9 +153,7 @@ def run(
                 admitted, judged, [alone_judged(t) for t in admitted]
             )
             pairs = list(zip(admitted, judged, strict=True))
-            volume = sum(trace_bytes(tr) for tr in second) / max(
-                (tr.duration for tr in second), default=1.0
-            )
+            volume = bytes_per_s(second)
             results.append(
                 Result(
                     name,
