@@ -85,9 +85,25 @@ class Gate:
     def stop(self) -> list[dict[str, Any]]:
         """SIGTERM; the gateway's per-export counters."""
         self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=10)
+        out, err = self.proc.communicate(timeout=20)
         assert self.proc.returncode == 0, err
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def start_gate(cmd: list[str]) -> Gate:
+    """Start ``cmd`` (a ``tailbound gate`` command line listening on port 0) and wait for its
+    "listening on" line (and its metrics address with ``--metrics``)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"gateway did not start: {line!r} {err}")
+    gate = Gate(proc, int(line.rsplit(":", 1)[1]))
+    if "--metrics" in cmd:
+        gate.metrics = proc.stdout.readline().split()[-1]
+    return gate
 
 
 @pytest.fixture
@@ -101,18 +117,8 @@ def start(tmp_path: Path) -> Iterator[Any]:
         cmd = [*TAILBOUND, "gate", "--plan", str(plan), "--profile", str(profile)]
         cmd += ["--backend", str(backend), "--listen", "127.0.0.1:0"]
         cmd += ["--export-size", str(EXPORT), *extra]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("listening on "):
-            proc.kill()
-            _, err = proc.communicate()
-            raise AssertionError(f"gateway did not start: {line!r} {err}")
-        gate = Gate(proc, int(line.rsplit(":", 1)[1]))
-        if "--metrics" in extra:
-            gate.metrics = proc.stdout.readline().split()[-1]
-        started.append(gate)
-        return gate
+        started.append(start_gate(cmd))
+        return started[-1]
 
     yield run
     for g in started:

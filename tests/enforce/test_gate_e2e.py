@@ -45,16 +45,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.enforce.test_gate import Gate, start_gate
 
 from tailbound.enforce import replay
 from tailbound.enforce.storage import find_binary
@@ -108,17 +107,6 @@ def _need() -> None:
     replay.binary()
 
 
-@dataclass
-class Gate:
-    proc: subprocess.Popen[str]
-    port: int
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        _, err = self.proc.communicate(timeout=20)
-        assert self.proc.returncode == 0, err
-
-
 @pytest.fixture
 def gates() -> Iterator[list[Gate]]:
     started: list[Gate] = []
@@ -132,19 +120,7 @@ def gates() -> Iterator[list[Gate]]:
 def _gate(started: list[Gate], plan: Path, profile: Path, backend: Path, *extra: str) -> Gate:
     cmd = [*TAILBOUND, "gate", "--plan", str(plan), "--profile", str(profile)]
     cmd += ["--backend", str(backend), "--listen", "127.0.0.1:0", "--export-size", str(EXPORT)]
-    proc = subprocess.Popen(
-        [*RT, *cmd, "--emulate-device", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(f"gateway did not start: {line!r} {err}")
-    gate = Gate(proc, int(line.rsplit(":", 1)[1]))
+    gate = start_gate([*RT, *cmd, "--emulate-device", *extra])
     started.append(gate)
     return gate
 

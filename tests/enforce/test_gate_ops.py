@@ -36,6 +36,7 @@ from tests.enforce.test_gate import (
     _recv,
     _request,
     _tenant,
+    start_gate,
 )
 
 from tailbound.enforce.storage import find_binary
@@ -63,18 +64,8 @@ def gate(tmp_path: Path) -> Iterator[Any]:
         cmd += ["--backend", str(backend), "--listen", "127.0.0.1:0", *extra]
         if "--export-size" not in extra:
             cmd += ["--export-size", str(EXPORT)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("listening on "):
-            proc.kill()
-            _, err = proc.communicate()
-            raise AssertionError(f"gateway did not start: {line!r} {err}")
-        g = Gate(proc, int(line.rsplit(":", 1)[1]))
-        if "--metrics" in extra:
-            g.metrics = proc.stdout.readline().split()[-1]
-        started.append(g)
-        return g
+        started.append(start_gate(cmd))
+        return started[-1]
 
     yield run
     for g in started:
