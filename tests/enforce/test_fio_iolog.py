@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.enforce.test_gate import nbdkit_server
 
 from tailbound.enforce.fio_iolog import HEADER, nbd_offsets, write_fio_iolog, write_fio_job
 from tailbound.errors import ConfigError
@@ -36,25 +36,8 @@ def _need(*tools: str) -> None:
 def nbdkit_memory() -> Iterator[str]:
     """nbdkit's memory plugin (64 MiB) on a free localhost port: its ``nbd://`` URI."""
     _need("nbdkit", "fio")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(port), "memory", "64M"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with nbdkit_server("memory", "64M") as port:
         yield f"nbd://127.0.0.1:{port}/"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _trace(n: int = 50, span: float = 0.5, offsets: bool = False) -> Trace:

@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,28 @@ class Gate:
         out, err = self.proc.communicate(timeout=20)
         assert self.proc.returncode == 0, err
         return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@contextmanager
+def nbdkit_server(*plugin: str) -> Iterator[int]:
+    """nbdkit serving ``plugin`` (and its arguments) on a free localhost port: the port, once it
+    accepts connections; nbdkit is stopped on exit."""
+    with socket.socket() as s:  # a free port for nbdkit (closed again before nbdkit binds it)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(port), *plugin]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def start_gate(cmd: list[str]) -> Gate:
@@ -390,21 +413,7 @@ def test_upstream_backend_in_front_of_nbdkit(start: Any, tmp_path: Path) -> None
     for name in ("H", "L"):
         (files / name).write_bytes(b"")
         os.truncate(files / name, 16 << 20)
-    with socket.socket() as s:  # a free port for nbdkit (closed again before nbdkit binds it)
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    nbdkit = subprocess.Popen(
-        ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(port), "file", f"dir={files}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with nbdkit_server("file", f"dir={files}") as port:
         gate = start("--upstream", f"127.0.0.1:{port}")
         out = _fio(
             f"""[global]
@@ -427,6 +436,3 @@ do_verify=1
         # the upstream's size, not --export-size
         assert os.path.getsize(files / "L") == 16 << 20
         assert (files / "L").read_bytes().count(0) < 16 << 20  # fio's data is in nbdkit's file
-    finally:
-        nbdkit.terminate()
-        nbdkit.communicate(timeout=10)
