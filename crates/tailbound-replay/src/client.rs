@@ -478,26 +478,10 @@ async fn write_requests(
         let Some(r) = reqs.get(j) else { continue };
         lag[j] = Instant::now().saturating_duration_since(due[j]).as_secs_f64();
         let header = proto::request_header(r.request_bytes, r.response_bytes, j as u64);
-        let send = async {
-            wr.write_all(&header).await?;
-            let mut left = r.request_bytes - proto::REQUEST_HEADER as u64;
-            while left > 0 {
-                let k = left.min(CHUNK as u64) as usize;
-                wr.write_all(&zeros[..k]).await?;
-                left -= k as u64;
-            }
-            Ok::<(), std::io::Error>(())
-        };
-        match timeout_at(deadline, send).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                error = Some(format!("sending request {j}: {e}"));
-                break;
-            }
-            Err(_) => {
-                error = Some(format!("deadline while sending request {j}"));
-                break;
-            }
+        let body = r.request_bytes - proto::REQUEST_HEADER as u64;
+        if let Err(e) = proto::send_request(&mut wr, &header, body, &zeros, j, deadline).await {
+            error = Some(e);
+            break;
         }
     }
     let _ = wr.shutdown().await;

@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{timeout_at, Instant};
 
-use crate::proto::CHUNK;
+use crate::proto::{send_request, CHUNK};
 
 pub const REQUEST_HEADER: u64 = 28;
 pub const REPLY_HEADER: u64 = 16;
@@ -147,28 +147,10 @@ pub async fn write_requests(
         header[8..16].copy_from_slice(&(j as u64).to_be_bytes());
         header[16..24].copy_from_slice(&r.offset.to_be_bytes());
         header[24..28].copy_from_slice(&r.length.to_be_bytes());
-        let send = async {
-            wr.write_all(&header).await?;
-            if !r.is_read {
-                let mut left = r.length as usize;
-                while left > 0 {
-                    let k = left.min(CHUNK);
-                    wr.write_all(&zeros[..k]).await?;
-                    left -= k;
-                }
-            }
-            Ok::<(), std::io::Error>(())
-        };
-        match timeout_at(deadline, send).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                error = Some(format!("sending request {j}: {e}"));
-                break;
-            }
-            Err(_) => {
-                error = Some(format!("deadline while sending request {j}"));
-                break;
-            }
+        let body = if r.is_read { 0 } else { u64::from(r.length) };
+        if let Err(e) = send_request(&mut wr, &header, body, &zeros, j, deadline).await {
+            error = Some(e);
+            break;
         }
     }
     if error.is_none() {

@@ -9,6 +9,9 @@
 use std::fmt;
 use std::os::fd::AsRawFd;
 
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::time::{timeout_at, Instant};
+
 pub const REQUEST_MAGIC: &[u8; 4] = b"TBRQ";
 pub const RESPONSE_MAGIC: &[u8; 4] = b"TBRS";
 pub const REQUEST_HEADER: usize = 32;
@@ -75,6 +78,33 @@ impl MessageSizes {
             return None;
         }
         Some(((q as u64).max(REQUEST_HEADER as u64), (r as u64).max(RESPONSE_HEADER as u64)))
+    }
+}
+
+/// Write request `j`: `header`, then `body` zero bytes in writes of `zeros` (a [`CHUNK`] the
+/// caller allocates once), all before `deadline`; the error names the request.
+pub async fn send_request<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    header: &[u8],
+    body: u64,
+    zeros: &[u8],
+    j: usize,
+    deadline: Instant,
+) -> Result<(), String> {
+    let send = async {
+        wr.write_all(header).await?;
+        let mut left = body;
+        while left > 0 {
+            let k = left.min(zeros.len() as u64) as usize;
+            wr.write_all(&zeros[..k]).await?;
+            left -= k as u64;
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    match timeout_at(deadline, send).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("sending request {j}: {e}")),
+        Err(_) => Err(format!("deadline while sending request {j}")),
     }
 }
 
