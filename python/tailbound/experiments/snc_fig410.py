@@ -62,6 +62,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import (
     bytes_per_s,
     find_data,
@@ -458,23 +459,29 @@ def run(
     interval_ns: int = INTERVAL_NS,
     traces: Sequence[int] = tuple(range(TRACES)),
     policies: Sequence[str] = POLICIES,
+    *,
+    quiet: bool = True,
 ) -> tuple[float, list[OrderResult]]:
     _init(str(data), count, seed, scale, interval_ns, traces, policies)
     chosen = float(_STATE["scale"])  # type: ignore[arg-type]
     print(f"SLO scale {chosen:g}: SLOs {[round(s * chosen * 1e3) for s in BASE_SLOS_S]} ms")
     tasks = [(o, o < replay_orders) for o in range(orders)]
     results: list[OrderResult] = []
-    if jobs <= 1:
-        for o, rep in tasks:
-            results += run_order(o, rep)
-    else:
-        with ProcessPoolExecutor(
-            jobs,
-            initializer=_init,
-            initargs=(str(data), count, seed, chosen, interval_ns, traces, policies),
-        ) as ex:
-            for part in ex.map(run_order, *zip(*tasks, strict=True)):
-                results += part
+    bar = progress(quiet, total=len(tasks), desc="snc_fig410", unit="order")
+    with bar:
+        if jobs <= 1:
+            for o, rep in tasks:
+                results += run_order(o, rep)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(
+                jobs,
+                initializer=_init,
+                initargs=(str(data), count, seed, chosen, interval_ns, traces, policies),
+            ) as ex:
+                for part in ex.map(run_order, *zip(*tasks, strict=True)):
+                    results += part
+                    bar.update()
     return chosen, results
 
 
@@ -626,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
         interval_ns,
         traces,
         args.policies,
+        quiet=args.quiet,
     )
     name = "snc_fig410"
     if interval_ns != INTERVAL_NS:

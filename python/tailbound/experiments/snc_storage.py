@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import bytes_per_s, find_data, parser, write_outputs
 from tailbound.experiments.snc_fig410 import (
     BASE_SLOS_S,
@@ -84,7 +85,13 @@ def with_device(tenants: Sequence[Tenant]) -> list[Tenant]:
 
 
 def run(
-    data: Path, tenants: int, orders: int, seed: int, scale: float | None
+    data: Path,
+    tenants: int,
+    orders: int,
+    seed: int,
+    scale: float | None,
+    *,
+    quiet: bool = True,
 ) -> tuple[list[Result], float]:
     profile = data / "wc62" / "profile_ssd.json"
     pop = population(data, tenants, seed)
@@ -130,7 +137,7 @@ def run(
         return alone_second[key]
 
     results = []
-    for order in range(orders):
+    for order in progress(quiet, iterable=range(orders), desc="snc_storage", unit="order"):
         arriving = with_device(arrivals(pop, order, seed, scale))
         for name in POLICIES:
             if name == "none":
@@ -243,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scale", type=float, help="SLO scale (default: computed, see docstring)")
     args = p.parse_args(argv)
     data = Path(args.data) if args.data else find_data()
-    results, scale = run(data, args.tenants, args.orders, args.seed, args.scale)
+    results, scale = run(data, args.tenants, args.orders, args.seed, args.scale, quiet=args.quiet)
     medians = [statistics.median(r.admitted for r in results if r.policy == n) for n in POLICIES]
     png = write_outputs(
         Path(args.out),
