@@ -15,7 +15,6 @@ checked by :func:`tailbound.verify.check_results`, so the table is ``tailbound v
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import os
 import shutil
@@ -111,24 +110,29 @@ class Measured:
 
 
 def read_latencies(path: str | Path) -> dict[str, Measured]:
-    """The client's CSV, per tenant."""
-    rows: dict[str, list[list[float]]] = {}
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            rows.setdefault(r["tenant"], []).append(
-                [
-                    float(r["time_s"]),
-                    float(r["issue_lag_s"] or "nan"),
-                    float(r["latency_s"] or "nan"),
-                    float(r["request_bytes"]),
-                    float(r["response_bytes"]),
-                ]
-            )
+    """The client's CSV, per tenant (in the order tenants first appear; empty issue lags and
+    latencies, requests not sent or not answered, are NaN)."""
+    import pyarrow as pa
+    from pyarrow import csv as pa_csv
+
+    types = {name: pa.float64() for name in ("time_s", "issue_lag_s", "latency_s")}
+    types |= {"tenant": pa.string(), "request_bytes": pa.int64(), "response_bytes": pa.int64()}
+    table = pa_csv.read_csv(
+        path,
+        convert_options=pa_csv.ConvertOptions(column_types=types, include_columns=list(types)),
+    )
+    tenant = table.column("tenant").to_numpy(zero_copy_only=False)
+    cols = {n: table.column(n).to_numpy(zero_copy_only=False) for n in types if n != "tenant"}
+    names, first = np.unique(tenant, return_index=True)
     out = {}
-    for name, values in rows.items():
-        a = np.array(values, dtype=np.float64)
-        out[name] = Measured(
-            a[:, 0], a[:, 1], a[:, 2], a[:, 3].astype(np.int64), a[:, 4].astype(np.int64)
+    for name in names[np.argsort(first)]:
+        rows = tenant == name
+        out[str(name)] = Measured(
+            time=cols["time_s"][rows].astype(np.float64),
+            issue_lag=cols["issue_lag_s"][rows].astype(np.float64),
+            latency=cols["latency_s"][rows].astype(np.float64),
+            request_bytes=cols["request_bytes"][rows].astype(np.int64),
+            response_bytes=cols["response_bytes"][rows].astype(np.int64),
         )
     return out
 
