@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tailbound.characterize import rb_curve
 from tailbound.cli.main import main
 from tailbound.model import load_tenants
 from tailbound.plan import Plan
+from tailbound.profiles.tokens import stage_model
 from tailbound.stages import Stage
 from tailbound.traces import read_trace
 from tailbound.verify import replay_plan
@@ -91,8 +93,37 @@ def test_admit_writes_a_plan_of_admitted_and_rejected(tenants_file: Path, tmp_pa
     assert main(args) == 0
     model = Plan.load(plain)
     assert all(t.bound.alone_s is None for t in model.tenants)
-    for t, m in zip(plan.tenants, model.tenants, strict=True):
-        assert t.latency_bound_s == pytest.approx(max(m.latency_bound_s, t.bound.alone_s))
+    assert model.meta["rule"] == "SNC bound only (thesis)"
+    assert plan.meta["rule"] == "SNC bound plus its error alone, measured floor alone; split levels"
+    floor_only = tmp_path / "floor.json"
+    args = ["admit", "--tenants", str(tenants_file), "--no-model-error", "--out", str(floor_only)]
+    assert main(args) == 0
+    floored = Plan.load(floor_only)
+    for t, f, m in zip(plan.tenants, floored.tenants, model.tenants, strict=True):
+        assert f.latency_bound_s == pytest.approx(max(m.latency_bound_s, t.bound.alone_s))
+        # the model error only adds: what the analysis under-predicts the tenant alone
+        assert t.latency_bound_s >= f.latency_bound_s * (1 - 1e-12)
+
+
+def test_admit_police_demotes_beyond_each_tenants_own_buckets(
+    tenants_file: Path, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "policed.json"
+    assert main(["admit", "--tenants", str(tenants_file), "--police", "--out", str(out)]) == 0
+    assert "traffic beyond the decision trace's buckets demoted" in capsys.readouterr().out
+    plan = Plan.load(out)
+    assert {d.mode for d in plan.disciplines.values()} == {"demotion"}
+    assert all(len(t.extra_limits[s]) >= 1 for t in plan.tenants for s in t.limits)
+    # the tenants' own traces pass their buckets: each bucket is on or above the trace's r-b
+    # curve (the trace needs no larger bucket at that rate), so nothing of it is demoted
+    tset = load_tenants(tenants_file)
+    for t in plan.tenants:
+        trace = read_trace(next(x.trace for x in tset.tenants if x.name == t.name))
+        for stage in (Stage.NET_IN, Stage.NET_OUT):
+            model = stage_model(stage, link_bandwidth_bytes_per_s=tset.link_bytes_per_s)
+            curve = rb_curve(trace, model)
+            for limit in (t.limits[stage], *t.extra_limits[stage]):
+                assert limit.bucket_s >= float(curve.bucket_at(limit.rate)) * (1 - 1e-9)
 
 
 def test_an_admission_plan_is_verified_from_its_file(tenants_file: Path, tmp_path: Path) -> None:

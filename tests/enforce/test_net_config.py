@@ -295,6 +295,23 @@ def test_a_plan_without_buckets_and_a_stochastic_bound_is_warned_not_refused() -
     assert all(c.over_slo for c in net.check_bounds(plan("shaping", *worst), C))
 
 
+def test_a_policed_stochastic_plan_whose_worst_case_misses_the_slo_is_warned_not_refused() -> None:
+    # SNC-Meister with conformance policing: buckets (so a finite worst case) but a stochastic
+    # bound; a worst case above the SLO is what statistical multiplexing admits, not a refusal
+    big = 1_000_000  # bytes: 80 ms of the link
+    snc = [
+        tenant(n, lvl, 0.3, big, slo=0.02, bound=Bound(0.015, "snc-meister", 0.999))
+        for n, lvl in (("A", 0), ("L", 1))
+    ]
+    a = net.check_bounds(plan("demotion", *snc), C)[0]  # the more important one: bounded
+    assert math.isfinite(a.realised_s) and a.realised_s > a.slo_s
+    assert a.stochastic and not a.over_slo and not a.unbounded_stochastic
+    assert "worst case above the SLO; the plan's bound is stochastic (p99.9)" in a.line()
+    # the same buckets under a worst-case plan bound are refused
+    worst = [dataclasses.replace(t, bound=Bound(0.015, "dnc", 1.0)) for t in snc]
+    assert net.check_bounds(plan("demotion", *worst), C)[0].over_slo
+
+
 def test_receive_side_config_for_the_ifb(tmp_path: Path, capsys) -> None:
     # the server receives net_in: client → server to each tenant's port, at its level, no bucket
     cfg = net.host_config(plan(), "s", "s0", HOSTS, receive=True)

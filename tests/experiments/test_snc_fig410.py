@@ -53,13 +53,18 @@ def test_small_run_writes_table_and_plot(data_dir: Path, tmp_path: Path) -> None
             alone = int(row[f"of which miss alone ({sense})"])
             sharing = int(row[f"through sharing ({sense})"])
             assert alone + sharing == int(total), (policy, sense)
-    assert rows["snc-meister"]["admission rule"] == "SNC bound, measured floor alone; split levels"
-    assert rows["snc-meister-flat"]["admission rule"] == (
-        "SNC bound, measured floor alone; levels by SLO"
+    assert rows["snc-meister"]["admission rule"] == (
+        "SNC bound plus its error alone, measured floor alone; split levels"
+    )
+    assert rows["snc-meister-policed"]["admission rule"] == (
+        "SNC bound plus its error alone, measured floor alone; split levels; traffic beyond the "
+        "decision trace's buckets demoted"
     )
     assert rows["snc-meister-model"]["admission rule"] == "SNC bound only (thesis)"
-    # split levels change what is enforced, not who is admitted
-    assert rows["snc-meister"]["admitted (median)"] == rows["snc-meister-flat"]["admitted (median)"]
+    # policing changes what is enforced, not who is admitted
+    assert (
+        rows["snc-meister"]["admitted (median)"] == rows["snc-meister-policed"]["admitted (median)"]
+    )
     # the DNC baselines' worst-case bounds hold on the traces the decisions were made from
     for policy in DNC_POLICIES:
         assert rows[policy]["violations replaying the first halves"] == "0", policy

@@ -47,9 +47,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--no-alone-floor",
         action="store_true",
         help=(
-            "decide on the SNC bound alone (the thesis' SNC-Meister); by default a tenant's "
-            "predicted latency is at least its latency alone, measured by replaying its trace "
-            "in the simulator, so a tenant whose own bursts miss its SLO is rejected"
+            "decide on the SNC bound alone and enforce priorities by SLO (the thesis' "
+            "SNC-Meister; implies --no-model-error and --no-split-levels); by default a "
+            "tenant's predicted latency is at least its latency alone, measured by replaying "
+            "its trace in the simulator, so a tenant whose own bursts miss its SLO is rejected"
+        ),
+    )
+    parser.add_argument(
+        "--no-model-error",
+        action="store_true",
+        help=(
+            "do not add to a tenant's bound what the analysis under-predicts it alone (its "
+            "measured latency alone minus its bound alone; docs/snc.md, model error)"
+        ),
+    )
+    parser.add_argument(
+        "--no-split-levels",
+        action="store_true",
+        help=(
+            "enforce one level per SLO class; by default the tenants the analysis "
+            "under-predicts alone run one sub-level below their class (docs/snc.md)"
+        ),
+    )
+    parser.add_argument(
+        "--police",
+        action="store_true",
+        help=(
+            "also give each tenant token buckets its own trace passes, traffic beyond them "
+            "demoted below every level: a burst its trace did not hold cannot break another "
+            "tenant's SLO (docs/snc.md, conformance policing)"
         ),
     )
     parser.add_argument(
@@ -91,17 +117,21 @@ class Ticking:
 def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_tenants
     from tailbound.policies.admission import admission_plan, admit_in_order
+    from tailbound.policies.admission_policies import SNC_POLICIES, SncRule
     from tailbound.policies.registry import build
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
-    policy = build(
-        args.policy,
-        "admission",
-        tset,
-        alone_floor=not args.no_alone_floor,
+    floor = not args.no_alone_floor
+    rule = SncRule(
+        alone_floor=floor,
+        split_levels=floor and not args.no_split_levels,
+        add_model_error=floor and not args.no_model_error,
         joint_floor=args.joint_floor,
+        police=args.police,
     )
+    policy = build(args.policy, "admission", tset, **rule.kwargs())
+    snc = args.policy in SNC_POLICIES
     with progress(args, total=len(tset.tenants), desc="admission", unit="tenant") as bar:
         decisions = admit_in_order(tset.tenants, Ticking(policy, bar))
     rows = [
@@ -122,14 +152,21 @@ def run(args: argparse.Namespace) -> int:
         header.insert(4, "together ms")
     print(markdown_table(header, rows))
     admitted = sum(d.admitted for d in decisions)
-    print(f"\n{args.policy}: admitted {admitted} of {len(decisions)} tenants")
+    print(
+        f"\n{args.policy}: admitted {admitted} of {len(decisions)} tenants"
+        + (f" (rule: {rule.text()})" if snc else "")
+    )
     if args.out:
         plan = admission_plan(
             args.policy,
             policy,
             decisions,
             link_bytes_per_s=tset.link_bytes_per_s,
-            meta={"verb": "admit", "tenants": str(tset.path)},
+            meta={
+                "verb": "admit",
+                "tenants": str(tset.path),
+                **({"rule": rule.text()} if snc else {}),
+            },
         )
         plan.save(args.out)
     return Exit.OK

@@ -1262,15 +1262,25 @@ class BoundCheck:
     plan_percentile: float = 1.0
 
     @property
+    def stochastic(self) -> bool:
+        """The Plan's bound is stochastic (SNC, percentile below 1): a worst-case bound above it,
+        or above the SLO, does not contradict it (SNC-Meister admits on statistical
+        multiplexing)."""
+        return self.plan_percentile < 1
+
+    @property
     def unbounded_stochastic(self) -> bool:
         """No worst-case bound (a tenant at or above the level has no buckets) while the Plan's
-        bound is stochastic (SNC-Meister plans rate-limit nothing): the worst-case check does
-        not apply; the Plan's analysis assumed FIFO within a level where HTB round-robins."""
-        return not math.isfinite(self.realised_s) and self.plan_percentile < 1
+        bound is stochastic (SNC-Meister plans without policing rate-limit nothing): the
+        worst-case check does not apply; the Plan's analysis assumed FIFO within a level where
+        HTB round-robins."""
+        return not math.isfinite(self.realised_s) and self.stochastic
 
     @property
     def over_slo(self) -> bool:
-        return self.realised_s > self.slo_s and not self.unbounded_stochastic
+        """The realised worst case misses the SLO that the Plan's worst-case bound met: refused.
+        Not for a stochastic Plan (warned, :meth:`line`)."""
+        return self.realised_s > self.slo_s and not self.stochastic
 
     @property
     def over_plan(self) -> bool:
@@ -1283,6 +1293,9 @@ class BoundCheck:
             else "no worst-case bound without buckets; the plan's is stochastic "
             f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
             if self.unbounded_stochastic
+            else f"worst case above the SLO; the plan's bound is stochastic "
+            f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
+            if self.stochastic and self.realised_s > self.slo_s
             else "above the plan's bound"
             if self.over_plan
             else "within the plan's bound"

@@ -10,18 +10,21 @@ shifted trace; the admitted tenants' second halves are then replayed in the simu
 policy's priorities (and, for the DNC baselines, its rate limits) enforced, and a tenant violates
 its SLO when the 99.9th percentile of its replayed latencies exceeds it.
 
-Policies: ``snc-meister`` is tailbound's SNC-Meister admission, the SNC-Meister bound floored by
-each tenant's latency alone measured on its first half, enforced with *split levels*: within each
-SLO class, the tenants whose measured latency alone exceeds the model's bound alone (the model's
-misfits) run one priority level below the others (:mod:`tailbound.policies.floors`);
-``snc-meister-flat`` the same decisions with levels by SLO only (the rule before split levels);
-``snc-meister-model`` the thesis' rule (the bound only); ``dnc``, ``silo``, ``qjump`` the DNC
-baselines. Optional (``--policies``): ``snc-meister-joint``, ``snc-meister`` whose predictions are
-also floored by the latencies measured replaying the admitted tenants and the newcomer together
-on their first halves at each arrival (:mod:`tailbound.policies.floors`), so that it never admits
-a set its own decision data shows missing an SLO; ``snc-meister-error``, ``snc-meister`` whose
-misfits' bounds are raised by the model's error alone; ``snc-meister-window``, that with the
-latency alone measured at the worst 3-minute window.
+Policies (:data:`SNC_VARIANTS`): ``snc-meister`` is tailbound's SNC-Meister admission
+(``tailbound admit``'s default rule): the SNC-Meister bound raised by the analysis' error on the
+tenant alone and floored by its latency alone, both measured on its first half, enforced with
+*split levels*: within each SLO class, the tenants whose measured latency alone exceeds the
+model's bound alone (the model's misfits) run one priority level below the others
+(:mod:`tailbound.policies.floors`); ``snc-meister-policed`` the same decisions, each tenant's
+traffic beyond its first half's token buckets demoted below every level
+(:mod:`tailbound.policies.policing`); ``snc-meister-model`` the thesis' rule (the bound only);
+``dnc``, ``silo``, ``qjump`` the DNC baselines. Optional (``--policies``):
+``snc-meister-split`` without the model error (the default before), ``snc-meister-flat`` its
+decisions with levels by SLO only, ``snc-meister-window`` the floor measured at the worst
+3-minute window, ``snc-meister-joint`` ``snc-meister-split`` whose predictions are also floored
+by the latencies measured replaying the admitted tenants and the newcomer together on their
+first halves at each arrival, so that it never admits a set its own decision data shows missing
+an SLO.
 
 A violation is judged two ways: the 99.9th percentile over the whole replayed half, and the worst
 99.9th percentile over 180 s windows starting every 10 s (thesis §4.3's 3-minute windows;
@@ -73,6 +76,7 @@ from tailbound.experiments._snc_common import (
 from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
 from tailbound.policies.admission import AdmissionPolicy, Configured, Decision, admit_in_order
+from tailbound.policies.admission_policies import THESIS_RULE, SncRule
 from tailbound.policies.dnc_baselines import CurveCache
 from tailbound.policies.floors import alone_result, replay_results, replayed
 from tailbound.policies.registry import build
@@ -83,33 +87,34 @@ from tailbound.traces import read_trace
 from tailbound.traces.stationarity import stationarity
 from tailbound.traces.trace import Trace
 
-#: ``snc-meister`` is tailbound's SNC-Meister admission: the bound floored by each tenant's
-#: measured latency alone, enforced with split levels (the analysis' misfits one sub-level below
-#: their SLO class; :mod:`tailbound.policies.floors`); ``snc-meister-flat`` the same decisions
-#: enforced with levels by SLO only (the rule before split levels); ``snc-meister-model`` the
-#: thesis' (the bound only, levels by SLO); ``snc-meister-joint`` also floors by the latencies
-#: measured replaying the admitted tenants and the newcomer together at each arrival (not run by
-#: default: one replay per arrival makes an order ~10 minutes); ``snc-meister-error``
-#: ``snc-meister`` with the bound raised by the analysis' error alone (opt-in,
-#: :mod:`tailbound.policies.floors`, "Model error"); ``snc-meister-window`` that with the
-#: latency alone measured at the worst 3-minute window; then the DNC baselines.
-ALL_POLICIES = (
-    "snc-meister",
-    "snc-meister-flat",
-    "snc-meister-model",
-    "snc-meister-joint",
-    "snc-meister-error",
-    "snc-meister-window",
-    "dnc",
-    "silo",
-    "qjump",
-)
-OPTIONAL = ("snc-meister-joint", "snc-meister-error", "snc-meister-window")
+#: The SNC-Meister variants and the rule each runs (:class:`SncRule`). ``snc-meister`` is
+#: tailbound's SNC-Meister admission (``tailbound admit``'s default): the bound plus the
+#: analysis' error alone on the tenant, floored by its measured latency alone, enforced with
+#: split levels (the analysis' misfits one sub-level below their SLO class;
+#: :mod:`tailbound.policies.floors`); ``snc-meister-policed`` the same decisions with each
+#: tenant's traffic beyond its first half's token buckets demoted below every level
+#: (:mod:`tailbound.policies.policing`); ``snc-meister-model`` the thesis' (the bound only,
+#: levels by SLO). Optional: ``snc-meister-split`` without the model error (the default rule
+#: before), ``snc-meister-flat`` its decisions with levels by SLO, ``snc-meister-window`` the
+#: floor measured at the worst 3-minute window, ``snc-meister-joint`` ``snc-meister-split`` also
+#: floored by the latencies replaying the admitted tenants and the newcomer together at each
+#: arrival (one replay per arrival makes an order ~10 minutes).
+SNC_VARIANTS = {
+    "snc-meister": SncRule(),
+    "snc-meister-policed": SncRule(police=True),
+    "snc-meister-model": THESIS_RULE,
+    "snc-meister-split": SncRule(add_model_error=False),
+    "snc-meister-flat": SncRule(add_model_error=False, split_levels=False),
+    "snc-meister-window": SncRule(window_floor=True),
+    "snc-meister-joint": SncRule(add_model_error=False, joint_floor=True),
+}
+DNC_POLICIES = ("dnc", "silo", "qjump")
+ALL_POLICIES = (*SNC_VARIANTS, *DNC_POLICIES)
+OPTIONAL = ("snc-meister-split", "snc-meister-flat", "snc-meister-window", "snc-meister-joint")
 POLICIES = tuple(p for p in ALL_POLICIES if p not in OPTIONAL)
 #: Policies whose admission decisions are another's (only what they enforce differs): decided
-#: once per order (tested: ``tests/experiments/test_snc_fig410.py``).
-SAME_DECISIONS = {"snc-meister-flat": "snc-meister"}
-DNC_POLICIES = ("dnc", "silo", "qjump")
+#: once per order when both run (tested: ``tests/experiments/test_snc_fig410.py``).
+SAME_DECISIONS = {"snc-meister-policed": "snc-meister", "snc-meister-flat": "snc-meister-split"}
 BASE_SLOS_S = (0.010, 0.020, 0.050, 0.100)
 CLIENTS = 12
 SERVERS = 6
@@ -203,28 +208,17 @@ def bound_function(
     curves: CurveCache,
     alone: dict[tuple[str, float], float],
 ) -> AdmissionPolicy:
-    """``policy``'s admission policy; ``snc-meister``'s is floored by each tenant's latency alone
-    on its first half (the trace ``fits`` holds; measured once per trace, kept in ``alone`` across
-    orders), ``snc-meister-joint``'s also by the tenants' latencies replayed together. What a
-    policy enforces (its ``configure``) is what the replays enforce: SNC-Meister only priorities
-    (by SLO; ``snc-meister`` and ``snc-meister-joint`` split each SLO class in two); the
-    baselines their levels and rate limits — PriorityMeister-style ``dnc`` demotes
-    traffic above its limits (§2.2.1), Silo++ and QJump++ pace it (their rate limiters shape)."""
-    name = "snc-meister" if policy.startswith("snc-meister") else policy
-    return build(
-        name,
-        "admission",
-        tset,
-        fits=fits,
-        curves=curves,
-        alone_floor=policy != "snc-meister-model",
-        joint_floor=policy == "snc-meister-joint",
-        split_levels=policy
-        in ("snc-meister", "snc-meister-joint", "snc-meister-error", "snc-meister-window"),
-        add_model_error=policy in ("snc-meister-error", "snc-meister-window"),
-        window_floor=policy == "snc-meister-window",
-        alone=alone,
-    )
+    """``policy``'s admission policy: an SNC-Meister variant runs its rule
+    (:data:`SNC_VARIANTS`; floors measured on the trace ``fits`` holds, once per trace, kept in
+    ``alone`` across orders; policing buckets from ``curves``), a DNC baseline its bound. What a
+    policy enforces (its ``configure``) is what the replays enforce: SNC-Meister priorities (by
+    SLO, split levels) and, policed, demotion beyond each tenant's buckets; the baselines their
+    levels and rate limits — PriorityMeister-style ``dnc`` demotes traffic above its limits
+    (§2.2.1), Silo++ and QJump++ pace it (their rate limiters shape)."""
+    if policy in DNC_POLICIES:
+        return build(policy, "admission", tset, curves=curves)
+    rule = SNC_VARIANTS[policy].kwargs()
+    return build("snc-meister", "admission", tset, fits=fits, curves=curves, alone=alone, **rule)
 
 
 @dataclass(frozen=True)
@@ -488,17 +482,8 @@ def run(
 #: The admission rule each policy runs, as the tables name it (issue 14: every table says
 #: whether the measured floor ran).
 RULES = {
-    "snc-meister": "SNC bound, measured floor alone; split levels",
-    "snc-meister-flat": "SNC bound, measured floor alone; levels by SLO",
-    "snc-meister-model": "SNC bound only (thesis)",
-    "snc-meister-joint": "SNC bound, measured floors alone and joint; split levels",
-    "snc-meister-error": "SNC bound plus its error alone, measured floor alone; split levels",
-    "snc-meister-window": (
-        "SNC bound plus its error alone, measured floor alone at the worst window; split levels"
-    ),
-    "dnc": "DNC bound only",
-    "silo": "DNC bound only",
-    "qjump": "DNC bound only",
+    **{p: rule.text() for p, rule in SNC_VARIANTS.items()},
+    **dict.fromkeys(DNC_POLICIES, "DNC bound only"),
 }
 
 
@@ -598,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda text: tuple(text.split(",")),
         default=POLICIES,
         help=(
-            f"comma-separated policies (default {','.join(POLICIES)}; also snc-meister-joint); "
+            f"comma-separated policies (default {','.join(POLICIES)}; also {','.join(OPTIONAL)}); "
             "a choice other than the default writes snc_fig410_<policies>.md"
         ),
     )

@@ -13,11 +13,16 @@ loop in the simulator (:func:`tailbound.sim.plan.replay` of the policy's plan: p
 five queues, the baselines' rate limits at the senders, the device's dispatch as the SSD
 profile's) and a tenant violates when its replayed 99.9th percentile exceeds its SLO.
 
-Policies: ``snc-meister`` (SNC-Meister's bound with the storage flow, floored by the tenant's
-network latency alone: ``tailbound admit``'s default rule), ``dnc``, ``silo``, ``qjump`` (the DNC
+Policies: ``snc-meister`` (SNC-Meister's bound with the storage flow under ``tailbound admit``'s
+default rule, :class:`~tailbound.policies.admission_policies.SncRule`: raised by the analysis'
+error on the tenant alone and floored by its latency alone, both measured through its network
+path and device, split levels), ``snc-meister-split`` (the same without the model error, the
+default rule before), ``snc-meister-net`` (floored by the network latency alone, levels by SLO:
+the first rule), ``dnc``, ``silo``, ``qjump`` (the DNC
 baselines with their storage stage, :mod:`tailbound.policies.dnc_baselines`), and ``none`` (no
 admission control: every tenant admitted, priorities by SLO as SNC-Meister's). Run:
-``python -m tailbound.experiments.snc_storage --out out/experiments [--tenants 62 --orders 5]``.
+``python -m tailbound.experiments.snc_storage --out out/experiments [--tenants 62 --orders 5]``
+(``--policies`` a subset; ``dnc`` and ``snc-meister`` also set the computed SLO scale).
 """
 
 from __future__ import annotations
@@ -40,17 +45,29 @@ from tailbound.experiments.snc_fig410 import (
 )
 from tailbound.model import Tenant, TenantSet
 from tailbound.policies.admission import Configured, admit_in_order
+from tailbound.policies.admission_policies import SncRule
 from tailbound.policies.dnc_baselines import CurveCache
 from tailbound.policies.floors import alone_result, replay_results
 from tailbound.policies.registry import build
 from tailbound.sim.results import Judged
 from tailbound.snc.tenants import FitCache, priorities_by_slo
 
-POLICIES = ("snc-meister", "snc-meister-net", "dnc", "silo", "qjump", "none")
+#: The SNC-Meister variants' rules (the floors measure through the device unless ``-net``).
+SNC_VARIANTS = {
+    "snc-meister": SncRule(),
+    "snc-meister-split": SncRule(add_model_error=False),
+    "snc-meister-net": SncRule(add_model_error=False, split_levels=False),
+}
+POLICIES = ("snc-meister", "snc-meister-split", "snc-meister-net", "dnc", "silo", "qjump", "none")
 #: The admission rule each policy runs (issue 14: every table says whether a floor ran).
 RULES = {
-    "snc-meister": "SNC bound, measured floor alone through the device; split levels",
-    "snc-meister-net": "SNC bound, measured floor alone on the network; levels by SLO",
+    **{
+        name: rule.text().replace(
+            "floor alone",
+            "floor alone " + ("on the network" if name.endswith("-net") else "through the device"),
+        )
+        for name, rule in SNC_VARIANTS.items()
+    },
     "dnc": "DNC bound only",
     "silo": "DNC bound only",
     "qjump": "DNC bound only",
@@ -91,6 +108,7 @@ def run(
     seed: int,
     scale: float | None,
     *,
+    policies: Sequence[str] = POLICIES,
     quiet: bool = True,
 ) -> tuple[list[Result], float]:
     profile = data / "wc62" / "profile_ssd.json"
@@ -100,30 +118,24 @@ def run(
     fits = FitCache(traces=dict(pop.first))
     curves = CurveCache(tset, dict(pop.first))
     alone: dict[tuple[str, float], float] = {}
-    policies = {
-        "snc-meister": build(
-            "snc-meister",
-            "admission",
-            tset,
-            fits=fits,
-            alone_floor=True,
-            split_levels=True,
-            alone=alone,
-        ),
-        "snc-meister-net": build(
-            "snc-meister",
-            "admission",
-            tset,
-            fits=fits,
-            alone_floor=True,
-            device_floor=False,
-            alone=alone,
-        ),
+    built = {
+        **{
+            name: build(
+                "snc-meister",
+                "admission",
+                tset,
+                fits=fits,
+                alone=alone,
+                device_floor=not name.endswith("-net"),
+                **rule.kwargs(),
+            )
+            for name, rule in SNC_VARIANTS.items()
+        },
         **{p: build(p, "admission", tset, curves=curves) for p in ("dnc", "silo", "qjump")},
     }
     if scale is None:
         bounds = [
-            max(policies["snc-meister"]([t])[0].latency_s, policies["dnc"]([t])[0].latency_s)
+            max(built["snc-meister"]([t])[0].latency_s, built["dnc"]([t])[0].latency_s)
             for t in specs
         ]
         scale = float(math.ceil(statistics.quantiles(bounds, n=10)[-1] / BASE_SLOS_S[0]))
@@ -139,14 +151,14 @@ def run(
     results = []
     for order in progress(quiet, iterable=range(orders), desc="snc_storage", unit="order"):
         arriving = with_device(arrivals(pop, order, seed, scale))
-        for name in POLICIES:
+        for name in policies:
             if name == "none":
                 admitted = arriving
                 levels = priorities_by_slo([t.slo_s for t in admitted])
                 configured = [Configured(level) for level in levels]
                 mode = "shaping"
             else:
-                policy = policies[name]
+                policy = built[name]
                 decisions = admit_in_order(arriving, policy)
                 admitted = [d.tenant for d in decisions if d.admitted]
                 configured = policy.configure(admitted)
@@ -200,10 +212,12 @@ HEADER = [
 
 
 def summary_rows(results: Sequence[Result]) -> list[list[object]]:
-    by = {p: [r for r in results if r.policy == p] for p in POLICIES}
-    best_dnc = max(statistics.median(r.admitted for r in by[p]) for p in ("dnc", "silo", "qjump"))
+    policies = list(dict.fromkeys(r.policy for r in results))
+    by = {p: [r for r in results if r.policy == p] for p in policies}
+    baselines = [p for p in ("dnc", "silo", "qjump") if p in by]
+    best_dnc = max((statistics.median(r.admitted for r in by[p]) for p in baselines), default=0)
     rows: list[list[object]] = []
-    for name in POLICIES:
+    for name in policies:
         rs = by[name]
         admitted = [r.admitted for r in rs]
         rows.append(
@@ -233,7 +247,7 @@ def sharing_lines(results: Sequence[Result]) -> str:
     """Per policy, every violation through sharing (whole half, then worst window) with its
     order."""
     lines = []
-    for name in POLICIES:
+    for name in dict.fromkeys(r.policy for r in results):
         rs = [r for r in results if r.policy == name]
         whole = [f"{v} (order {r.order})" for r in rs for v in r.whole if v not in r.whole_alone]
         window = [f"{v} (order {r.order})" for r in rs for v in r.window if v not in r.window_alone]
@@ -248,13 +262,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--orders", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--scale", type=float, help="SLO scale (default: computed, see docstring)")
+    p.add_argument(
+        "--policies",
+        type=lambda text: tuple(text.split(",")),
+        default=POLICIES,
+        help=f"comma-separated policies (default: all, {','.join(POLICIES)})",
+    )
     args = p.parse_args(argv)
+    if unknown := [q for q in args.policies if q not in POLICIES]:
+        p.error(f"unknown policies {', '.join(unknown)} (known: {', '.join(POLICIES)})")
     data = Path(args.data) if args.data else find_data()
-    results, scale = run(data, args.tenants, args.orders, args.seed, args.scale, quiet=args.quiet)
-    medians = [statistics.median(r.admitted for r in results if r.policy == n) for n in POLICIES]
+    results, scale = run(
+        data,
+        args.tenants,
+        args.orders,
+        args.seed,
+        args.scale,
+        policies=args.policies,
+        quiet=args.quiet,
+    )
+    policies = args.policies
+    medians = [statistics.median(r.admitted for r in results if r.policy == n) for n in policies]
     png = write_outputs(
         Path(args.out),
-        "snc_storage",
+        "snc_storage" + ("" if policies == POLICIES else "_" + "+".join(policies)),
         f"SNC-Meister with storage (thesis §4.4.6): {args.tenants} tenants, {args.orders} orders, "
         f"SLO scale {scale:g}",
         HEADER,
@@ -267,18 +298,18 @@ def main(argv: list[str] | None = None) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    xs = range(len(POLICIES))
+    xs = range(len(policies))
     ax.bar(xs, medians, color="tab:blue", label="admitted (median)")
     ax.bar(
         xs,
         [
             sum(r.violations for r in results if r.policy == n) / max(args.orders, 1)
-            for n in POLICIES
+            for n in policies
         ],
         color="tab:red",
         label="violations per order",
     )
-    ax.set_xticks(list(xs), list(POLICIES))
+    ax.set_xticks(list(xs), list(policies))
     ax.set_ylabel("tenants")
     ax.legend()
     fig.tight_layout()

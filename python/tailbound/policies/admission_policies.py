@@ -15,7 +15,8 @@ either on its own traces, so the floors are not applied to it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from tailbound.model import TenantSet
 from tailbound.policies.admission import AdmissionPolicy, SncPolicy
@@ -31,6 +32,55 @@ if TYPE_CHECKING:
 SNC_POLICIES = ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 
 
+@dataclass(frozen=True)
+class SncRule:
+    """What an SNC policy adds to its bound (docs/snc.md): the measured floors
+    (:mod:`tailbound.policies.floors`), the model-error correction, split levels, and
+    conformance policing (:mod:`tailbound.policies.policing`). The defaults are tailbound's
+    SNC-Meister rule (``tailbound admit``'s default); :data:`THESIS_RULE` is the thesis' bound
+    alone. Split levels, the model error and the window floor act through the floor alone."""
+
+    alone_floor: bool = True
+    split_levels: bool = True
+    add_model_error: bool = True
+    window_floor: bool = False
+    joint_floor: bool = False
+    police: bool = False
+
+    def kwargs(self) -> dict[str, Any]:
+        """The rule as :func:`make_admission`'s keyword arguments."""
+        return asdict(self)
+
+    def text(self) -> str:
+        """The rule as the tables and plans name it.
+
+        >>> SncRule().text()
+        'SNC bound plus its error alone, measured floor alone; split levels'
+        >>> THESIS_RULE.text()
+        'SNC bound only (thesis)'
+        >>> SncRule(add_model_error=False, split_levels=False).text()
+        'SNC bound, measured floor alone; levels by SLO'
+        """
+        if not (self.alone_floor or self.joint_floor or self.police):
+            return "SNC bound only (thesis)"
+        text = "SNC bound" + (" plus its error alone" if self.add_model_error else "")
+        if self.alone_floor and self.joint_floor:
+            text += ", measured floors alone and joint"
+        elif self.alone_floor:
+            text += ", measured floor alone" + (" at the worst window" if self.window_floor else "")
+        elif self.joint_floor:
+            text += ", measured floor joint"
+        if self.alone_floor:
+            text += "; split levels" if self.split_levels else "; levels by SLO"
+        if self.police:
+            text += "; traffic beyond the decision trace's buckets demoted"
+        return text
+
+
+#: The thesis' SNC-Meister: the bound alone, priorities by SLO.
+THESIS_RULE = SncRule(alone_floor=False, split_levels=False, add_model_error=False)
+
+
 def make_admission(
     name: str,
     tset: TenantSet,
@@ -43,6 +93,7 @@ def make_admission(
     device_floor: bool = True,
     add_model_error: bool = False,
     window_floor: bool = False,
+    police: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
     incremental: bool = True,
     search: str = "reference",
@@ -57,7 +108,9 @@ def make_admission(
     of a tenant with a device through its device too (with ``tset.ssd_profile``; ``False``: the
     network path only, the rule before); ``add_model_error`` adds the analysis' error alone to
     a misfit's bound and ``window_floor`` measures the floor at the worst 3-minute window
-    (:class:`AloneFloor`);
+    (:class:`AloneFloor`); ``police`` demotes each tenant's traffic beyond its decision trace's
+    token buckets below every level (:class:`~tailbound.policies.policing.Policed`, r-b curves
+    from ``curves``);
     ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
     ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
     ``"reference"`` or ``"deterministic"``)."""
@@ -91,4 +144,9 @@ def make_admission(
             )
         if joint_floor:
             policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
+    if police:
+        from tailbound.policies.dnc_baselines import CurveCache
+        from tailbound.policies.policing import Policed
+
+        policy = Policed(policy, curves if curves is not None else CurveCache(tset, fits.traces))
     return policy
