@@ -78,6 +78,10 @@ def test_bound_imports_only_what_it_uses(tmp_path: Path, data_dir: Path) -> None
     assert not others, sorted(others)
     # network-only tenants: the DNC device model is not needed
     assert "tailbound.dnc.device" not in modules
+    # nor the trace readers (the core fits the files), nor a thread pool for the deterministic
+    # search when every flow took the all-flows path (they brought logging along)
+    assert not {"tailbound.traces.readers", "tailbound.traces.native"} & modules
+    assert not {"concurrent", "logging"} & top
 
 
 def test_help_still_lists_every_verb(tmp_path: Path) -> None:
