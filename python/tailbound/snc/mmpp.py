@@ -102,6 +102,13 @@ class MmppModel:
         model._bind(core, fitted)
         return model
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its parts: the core's model is not picklable itself."""
+        c = self.core
+        fitted = self._arrays.get("state_of_interval", 0) is not None
+        parts = (c.transition, c.p_request, c.mu, c.lambdas, c.a, c.state_of_interval)
+        return (_from_parts, (*parts, fitted))
+
     def _bind(self, core: _core.Mmpp, fitted: bool) -> None:
         self.core = core
         self._arrays: dict[str, Any] = {} if fitted else {"state_of_interval": None}
@@ -251,6 +258,20 @@ class MmppModel:
         rhs[-1] = 1.0
         pi = np.linalg.lstsq(system, rhs, rcond=None)[0]
         return float(np.sum(pi * self.p_request / self.mu))
+
+
+def _from_parts(
+    transition: list[float],
+    p_request: list[float],
+    mu: list[float],
+    lambdas: list[float],
+    a: float,
+    state_of_interval: list[int],
+    fitted: bool,
+) -> MmppModel:
+    """An :class:`MmppModel` from what :meth:`MmppModel.__reduce__` gives."""
+    core = _core.Mmpp(transition, p_request, mu, lambdas, a, state_of_interval)
+    return MmppModel.of_core(core, fitted)
 
 
 class MmppArrival(ArrivalBound):
