@@ -14,6 +14,14 @@ plots. The package's bytecode is compiled first (``compileall``, as ``pip instal
 ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` every run would compile tailbound's
 modules from source (~0.03 s on a quiet machine), which no installed copy does. Run:
 ``.venv/bin/python -m benchmarks.bench_cold [--runs N]``.
+
+``--baseline DIR`` also compares, in the same run, ``bound`` on 16 tenants (empty fit cache) with
+a previous build: ``DIR`` is the ``python`` folder of another commit's tree with its compiled
+extension in place (``git archive <commit> | tar -x -C tree``, ``cargo build --release -p
+tailbound-py --target-dir t`` there, ``t/release/lib_core.so`` copied to
+``tree/python/tailbound/_core.cpython-*.so``), put first on ``PYTHONPATH``. The rounds
+interleave the previous build, this one, ``python -c pass`` and ``python -c "import numpy"``,
+so a load that comes and goes weighs on all four alike; its table gives medians and minima.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -59,9 +68,14 @@ def tenants_file(folder: Path, n: int) -> Path:
     return path
 
 
-def timed(args: list[str]) -> float:
+def timed(args: list[str], pythonpath: str | None = None, command: list[str] = TAILBOUND) -> float:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     start = time.perf_counter()
-    done = subprocess.run([*TAILBOUND, *args], stdout=subprocess.DEVNULL, cwd=REPO, check=False)
+    done = subprocess.run(
+        [*command, *args], stdout=subprocess.DEVNULL, cwd=REPO, env=env, check=False
+    )
     elapsed = time.perf_counter() - start
     # 0: every tenant meets its SLO, 1: some does not (a result, e.g. T13 of the 16-tenant set);
     # anything else is a failure of the run
@@ -75,11 +89,42 @@ def median_of(runs: int, make_args) -> tuple[float, float, float]:  # type: igno
     return statistics.median(times), min(times), max(times)
 
 
+def compare(baseline: Path, runs: int) -> None:
+    """``bound`` on 16 tenants (empty fit cache) with the build in ``baseline`` and with this
+    one, interleaved with ``python -c pass`` and ``python -c "import numpy"``, ``runs`` rounds."""
+    compileall.compile_dir(str(baseline / "tailbound"), quiet=1)
+    names = ("previous build", "this build", "python -c pass", 'python -c "import numpy"')
+    times: dict[str, list[float]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        bound = ["bound", "--tenants", str(tenants_file(folder, 16))]
+        python = [sys.executable, "-c"]
+        for i in range(runs):
+            times[names[0]].append(timed([*bound, "--cache", f"{tmp}/p{i}"], str(baseline)))
+            times[names[1]].append(timed([*bound, "--cache", f"{tmp}/t{i}"]))
+            times[names[2]].append(timed(["pass"], command=python))
+            times[names[3]].append(timed(["import numpy"], command=python))
+    rows = [
+        [name, runs, f"{statistics.median(t):.3f}", f"{min(t):.3f}"] for name, t in times.items()
+    ]
+    previous, this = (statistics.median(times[n]) for n in names[:2])
+    print(markdown_table(["16 tenants, empty fit cache", "rounds", "median s", "min s"], rows))
+    print(f"\nprevious / this build (medians): {previous / this:.2f}\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument(
+        "--baseline", type=Path, help="python folder of a previous build to compare bound with"
+    )
+    ap.add_argument("--baseline-only", action="store_true", help="only the comparison rounds")
     args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
     compileall.compile_dir(str(REPO / "python" / "tailbound"), quiet=1)
+    if args.baseline is not None:
+        compare(args.baseline, args.runs)
+        if args.baseline_only:
+            return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

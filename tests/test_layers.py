@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "tailbound.traces": 0,
     "tailbound.errors": 0,
     "tailbound.limits": 0,
+    "tailbound.lazy": 0,
     "tailbound.atomic": 0,
     "tailbound.jsonio": 0,
     "tailbound.tables": 0,

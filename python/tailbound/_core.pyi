@@ -120,6 +120,63 @@ def perron_roots(
 ) -> NDArray[np.float64]:
     """Perron roots of ``diag(1 + e) G + diag(e)`` for each row ``e`` of ``excess``."""
 
+# --- MMPP fit (crates/tailbound-py/src/mmpp.rs) ------------------------------------------------
+
+@final
+class Mmpp:
+    """A fitted Markov-modulated Bernoulli process with exponential work (held in Rust)."""
+
+    def __new__(
+        cls,
+        transition: list[float],
+        p_request: list[float],
+        mu: list[float],
+        lambdas: list[float],
+        a: float,
+        state_of_interval: list[int],
+    ) -> Mmpp: ...
+    @property
+    def states(self) -> int: ...
+    @property
+    def transition(self) -> list[float]: ...
+    @property
+    def p_request(self) -> list[float]: ...
+    @property
+    def mu(self) -> list[float]: ...
+    @property
+    def lambdas(self) -> list[float]: ...
+    @property
+    def a(self) -> float: ...
+    @property
+    def state_of_interval(self) -> list[int]: ...
+    def generator(self) -> list[float]:
+        """``G = P - I``, row-major."""
+    def pole(self) -> float:
+        """The smallest ``mu``."""
+
+def fit_mmpp(
+    arrival_ns: NDArray[np.int64], work: NDArray[np.float64], interval_ns: int, step_s: float
+) -> Mmpp:
+    """The reference MMPP fit of arrivals (integer ns) and each request's work."""
+
+def fit_trace_file(
+    path: str | os.PathLike[str],
+    format: str,
+    max_time_s: float,
+    max_request_bytes: int,
+    messages: list[tuple[float, float, float]],
+    interval_ns: int,
+    step_s: float,
+) -> list[Mmpp] | None:
+    """One fit per message model of a trace file parsed in Rust, or ``None``: use the reader."""
+
+def mmpp_interval_counts(arrival_ns: list[int], interval_ns: int) -> list[int]: ...
+def mmpp_place_states(counts: list[int], max_states: int) -> tuple[list[float], float]: ...
+def mmpp_assign_states(counts: list[int], lambdas: list[float], a: float) -> list[int]: ...
+def mmpp_transition_matrix(
+    states: list[int], n: int, interval_ns: int, step_s: float
+) -> list[float]: ...
+
 @final
 class SncNetwork:
     """Independent two-hop flows prepared for SNC-Meister's theta search (built once)."""
@@ -128,6 +185,8 @@ class SncNetwork:
     def add_source(
         self, generator: NDArray[np.float64], p: NDArray[np.float64], mu: NDArray[np.float64]
     ) -> int: ...
+    def add_mmpp(self, model: Mmpp) -> int:
+        """Add a fitted MMPP as a source (generator, ``p`` and ``mu`` taken in Rust)."""
     def add_flow(
         self,
         c1: float,
@@ -141,7 +200,7 @@ class SncNetwork:
     def add_feeder(self, flow: int, c: float, into: list[int], other: list[int]) -> None: ...
     @property
     def flows(self) -> int: ...
-    def search(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def search(self) -> tuple[list[float], list[float]]:
         """``(theta, latency_steps)`` per flow."""
 
 @final

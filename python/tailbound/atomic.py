@@ -80,18 +80,21 @@ def leftover_temporaries(path: str | Path) -> list[Path]:
     """
     target = Path(path)
     prefix, suffix = f".{target.name}.", f".tmp{target.suffix}"
+    # Names compared as strings from one scandir, a Path made for a match only: the fit cache
+    # writes many files into one folder that may hold thousands (issue 14, cold start).
     try:
-        entries = list(target.parent.iterdir())
+        with os.scandir(target.parent) as entries:
+            names = [
+                e.name
+                for e in entries
+                if e.name.startswith(prefix)
+                and e.name.endswith(suffix)
+                and len(e.name) > len(prefix) + len(suffix)
+                and e.is_file()
+            ]
     except OSError:
         return []
-    return [
-        p
-        for p in entries
-        if p.name.startswith(prefix)
-        and p.name.endswith(suffix)
-        and len(p.name) > len(prefix) + len(suffix)
-        and p.is_file()
-    ]
+    return [target.parent / name for name in names]
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

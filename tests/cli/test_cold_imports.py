@@ -1,6 +1,7 @@
 """What ``tailbound bound`` imports from a cold start (issue 14: "the command users run, fast
-from a cold start"): none of the heavy libraries it does not use, no other verb's module, and no
-tqdm when no progress bar is shown."""
+from a cold start"): none of the heavy libraries it does not use, not even numpy (the traces are
+fitted and the flows bounded in the Rust core), no other verb's module, and no tqdm when no
+progress bar is shown."""
 
 from __future__ import annotations
 
@@ -53,12 +54,18 @@ def test_bound_imports_only_what_it_uses(tmp_path: Path, data_dir: Path) -> None
     ]
     path = tmp_path / "tenants.json"
     path.write_text(json.dumps({"tenants": tenants}))
-    modules = loaded_modules(
-        ["bound", "--tenants", str(path), "--cache", str(tmp_path / "cache")], tmp_path
-    )
+    args = ["bound", "--tenants", str(path), "--cache", str(tmp_path / "cache")]
+    modules = loaded_modules([*args, "--out", str(tmp_path / "plan.json")], tmp_path)
     assert "tailbound.snc.mmpp" in modules  # the probe saw the verb run
+    assert (tmp_path / "plan.json").is_file()
     top = {m.split(".")[0] for m in modules}
     assert not top & set(HEAVY), sorted(top & set(HEAVY))
+    # numpy is not imported: fits from the trace files in the core, the search in the core, the
+    # fit cache written without it (tailbound.lazy)
+    assert "numpy" not in top
+    # nor when the fits are read back from the cache
+    again = loaded_modules(args, tmp_path)
+    assert "numpy" not in {m.split(".")[0] for m in again}
     # stderr is not a terminal: no bar, and tqdm is not even imported
     assert "tqdm" not in top
     # only the verb's own CLI module is imported to build the parser
@@ -71,6 +78,10 @@ def test_bound_imports_only_what_it_uses(tmp_path: Path, data_dir: Path) -> None
     assert not others, sorted(others)
     # network-only tenants: the DNC device model is not needed
     assert "tailbound.dnc.device" not in modules
+    # nor the trace readers (the core fits the files), nor a thread pool for the deterministic
+    # search when every flow took the all-flows path (they brought logging along)
+    assert not {"tailbound.traces.readers", "tailbound.traces.native"} & modules
+    assert not {"concurrent", "logging"} & top
 
 
 def test_help_still_lists_every_verb(tmp_path: Path) -> None:

@@ -76,3 +76,48 @@ def test_primed_traces_are_not_cached(tmp_path: Path) -> None:
     cache.traces[str(trace)] = read_trace(trace).slice_time(0.0, 30.0)
     cache.model(spec, "in", tset)
     assert not (tmp_path / "cache").exists()
+
+
+# ------------------------------------------------------------------ fits straight from the file
+def test_file_fits_are_the_reader_path_fits(tmp_path: Path, data_dir: Path) -> None:
+    """The core's fit of a trace file (no Python trace: what ``tailbound bound`` runs) is bit
+    for bit the fit of the trace the reader builds, in both directions."""
+    from tailbound.snc.mmpp import fit_mmpp
+    from tailbound.snc.tenants import read_requests, work
+
+    for trace in (data_dir / "wc62" / "traces" / "trace0012.txt", tmp_path / "a.txt"):
+        if trace.parent == tmp_path:
+            write_trace(trace, 4)
+        tset = tenants(trace)
+        spec = tset.tenants[0]
+        cache = FitCache()
+        req = read_requests(trace)
+        for d in ("in", "out"):
+            assert same(cache.model(spec, d, tset), fit_mmpp(req.arrival_ns, work(req, d, tset)))
+        assert not cache.traces and not cache.requests, "fitted from the file, not a trace"
+
+
+def test_files_the_reader_would_change_go_through_it(tmp_path: Path) -> None:
+    """A trace the reader sorts (with its warning) or rejects is read by the reader: the same
+    fit as the sorted trace's, the same error naming the line."""
+    import pytest
+
+    from tailbound.errors import TraceFormatError
+    from tailbound.traces import UnsortedTraceWarning
+
+    trace = tmp_path / "a.txt"
+    write_trace(trace, 5)
+    lines = trace.read_text().splitlines()
+    shuffled = tmp_path / "shuffled.txt"
+    shuffled.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")
+    tset = tenants(shuffled)
+    cache = FitCache()
+    with pytest.warns(UnsortedTraceWarning):
+        model = cache.model(tset.tenants[0], "in", tset)
+    assert str(shuffled) in cache.traces  # read by the reader
+    assert same(model, FitCache().model(tenants(trace).tenants[0], "in", tenants(trace)))
+
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"{lines[0]}\n{lines[1]}\n12,0xZZ,DiskRead\n")
+    with pytest.raises(TraceFormatError, match="line 3"):
+        FitCache().model(tenants(bad).tenants[0], "in", tenants(bad))

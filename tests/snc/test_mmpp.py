@@ -172,3 +172,22 @@ def test_fit_on_half_second_intervals_by_hand() -> None:
     np.testing.assert_allclose(m.transition, expect, rtol=1e-12)
     # the same arrivals on 1-second intervals: counts 26, 1 (the reference fit is untouched)
     assert interval_counts(ns).tolist() == [26, 1]
+
+
+def test_model_pickles_and_copies_exactly() -> None:
+    import copy
+    import pickle
+
+    ns = arrivals_with_counts([0, 0, 0, 9, 0, 30, 0, 60, 120, 500, 900, 0])
+    fitted = fit_mmpp(ns, np.full(ns.shape, 10.0))
+    given = MmppModel([[0.5, 0.5], [0.25, 0.75]], [0.1, 0.2], [1.0, 2.0], [1.0, 5.0], a=3.0)
+    for m in (fitted, given):
+        for back in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+            assert back.a == m.a
+            for name in ("transition", "p_request", "mu", "lambdas"):
+                assert np.array_equal(getattr(back, name), getattr(m, name))
+            assert (back.state_of_interval is None) == (m.state_of_interval is None)
+    assert given.state_of_interval is None
+    assert np.array_equal(
+        pickle.loads(pickle.dumps(fitted)).state_of_interval, fitted.state_of_interval
+    )

@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 mod error;
+mod mmpp;
 mod parse;
 mod rb;
 mod sim;
@@ -20,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     parse::register(m)?;
     sim::register(m)?;
     snc::register(m)?;
+    mmpp::register(m)?;
     Ok(())
 }

@@ -6,6 +6,7 @@ use tailbound_core::snc_fast::Plan;
 use tailbound_core::snc_tree::{Kind, Tree};
 
 use crate::error::to_py;
+use crate::mmpp::PyMmpp;
 
 /// Perron roots of `diag(1 + e) G + diag(e)` for each row `e` of `excess` (see the core).
 #[pyfunction]
@@ -29,9 +30,6 @@ fn perron_roots<'py>(
     let roots = py.detach(|| tailbound_core::snc::perron_roots(&g, n, &e)).map_err(to_py)?;
     Ok(PyArray1::from_vec(py, roots))
 }
-
-/// `(theta, latency_steps)` per flow.
-type ArrayPair<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// A square matrix's entries, row by row; an error for any other shape.
 fn square(generator: &PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
@@ -74,6 +72,13 @@ impl PySncNetwork {
         self.plan.add_source(g, floats(&p), floats(&mu)).map_err(to_py)
     }
 
+    /// Add a fitted MMPP (`_core.Mmpp`) as a source: its generator, request probabilities and
+    /// work rates, taken in Rust (no arrays cross into Python). Returns its index.
+    fn add_mmpp(&mut self, model: PyRef<'_, PyMmpp>) -> PyResult<usize> {
+        let m = &model.model;
+        self.plan.add_source(m.generator(), m.p_request.clone(), m.mu.clone()).map_err(to_py)
+    }
+
     /// Add a two-hop flow (queue rates `c1`, `c2` in work per step, violation probability `eps`,
     /// `pole` the smallest `mu` of its sources) with the sources of its arrivals (`own`), of the
     /// flows sharing both its queues (`shared`) and of those sharing only its first queue
@@ -111,12 +116,11 @@ impl PySncNetwork {
         self.plan.flows()
     }
 
-    /// `(theta, latency_steps)` per flow: SNC-Meister's theta search for every flow.
-    fn search<'py>(&self, py: Python<'py>) -> PyResult<ArrayPair<'py>> {
+    /// `(theta, latency_steps)` per flow: SNC-Meister's theta search for every flow (lists:
+    /// `tailbound bound` reads them without numpy).
+    fn search(&self, py: Python<'_>) -> PyResult<(Vec<f64>, Vec<f64>)> {
         let plan = &self.plan;
-        let (theta, latency) =
-            py.detach(|| tailbound_core::snc_fast::snc_meister_search(plan)).map_err(to_py)?;
-        Ok((PyArray1::from_vec(py, theta), PyArray1::from_vec(py, latency)))
+        py.detach(|| tailbound_core::snc_fast::snc_meister_search(plan)).map_err(to_py)
     }
 }
 

@@ -201,10 +201,15 @@ def network_plan(
         )
     servers = {t.server for t in plans}
     devices = any(t.device is not None for t in plans)
-    # imported here: the DNC device model (and the profiles it imports) is not needed to bound
-    # network-only tenants, and importing it cost ~10 ms of `tailbound bound`'s cold start
-    from tailbound.dnc.device import LOW_PRIORITY_MPL
+    dispatch = DispatchRule()
+    if devices:
+        # at a device, the worst-case analyses assume the thesis' rule (docs/dnc.md); imported
+        # here: the DNC device model (and numpy, which the DNC package imports) is not needed to
+        # bound network-only tenants, and importing it cost ~10 ms of `tailbound bound`'s cold
+        # start (~0.1 s with numpy)
+        from tailbound.dnc.device import LOW_PRIORITY_MPL
 
+        dispatch = DispatchRule(low_priority_mpl=LOW_PRIORITY_MPL)
     return Plan(
         policy=policy,
         servers_used=len(servers),
@@ -212,8 +217,7 @@ def network_plan(
         rejected=list(rejected),
         meta=dict(meta or {}),
         disciplines=dict.fromkeys(STORAGE_PATH, Discipline("priority", mode)),
-        # at a device, the worst-case analyses assume the thesis' rule (docs/dnc.md)
-        dispatch=DispatchRule(low_priority_mpl=LOW_PRIORITY_MPL) if devices else DispatchRule(),
+        dispatch=dispatch,
     )
 
 

@@ -26,15 +26,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from typing import TYPE_CHECKING, Any
 
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json
 from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+else:
+    from tailbound.lazy import numpy as np
 
 
 def _mean_seek(x0: float, t1: float, tf: float) -> tuple[float, float]:

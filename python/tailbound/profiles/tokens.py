@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json
 from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.stages import Stage
 from tailbound.traces.trace import Op, Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from tailbound.lazy import numpy as np
 
 
 class TokenModel(Protocol):
@@ -71,11 +74,20 @@ class MessageSizes:
 
     def request_bytes_of(self, is_read: NDArray[np.bool_], size: NDArray) -> NDArray[np.float64]:
         """:meth:`request_bytes` of requests given as read flags and sizes (bytes)."""
-        return self._bytes(is_read, size, self.small_factor, self.large_factor)
+        return self._bytes(is_read, size, *self.factors("in"))
 
     def response_bytes_of(self, is_read: NDArray[np.bool_], size: NDArray) -> NDArray[np.float64]:
         """:meth:`response_bytes` of requests given as read flags and sizes (bytes)."""
-        return self._bytes(is_read, size, self.large_factor, self.small_factor)
+        return self._bytes(is_read, size, *self.factors("out"))
+
+    def factors(self, direction: str) -> tuple[float, float]:
+        """``(read_factor, write_factor)`` of the request (``"in"``) or response (``"out"``)
+        message: a read's request and a write's response are the small ones."""
+        if direction == "in":
+            return self.small_factor, self.large_factor
+        if direction == "out":
+            return self.large_factor, self.small_factor
+        raise ValueError(f"direction must be 'in' or 'out', got {direction!r}")
 
 
 @dataclass(frozen=True)

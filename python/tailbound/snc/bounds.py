@@ -22,9 +22,14 @@ that broadcast against ``theta`` to evaluate many candidate parameter sets at on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+else:
+    from tailbound.lazy import numpy as np
+
 
 #: Length of one discrete time step in seconds (10 µs, as in the reference implementation).
 STEP_S = 1e-5
@@ -32,8 +37,9 @@ STEP_S = 1e-5
 #: Lower end of the Hölder search ranges (x, y > 1).
 HOLDER_MIN = 1.001
 
-Array = NDArray[np.float64]
-Param = float | Array
+if TYPE_CHECKING:
+    Array = NDArray[np.float64]
+    Param = float | Array
 
 
 class Bound:

@@ -15,8 +15,14 @@ The reference SNC-Meister implementation searches the Hölder parameters with ``
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from tailbound.lazy import numpy as np
+
 
 RAND_MAX = 2147483647
 

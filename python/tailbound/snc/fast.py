@@ -17,14 +17,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-
-from tailbound.snc.bounds import STEP_S, Array, Bound, _log1m_exp
+from tailbound.snc.bounds import STEP_S, Bound, _log1m_exp
 from tailbound.snc.latency import search_theta, theorem1_steps
 from tailbound.snc.mmpp import MmppArrival, MmppModel
 from tailbound.snc.network import Flow, Network, feeder_groups
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tailbound.snc.bounds import Array
+else:
+    from tailbound.lazy import numpy as np
 
 ROLES = ("w", "x", "y")
 
@@ -34,15 +39,16 @@ class _Plan:
     """Which source feeds which term of which flow's expression."""
 
     flows: list[Flow]
-    c1: Array
-    c2: Array
-    eps: Array
+    # per flow, as lists (the Rust search takes them as they are; the numpy engine converts)
+    c1: list[float]
+    c2: list[float]
+    eps: list[float]
     pair_flow: list[int] = field(default_factory=list)
     pair_c: list[float] = field(default_factory=list)
     # model id -> role -> rows (flow index for w/x/y, pair index for z/r)
     uses: dict[int, dict[str, list[int]]] = field(default_factory=dict)
     models: dict[int, MmppModel] = field(default_factory=dict)
-    pole: Array = field(default_factory=lambda: np.zeros(0))
+    pole: list[float] = field(default_factory=list)
 
     def use(self, arrival: Bound, role: str, row: int) -> None:
         assert isinstance(arrival, MmppArrival)  # checked by _independent
@@ -61,9 +67,9 @@ def _independent(net: Network) -> bool:
 def _plan(net: Network, flows: list[Flow]) -> _Plan:
     plan = _Plan(
         flows=flows,
-        c1=np.array([net.queues[f.path[0]] * STEP_S for f in flows]),
-        c2=np.array([net.queues[f.path[1]] * STEP_S for f in flows]),
-        eps=np.array([f.eps for f in flows]),
+        c1=[net.queues[f.path[0]] * STEP_S for f in flows],
+        c2=[net.queues[f.path[1]] * STEP_S for f in flows],
+        eps=[f.eps for f in flows],
     )
     poles = []
     # A flow's pole is the smallest of its sources' poles; each model's is computed once.
@@ -96,7 +102,7 @@ def _plan(net: Network, flows: list[Flow]) -> _Plan:
                 for f in non_shared:
                     plan.use(f.arrival, "r", pair)
         poles.append(min(pole))
-    plan.pole = np.array(poles)
+    plan.pole = poles
     return plan
 
 
@@ -109,7 +115,7 @@ def _latency_steps(plan: _Plan, theta: Array) -> Array:
     z = np.zeros(pair_theta.shape)
     r = np.zeros(pair_theta.shape)
     # At and beyond a flow's pole its latency is infinite whatever this source gives: skip them.
-    row_pole = np.broadcast_to(plan.pole[:, None], theta.shape)
+    row_pole = np.broadcast_to(np.asarray(plan.pole)[:, None], theta.shape)
     pair_pole = row_pole[pair_flow] if pairs else np.zeros(pair_theta.shape)
     for key, uses in plan.uses.items():
         model = plan.models[key]
@@ -142,19 +148,20 @@ def _latency_steps(plan: _Plan, theta: Array) -> Array:
         np.add.at(rho_d, pair_flow, z)
         np.add.at(sigma_d, pair_flow, sigma_pair)
     with np.errstate(invalid="ignore"):
-        r1 = sums["y"] + -plan.c1[:, None]
-        r2 = rho_d + -plan.c2[:, None]
+        r1 = sums["y"] + -np.asarray(plan.c1)[:, None]
+        r2 = rho_d + -np.asarray(plan.c2)[:, None]
         r1 = np.where(r1 == r2, 0.99 * r1, r1)
         sigma_conv = sigma_d - _log1m_exp(-theta * np.abs(r1 - r2)) / theta
         rho_s = sums["x"] + np.maximum(r1, r2)
         rho_a = sums["w"]
     # Theorem 1 with sigma_A = 0 (MMPP arrivals) and sigma_S that of the convolution.
-    return theorem1_steps(theta, rho_a, np.zeros(theta.shape), rho_s, sigma_conv, plan.eps[:, None])
+    eps = np.asarray(plan.eps)[:, None]
+    return theorem1_steps(theta, rho_a, np.zeros(theta.shape), rho_s, sigma_conv, eps)
 
 
 def _best_theta(plan: _Plan) -> Array:
     """The reference ``theta`` search (see :mod:`tailbound.snc.latency`), all flows at once."""
-    return search_theta(lambda grid: _latency_steps(plan, grid), plan.pole[:, None])
+    return search_theta(lambda grid: _latency_steps(plan, grid), np.asarray(plan.pole)[:, None])
 
 
 def _rows(plan: _Plan, index: dict[int, int], role: str, count: int) -> list[list[int]]:
@@ -166,31 +173,21 @@ def _rows(plan: _Plan, index: dict[int, int], role: str, count: int) -> list[lis
     return rows
 
 
-def _search_rust(plan: _Plan) -> tuple[Array, Array]:
-    """Best ``theta`` and latency (steps) per flow, by the Rust core's search (one call)."""
+def _search_rust(plan: _Plan) -> tuple[list[float], list[float]]:
+    """Best ``theta`` and latency (steps) per flow, by the Rust core's search (one call; the
+    models go in as the core holds them and the results come back as lists: no numpy)."""
     from tailbound._core import SncNetwork
 
     net = SncNetwork()
-    index = {key: net.add_source(*_source(m)) for key, m in plan.models.items()}
+    index = {key: net.add_mmpp(m.core) for key, m in plan.models.items()}
     flows, pairs = len(plan.flows), len(plan.pair_flow)
     w, x, y = (_rows(plan, index, role, flows) for role in ROLES)
     for f in range(flows):
-        c1, c2, eps, pole = (float(a[f]) for a in (plan.c1, plan.c2, plan.eps, plan.pole))
-        net.add_flow(c1, c2, eps, pole, w[f], x[f], y[f])
+        net.add_flow(plan.c1[f], plan.c2[f], plan.eps[f], plan.pole[f], w[f], x[f], y[f])
     z, r = (_rows(plan, index, role, pairs) for role in ("z", "r"))
     for k, (flow, c) in enumerate(zip(plan.pair_flow, plan.pair_c, strict=True)):
         net.add_feeder(flow, float(c), z[k], r[k])
     return net.search()
-
-
-def _source(m: MmppModel) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """An MMPP model as the core's source: generator, request probabilities, work rates."""
-    f64 = np.float64
-    return (
-        np.ascontiguousarray(m.generator(), dtype=f64),
-        np.ascontiguousarray(m.p_request, dtype=f64),
-        np.ascontiguousarray(m.mu, dtype=f64),
-    )
 
 
 def snc_meister_all(
@@ -209,10 +206,10 @@ def snc_meister_all(
     plan = _plan(net, flows)
     if engine == "rust":
         _, steps = _search_rust(plan)
-        latency = steps * STEP_S
+        latency = [s * STEP_S for s in steps]
     elif engine == "numpy":
         theta = _best_theta(plan)
-        latency = _latency_steps(plan, theta[:, None])[:, 0] * STEP_S
+        latency = (_latency_steps(plan, theta[:, None])[:, 0] * STEP_S).tolist()
     else:
         raise ValueError(f"unknown engine {engine!r}: expected 'rust' or 'numpy'")
     return {f.id: float(v) for f, v in zip(flows, latency, strict=True)}

@@ -26,11 +26,17 @@ shrink by 1.2 around it. We evaluate a whole round's candidates in one vectorise
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from tailbound.snc.bounds import STEP_S, Array, Bound, Param
+from tailbound.snc.bounds import STEP_S, Bound
 from tailbound.snc.crand import CRand
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tailbound.snc.bounds import Array, Param
+else:
+    from tailbound.lazy import numpy as np
 
 MIN_THETA = 1e-9
 INITIAL_THETA = 1000.0

@@ -31,18 +31,26 @@ The interval length is a parameter (``interval_ns``, default the reference's 1 s
 a diagnostic): counts are per interval ``T``, ``p_s = lambda_s · STEP_S / T`` and the steps spent
 in a state are ``floor(T · intervals / STEP_S)``. Shorter intervals did not make these block
 traces' bounds hold (docs/results-snc.md, "Why SNC-Meister misses").
+
+The fit runs in the Rust core (``tailbound_core::mmpp``, the one implementation: the functions
+below call it, and ``tailbound bound`` fits trace files there directly); it gives bit for bit the
+numbers of the numpy code it replaced.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
+from tailbound import _core
+from tailbound.snc.bounds import STEP_S, ArrivalBound
 
-from tailbound._core import perron_roots
-from tailbound.snc.bounds import STEP_S, Array, ArrivalBound
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    from tailbound.snc.bounds import Array
+else:
+    from tailbound.lazy import numpy as np
 
 INTERVAL_NS = 1_000_000_000
 MAX_STATES = 10
@@ -51,29 +59,101 @@ EMPTY_STATE_MU = 1e6
 MEMO_MAX_BATCH = 64
 
 
-@dataclass(frozen=True)
 class MmppModel:
     """A fitted Markov-modulated Bernoulli process with exponential work.
 
     ``transition[s, t]`` is the per-step probability of moving from ``s`` to ``t``;
     ``p_request[s]`` the per-step probability of an arrival in state ``s``; ``mu[s]`` the rate of
     the exponential work (1 / mean work) in state ``s``; ``lambdas`` the states' request rates
-    per second; ``a`` the width (in standard deviations) the fit used.
+    per second; ``a`` the width (in standard deviations) the fit used; ``state_of_interval``
+    each interval's state (``None`` for a model not fitted from a trace).
+
+    The model lives in the Rust core (``core``, a ``_core.Mmpp``: what the fit returns and the
+    core's SNC search reads); the arrays are numpy views of it made on first use, so a model
+    that only goes to the core's search (``tailbound bound``) never needs numpy.
     """
 
-    transition: NDArray[np.float64]
-    p_request: NDArray[np.float64]
-    mu: NDArray[np.float64]
-    lambdas: NDArray[np.float64]
-    a: float = DEFAULT_A
-    state_of_interval: NDArray[np.int64] | None = None
-    # theta -> rho, shared by every analysis using this model: the reference theta search
-    # revisits the same theta values (coarse levels, neighbouring flows) many times.
-    _memo: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("_arrays", "_memo", "core")
+
+    def __init__(
+        self,
+        transition: ArrayLike,
+        p_request: ArrayLike,
+        mu: ArrayLike,
+        lambdas: ArrayLike,
+        a: float = DEFAULT_A,
+        state_of_interval: ArrayLike | None = None,
+    ) -> None:
+        states = [] if state_of_interval is None else np.asarray(state_of_interval).tolist()
+        core = _core.Mmpp(
+            np.asarray(transition, dtype=np.float64).ravel().tolist(),
+            np.asarray(p_request, dtype=np.float64).tolist(),
+            np.asarray(mu, dtype=np.float64).tolist(),
+            np.asarray(lambdas, dtype=np.float64).tolist(),
+            float(a),
+            states,
+        )
+        self._bind(core, state_of_interval is not None)
+
+    @classmethod
+    def of_core(cls, core: _core.Mmpp, fitted: bool = True) -> MmppModel:
+        """The model held by ``core``; ``fitted``: its ``state_of_interval`` is meaningful."""
+        model = cls.__new__(cls)
+        model._bind(core, fitted)
+        return model
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its parts: the core's model is not picklable itself."""
+        c = self.core
+        fitted = self._arrays.get("state_of_interval", 0) is not None
+        parts = (c.transition, c.p_request, c.mu, c.lambdas, c.a, c.state_of_interval)
+        return (_from_parts, (*parts, fitted))
+
+    def _bind(self, core: _core.Mmpp, fitted: bool) -> None:
+        self.core = core
+        self._arrays: dict[str, Any] = {} if fitted else {"state_of_interval": None}
+        # theta -> rho, shared by every analysis using this model: the reference theta search
+        # revisits the same theta values (coarse levels, neighbouring flows) many times.
+        self._memo: dict[float, float] = {}
+
+    def _array(self, name: str, dtype: type) -> Any:
+        if name not in self._arrays:
+            a: NDArray[Any] = np.array(getattr(self.core, name), dtype=dtype)
+            a.flags.writeable = False
+            self._arrays[name] = a
+        return self._arrays[name]
+
+    @property
+    def transition(self) -> NDArray[np.float64]:
+        n = self.states
+        return self._array("transition", np.float64).reshape(n, n)
+
+    @property
+    def p_request(self) -> NDArray[np.float64]:
+        return self._array("p_request", np.float64)
+
+    @property
+    def mu(self) -> NDArray[np.float64]:
+        return self._array("mu", np.float64)
+
+    @property
+    def lambdas(self) -> NDArray[np.float64]:
+        return self._array("lambdas", np.float64)
+
+    @property
+    def a(self) -> float:
+        return self.core.a
+
+    @property
+    def state_of_interval(self) -> NDArray[np.int64] | None:
+        return self._array("state_of_interval", np.int64)
+
+    def __repr__(self) -> str:
+        return f"MmppModel(states={self.states}, a={self.a!r})"
 
     @property
     def states(self) -> int:
-        return int(self.p_request.shape[0])
+        return self.core.states
 
     def state_mgf(self, theta: Array) -> Array:
         """``MGF_s(theta)`` per state, shape ``theta.shape + (states,)``; ``inf`` for
@@ -95,11 +175,10 @@ class MmppModel:
         return np.where(theta < self.mu, excess, np.inf)
 
     def generator(self) -> NDArray[np.float64]:
-        """``G = P - I`` with the diagonal taken as minus the off-diagonal row sums (exact)."""
-        g = self.transition.copy()
-        np.fill_diagonal(g, 0.0)
-        np.fill_diagonal(g, -g.sum(axis=1))
-        return g
+        """``G = P - I`` with the diagonal taken as minus the off-diagonal row sums (exact;
+        computed in the core, which the SNC search reads it from)."""
+        n = self.states
+        return np.array(self.core.generator(), dtype=np.float64).reshape(n, n)
 
     def log_spectral_radius(self, theta: Array) -> Array:
         """``log sp(diag(MGF(theta)) · P)`` elementwise over ``theta`` (``inf`` where infinite).
@@ -131,7 +210,7 @@ class MmppModel:
         else:
             # Shifted inverse iteration in the Rust core (tailbound_core::snc), far cheaper
             # than a general eigen-solver per theta.
-            b = perron_roots(self.generator(), np.ascontiguousarray(rows))
+            b = _core.perron_roots(self.generator(), np.ascontiguousarray(rows))
         out[finite] = np.log1p(b)
         return out
 
@@ -181,6 +260,20 @@ class MmppModel:
         return float(np.sum(pi * self.p_request / self.mu))
 
 
+def _from_parts(
+    transition: list[float],
+    p_request: list[float],
+    mu: list[float],
+    lambdas: list[float],
+    a: float,
+    state_of_interval: list[int],
+    fitted: bool,
+) -> MmppModel:
+    """An :class:`MmppModel` from what :meth:`MmppModel.__reduce__` gives."""
+    core = _core.Mmpp(transition, p_request, mu, lambdas, a, state_of_interval)
+    return MmppModel.of_core(core, fitted)
+
+
 class MmppArrival(ArrivalBound):
     """The MGF bound of an :class:`MmppModel` (``sigma = 0``) as an SNC arrival node.
 
@@ -197,130 +290,54 @@ class MmppArrival(ArrivalBound):
 
     def pole(self) -> float:
         """Every state's MGF is infinite from ``theta = mu_s`` on."""
-        return float(self.model.mu.min())
+        return self.model.core.pole()
 
 
-def interval_counts(
-    arrival_ns: NDArray[np.int64], interval_ns: int = INTERVAL_NS
-) -> NDArray[np.int64]:
+def interval_counts(arrival_ns: ArrayLike, interval_ns: int = INTERVAL_NS) -> NDArray[np.int64]:
     """Arrivals per interval ``[k T, (k+1) T)`` (``T = interval_ns``, 1 s by default) from time
-    0 to the last arrival."""
-    index = np.asarray(arrival_ns, dtype=np.int64) // interval_ns
-    if index.size == 0:
-        return np.zeros(1, dtype=np.int64)
-    return np.bincount(index, minlength=int(index.max()) + 1).astype(np.int64)
+    0 to the last arrival (step 1 of the fit, in the core)."""
+    ns = np.asarray(arrival_ns, dtype=np.int64).tolist()
+    return np.array(_core.mmpp_interval_counts(ns, int(interval_ns)), dtype=np.int64)
 
 
-def _place_states(a: float, low: float, high: float, lambdas: list[float]) -> float:
-    """Place the states' rates top-down for width ``a`` into ``lambdas`` (in place); the bottom
-    state's lower edge, or ``-inf`` when the rates fall below ``low`` before all states are
-    placed (then only the states placed so far are written)."""
-    lam = (math.sqrt(high + a * a / 4.0) - a / 2.0) ** 2
-    for state in range(len(lambdas) - 1, 0, -1):
-        if lam < low:
-            return -math.inf
-        lambdas[state] = lam
-        lam = (math.sqrt(lam) - a) ** 2
-    lambdas[0] = lam
-    return lam - a * math.sqrt(lam)
-
-
-def place_states(
-    counts: NDArray[np.int64], max_states: int = MAX_STATES
-) -> tuple[list[float], float]:
-    """The states' rates (ascending) and the width ``a`` for interval counts ``counts``.
+def place_states(counts: ArrayLike, max_states: int = MAX_STATES) -> tuple[list[float], float]:
+    """The states' rates (ascending) and the width ``a`` for interval counts ``counts`` (step
+    2 of the fit, in the core).
 
     >>> lams, a = place_states(np.array([100, 100, 100]))  # constant rate: one state
     >>> [round(x, 3) for x in lams], a
     ([81.9], 2.0)
     """
-    low, high = float(counts.min()), float(counts.max())
-    lambdas = [0.0] * max_states
-    a = DEFAULT_A
-    if math.isfinite(_place_states(a, low, high, lambdas)):
-        # All states needed: widen the states (binary search on a, decreasing edge) until the
-        # bottom state's lower edge reaches the smallest count.
-        lo_a, hi_a = 0.0, high
-        while hi_a - lo_a > 0.01:
-            mid = lo_a + (hi_a - lo_a) / 2
-            if _place_states(mid, low, high, lambdas) > low:
-                lo_a = mid
-            else:
-                hi_a = mid
-        a = lo_a + (hi_a - lo_a) / 2
-        _place_states(a, low, high, lambdas)
-        return lambdas, a
-    placed = [lam for lam in lambdas if lam > 0]
-    if not placed:
-        # Even the top state's rate lies below the smallest count (nearly constant counts). The
-        # reference implementation is left with no state here (undefined behaviour); we keep the
-        # top state alone.
-        placed = [(math.sqrt(high + a * a / 4.0) - a / 2.0) ** 2]
-    return placed, a
+    return _core.mmpp_place_states(np.asarray(counts, dtype=np.int64).tolist(), max_states)
 
 
-def assign_states(counts: NDArray[np.int64], lambdas: list[float], a: float) -> NDArray[np.int64]:
+def assign_states(counts: ArrayLike, lambdas: list[float], a: float) -> NDArray[np.int64]:
     """Each interval's state: the highest ``s >= 1`` with ``count > lambda_s - a sqrt(lambda_s)``,
-    else 0."""
-    lam = np.asarray(lambdas, dtype=np.float64)
-    edges = lam - a * np.sqrt(lam)
-    above = counts[:, None].astype(np.float64) > edges[None, :]
-    above[:, 0] = True
-    # index of the last True in each row
-    return (lam.shape[0] - 1 - np.argmax(above[:, ::-1], axis=1)).astype(np.int64)
+    else 0 (step 3 of the fit, in the core)."""
+    c = np.asarray(counts, dtype=np.int64).tolist()
+    return np.array(_core.mmpp_assign_states(c, list(lambdas), float(a)), dtype=np.int64)
 
 
 def transition_matrix(
-    states: NDArray[np.int64], n: int, interval_ns: int = INTERVAL_NS
+    states: ArrayLike, n: int, interval_ns: int = INTERVAL_NS
 ) -> NDArray[np.float64]:
-    """Per-step transition matrix from the interval states (see the module docstring);
+    """Per-step transition matrix from the interval states (step 4 of the fit, in the core);
     ``interval_ns`` is the intervals' length."""
-    counts = np.zeros((n, n))
-    np.add.at(counts, (states[:-1], states[1:]), 1.0)
-    np.fill_diagonal(counts, 0.0)
-    intervals_in = np.bincount(states, minlength=n)
-    matrix = np.zeros((n, n))
-    for s in range(n):
-        duration_s = float(int(intervals_in[s]) * interval_ns) / 1e9
-        steps = math.floor(duration_s / STEP_S) or 1
-        row = counts[s] / steps
-        row[s] = 0.0
-        row[s] = 1.0 - row.sum()
-        matrix[s] = row
-    return matrix
+    s = np.asarray(states, dtype=np.int64).tolist()
+    flat = _core.mmpp_transition_matrix(s, n, int(interval_ns), STEP_S)
+    return np.array(flat, dtype=np.float64).reshape(n, n)
 
 
-def fit_mmpp(
-    arrival_ns: NDArray[np.int64], work: NDArray[np.float64], interval_ns: int = INTERVAL_NS
-) -> MmppModel:
+def fit_mmpp(arrival_ns: ArrayLike, work: ArrayLike, interval_ns: int = INTERVAL_NS) -> MmppModel:
     """Fit the reference MMPP to arrival times (integer ns from the trace's origin) and each
-    request's work (bytes or device-seconds).
+    request's work (bytes or device-seconds), by the Rust core (``tailbound_core::mmpp``: the
+    steps of the module docstring).
 
     >>> ns = np.arange(0, 4_000_000_000, 10_000_000)          # 100 requests/s for 4 s
     >>> m = fit_mmpp(ns, np.full(ns.shape, 1000.0))
     >>> m.states, m.p_request.round(6).tolist(), m.mu.tolist()
     (1, [0.000819], [0.001])
     """
-    arrival_ns = np.asarray(arrival_ns, dtype=np.int64)
-    work = np.asarray(work, dtype=np.float64)
-    counts = interval_counts(arrival_ns, interval_ns)
-    lambdas, a = place_states(counts)
-    n = len(lambdas)
-    states = assign_states(counts, lambdas, a)
-    transition = transition_matrix(states, n, interval_ns)
-    request_state = states[arrival_ns // interval_ns] if arrival_ns.size else np.zeros(0, np.int64)
-    requests = np.bincount(request_state, minlength=n).astype(np.float64)
-    total_work = np.bincount(request_state, weights=work, minlength=n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(requests > 0, requests / total_work, EMPTY_STATE_MU)
-    # A state whose requests carry no work at all: work is deterministic 0, MGF = 1.
-    mu = np.where(np.isfinite(mu), mu, np.inf)
-    p_request = np.asarray(lambdas) * STEP_S / (interval_ns / 1e9)
-    return MmppModel(
-        transition=transition,
-        p_request=p_request,
-        mu=mu,
-        lambdas=np.asarray(lambdas),
-        a=a,
-        state_of_interval=states,
-    )
+    arrival = np.ascontiguousarray(arrival_ns, dtype=np.int64)
+    work_a = np.ascontiguousarray(work, dtype=np.float64)
+    return MmppModel.of_core(_core.fit_mmpp(arrival, work_a, int(interval_ns), STEP_S))

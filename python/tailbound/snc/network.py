@@ -225,13 +225,15 @@ def flow_latencies(
         from tailbound.snc.fast import snc_meister_all
 
         done = snc_meister_all(net, [f for f in net.flows if len(f.path) == 2]) or {}
-    if analysis == "snc-meister" and search == "deterministic":
+    todo = [f for f in net.flows if f.id not in done]
+    if analysis == "snc-meister" and search == "deterministic" and todo:
         # Each flow's expression is its own; the core's search releases the GIL, so the flows
-        # run on the machine's cores (SNC-Meister reads no other flow's result).
+        # run on the machine's cores (SNC-Meister reads no other flow's result). Imported only
+        # when flows are left: concurrent.futures (and the logging it imports) cost ~6 ms of
+        # `tailbound bound`'s cold start.
         import os
         from concurrent.futures import ThreadPoolExecutor
 
-        todo = [f for f in net.flows if f.id not in done]
         with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
             results = list(pool.map(lambda f: fn(net, f, search), todo))
         done.update(zip([f.id for f in todo], results, strict=True))

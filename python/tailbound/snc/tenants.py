@@ -30,10 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from tailbound.errors import ConfigError
 from tailbound.model import Tenant, TenantSet
@@ -41,6 +38,12 @@ from tailbound.profiles.tokens import MessageSizes, SsdProfile
 from tailbound.snc.mmpp import INTERVAL_NS, MmppArrival, MmppModel, fit_mmpp
 from tailbound.snc.network import Flow, Network
 from tailbound.traces.trace import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from tailbound.lazy import numpy as np
 
 #: Priority levels SNC-Meister's priorities by SLO may use (real enforcers have 8 or fewer:
 #: HTB has 8 class priorities); SLO classes past the last share it (conservative: equal
@@ -162,6 +165,9 @@ class FitCache:
     # Traces read from their files by :meth:`trace` (the others in ``traces`` were primed by
     # the caller, e.g. first halves, and are not what the file holds: never cached on disk).
     _from_file: set[str] = field(default_factory=set, repr=False)
+    # Network fits made in the core straight from a trace file (:meth:`_file_fits`), by trace;
+    # None: the file goes through the Python reader.
+    _file: dict[str, dict[str, MmppModel] | None] = field(default_factory=dict, repr=False)
 
     def trace(self, spec: Tenant) -> Trace:
         """``spec``'s trace, read from its file the first time."""
@@ -184,15 +190,50 @@ class FitCache:
             if model is not None:
                 self.disk_hits += 1
             else:
-                if str(spec.trace) not in self.requests:
-                    self.requests[str(spec.trace)] = requests_of(self.trace(spec))
-                req = self.requests[str(spec.trace)]
-                model = fit_mmpp(req.arrival_ns, work(req, direction, tset), self.interval_ns)
+                from_file = self._file_fits(spec) if direction in ("in", "out") else None
+                if from_file is not None:
+                    model = from_file[direction]
+                else:
+                    if str(spec.trace) not in self.requests:
+                        self.requests[str(spec.trace)] = requests_of(self.trace(spec))
+                    req = self.requests[str(spec.trace)]
+                    model = fit_mmpp(req.arrival_ns, work(req, direction, tset), self.interval_ns)
                 if stored is not None:
                     _save_model(stored, model)
             self.models[key] = model
             self.fit_seconds += time.perf_counter() - start
         return self.models[key]
+
+    def _file_fits(self, spec: Tenant) -> dict[str, MmppModel] | None:
+        """The ``in`` and ``out`` fits of ``spec``'s trace file, both made by the Rust core from
+        the file in one pass (parsed there: no :class:`Trace`, no numpy; the same fit and the
+        same message sizes as :func:`fit_mmpp` on :func:`work`), or ``None`` when the file needs
+        the Python reader: a trace primed by the caller, a format the core does not fit from a
+        file, or a file the reader would reject (naming the fault) or sort (with its warning)."""
+        key = str(spec.trace)
+        if key not in self._file:
+            self._file[key] = None
+            path = Path(spec.trace)
+            if key not in self.traces and path.is_file():
+                from tailbound import _core
+                from tailbound.errors import TailboundError
+                from tailbound.limits import MAX_REQUEST_BYTES, MAX_TIME_S
+                from tailbound.snc.bounds import STEP_S
+                from tailbound.traces.detect import detect_format
+
+                try:
+                    fmt = detect_format(path)
+                except TailboundError:
+                    return None
+                sizes = MessageSizes()
+                messages = [(sizes.overhead_bytes, *sizes.factors(d)) for d in ("in", "out")]
+                fits = _core.fit_trace_file(
+                    path, fmt, MAX_TIME_S, MAX_REQUEST_BYTES, messages, self.interval_ns, STEP_S
+                )
+                if fits is not None:
+                    models = [MmppModel.of_core(fit) for fit in fits]
+                    self._file[key] = dict(zip(("in", "out"), models, strict=True))
+        return self._file[key]
 
     def _disk_path(self, spec: Tenant, direction: str, tset: TenantSet) -> Path | None:
         """Where the fit of ``spec``'s trace in ``direction`` is kept on disk (``None``: no
@@ -213,15 +254,22 @@ class FitCache:
 
 
 _MODEL_ARRAYS = ("transition", "p_request", "mu", "lambdas", "state_of_interval")
+#: Each stored array's type: numpy's dtype string in the file, the ``array`` module's code here.
+_ARRAY_TYPES = {"transition": ("<f8", "d"), "state_of_interval": ("<i8", "q")}
 
 
 def _load_model(path: Path) -> MmppModel | None:
     """The fit stored at ``path``, ``None`` if absent or unreadable (then it is fitted again).
 
     The file is one JSON line (the format, ``a``, each array's dtype and shape) and the arrays'
-    bytes in that order: no zip archive to open (``np.load`` of an ``.npz`` cost more than the
-    fit of a small trace)."""
+    bytes in that order (little-endian float64, int64 for the states): no zip archive to open
+    (``np.load`` of an ``.npz`` cost more than the fit of a small trace), and read with the
+    ``array`` module into the core's model (no numpy)."""
     import json
+    import sys
+    from array import array
+
+    from tailbound import _core
 
     try:
         raw = path.read_bytes()
@@ -229,23 +277,32 @@ def _load_model(path: Path) -> MmppModel | None:
         meta = json.loads(head)
         if meta.get("format") != FIT_FORMAT:
             return None
-        arrays: dict[str, NDArray[Any]] = {}
+        values: dict[str, list[Any]] = {}
         at = 0
         for name, (dtype, shape) in zip(_MODEL_ARRAYS, meta["arrays"], strict=True):
-            count = int(np.prod(shape))
-            a = np.frombuffer(body, dtype=np.dtype(dtype), count=count, offset=at)
-            arrays[name] = a.reshape(shape).copy()
-            at += a.nbytes
+            want, code = _ARRAY_TYPES.get(name, ("<f8", "d"))
+            a = array(code)
+            count = 1
+            for d in shape:
+                count *= int(d)
+            if dtype != want or at + count * a.itemsize > len(body):
+                return None
+            a.frombytes(body[at : at + count * a.itemsize])
+            if sys.byteorder != "little":
+                a.byteswap()
+            values[name] = a.tolist()
+            at += count * a.itemsize
         if at != len(body):
             return None
-        return MmppModel(
-            transition=arrays["transition"],
-            p_request=arrays["p_request"],
-            mu=arrays["mu"],
-            lambdas=arrays["lambdas"],
-            a=float(meta["a"]),
-            state_of_interval=arrays["state_of_interval"],
+        core = _core.Mmpp(
+            values["transition"],
+            values["p_request"],
+            values["mu"],
+            values["lambdas"],
+            float(meta["a"]),
+            values["state_of_interval"],
         )
+        return MmppModel.of_core(core)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -253,24 +310,32 @@ def _load_model(path: Path) -> MmppModel | None:
 def _save_model(path: Path, model: MmppModel) -> None:
     """Store ``model`` at ``path`` (all or nothing); a cache that cannot be written is skipped."""
     import json
+    import sys
+    from array import array
 
     from tailbound.atomic import atomic_path
 
-    state = model.state_of_interval
-    arrays = [
-        np.ascontiguousarray(a)
-        for a in (
-            model.transition,
-            model.p_request,
-            model.mu,
-            model.lambdas,
-            state if state is not None else np.zeros(0, np.int64),
-        )
-    ]
+    core = model.core
+    n = core.states
+    state = core.state_of_interval
+    shapes = {
+        "transition": [n, n],
+        "p_request": [n],
+        "mu": [n],
+        "lambdas": [n],
+        "state_of_interval": [len(state)],
+    }
+    arrays = []
+    for name in _MODEL_ARRAYS:
+        _, code = _ARRAY_TYPES.get(name, ("<f8", "d"))
+        a = array(code, getattr(core, name))
+        if sys.byteorder != "little":
+            a.byteswap()
+        arrays.append(a)
     meta = {
         "format": FIT_FORMAT,
-        "a": float(model.a),  # JSON keeps a float64 exactly (its shortest repr round-trips)
-        "arrays": [[a.dtype.str, list(a.shape)] for a in arrays],
+        "a": float(core.a),  # JSON keeps a float64 exactly (its shortest repr round-trips)
+        "arrays": [[_ARRAY_TYPES.get(k, ("<f8", "d"))[0], shapes[k]] for k in _MODEL_ARRAYS],
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,14 +7,18 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import numpy as np
-from numpy.typing import ArrayLike
+from typing import TYPE_CHECKING
 
 from tailbound import _core
 from tailbound.errors import TraceFormatError
 from tailbound.limits import MAX_REQUEST_BYTES, MAX_TIME_S
 from tailbound.traces.trace import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    from tailbound.lazy import numpy as np
 
 #: Units of a time column per second, by the name users give them.
 TIME_UNITS: dict[str, float] = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}

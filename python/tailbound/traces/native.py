@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Literal
 
 from tailbound import _core
 from tailbound.errors import TraceFormatError
 from tailbound.traces.columns import make_trace, parse_errors, units_per_second
 from tailbound.traces.trace import Op, Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from tailbound.lazy import numpy as np
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from tailbound.atomic import atomic_path
 from tailbound.errors import TraceFormatError
 from tailbound.traces.columns import make_trace, units_per_second
 from tailbound.traces.trace import Op, Trace
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from tailbound.lazy import numpy as np
 
 if TYPE_CHECKING:
     import pyarrow as pa

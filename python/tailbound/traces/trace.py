@@ -10,11 +10,15 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from typing import TYPE_CHECKING
 
 from tailbound.errors import TraceFormatError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+else:
+    from tailbound.lazy import numpy as np
 
 
 class Op(IntEnum):
