@@ -120,6 +120,17 @@ def test_lp_delay_blocking_adds_lower_priority_request() -> None:
     assert lp_delay(w, [lo], blocking=False) == pytest.approx(0.01)
 
 
+def test_lp_delay_without_fifo_at_the_first_queue_counts_the_level_in_full() -> None:
+    """FIFO at ``q_0``: the same level counts up to the tagged bit's arrival,
+    ``(0.02 + 0.01) / 1``; without it, as a more important flow: ``(0.02 + 0.01) / (1 − 0.4)``."""
+    peer = one_queue("peer", 1, [(0.4, 0.01)])
+    w = one_queue("w", 1, [(0.1, 0.02)])
+    assert lp_delay(w, [peer]) == pytest.approx(0.03)
+    assert lp_delay(w, [peer], fifo_first=False) == pytest.approx(0.05)
+    hi = one_queue("hi", 0, [(0.4, 0.01)])
+    assert lp_delay(w, [peer], fifo_first=False) == pytest.approx(lp_delay(w, [hi]))
+
+
 def bursty_arrivals(rng: np.random.Generator, n: int) -> np.ndarray:
     gaps = np.where(rng.uniform(size=n) < 0.05, rng.exponential(0.5, n), rng.exponential(1e-4, n))
     return np.cumsum(gaps)

@@ -137,11 +137,13 @@ def _build(
     capacity: Mapping[str, float] | None,
     blocking: bool,
     devices: Mapping[str, DeviceLimits] | None = None,
+    fifo_first: bool = True,
 ) -> tuple[_Lp, list[int], list[int], int, int]:
     """The LP's common part; returns it, the ``t_in``/``t_out`` columns and the ``R_w^{q_0}`` and
     ``R'_w^{q_{n−1}}`` columns. Queues in ``devices`` are storage devices with several requests
     in service (:mod:`tailbound.dnc.device`): their level is shared, not FIFO, and their
-    blocking is the work less important requests can have in service."""
+    blocking is the work less important requests can have in service. Without ``fifo_first``
+    the flows of ``w``'s level at ``q_0`` count in full, as more important ones do."""
     shared = devices or {}
     path = target.queues
     lp = _Lp()
@@ -186,7 +188,12 @@ def _build(
         for i in counted:
             served[i].append(cols[i])
             # FIFO inside a level, except at a device: it shares its level by processor sharing
-            fifo = i == 0 and k.level(path[0]) == target.level(path[0]) and path[0] not in shared
+            fifo = (
+                fifo_first
+                and i == 0
+                and k.level(path[0]) == target.level(path[0])
+                and path[0] not in shared
+            )
             for rate, size in k.buckets:
                 row = {cols[i][1]: 1.0, r_entry: -1.0, t_in[entry]: rate}
                 if not fifo:
@@ -216,9 +223,12 @@ def lp_delay(
     capacity: Mapping[str, float] | None = None,
     blocking: bool = True,
     devices: Mapping[str, DeviceLimits] | None = None,
+    fifo_first: bool = True,
 ) -> float:
     """Worst-case delay (s) of ``target`` through its queues: ``max (t_out^{q_{n−1}} − s)`` over
-    the LP of the module docstring (thesis §3.2.3), with ``y`` free.
+    the LP of the module docstring (thesis §3.2.3), with ``y`` free. ``fifo_first=False`` drops
+    the FIFO refinement at ``q_0`` (the flows of ``target``'s level there count in full), for a
+    first queue that does not serve its level in order of arrival at it.
 
     Examples
     --------
@@ -230,7 +240,9 @@ def lp_delay(
     >>> round(lp_delay(w, [hi]), 9)
     0.05
     """
-    lp, t_in, t_out, r_first, rp_last = _build(target, others, capacity, blocking, devices)
+    lp, t_in, t_out, r_first, rp_last = _build(
+        target, others, capacity, blocking, devices, fifo_first
+    )
     shared = target.queues[0] in (devices or {})
     # at a device the tagged request shares service with the flow's later requests too
     # (processor sharing): its delay is bounded by its busy period, which starts with it

@@ -38,6 +38,54 @@ The policies differ in how rate limits and priorities are chosen:
   its classes; a tenant that fits nowhere takes the first class where it alone meets its SLO,
   else the last class.
 
+**Catch-up buckets** (``silo``, ``qjump``: rate limiters in ``shaping`` mode). The bound above
+composes a pure pacer ``(r, b)`` (``b`` one packet) with the links, but the plan's bucket is
+enforced *in the sender's egress scheduler* (the simulator's priority queue; HTB's ceil/cburst
+live, docs/enforcement.md): it is charged when a packet starts on the wire, and a head waiting
+for the wire behind other traffic with its bucket already empty loses the tokens of that wait.
+With a one-packet bucket every such wait delays all later packets of the backlog, so the
+egress scheduler paces more slowly than ``r`` (adversarially down to ``r / (1 + r)`` behind a
+flow that starts a packet just before each of its eligibility instants). Found by the property
+test: QJump++ tenant t4 (class rate 0.5 behind two class-0.2 tenants on its client) took
+3.3 ms more than its pacing + LP bound in its request direction. *Fix*: the enforced bucket is
+``(r, b')``, ``b' = 2b + r·d₀`` (:func:`catch_up_buckets`), with ``d₀`` the flow's wait at its
+egress link; the pacing delay stays that of ``(r, b)`` and the LP sees every flow with its
+enforced bucket. Derivation, for flow ``w`` at its egress link ``q₀``:
+
+1. Let ``P_k`` be the times a pure packetised pacer ``(r, b)`` would release ``w``'s packets
+   (``F(t)`` released by ``t``, conforming to ``(r, b)``; ``P_k − arrival_k`` at most the
+   pacing delay ``(b(r) − b) / r``), ``D(t)`` the work of ``w`` started on ``q₀`` by ``t``.
+2. If ``F(t) − D(t) <= X`` at all times and the bucket is ``b' = b + X``, packet ``k`` is
+   eligible by ``max(P_k, start_{k−1})``: at such ``τ`` the bucket level is
+   ``sup_u (D(τ) − D(u) − r(τ − u))`` with ``D(τ) <= F(τ) − c_k`` and ``D(u) >= F(u) − X``, so
+   level ``+ c_k <= sup_u (F(τ) − F(u) − r(τ − u)) + X <= b + X``. So ``w`` is a FIFO flow
+   arriving at ``q₀`` at ``P_k`` (or earlier), and whenever it has such a packet not started,
+   its head is eligible and the link busy.
+3. The wait ``start_k − P_k``: in the busy period ``[τ₀, start_k)`` of ``q₀`` at ``w``'s level
+   and above, ``w`` brings at most ``b + r(P_k − τ₀)`` (its pacer's output), each flow ``j``
+   of ``O`` (the others of the same or a more important level; same-level heads are served by
+   host arrival order, so all of theirs counts) at most ``b'_j + r_j(start_k − τ₀)`` (its
+   starts are charged to its own enforced bucket), and a less important packet in service at
+   ``τ₀`` one packet. With ``r + Σ_O r_j < 1`` the worst is ``P_k = τ₀``:
+   ``d₀ = (b + Σ_O b'_j + blocking) / (1 − Σ_O r_j)``.
+4. Then ``F(t) − D(t) <= F(t) − F(t − d₀) <= b + r·d₀ =: X`` (every packet released by
+   ``t − d₀`` has started), closing the induction of 2; ``b' = 2b + r·d₀``, one linear system
+   over the flows of the link (``b'_j`` appears in ``d₀``).
+5. ``w``'s arrivals at ``q₀`` counted at ``min(P_k, start_k)`` are ``max(F, D)``, which
+   conforms to ``(r, b')`` (``F`` to ``(r, b)``, ``D`` to the enforced bucket), and every other
+   flow's starts conform to its enforced bucket; so the LP with the enforced buckets bounds the
+   time from ``min(P_k, start_k) <= P_k`` to the exit, and the direction's latency is at most
+   the pacing delay of ``(r, b)`` plus that LP bound plus the wire term. The egress link serves
+   the eligible heads of a level in the order the packets reached the host, not the order they
+   became eligible, so the LP counts the other flows of ``w``'s level at ``q₀`` in full
+   (``lp_delay(fifo_first=False)``), as in 3.
+
+``dnc`` is in ``demotion`` mode (nothing waits for tokens; pacing 0) and keeps its buckets.
+*Open*: its buckets are charged when a packet starts too, so a burst of the fitted trace that
+waits at its egress behind more important traffic while more arrives can exceed them and be
+demoted below every level; not seen in replays (the same latencies with unbounded buckets), not
+in its bound.
+
 **Storage** (thesis §4.4.6). A tenant naming a ``device`` also crosses that device (the queue
 ``<server>/<device>``, one device-second per second), with work in device-seconds by the tenants
 file's SSD profile (:class:`~tailbound.profiles.tokens.SsdModel`): its storage latency is the same
@@ -136,6 +184,51 @@ class CurveCache:
         return self.max_requests[key]
 
 
+def catch_up_buckets(flows: Sequence[tuple[int, Bucket]], packet_s: float) -> list[float]:
+    """The enforced bucket sizes (s) of the one-bucket flows ``(level, (r, b))`` leaving one
+    egress link, where their buckets pace them in the link's scheduler (module docstring,
+    *Catch-up buckets*): ``b' = 2b + r·d₀`` with ``d₀ = (b + Σ_O b' + blocking) / (1 − Σ_O r)``
+    the wait at the link, ``O`` the other flows of the same or a more important level and the
+    blocking one packet when a less important flow is present. Solved as one linear system (its
+    solution is positive exactly when it exists: ``I − K`` with ``K ≥ 0`` is then an M-matrix);
+    ``inf`` for a flow with ``r + Σ_O r >= 1`` (no finite wait), for the flows counting it in
+    their ``O``, and for all when the system has no positive solution.
+
+    >>> catch_up_buckets([(0, (0.5, 1.0))], 1.0)  # alone: d0 = b, b' = 2b + r·b
+    [2.5]
+    >>> # b'0 = 2 + 0.2·(1 + 1 blocking); b'1 = 2 + (0.5 / 0.8)·(1 + 2.4)
+    >>> catch_up_buckets([(0, (0.2, 1.0)), (1, (0.5, 1.0))], 1.0)
+    [2.4, 4.125]
+    """
+    n = len(flows)
+    levels = np.array([lv for lv, _ in flows])
+    rates = np.array([r for _, (r, _) in flows], dtype=np.float64)
+    sizes = np.array([b for _, (_, b) in flows], dtype=np.float64)
+    # others[w, j]: j ≠ w is of w's level or a more important one
+    others = (levels[None, :] <= levels[:, None]) & ~np.eye(n, dtype=bool)
+    load = others.astype(np.float64) @ rates
+    blocking = np.where((levels[None, :] > levels[:, None]).any(axis=1), packet_s, 0.0)
+    finite = rates + load < 1.0
+    while True:  # a flow waiting behind one with no finite bucket has none either
+        keep = finite & ~(others & ~finite[None, :]).any(axis=1)
+        if (keep == finite).all():
+            break
+        finite = keep
+    out = np.full(n, np.inf)
+    idx = np.flatnonzero(finite)
+    if idx.size:
+        k = rates[idx] / (1.0 - load[idx])
+        system = np.eye(idx.size) - k[:, None] * others[np.ix_(idx, idx)]
+        rhs = 2.0 * sizes[idx] + k * (sizes[idx] + blocking[idx])
+        try:
+            sol = np.linalg.solve(system, rhs)
+        except np.linalg.LinAlgError:
+            sol = np.full(idx.size, np.nan)
+        if np.all(np.isfinite(sol)) and np.all(sol > 0):
+            out[idx] = sol
+    return out.tolist()
+
+
 def effective_rates(curve: RbCurve, budgets: np.ndarray, bucket: float) -> np.ndarray:
     """The smallest rate of ``curve``'s grid (at most :data:`RATE_CAP`) whose pacing delay fits
     each budget (s): the effective bandwidth (Le Boudec & Thiran) with a one-packet bucket;
@@ -191,6 +284,9 @@ class LpMemo:
     #: The device queues and their dispatch limits (docs/dnc.md, "The storage stage"): several
     #: requests in service, a level shared, blocking by the work in service.
     devices: dict[str, DeviceLimits] = field(default_factory=dict)
+    #: Whether a flow's first link serves its level FIFO (off for the baselines pacing in the
+    #: egress scheduler: module docstring, *Catch-up buckets*, 3).
+    fifo_first: bool = True
 
     def network_delays(self, flows: Sequence[NetFlow], which: Sequence[int]) -> list[float]:
         """The LP bounds (s) of ``flows[which]`` through their two links with all of ``flows``
@@ -221,7 +317,12 @@ class LpMemo:
             if load >= 1.0:
                 return math.inf
         try:
-            return lp_delay(f.lp(), [g.lp() for g in others], devices=self.devices)
+            return lp_delay(
+                f.lp(),
+                [g.lp() for g in others],
+                devices=self.devices,
+                fifo_first=self.fifo_first,
+            )
         except RuntimeError:
             return math.inf
 
@@ -241,7 +342,7 @@ class _Policy:
         self.curves = curves if curves is not None else CurveCache(tset)
         self.wire = wire
         self.packet_s = wire.mtu_bytes / tset.link_bytes_per_s
-        self.memo = LpMemo()
+        self.memo = LpMemo(fifo_first=self.mode != "shaping")
         self._storage: dict[str, tuple[Bucket, ...]] = {}
 
     def storage_flow(self, t: Tenant, level: int) -> NetFlow:
@@ -265,12 +366,48 @@ class _Policy:
     def wire_s(self) -> float:
         return 2.0 * (self.packet_s + self.wire.propagation_s)
 
-    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
-        """Each tenant's level, buckets and pacing delays, as the baseline chooses them."""
+    def reference(self, tenants: Sequence[Tenant]) -> list[Configured]:
+        """Each tenant's level, reference buckets and pacing delays, as the baseline chooses
+        them (for ``silo`` and ``qjump`` the one-packet buckets of the pure pacer)."""
         raise NotImplementedError
 
+    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+        """What is enforced for ``tenants``: their :meth:`reference` configuration with the
+        buckets of :meth:`enforced`."""
+        return self.enforced(tenants, self.reference(tenants))
+
+    def enforced(self, tenants: Sequence[Tenant], config: Sequence[Configured]) -> list[Configured]:
+        """``config`` with the buckets that are enforced: in ``shaping`` mode each direction's
+        one reference bucket ``(r, b)`` becomes ``(r, b')`` of :func:`catch_up_buckets` over the
+        flows leaving the same egress link (module docstring, *Catch-up buckets*); the pacing
+        delays stay those of the reference bucket."""
+        if self.mode != "shaping":
+            return list(config)
+        at: dict[str, list[tuple[int, str]]] = {}  # egress link -> (tenant index, direction)
+        for i, t in enumerate(tenants):
+            for d in DIRECTIONS:
+                at.setdefault(paths(t)[d][0], []).append((i, d))
+        sizes: dict[tuple[int, str], float] = {}
+        for members in at.values():
+            flows = []
+            for i, d in members:
+                buckets = config[i].buckets[d]
+                if len(buckets) != 1:
+                    raise ValueError("catch-up buckets need one reference bucket per direction")
+                flows.append((config[i].level, buckets[0]))
+            for key, size in zip(members, catch_up_buckets(flows, self.packet_s), strict=True):
+                sizes[key] = size
+        return [
+            Configured(
+                c.level,
+                {d: ((c.buckets[d][0][0], sizes[(i, d)]),) for d in DIRECTIONS},
+                dict(c.pacing),
+            )
+            for i, c in enumerate(config)
+        ]
+
     def __call__(self, tenants: Sequence[Tenant]) -> list[TenantBound]:
-        return self.evaluate(tenants, self.configure(tenants))
+        return self.evaluate(tenants, self.reference(tenants))
 
     def evaluate(
         self,
@@ -278,17 +415,21 @@ class _Policy:
         config: Sequence[Configured],
         which: Sequence[int] | None = None,
     ) -> list[TenantBound]:
-        """The bounds of ``tenants[which]`` (default all) configured by ``config``."""
+        """The bounds of ``tenants[which]`` (default all) configured by ``config`` (their
+        :meth:`reference` configuration): the LP sees the :meth:`enforced` buckets, the pacing
+        delays are the reference ones."""
         which = range(len(tenants)) if which is None else which
         flows: list[NetFlow] = []
         index: list[dict[str, int]] = []  # per tenant, direction -> its flow's index
-        for t, c in zip(tenants, config, strict=True):
+        for t, c in zip(tenants, self.enforced(tenants, config), strict=True):
             index.append({})
             for d in DIRECTIONS:
                 index[-1][d] = len(flows)
-                flows.append(
-                    NetFlow(f"{t.name}/{d}", paths(t)[d], c.level, c.buckets[d], self.packet_s)
-                )
+                if not all(math.isfinite(b) for _, b in c.buckets[d]):
+                    buckets: tuple[Bucket, ...] = ((1.0, math.inf),)  # no finite bound
+                else:
+                    buckets = c.buckets[d]
+                flows.append(NetFlow(f"{t.name}/{d}", paths(t)[d], c.level, buckets, self.packet_s))
             if t.device is not None:
                 index[-1][STORAGE] = len(flows)
                 flows.append(self.storage_flow(t, c.level))
@@ -322,7 +463,7 @@ class DncPolicy(_Policy):
             self._buckets[key] = rate_limits(self.curves.curve(t, direction), PM_BUCKETS)
         return self._buckets[key]
 
-    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+    def reference(self, tenants: Sequence[Tenant]) -> list[Configured]:
         levels = priorities_by_slo([t.slo_s for t in tenants])
         return [
             Configured(
@@ -335,7 +476,7 @@ class DncPolicy(_Policy):
 
     def newcomer_bound(self, tenants: Sequence[Tenant]) -> TenantBound:
         """The last tenant's bound (the admission screen of :func:`admit_in_order`)."""
-        return self.evaluate(tenants, self.configure(tenants), [len(tenants) - 1])[0]
+        return self.evaluate(tenants, self.reference(tenants), [len(tenants) - 1])[0]
 
 
 class SiloPolicy(_Policy):
@@ -370,7 +511,7 @@ class SiloPolicy(_Policy):
             )
         return self._config[key]
 
-    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+    def reference(self, tenants: Sequence[Tenant]) -> list[Configured]:
         return [self.configure_one(t) for t in tenants]
 
     def newcomer_bound(self, tenants: Sequence[Tenant]) -> TenantBound:
@@ -425,7 +566,7 @@ class QJumpPolicy(_Policy):
                 alone = level
         return alone if alone is not None else len(QJUMP_RATES) - 1
 
-    def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
+    def reference(self, tenants: Sequence[Tenant]) -> list[Configured]:
         levels = self.levels(tenants)
         return [self.at_level(t, lv) for t, lv in zip(tenants, levels, strict=True)]
 
