@@ -507,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
                 "corrected reference vs ours: request",
                 "response",
                 "totals",
-                "default search / corrected reference, max",
+                "default search / corrected reference, min / max",
             ],
             checks,
         )
@@ -549,7 +549,8 @@ def cross_check(
     row += diff_cells(ours, fixed)
     default = kept.get("default")
     if default and fixed:
-        row.append(f"{max(default[n].total / fixed[n].total for n in fixed):.10f}")
+        ratios = [default[n].total / fixed[n].total for n in fixed]
+        row.append(f"{min(ratios):.6f} / {max(ratios):.10f}")
     else:
         row.append("-")
     return row
