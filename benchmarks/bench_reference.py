@@ -56,10 +56,10 @@ up to ~1e-11 for a flow): the reference computes ``ρ = log sp(diag(MGF) P) / θ
 the exact value (checked with mpmath on the example's sources, benchmarks/README.md).
 
 Run: ``.venv/bin/python -m benchmarks.bench_reference --reference /path/to/SNC-Meister
-[--corrected /path/to/corrected] [--runs 5] [--timeout 300] [--long 20] [--cases ...]``. Every case
-takes about 25 minutes on the 2-core machine (the reference needs 150–190 s for the example, as
-much again with ``--corrected``, and reaches the timeout on the three bench_snc_groups sets);
-``--cases 16 62 example`` about 8 minutes, and ``--timeout 120`` for the larger groups sets
+[--corrected /path/to/corrected] [--runs 5] [--timeout 300] [--long 20] [--cases ...]``. All cases
+together take about 25 minutes on the 2-core machine (the reference needs 150–190 s for the
+example, as much again with ``--corrected``, and reaches the timeout on the three bench_snc_groups
+sets); ``--cases 16 62 example`` about 8 minutes, and ``--timeout 120`` for the larger groups sets
 (where the reference does not finish anyway) saves another 9.
 """
 
