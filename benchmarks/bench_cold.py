@@ -9,7 +9,8 @@ shipped ``examples/snc-wc62.json`` (16 tenants, two dependency groups of four) w
 search and with ``--arrival-model reference``. The reference pipeline's times are the issue's
 (SNC-ConfigGen + SNC-Calculator measured end to end on this machine type by an earlier session:
 0.43 s for 16 tenants, 4.7 s for 62, 137 s for the dependency scenario); they were not re-run
-here. ``characterize --exact`` on the 62 wc62 traces: storage stage, and all three stages, no
+here (``bench_reference`` runs the reference itself side by side, given a build of it).
+``characterize --exact`` on the 62 wc62 traces: storage stage, and all three stages, no
 plots. The package's bytecode is compiled first (``compileall``, as ``pip install`` does): with
 ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` every run would compile tailbound's
 modules from source (~0.03 s on a quiet machine), which no installed copy does. Run:
