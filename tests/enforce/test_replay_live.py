@@ -14,7 +14,9 @@ runs) must be within ``2 · spread + floor + 3 % of the prediction`` of the simu
 machine), ``floor`` the p99 latency of a lone small request on the idle path (host stacks, veths
 and the replayer itself, which the simulator does not model: no propagation or host delay here),
 and 3 % the rest of the wire's overhead the payload rate does not cover (ACKs, the HTB trees'
-own accounting). Needs root, namespaces, HTB and nftables (skipped saying which otherwise).
+own accounting), plus the percentile's sampling error (``live_tolerance.tolerance``: the
+simulated distribution's range over ``p ± 3·sqrt(p(1 − p)/n)`` for ``n`` requests). Needs
+root, namespaces, HTB and nftables (skipped saying which otherwise).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from tailbound.traces import Trace
 from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import mmpp_trace, poisson_trace
 from tailbound.verify import replay_plan
+
+from .live_tolerance import tolerance
 
 _spec = importlib.util.spec_from_file_location(
     "_tailbound_net_live", Path(__file__).with_name("test_net_live.py")
@@ -173,8 +177,7 @@ def test_live_percentiles_match_the_simulator(bed: Bed) -> None:
         for p in PCTS:
             predicted = sim.results[name].percentile(p)
             live = [percentile(r.measured[name].latency, p) for r in runs]
-            median, spread = float(np.median(live)), max(live) - min(live)
-            tol = 2 * spread + floor + 0.03 * predicted
+            median, spread, tol = tolerance(sim.results[name], p, live, floor)
             print(
                 f"| {name} | p{100 * p:g} | {1e3 * nominal.results[name].percentile(p):.2f} ms "
                 f"| {1e3 * predicted:.2f} ms | "
