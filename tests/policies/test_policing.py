@@ -7,11 +7,12 @@ from pathlib import Path
 
 from tailbound.experiments.snc_fig410 import caches, population
 from tailbound.model import Slo, Tenant, TenantSet
-from tailbound.policies.admission import Configured, SncPolicy, admit_in_order
-from tailbound.policies.dnc_baselines import PM_BUCKETS
+from tailbound.policies.admission import Configured, SncPolicy, admit_in_order, network_plan
+from tailbound.policies.dnc_baselines import PM_BUCKETS, CurveCache
 from tailbound.policies.floors import replay_results
 from tailbound.policies.policing import Policed
 from tailbound.snc.incremental import IncrementalSnc
+from tailbound.stages import Stage
 
 
 def test_a_burst_the_decision_trace_lacked_is_demoted_below_a_less_important_tenant(
@@ -51,3 +52,27 @@ def test_a_burst_the_decision_trace_lacked_is_demoted_below_a_less_important_ten
     assert before["w028"] > 0.15 > 0.06 > after["w028"]  # the violation through sharing, gone
     assert after["w076"] > 0.06  # w076 misses alone anyway
     assert judged("first", rules, "demotion") == judged("first", levels_only, "shaping")
+
+
+def test_a_tenant_with_a_device_is_policed_at_its_device_too(data_dir: Path) -> None:
+    """With an SSD profile, a tenant with a device gets buckets in device-seconds on its storage
+    r-b curve; the plan holds them at the storage stage (no link capacity), a network-only
+    replay leaves them out, and the tenant's own trace passes every one."""
+    profile = data_dir / "wc62" / "profile_ssd.json"
+    trace = data_dir / "wc62" / "traces" / "trace0003.txt"
+    spec = Tenant("d", Slo(0.2), trace, "c0", server="s0", device="ssd0")
+    tset = TenantSet((spec,), 125e6, ssd_profile=profile)
+    curves = CurveCache(tset)
+    policed = Policed(SncPolicy(lambda tenants: []), curves)
+    (rule,) = policed.configure([spec])
+    assert sorted(rule.buckets) == ["in", "out", "storage"]
+    storage = curves.curve(spec, "storage")
+    assert all(b >= float(storage.bucket_at(r)) * (1 - 1e-9) for r, b in rule.buckets["storage"])
+    plan = network_plan("p", [spec], [rule], link_bytes_per_s=125e6, mode=policed.mode)
+    (t,) = plan.tenants
+    limits = [t.limits[Stage.STORAGE], *t.extra_limits[Stage.STORAGE]]
+    assert [(x.rate, x.bucket_s) for x in limits] == list(rule.buckets["storage"])
+    assert all(x.capacity_per_s is None for x in limits)
+    assert plan.disciplines[Stage.STORAGE].mode == "demotion"
+    network = network_plan("p", [spec], [rule], link_bytes_per_s=125e6, network_only=True)
+    assert Stage.STORAGE not in network.tenants[0].limits

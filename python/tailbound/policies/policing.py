@@ -9,9 +9,11 @@ tenant is broken by another tenant's change (docs/results-snc.md, Fig. 4.10: w02
 trace 14 in the 60 ms class — has a write burst in its second half that misses *its own* SLO
 alone; 38.6 ms without w076). Nothing taken from the decision trace can foresee that burst.
 
-:class:`Policed` wraps an admission policy so that what it enforces also carries, per direction,
-token buckets that the tenant's decision trace passes undelayed — PriorityMeister's multiple
-rate limits on the trace's r-b curve (:func:`~tailbound.policies.prioritymeister.rate_limits`,
+:class:`Policed` wraps an admission policy so that what it enforces also carries, per direction
+(and, for a tenant with a device when the tenants file has an SSD profile, at its device, in
+device-seconds), token buckets that the tenant's decision trace passes undelayed —
+PriorityMeister's multiple rate limits on the trace's r-b curve
+(:func:`~tailbound.policies.prioritymeister.rate_limits`,
 :data:`~tailbound.policies.dnc_baselines.PM_BUCKETS` buckets, the same buckets the ``dnc``
 baseline enforces) — with traffic over them **demoted** below every level (PriorityMeister's
 enforcer, thesis §2.2.1; the plan's limit mode ``demotion``), not delayed.
@@ -35,7 +37,7 @@ from collections.abc import Sequence
 
 from tailbound.model import Tenant
 from tailbound.policies.admission import AdmissionPolicy, Bucket, Configured
-from tailbound.policies.dnc_baselines import DIRECTIONS, PM_BUCKETS, CurveCache
+from tailbound.policies.dnc_baselines import DIRECTIONS, PM_BUCKETS, STORAGE, CurveCache
 from tailbound.policies.prioritymeister import rate_limits
 from tailbound.snc.analysis import TenantBound
 
@@ -58,8 +60,8 @@ class Policed:
             self.newcomer_bound = policy.newcomer_bound
 
     def buckets(self, spec: Tenant, direction: str) -> tuple[Bucket, ...]:
-        """``spec``'s buckets in ``direction`` (``(rate, size)`` in link fractions and seconds
-        of link work), memoised per trace."""
+        """``spec``'s buckets in ``direction`` (``in``, ``out``: ``(rate, size)`` in link
+        fractions and seconds of link work; ``storage``: device-seconds), memoised per trace."""
         key = (str(spec.trace), direction)
         if key not in self._buckets:
             curve = self.curves.curve(spec, direction)
@@ -67,12 +69,17 @@ class Policed:
         return self._buckets[key]
 
     def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
-        """The wrapped policy's levels, each tenant's buckets per direction (no pacing: its
-        decision trace passes them)."""
+        """The wrapped policy's levels, each tenant's buckets per direction and, for a tenant
+        with a device when the tenants have an SSD profile, at its device (device-seconds; no
+        pacing: its decision trace passes them)."""
+        device = self.curves.tset.ssd_profile is not None
         return [
             Configured(
                 c.level,
-                {d: self.buckets(t, d) for d in DIRECTIONS},
+                {
+                    d: self.buckets(t, d)
+                    for d in (*DIRECTIONS, *((STORAGE,) if device and t.device else ()))
+                },
                 dict.fromkeys(DIRECTIONS, 0.0),
             )
             for t, c in zip(tenants, self.policy.configure(tenants), strict=True)
