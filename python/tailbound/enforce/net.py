@@ -1287,19 +1287,17 @@ class BoundCheck:
         return self.realised_s > self.plan_s * (1 + 1e-9)
 
     def line(self) -> str:
-        verdict = (
-            "ABOVE THE SLO"
-            if self.over_slo
-            else "no worst-case bound without buckets; the plan's is stochastic "
-            f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
-            if self.unbounded_stochastic
-            else f"worst case above the SLO; the plan's bound is stochastic "
-            f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
-            if self.stochastic and self.realised_s > self.slo_s
-            else "above the plan's bound"
-            if self.over_plan
-            else "within the plan's bound"
-        )
+        pct = f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
+        if self.over_slo:
+            verdict = "ABOVE THE SLO"
+        elif self.unbounded_stochastic:
+            verdict = f"no worst-case bound without buckets; the plan's is stochastic {pct}"
+        elif self.stochastic and self.realised_s > self.slo_s:
+            verdict = f"worst case above the SLO; the plan's bound is stochastic {pct}"
+        elif self.over_plan:
+            verdict = "above the plan's bound"
+        else:
+            verdict = "within the plan's bound"
         return (
             f"{self.tenant}: realised bound {_ms(self.realised_s)} (network {_ms(self.network_s)})"
             f", plan's bound {_ms(self.plan_s)}, SLO {_ms(self.slo_s)}: {verdict}"

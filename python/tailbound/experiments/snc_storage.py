@@ -52,22 +52,16 @@ from tailbound.policies.registry import build
 from tailbound.sim.results import Judged
 from tailbound.snc.tenants import FitCache, priorities_by_slo
 
-#: The SNC-Meister variants' rules (the floors measure through the device unless ``-net``).
+#: The SNC-Meister variants' rules.
 SNC_VARIANTS = {
     "snc-meister": SncRule(),
     "snc-meister-split": SncRule(add_model_error=False),
-    "snc-meister-net": SncRule(add_model_error=False, split_levels=False),
+    "snc-meister-net": SncRule(add_model_error=False, split_levels=False, device_floor=False),
 }
 POLICIES = ("snc-meister", "snc-meister-split", "snc-meister-net", "dnc", "silo", "qjump", "none")
 #: The admission rule each policy runs (issue 14: every table says whether a floor ran).
 RULES = {
-    **{
-        name: rule.text().replace(
-            "floor alone",
-            "floor alone " + ("on the network" if name.endswith("-net") else "through the device"),
-        )
-        for name, rule in SNC_VARIANTS.items()
-    },
+    **{name: rule.text(device=True) for name, rule in SNC_VARIANTS.items()},
     "dnc": "DNC bound only",
     "silo": "DNC bound only",
     "qjump": "DNC bound only",
@@ -126,7 +120,6 @@ def run(
                 tset,
                 fits=fits,
                 alone=alone,
-                device_floor=not name.endswith("-net"),
                 **rule.kwargs(),
             )
             for name, rule in SNC_VARIANTS.items()

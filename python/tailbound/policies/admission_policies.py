@@ -46,13 +46,16 @@ class SncRule:
     window_floor: bool = False
     joint_floor: bool = False
     police: bool = False
+    #: A tenant with a device is measured alone through its device too (else the network path).
+    device_floor: bool = True
 
     def kwargs(self) -> dict[str, Any]:
         """The rule as :func:`make_admission`'s keyword arguments."""
         return asdict(self)
 
-    def text(self) -> str:
-        """The rule as the tables and plans name it.
+    def text(self, device: bool = False) -> str:
+        """The rule as the tables and plans name it (``device``: for tenants with a device,
+        saying where the floor is measured).
 
         >>> SncRule().text()
         'SNC bound plus its error alone, measured floor alone; split levels'
@@ -60,6 +63,8 @@ class SncRule:
         'SNC bound only (thesis)'
         >>> SncRule(add_model_error=False, split_levels=False).text()
         'SNC bound, measured floor alone; levels by SLO'
+        >>> SncRule(device_floor=False).text(device=True)
+        'SNC bound plus its error alone, measured floor alone on the network; split levels'
         """
         if not (self.alone_floor or self.joint_floor or self.police):
             return "SNC bound only (thesis)"
@@ -68,6 +73,8 @@ class SncRule:
             text += ", measured floors alone and joint"
         elif self.alone_floor:
             text += ", measured floor alone" + (" at the worst window" if self.window_floor else "")
+            if device:
+                text += " through the device" if self.device_floor else " on the network"
         elif self.joint_floor:
             text += ", measured floor joint"
         if self.alone_floor:

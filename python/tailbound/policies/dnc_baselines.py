@@ -174,6 +174,17 @@ class CurveCache:
             self.curves[key] = rb_curve(self.trace(spec), self._model(direction))
         return self.curves[key]
 
+    buckets: dict[tuple[str, str], tuple[Bucket, ...]] = field(default_factory=dict)
+
+    def rate_limits(self, spec: Tenant, direction: str) -> tuple[Bucket, ...]:
+        """PriorityMeister's :data:`PM_BUCKETS` token buckets on ``spec``'s r-b curve in
+        ``direction`` (:func:`~tailbound.policies.prioritymeister.rate_limits`): the ``dnc``
+        baseline's buckets, and conformance policing's (:mod:`tailbound.policies.policing`)."""
+        key = (str(spec.trace), direction)
+        if key not in self.buckets:
+            self.buckets[key] = rate_limits(self.curve(spec, direction), PM_BUCKETS)
+        return self.buckets[key]
+
     def max_request_s(self, spec: Tenant) -> float:
         """The largest request of ``spec``'s trace in device-seconds (what it can block a more
         important flow for at the non-preemptive device)."""
@@ -343,13 +354,9 @@ class _Policy:
         self.wire = wire
         self.packet_s = wire.mtu_bytes / tset.link_bytes_per_s
         self.memo = LpMemo(fifo_first=self.mode != "shaping")
-        self._storage: dict[str, tuple[Bucket, ...]] = {}
 
     def storage_flow(self, t: Tenant, level: int) -> NetFlow:
         """``t``'s flow at its device (module docstring, *Storage*)."""
-        key = str(t.trace)
-        if key not in self._storage:
-            self._storage[key] = rate_limits(self.curves.curve(t, STORAGE), PM_BUCKETS)
         queue = f"{t.server}/{t.device}"
         if queue not in self.memo.devices:
             assert self.tset.ssd_profile is not None  # checked when the policy is made
@@ -359,7 +366,7 @@ class _Policy:
             f"{t.name}/{STORAGE}",
             (queue,),
             level,
-            self._storage[key],
+            self.curves.rate_limits(t, STORAGE),
             self.curves.max_request_s(t),
         )
 
@@ -453,15 +460,8 @@ class DncPolicy(_Policy):
     analysis = "dnc"
     mode = "demotion"
 
-    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
-        super().__init__(tset, curves, wire)
-        self._buckets: dict[tuple[str, str], tuple[Bucket, ...]] = {}
-
     def buckets(self, t: Tenant, direction: str) -> tuple[Bucket, ...]:
-        key = (str(t.trace), direction)
-        if key not in self._buckets:
-            self._buckets[key] = rate_limits(self.curves.curve(t, direction), PM_BUCKETS)
-        return self._buckets[key]
+        return self.curves.rate_limits(t, direction)
 
     def reference(self, tenants: Sequence[Tenant]) -> list[Configured]:
         levels = priorities_by_slo([t.slo_s for t in tenants])

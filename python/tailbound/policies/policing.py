@@ -36,9 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tailbound.model import Tenant
-from tailbound.policies.admission import AdmissionPolicy, Bucket, Configured
-from tailbound.policies.dnc_baselines import DIRECTIONS, PM_BUCKETS, STORAGE, CurveCache
-from tailbound.policies.prioritymeister import rate_limits
+from tailbound.policies.admission import AdmissionPolicy, Configured
+from tailbound.policies.dnc_baselines import DIRECTIONS, STORAGE, CurveCache
 from tailbound.snc.analysis import TenantBound
 
 
@@ -49,24 +48,13 @@ class Policed:
 
     mode = "demotion"
 
-    def __init__(self, policy: AdmissionPolicy, curves: CurveCache, buckets: int = PM_BUCKETS):
+    def __init__(self, policy: AdmissionPolicy, curves: CurveCache) -> None:
         self.policy = policy
         self.curves = curves
-        self.buckets_per_direction = buckets
         self.analysis = policy.analysis
         self.worst_case = policy.worst_case
-        self._buckets: dict[tuple[str, str], tuple[Bucket, ...]] = {}
         if hasattr(policy, "newcomer_bound"):
             self.newcomer_bound = policy.newcomer_bound
-
-    def buckets(self, spec: Tenant, direction: str) -> tuple[Bucket, ...]:
-        """``spec``'s buckets in ``direction`` (``in``, ``out``: ``(rate, size)`` in link
-        fractions and seconds of link work; ``storage``: device-seconds), memoised per trace."""
-        key = (str(spec.trace), direction)
-        if key not in self._buckets:
-            curve = self.curves.curve(spec, direction)
-            self._buckets[key] = rate_limits(curve, self.buckets_per_direction)
-        return self._buckets[key]
 
     def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
         """The wrapped policy's levels, each tenant's buckets per direction and, for a tenant
@@ -77,7 +65,7 @@ class Policed:
             Configured(
                 c.level,
                 {
-                    d: self.buckets(t, d)
+                    d: self.curves.rate_limits(t, d)
                     for d in (*DIRECTIONS, *((STORAGE,) if device and t.device else ()))
                 },
                 dict.fromkeys(DIRECTIONS, 0.0),

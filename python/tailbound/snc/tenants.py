@@ -254,8 +254,9 @@ class FitCache:
 
 
 _MODEL_ARRAYS = ("transition", "p_request", "mu", "lambdas", "state_of_interval")
-#: Each stored array's type: numpy's dtype string in the file, the ``array`` module's code here.
-_ARRAY_TYPES = {"transition": ("<f8", "d"), "state_of_interval": ("<i8", "q")}
+#: Each stored array's type: numpy's dtype string in the file, the ``array`` module's code here
+#: (every array but the states is float64).
+_ARRAY_TYPES = {name: ("<f8", "d") for name in _MODEL_ARRAYS} | {"state_of_interval": ("<i8", "q")}
 
 
 def _load_model(path: Path) -> MmppModel | None:
@@ -280,7 +281,7 @@ def _load_model(path: Path) -> MmppModel | None:
         values: dict[str, list[Any]] = {}
         at = 0
         for name, (dtype, shape) in zip(_MODEL_ARRAYS, meta["arrays"], strict=True):
-            want, code = _ARRAY_TYPES.get(name, ("<f8", "d"))
+            want, code = _ARRAY_TYPES[name]
             a = array(code)
             count = 1
             for d in shape:
@@ -327,7 +328,7 @@ def _save_model(path: Path, model: MmppModel) -> None:
     }
     arrays = []
     for name in _MODEL_ARRAYS:
-        _, code = _ARRAY_TYPES.get(name, ("<f8", "d"))
+        _, code = _ARRAY_TYPES[name]
         a = array(code, getattr(core, name))
         if sys.byteorder != "little":
             a.byteswap()
@@ -335,7 +336,7 @@ def _save_model(path: Path, model: MmppModel) -> None:
     meta = {
         "format": FIT_FORMAT,
         "a": float(core.a),  # JSON keeps a float64 exactly (its shortest repr round-trips)
-        "arrays": [[_ARRAY_TYPES.get(k, ("<f8", "d"))[0], shapes[k]] for k in _MODEL_ARRAYS],
+        "arrays": [[_ARRAY_TYPES[k][0], shapes[k]] for k in _MODEL_ARRAYS],
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
