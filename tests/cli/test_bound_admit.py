@@ -11,6 +11,7 @@ from tailbound.characterize import rb_curve
 from tailbound.cli.main import main
 from tailbound.model import load_tenants
 from tailbound.plan import Plan
+from tailbound.policies.admission_policies import SncRule
 from tailbound.profiles.tokens import stage_model
 from tailbound.stages import Stage
 from tailbound.traces import read_trace
@@ -94,7 +95,7 @@ def test_admit_writes_a_plan_of_admitted_and_rejected(tenants_file: Path, tmp_pa
     model = Plan.load(plain)
     assert all(t.bound.alone_s is None for t in model.tenants)
     assert model.meta["rule"] == "SNC bound only (thesis)"
-    assert plan.meta["rule"] == "SNC bound plus its error alone, measured floor alone; split levels"
+    assert plan.meta["rule"] == SncRule().text()
     floor_only = tmp_path / "floor.json"
     args = ["admit", "--tenants", str(tenants_file), "--no-model-error", "--out", str(floor_only)]
     assert main(args) == 0
@@ -105,25 +106,38 @@ def test_admit_writes_a_plan_of_admitted_and_rejected(tenants_file: Path, tmp_pa
         assert t.latency_bound_s >= f.latency_bound_s * (1 - 1e-12)
 
 
-def test_admit_police_demotes_beyond_each_tenants_own_buckets(
+def test_admit_polices_each_tenants_load_by_default(
     tenants_file: Path, tmp_path: Path, capsys
 ) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "policed.json"
-    assert main(["admit", "--tenants", str(tenants_file), "--police", "--out", str(out)]) == 0
-    assert "traffic beyond the decision trace's buckets demoted" in capsys.readouterr().out
+    assert main(["admit", "--tenants", str(tenants_file), "--out", str(out)]) == 0
+    assert "work beyond the decision trace's load demoted" in capsys.readouterr().out
     plan = Plan.load(out)
     assert {d.mode for d in plan.disciplines.values()} == {"demotion"}
-    assert all(len(t.extra_limits[s]) >= 1 for t in plan.tenants for s in t.limits)
-    # the tenants' own traces pass their buckets: each bucket is on or above the trace's r-b
-    # curve (the trace needs no larger bucket at that rate), so nothing of it is demoted
+    # one bucket per direction, the trace's load: its long-run rate and the backlog it builds at
+    # that rate (the trace's r-b curve there), so the trace itself is never demoted
     tset = load_tenants(tenants_file)
     for t in plan.tenants:
         trace = read_trace(next(x.trace for x in tset.tenants if x.name == t.name))
         for stage in (Stage.NET_IN, Stage.NET_OUT):
             model = stage_model(stage, link_bandwidth_bytes_per_s=tset.link_bytes_per_s)
             curve = rb_curve(trace, model)
-            for limit in (t.limits[stage], *t.extra_limits[stage]):
-                assert limit.bucket_s >= float(curve.bucket_at(limit.rate)) * (1 - 1e-9)
+            assert t.extra_limits.get(stage, ()) == ()
+            assert t.limits[stage].rate == pytest.approx(curve.mean_rate, rel=1e-9)
+            # (the plan's buckets round-trip through bytes: equal to 1e-9, never smaller)
+            need = float(curve.bucket_at(curve.mean_rate))
+            assert need * (1 - 1e-12) <= t.limits[stage].bucket_s <= need * (1 + 1e-9)
+    unpoliced = tmp_path / "unpoliced.json"
+    assert (
+        main(["admit", "--tenants", str(tenants_file), "--no-police", "--out", str(unpoliced)]) == 0
+    )
+    assert "demoted" not in capsys.readouterr().out
+    plain = Plan.load(unpoliced)
+    assert all(not t.limits for t in plain.tenants)
+    # policing changes what is enforced, not what is decided
+    assert [(t.name, t.latency_bound_s) for t in plain.tenants] == [
+        (t.name, t.latency_bound_s) for t in plan.tenants
+    ]
 
 
 def test_an_admission_plan_is_verified_from_its_file(tenants_file: Path, tmp_path: Path) -> None:

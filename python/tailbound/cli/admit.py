@@ -48,9 +48,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help=(
             "decide on the SNC bound alone and enforce priorities by SLO (the thesis' "
-            "SNC-Meister; implies --no-model-error and --no-split-levels); by default a "
-            "tenant's predicted latency is at least its latency alone, measured by replaying "
-            "its trace in the simulator, so a tenant whose own bursts miss its SLO is rejected"
+            "SNC-Meister; implies --no-model-error, --no-split-levels and --no-police); by "
+            "default a tenant's predicted latency is at least its latency alone, measured by "
+            "replaying its trace in the simulator, so a tenant whose own bursts miss its SLO "
+            "is rejected"
         ),
     )
     parser.add_argument(
@@ -70,12 +71,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument(
-        "--police",
+        "--no-police",
         action="store_true",
         help=(
-            "also give each tenant token buckets its own trace passes, traffic beyond them "
-            "demoted below every level: a burst its trace did not hold cannot break another "
-            "tenant's SLO (docs/snc.md, conformance policing)"
+            "do not police: by default each tenant's traffic beyond its own trace's load (a "
+            "token bucket at the trace's long-run rate, sized to the backlog it builds) is "
+            "demoted below every level, so a tenant that sends more than its trace did cannot "
+            "break another tenant's SLO (docs/snc.md, conformance policing)"
         ),
     )
     parser.add_argument(
@@ -128,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         split_levels=floor and not args.no_split_levels,
         add_model_error=floor and not args.no_model_error,
         joint_floor=args.joint_floor,
-        police=args.police,
+        police=floor and not args.no_police,
     )
     policy = build(args.policy, "admission", tset, **rule.kwargs())
     snc = args.policy in SNC_POLICIES

@@ -15,16 +15,16 @@ Policies (:data:`SNC_VARIANTS`): ``snc-meister`` is tailbound's SNC-Meister admi
 tenant alone and floored by its latency alone, both measured on its first half, enforced with
 *split levels*: within each SLO class, the tenants whose measured latency alone exceeds the
 model's bound alone (the model's misfits) run one priority level below the others
-(:mod:`tailbound.policies.floors`); ``snc-meister-policed`` the same decisions, each tenant's
-traffic beyond its first half's token buckets demoted below every level
-(:mod:`tailbound.policies.policing`); ``snc-meister-model`` the thesis' rule (the bound only);
-``dnc``, ``silo``, ``qjump`` the DNC baselines. Optional (``--policies``):
-``snc-meister-split`` without the model error (the default before), ``snc-meister-flat`` its
-decisions with levels by SLO only, ``snc-meister-window`` the floor measured at the worst
-3-minute window, ``snc-meister-joint`` ``snc-meister-split`` whose predictions are also floored
-by the latencies measured replaying the admitted tenants and the newcomer together on their
-first halves at each arrival, so that it never admits a set its own decision data shows missing
-an SLO.
+(:mod:`tailbound.policies.floors`), and each tenant's traffic beyond its first half's load
+bucket demoted below every level (conformance policing, :mod:`tailbound.policies.policing`);
+``snc-meister-unpoliced`` the same decisions without policing (the default before);
+``snc-meister-model`` the thesis' rule (the bound only); ``dnc``, ``silo``, ``qjump`` the DNC
+baselines. Optional (``--policies``), unpoliced: ``snc-meister-split`` without the model error
+(the default before that), ``snc-meister-flat`` its decisions with levels by SLO only,
+``snc-meister-window`` the floor measured at the worst 3-minute window, ``snc-meister-joint``
+``snc-meister-split`` whose predictions are also floored by the latencies measured replaying the
+admitted tenants and the newcomer together on their first halves at each arrival, so that it
+never admits a set its own decision data shows missing an SLO.
 
 A violation is judged two ways: the 99.9th percentile over the whole replayed half, and the worst
 99.9th percentile over 180 s windows starting every 10 s (thesis §4.3's 3-minute windows;
@@ -91,22 +91,23 @@ from tailbound.traces.trace import Trace
 #: tailbound's SNC-Meister admission (``tailbound admit``'s default): the bound plus the
 #: analysis' error alone on the tenant, floored by its measured latency alone, enforced with
 #: split levels (the analysis' misfits one sub-level below their SLO class;
-#: :mod:`tailbound.policies.floors`); ``snc-meister-policed`` the same decisions with each
-#: tenant's traffic beyond its first half's token buckets demoted below every level
-#: (:mod:`tailbound.policies.policing`); ``snc-meister-model`` the thesis' (the bound only,
-#: levels by SLO). Optional: ``snc-meister-split`` without the model error (the default rule
-#: before), ``snc-meister-flat`` its decisions with levels by SLO, ``snc-meister-window`` the
-#: floor measured at the worst 3-minute window, ``snc-meister-joint`` ``snc-meister-split`` also
-#: floored by the latencies replaying the admitted tenants and the newcomer together at each
-#: arrival (one replay per arrival makes an order ~10 minutes).
+#: :mod:`tailbound.policies.floors`) and each tenant's traffic beyond its first half's load
+#: bucket demoted below every level (:mod:`tailbound.policies.policing`);
+#: ``snc-meister-unpoliced`` the same decisions without policing; ``snc-meister-model`` the
+#: thesis' (the bound only, levels by SLO). Optional, unpoliced (earlier rules):
+#: ``snc-meister-split`` without the model error, ``snc-meister-flat`` its decisions with levels
+#: by SLO, ``snc-meister-window`` the floor measured at the worst 3-minute window,
+#: ``snc-meister-joint`` ``snc-meister-split`` also floored by the latencies replaying the
+#: admitted tenants and the newcomer together at each arrival (one replay per arrival makes an
+#: order ~10 minutes).
 SNC_VARIANTS = {
     "snc-meister": SncRule(),
-    "snc-meister-policed": SncRule(police=True),
+    "snc-meister-unpoliced": SncRule(police=False),
     "snc-meister-model": THESIS_RULE,
-    "snc-meister-split": SncRule(add_model_error=False),
-    "snc-meister-flat": SncRule(add_model_error=False, split_levels=False),
-    "snc-meister-window": SncRule(window_floor=True),
-    "snc-meister-joint": SncRule(add_model_error=False, joint_floor=True),
+    "snc-meister-split": SncRule(add_model_error=False, police=False),
+    "snc-meister-flat": SncRule(add_model_error=False, split_levels=False, police=False),
+    "snc-meister-window": SncRule(window_floor=True, police=False),
+    "snc-meister-joint": SncRule(add_model_error=False, joint_floor=True, police=False),
 }
 DNC_POLICIES = ("dnc", "silo", "qjump")
 ALL_POLICIES = (*SNC_VARIANTS, *DNC_POLICIES)
@@ -114,7 +115,10 @@ OPTIONAL = ("snc-meister-split", "snc-meister-flat", "snc-meister-window", "snc-
 POLICIES = tuple(p for p in ALL_POLICIES if p not in OPTIONAL)
 #: Policies whose admission decisions are another's (only what they enforce differs): decided
 #: once per order when both run (tested: ``tests/experiments/test_snc_fig410.py``).
-SAME_DECISIONS = {"snc-meister-policed": "snc-meister", "snc-meister-flat": "snc-meister-split"}
+SAME_DECISIONS = {
+    "snc-meister-unpoliced": "snc-meister",
+    "snc-meister-flat": "snc-meister-split",
+}
 BASE_SLOS_S = (0.010, 0.020, 0.050, 0.100)
 CLIENTS = 12
 SERVERS = 6
@@ -212,7 +216,7 @@ def bound_function(
     (:data:`SNC_VARIANTS`; floors measured on the trace ``fits`` holds, once per trace, kept in
     ``alone`` across orders; policing buckets from ``curves``), a DNC baseline its bound. What a
     policy enforces (its ``configure``) is what the replays enforce: SNC-Meister priorities (by
-    SLO, split levels) and, policed, demotion beyond each tenant's buckets; the baselines their
+    SLO, split levels) and, policed, demotion beyond each tenant's load bucket; the baselines their
     levels and rate limits — PriorityMeister-style ``dnc`` demotes traffic above its limits
     (§2.2.1), Silo++ and QJump++ pace it (their rate limiters shape)."""
     if policy in DNC_POLICIES:

@@ -16,9 +16,11 @@ profile's) and a tenant violates when its replayed 99.9th percentile exceeds its
 Policies: ``snc-meister`` (SNC-Meister's bound with the storage flow under ``tailbound admit``'s
 default rule, :class:`~tailbound.policies.admission_policies.SncRule`: raised by the analysis'
 error on the tenant alone and floored by its latency alone, both measured through its network
-path and device, split levels), ``snc-meister-split`` (the same without the model error, the
-default rule before), ``snc-meister-net`` (floored by the network latency alone, levels by SLO:
-the first rule), ``dnc``, ``silo``, ``qjump`` (the DNC
+path and device, split levels, and each tenant's traffic beyond its first half's load bucket
+demoted below every level, at its device too: :mod:`tailbound.policies.policing`),
+``snc-meister-unpoliced`` (the same without policing, the default rule before),
+``snc-meister-split`` (also without the model error), ``snc-meister-net`` (floored by the
+network latency alone, levels by SLO: the first rule), ``dnc``, ``silo``, ``qjump`` (the DNC
 baselines with their storage stage, :mod:`tailbound.policies.dnc_baselines`), and ``none`` (no
 admission control: every tenant admitted, priorities by SLO as SNC-Meister's). Run:
 ``python -m tailbound.experiments.snc_storage --out out/experiments [--tenants 62 --orders 5]``
@@ -55,10 +57,13 @@ from tailbound.snc.tenants import FitCache, priorities_by_slo
 #: The SNC-Meister variants' rules.
 SNC_VARIANTS = {
     "snc-meister": SncRule(),
-    "snc-meister-split": SncRule(add_model_error=False),
-    "snc-meister-net": SncRule(add_model_error=False, split_levels=False, device_floor=False),
+    "snc-meister-unpoliced": SncRule(police=False),
+    "snc-meister-split": SncRule(add_model_error=False, police=False),
+    "snc-meister-net": SncRule(
+        add_model_error=False, split_levels=False, device_floor=False, police=False
+    ),
 }
-POLICIES = ("snc-meister", "snc-meister-split", "snc-meister-net", "dnc", "silo", "qjump", "none")
+POLICIES = (*SNC_VARIANTS, "dnc", "silo", "qjump", "none")
 #: The admission rule each policy runs (issue 14: every table says whether a floor ran).
 RULES = {
     **{name: rule.text(device=True) for name, rule in SNC_VARIANTS.items()},
@@ -119,6 +124,7 @@ def run(
                 "admission",
                 tset,
                 fits=fits,
+                curves=curves,
                 alone=alone,
                 **rule.kwargs(),
             )

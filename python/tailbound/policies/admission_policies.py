@@ -45,7 +45,7 @@ class SncRule:
     add_model_error: bool = True
     window_floor: bool = False
     joint_floor: bool = False
-    police: bool = False
+    police: bool = True
     #: A tenant with a device is measured alone through its device too (else the network path).
     device_floor: bool = True
 
@@ -57,13 +57,15 @@ class SncRule:
         """The rule as the tables and plans name it (``device``: for tenants with a device,
         saying where the floor is measured).
 
-        >>> SncRule().text()
-        'SNC bound plus its error alone, measured floor alone; split levels'
+        >>> print(SncRule().text().replace("; ", ";\\n"))
+        SNC bound plus its error alone, measured floor alone;
+        split levels;
+        work beyond the decision trace's load demoted
         >>> THESIS_RULE.text()
         'SNC bound only (thesis)'
-        >>> SncRule(add_model_error=False, split_levels=False).text()
+        >>> SncRule(add_model_error=False, split_levels=False, police=False).text()
         'SNC bound, measured floor alone; levels by SLO'
-        >>> SncRule(device_floor=False).text(device=True)
+        >>> SncRule(device_floor=False, police=False).text(device=True)
         'SNC bound plus its error alone, measured floor alone on the network; split levels'
         """
         if not (self.alone_floor or self.joint_floor or self.police):
@@ -80,12 +82,12 @@ class SncRule:
         if self.alone_floor:
             text += "; split levels" if self.split_levels else "; levels by SLO"
         if self.police:
-            text += "; traffic beyond the decision trace's buckets demoted"
+            text += "; work beyond the decision trace's load demoted"
         return text
 
 
 #: The thesis' SNC-Meister: the bound alone, priorities by SLO.
-THESIS_RULE = SncRule(alone_floor=False, split_levels=False, add_model_error=False)
+THESIS_RULE = SncRule(alone_floor=False, split_levels=False, add_model_error=False, police=False)
 
 
 def make_admission(
@@ -116,7 +118,7 @@ def make_admission(
     network path only, the rule before); ``add_model_error`` adds the analysis' error alone to
     a misfit's bound and ``window_floor`` measures the floor at the worst 3-minute window
     (:class:`AloneFloor`); ``police`` demotes each tenant's traffic beyond its decision trace's
-    token buckets below every level (:class:`~tailbound.policies.policing.Policed`, r-b curves
+    load bucket below every level (:class:`~tailbound.policies.policing.Policed`, r-b curves
     from ``curves``);
     ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
     ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:

@@ -179,7 +179,7 @@ class CurveCache:
     def rate_limits(self, spec: Tenant, direction: str) -> tuple[Bucket, ...]:
         """PriorityMeister's :data:`PM_BUCKETS` token buckets on ``spec``'s r-b curve in
         ``direction`` (:func:`~tailbound.policies.prioritymeister.rate_limits`): the ``dnc``
-        baseline's buckets, and conformance policing's (:mod:`tailbound.policies.policing`)."""
+        baseline's buckets."""
         key = (str(spec.trace), direction)
         if key not in self.buckets:
             self.buckets[key] = rate_limits(self.curve(spec, direction), PM_BUCKETS)
