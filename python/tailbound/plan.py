@@ -60,6 +60,9 @@ FORMAT = "tailbound-plan"
 VERSION = 2
 #: Priority levels real enforcers offer (HTB has 8 class priorities): the default limit.
 PRIORITY_LEVELS = 8
+#: Levels every enforcer can give tenants: ``tailbound enforce net`` keeps HTB's last priority for
+#: best-effort and demoted traffic, so one fewer than :data:`PRIORITY_LEVELS`.
+TENANT_LEVELS = PRIORITY_LEVELS - 1
 #: Scheduler kinds a plan may ask for at a stage (the simulator's and the enforcers' kinds with
 #: per-tenant parameters a plan carries: priority levels, SFQ weights, EDF deadlines = SLOs).
 DISCIPLINE_KINDS = ("priority", "fifo", "sfq", "edf")

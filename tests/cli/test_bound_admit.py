@@ -10,7 +10,7 @@ import pytest
 from tailbound.characterize import rb_curve
 from tailbound.cli.main import main
 from tailbound.model import load_tenants
-from tailbound.plan import Plan
+from tailbound.plan import TENANT_LEVELS, Plan
 from tailbound.policies.admission_policies import SncRule
 from tailbound.profiles.tokens import stage_model
 from tailbound.stages import Stage
@@ -241,3 +241,22 @@ def test_the_verbs_offer_the_registered_admission_policies() -> None:
     from tailbound.snc.network import ANALYSES
 
     assert names("admission") == (*ANALYSES, *POLICIES)
+
+
+def test_admits_default_plan_is_enforceable_on_every_host(tmp_path: Path) -> None:
+    """The hand-off: the README's example tenants (four SLO classes, split levels, policing) give
+    a plan `tailbound enforce net` accepts on each of its hosts — no tenant on HTB's last
+    priority, which is best effort's and the demoted traffic's (plan.TENANT_LEVELS)."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    plan_file = tmp_path / "plan.json"
+    assert (
+        main(["admit", "--tenants", str(examples / "snc-small.json"), "--out", str(plan_file)]) == 0
+    )
+    plan = Plan.load(plan_file)
+    used = {level for t in plan.tenants for level in t.priority.values()}
+    assert max(used) == TENANT_LEVELS - 1  # the split reaches the last tenant level, not beyond
+    hosts = json.loads((examples / "hosts-snc-small.json").read_text())["hosts"]
+    for host in hosts:
+        args = ["enforce", "net", "--plan", str(plan_file), "--host", host, "--dry-run"]
+        args += ["--hosts", str(examples / "hosts-snc-small.json"), "--device", "eth0"]
+        assert main([*args, "--link-rate", "125000000"]) == 0, host

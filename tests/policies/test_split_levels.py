@@ -56,7 +56,8 @@ def test_misfits_go_one_level_below_their_class_and_decisions_do_not_change(
     assert [(d.admitted, d.bound) for d in admit_in_order(specs, flat)] == [
         (d.admitted, d.bound) for d in admit_in_order(specs, split)
     ]
-    # five SLO classes: doubled levels would not fit in 8, the levels by SLO are kept
+    # five SLO classes in the enforcers' 7 tenant levels: the two most important are split
+    # (every tenant here a misfit: the model predicts 0), the others keep one level each
     five, first5 = _specs(data_dir, (0.01, 0.02, 0.05, 0.1, 0.2))
     many = AloneFloor(
         SncPolicy(_PerTenant(dict.fromkeys((t.name for t in five), 0.0))),
@@ -64,7 +65,16 @@ def test_misfits_go_one_level_below_their_class_and_decisions_do_not_change(
         LINK_BYTES_PER_S,
         split_levels=True,
     )
-    assert [c.level for c in many.configure(five)] == [0, 1, 2, 3, 4]
+    assert [c.level for c in many.configure(five)] == [1, 3, 4, 5, 6]
+    # seven classes fill the 7 levels: none is split
+    seven, first7 = _specs(data_dir, (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3))
+    full = AloneFloor(
+        SncPolicy(_PerTenant(dict.fromkeys((t.name for t in seven), 0.0))),
+        lambda t: first7[str(t.trace)],
+        LINK_BYTES_PER_S,
+        split_levels=True,
+    )
+    assert [c.level for c in full.configure(seven)] == list(range(7))
 
 
 def test_split_levels_keep_a_burst_the_first_half_lacked_off_its_classmate(

@@ -16,8 +16,8 @@ profile's) and a tenant violates when its replayed 99.9th percentile exceeds its
 Policies: ``snc-meister`` (SNC-Meister's bound with the storage flow under ``tailbound admit``'s
 default rule, :class:`~tailbound.policies.admission_policies.SncRule`: raised by the analysis'
 error on the tenant alone and floored by its latency alone, both measured through its network
-path and device, split levels, and each tenant's traffic beyond its first half's load bucket
-demoted below every level, at its device too: :mod:`tailbound.policies.policing`),
+path and device, split levels, and each tenant's network traffic beyond its first half's load
+bucket demoted below every level: :mod:`tailbound.policies.policing`),
 ``snc-meister-unpoliced`` (the same without policing, the default rule before),
 ``snc-meister-split`` (also without the model error), ``snc-meister-net`` (floored by the
 network latency alone, levels by SLO: the first rule), ``dnc``, ``silo``, ``qjump`` (the DNC

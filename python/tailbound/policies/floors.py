@@ -44,7 +44,12 @@ without re-analysis, because the SNC analyses count flows of *equal* priority as
 tenant at ``2L`` now has fewer flows ahead than its bound assumed, one at ``2L + 1`` exactly
 those it assumed (all of level ``L`` and above), and no flow of another class changes side. The
 bursts the model misses then queue behind the traffic it describes instead of in front of it.
-Decided from the first half only; it changes what is enforced, not who is admitted.
+Decided from the first half only; it changes what is enforced, not who is admitted. *Choice:* the
+most important levels are split first, as many as the enforcers' levels hold
+(:data:`~tailbound.plan.TENANT_LEVELS`, 7: ``tailbound enforce net`` keeps HTB's last priority for
+best-effort and demoted traffic, and refuses a plan that uses it): 3 SLO classes become 6 levels,
+4 become 7 with the least important class unsplit, 7 or more keep their levels by SLO. (Until
+this choice all 4 classes were split into 8 levels, a plan ``enforce net`` refused.)
 
 **Model error (opt-in).** ``max(bound, alone)`` drops the queueing behind neighbours that the
 bound predicts as soon as the floor binds: a misfit whose own bursts take 48 ms alone against a
@@ -76,11 +81,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.model import DEFAULT_LINK_BYTES_PER_S, Tenant
+from tailbound.plan import TENANT_LEVELS
 from tailbound.policies.admission import WIRE, AdmissionPolicy, Configured, Wire, network_plan
 from tailbound.sim.plan import replay_results as sim_replay_results
 from tailbound.sim.results import WorkloadResult, percentile
 from tailbound.snc.analysis import TenantBound
-from tailbound.snc.tenants import PRIORITY_LEVELS
 from tailbound.traces.trace import Trace
 
 
@@ -170,6 +175,23 @@ class _Wrapper:
         return self.policy.configure(tenants)
 
 
+def split_class_levels(levels: Sequence[int], misfits: Sequence[bool], available: int) -> list[int]:
+    """Split levels (module docstring): each of the ``k`` most important of the ``n`` levels
+    ``levels`` uses (``k = min(n, available − n)``) becomes two, ``2L`` for the described
+    tenants and ``2L + 1`` for the ``misfits``; a level ``L ≥ k`` becomes ``L + k``.
+
+    >>> split_class_levels([0, 1, 2, 3], [True, True, False, True], 7)  # 4 levels in 7: 3 split
+    [1, 3, 4, 6]
+    >>> split_class_levels([0, 1, 1], [False, True, False], 7)  # 2 levels: both split
+    [0, 3, 2]
+    >>> split_class_levels([0, 6], [True, True], 7)  # 7 levels in 7: none split
+    [0, 6]
+    """
+    n = max(levels) + 1
+    k = max(0, min(n, available - n))
+    return [2 * v + int(m) if v < k else v + k for v, m in zip(levels, misfits, strict=True)]
+
+
 class AloneFloor(_Wrapper):
     """An admission policy predicting ``max(bound, latency alone)`` for every tenant (module
     docstring).
@@ -200,7 +222,7 @@ class AloneFloor(_Wrapper):
         alone: dict[tuple[str, float], float] | None = None,
         *,
         split_levels: bool = False,
-        levels: int = PRIORITY_LEVELS,
+        levels: int = TENANT_LEVELS,
         profile: Path | None = None,
         add_model_error: bool = False,
         window_floor: bool = False,
@@ -234,15 +256,16 @@ class AloneFloor(_Wrapper):
 
     def configure(self, tenants: Sequence[Tenant]) -> list[Configured]:
         """What the wrapped policy enforces; with ``split_levels``, level ``L`` becomes ``2L`` for
-        the tenants the analysis describes and ``2L + 1`` for its misfits, when the doubled
-        levels fit in ``levels`` (otherwise the wrapped levels are kept)."""
+        the tenants the analysis describes and ``2L + 1`` for its misfits, for as many of the
+        most important levels as ``levels`` holds (module docstring, "Split levels"); the
+        levels below them keep one level each (:func:`split_class_levels`)."""
         base = self.policy.configure(tenants)
-        if not self.split_levels or not base or 2 * max(c.level for c in base) + 1 >= self.levels:
+        if not self.split_levels or not base:
             return base
-        return [
-            dataclasses.replace(c, level=2 * c.level + int(self.misfit(t)))
-            for t, c in zip(tenants, base, strict=True)
-        ]
+        levels = split_class_levels(
+            [c.level for c in base], [self.misfit(t) for t in tenants], self.levels
+        )
+        return [dataclasses.replace(c, level=v) for c, v in zip(base, levels, strict=True)]
 
     def latency_alone(self, spec: Tenant) -> float:
         """``spec``'s measured latency alone (s) at its percentile, memoised: over the whole
