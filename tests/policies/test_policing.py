@@ -79,9 +79,10 @@ ORDER_8_CLIENT08 = (
 
 def test_the_load_bucket_leaves_a_tenants_burst_shape_to_the_priorities(data_dir: Path) -> None:
     """Why one bucket on the load (policing module docstring): w008's second half has bursts
-    beyond its first half's medium-rate bucket but little more work. With PriorityMeister's
-    three buckets those bursts are demoted and w008 misses its 60 ms through its own demotion;
-    with the load bucket it keeps its latency with levels only, within a few per cent."""
+    beyond its first half's medium-rate bucket and 13% more request work. With PriorityMeister's
+    three buckets the bursts themselves are demoted and w008 misses its 60 ms through its own
+    demotion; with the load bucket only the work beyond its first half's cumulative load is, and
+    it keeps its latency with levels only within a few per cent."""
     pop = population(data_dir, 180, seed=410)
     by_name = {t.name: t for t in pop.tenants}
     specs = [
