@@ -306,6 +306,33 @@ def test_the_cli_verb_serves_replays_and_prints_the_table(tmp_path: Path) -> Non
     assert bad.returncode == 2 and "ports.A" in bad.stderr
 
 
+def test_a_stopped_cli_server_stops_its_replayer_and_frees_its_ports(tmp_path: Path) -> None:
+    """``enforce replay --serve`` stopped with SIGTERM (a service manager, ``kill``) stops the
+    replayer it started: the ports are free at once, not held until ``--duration``."""
+    plan_path = tmp_path / "plan.json"
+    _plan(1.0).save(plan_path)
+    with socket.socket() as s1, socket.socket() as s2:
+        s1.bind(("127.0.0.1", 0))
+        s2.bind(("127.0.0.1", 0))
+        ports = {"A": s1.getsockname()[1], "B": s2.getsockname()[1]}
+    hosts = tmp_path / "hosts.json"
+    hosts.write_text(json.dumps({"hosts": {"c": "127.0.0.1", "s": "127.0.0.1"}, "ports": ports}))
+    tb = [sys.executable, "-m", "tailbound.cli.main", "enforce", "replay", "--plan", str(plan_path)]
+    serve = subprocess.Popen(
+        [*tb, "--hosts", str(hosts), "--serve", "--host", "s", "--duration", "60"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert serve.stdout is not None and serve.stdout.readline().startswith("serving A, B")
+    serve.terminate()
+    serve.communicate(timeout=15)
+    assert serve.returncode == 128 + 15
+    for port in ports.values():
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("0.0.0.0", port))  # EADDRINUSE while a replayer still listens on it
+
+
 def test_clients_started_apart_share_a_wall_clock_start(tmp_path: Path) -> None:
     """``--start-at`` and ``--origin``: two clients launched a second apart send trace time 0.3
     at the same instant (how several client hosts replay one scenario); a start that has passed

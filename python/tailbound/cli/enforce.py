@@ -5,6 +5,8 @@ like ``tailbound verify``; ``docs/enforcement.md``)."""
 from __future__ import annotations
 
 import argparse
+import signal
+from types import FrameType
 
 from tailbound.cli.options import add_window, check_window
 
@@ -121,6 +123,11 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     rp.set_defaults(run=run_replay)
 
 
+def _exit_on_term(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as an exit (status 128 + 15), so that ``finally`` blocks stop child processes."""
+    raise SystemExit(128 + signum)
+
+
 def run_replay(args: argparse.Namespace) -> int:
     import math
 
@@ -154,7 +161,15 @@ def run_replay(args: argparse.Namespace) -> int:
         print(
             f"serving {', '.join(names)} on {' '.join(bound)} for {args.duration:g} s", flush=True
         )
-        proc.wait()
+        # stopped (SIGTERM), the server stops too: it would hold the ports until --duration
+        previous = signal.signal(signal.SIGTERM, _exit_on_term)
+        try:
+            proc.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=10)
         return 0
     if args.tenants is None:
         raise ConfigError(None, "--tenants is required (the traces to replay)", field="--tenants")
