@@ -274,12 +274,14 @@ def _addresses(hosts: Path) -> Addresses:
     return Addresses.load(hosts)
 
 
-def _run(bed: Bed, plan: Path, hosts: Path, tenants: Path, k: str) -> dict[str, replay.Measured]:
+def _run(
+    bed: Bed, plan: Path, hosts: Path, tenants: Path, label: str
+) -> dict[str, replay.Measured]:
     """Both clients replay their tenants at once from one wall-clock start."""
     start = time.time() + 4.0  # both CLIs start, read their traces and connect before it
     procs = {}
     for client in ("c0", "c1"):
-        out = bed.tmp / f"run{k}-{client}.csv"
+        out = bed.tmp / f"run-{label}-{client}.csv"
         cmd = bed.run(
             client, *TAILBOUND, "enforce", "replay", "--plan", str(plan), "--hosts", str(hosts),
             "--tenants", str(tenants), "--host", client, "--start-at", repr(start),
@@ -293,7 +295,7 @@ def _run(bed: Bed, plan: Path, hosts: Path, tenants: Path, k: str) -> dict[str, 
     for client, (out, proc) in procs.items():
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode in (0, 1), stderr
-        if k.endswith("-0"):
+        if label.endswith("-0"):  # the first run of a policy
             print(f"\n{client}:\n{stdout}")
         measured.update(replay.read_latencies(out))
     return measured
