@@ -87,19 +87,9 @@ from tailbound.traces import read_trace
 from tailbound.traces.stationarity import stationarity
 from tailbound.traces.trace import Trace
 
-#: The SNC-Meister variants and the rule each runs (:class:`SncRule`). ``snc-meister`` is
-#: tailbound's SNC-Meister admission (``tailbound admit``'s default): the bound plus the
-#: analysis' error alone on the tenant, floored by its measured latency alone, enforced with
-#: split levels (the analysis' misfits one sub-level below their SLO class;
-#: :mod:`tailbound.policies.floors`) and each tenant's traffic beyond its first half's load
-#: bucket demoted below every level (:mod:`tailbound.policies.policing`);
-#: ``snc-meister-unpoliced`` the same decisions without policing; ``snc-meister-model`` the
-#: thesis' (the bound only, levels by SLO). Optional, unpoliced (earlier rules):
-#: ``snc-meister-split`` without the model error, ``snc-meister-flat`` its decisions with levels
-#: by SLO, ``snc-meister-window`` the floor measured at the worst 3-minute window,
-#: ``snc-meister-joint`` ``snc-meister-split`` also floored by the latencies replaying the
-#: admitted tenants and the newcomer together at each arrival (one replay per arrival makes an
-#: order ~10 minutes).
+#: The SNC-Meister variants and the rule each runs (:class:`SncRule`; module docstring).
+#: ``snc-meister-joint`` replays the admitted tenants and the newcomer together at each arrival,
+#: which makes an order ~10 minutes.
 SNC_VARIANTS = {
     "snc-meister": SncRule(),
     "snc-meister-unpoliced": SncRule(police=False),

@@ -47,9 +47,6 @@ from tailbound.stages import STORAGE_PATH, Stage
 Bucket = tuple[float, float]
 #: A direction of a tenant's network traffic and the plan stage it is.
 DIRECTION_STAGE = {"in": Stage.NET_IN, "out": Stage.NET_OUT}
-#: Where a :class:`Configured` tenant's buckets apply: its network directions, and ``storage``
-#: (device-seconds, at its device).
-BUCKET_STAGE = {**DIRECTION_STAGE, "storage": Stage.STORAGE}
 
 
 @dataclass(frozen=True)
@@ -68,9 +65,8 @@ WIRE = Wire()
 @dataclass(frozen=True)
 class Configured:
     """What a policy enforces for one tenant: its level (0 is the most important) and token
-    buckets per direction (``"in"``, ``"out"``; none: unlimited) and at its device
-    (``"storage"``, device-seconds; a network-only replay leaves them out), and the pacing delay
-    (s) its own buckets add per direction (end-host queueing, part of its bound)."""
+    buckets per direction (``"in"``, ``"out"``; none: unlimited), and the pacing delay (s) its
+    own buckets add per direction (end-host queueing, part of its bound)."""
 
     level: int
     buckets: Mapping[str, tuple[Bucket, ...]] = field(default_factory=dict)
@@ -184,11 +180,10 @@ def network_plan(
         stages = STORAGE_PATH if device is not None else tuple(DIRECTION_STAGE.values())
         limits: dict[Stage, StageLimit] = {}
         extra: dict[Stage, tuple[StageLimit, ...]] = {}
-        for where, buckets in c.buckets.items():
-            stage = BUCKET_STAGE[where]
-            if buckets and stage in stages:
-                capacity = None if stage is Stage.STORAGE else link_bytes_per_s
-                ls = [StageLimit(float(r), float(b), capacity) for r, b in buckets]
+        for direction, buckets in c.buckets.items():
+            if buckets:
+                stage = DIRECTION_STAGE[direction]
+                ls = [StageLimit(float(r), float(b), link_bytes_per_s) for r, b in buckets]
                 limits[stage], extra[stage] = ls[0], tuple(ls[1:])
         plans.append(
             TenantPlan(

@@ -39,13 +39,14 @@ With the load bucket alone no tenant missed through sharing in the 20 orders
 
 *Choice: the network only.* Policing each storage tenant at its device too (its load bucket in
 device-seconds on its storage r-b curve, demoted by the device's dispatcher) was measured on the
-storage experiment (``snc_storage --tenants 62 --orders 5 --scale 7``): 3 misses through sharing
-where the network alone has none. Each is the tenant's own demotion: w041 in order 1 (SLO 70 ms,
-the most important level) does the same device work in both halves but 2% of its second half's
-falls outside its device load bucket; demoted at its own device alone it takes 94 ms, 41 ms
-otherwise. The device is each server's bottleneck, so demoted work waits long below every level
-there, and the tenant's later requests wait behind it (a tenant's requests are never
-reordered). The device is left to the priorities.
+storage experiment (``snc_storage --tenants 62 --orders 5 --scale 7``, a one-off run with commit
+0871211's device buckets set to the load bucket): 3 misses through sharing where the network alone
+has none. Each is the tenant's own demotion: w041 in order 1 (SLO 70 ms, the most important level)
+does the same device work in both halves but 2% of its second half's falls outside its device load
+bucket; demoted at its own device alone it takes 94 ms, 41 ms otherwise. The device is each
+server's bottleneck, so demoted work waits long below every level there, and the tenant's later
+requests wait behind it (a tenant's requests are never reordered). The device is left to the
+priorities.
 
 tailbound's addition to SNC-Meister (not in the thesis, whose memcached traces were vetted for
 stationarity). The bucket bounds each tenant's traffic by its own history, not by a margin: a
