@@ -26,18 +26,19 @@ Everything is started here:
    one with ``--fifo`` (same limits, one FIFO queue).
 5. **Simulated.** :func:`tailbound.verify.replay_plan` on the same Plan, traces and profile.
 
-Checks: every tenant meets its SLO in every enforced run and the protected tenant (the plan's
-top storage level, C60) misses its SLO with FIFO; the pacer is on time (p99 issue lag under
-1 ms); each tenant's live p50/p90/p99 (median of the runs) lies between the simulator's
-``(p - RANK)``-th and ``(p + RANK)``-th percentiles widened by ``2 · spread + floor + TIMER_S +
-RELATIVE · prediction``, where ``spread`` is the range of the runs' percentile (this machine's
-run-to-run noise), ``floor`` the idle path's extra latency (the p99 latency of a lone 4 KiB
-read the profiler measured at queue depth 1, less its profiled service time: NBD, the gateway's
-tasks and threads, which the simulator does not model), ``TIMER_S`` the gateway's late wake-ups
-for shaped requests, ``RELATIVE`` the time the emulated device loses at dispatches over a
-backlog, and ``RANK`` the percentile points those shifts move a steep distribution by (each
-constant below says how it was measured). Slow (about 55 s): the default suite runs
-:func:`test_gate_e2e_short`, the same pipeline on 16 s of the traces without repeats.
+Checks: every tenant meets its SLO in every enforced run and the protected tenant (the plan's top
+storage level, C60) misses its SLO with FIFO; the pacer is on time (p99 issue lag under 1 ms); each
+tenant's live p50/p90/p99 (median of the runs) lies between the simulator's ``(p - RANK)``-th and
+``(p + RANK)``-th percentiles widened by ``2 · spread + floor + TIMER_S + stall + RELATIVE ·
+prediction``, where ``spread`` is the range of the runs' percentile (this machine's run-to-run
+noise), ``stall`` the replayer's largest lateness beyond 1 ms in the enforced runs (a stall of the
+shared host delays every request in flight), ``floor`` the idle path's extra latency (the p99
+latency of a lone 4 KiB read the profiler measured at queue depth 1, less its profiled service
+time: NBD, the gateway's tasks and threads, which the simulator does not model), ``TIMER_S`` the
+gateway's late wake-ups for shaped requests, ``RELATIVE`` the time the emulated device loses at
+dispatches over a backlog, and ``RANK`` the percentile points those shifts move a steep
+distribution by (each constant below says how it was measured). Slow (about 55 s): the default
+suite runs :func:`test_gate_e2e_short`, the same pipeline on 16 s of the traces without repeats.
 """
 
 from __future__ import annotations
@@ -306,6 +307,14 @@ def _pipeline(
 
 def _report_and_check(r: dict[str, Any], *, spread_floor_s: float = 0.0) -> None:
     plan, sim, enforced, fifo = r["plan"], r["simulated"], r["enforced"], r["fifo"]
+    # a host stall (the shared VM): the replayer's largest lateness beyond the pacer's 1 ms in
+    # the enforced runs; every request in flight then may carry it (two CI runs measured C60's
+    # p99 8.1 ms against 7.6 accepted, with the replayer 7.7 ms late at one instant)
+    stall = max(
+        0.0,
+        max(float(np.nanmax(m.issue_lag)) for run in enforced for m in run.measured.values())
+        - 1e-3,
+    )
     rows = []
     failures = []
     for t in plan.tenants:
@@ -316,7 +325,7 @@ def _report_and_check(r: dict[str, Any], *, spread_floor_s: float = 0.0) -> None
         spread = np.maximum(live.max(axis=0) - live.min(axis=0), spread_floor_s)
         fifo_p = _pcts(fifo.measured[t.name].latency)
         for k, p in enumerate(PERCENTILES):
-            tol = 2 * spread[k] + r["floor"] + TIMER_S + RELATIVE * predicted[k]
+            tol = 2 * spread[k] + r["floor"] + TIMER_S + stall + RELATIVE * predicted[k]
             rank = min(RANK, (1 - p) / 2)
             low = percentile(sim_lat, p - rank) - tol
             high = percentile(sim_lat, p + rank) + tol
