@@ -158,12 +158,14 @@ def run_replay(args: argparse.Namespace) -> int:
                 args.hosts, f"no port for tenants {missing or names} of {args.host}", field="ports"
             )
         proc, bound = replay.serve([addresses.ports[n] for n in names], args.duration)
-        print(
-            f"serving {', '.join(names)} on {' '.join(bound)} for {args.duration:g} s", flush=True
-        )
-        # stopped (SIGTERM), the server stops too: it would hold the ports until --duration
+        # stopped (SIGTERM), the server stops too: it would hold the ports until --duration;
+        # caught before "serving" is printed, so a SIGTERM sent on reading it is never missed
         previous = signal.signal(signal.SIGTERM, _exit_on_term)
         try:
+            print(
+                f"serving {', '.join(names)} on {' '.join(bound)} for {args.duration:g} s",
+                flush=True,
+            )
             proc.wait()
         finally:
             signal.signal(signal.SIGTERM, previous)
