@@ -41,8 +41,8 @@ demo: install ## Run the whole pipeline on a generated demo fleet (writes to out
 test: install test-rust test-python lint ## Run every test: cargo, pytest (with doctests), lint
 
 .PHONY: test-rust
-test-rust: ## Rust core, replayer and gateway tests
-	cargo test --release -p tailbound-core -p tailbound-replay -p tailbound-gate --quiet
+test-rust: ## Rust core, NBD protocol, replayer and gateway tests
+	cargo test --release -p tailbound-core -p tailbound-nbd -p tailbound-replay -p tailbound-gate --quiet
 
 .PHONY: test-python
 test-python: install ## Python tests and doctests (slow and benchmark tests deselected)

@@ -1,78 +1,23 @@
-//! The NBD wire protocol, as pure functions over bytes (no I/O), so the parser is tested and
-//! fuzzed apart from the server: the fixed newstyle handshake, option haggling and the
-//! transmission phase's requests and simple replies
-//! (<https://github.com/NetworkBlockDevice/nbd/blob/master/doc/proto.md>).
+//! The server's side of the NBD wire protocol, as pure functions over bytes (no I/O), so the
+//! parser is tested and fuzzed apart from the server: the fixed newstyle handshake, option
+//! haggling and the checks of a transmission request against an export
+//! (<https://github.com/NetworkBlockDevice/nbd/blob/master/doc/proto.md>). The protocol's
+//! constants and its header layouts (request, simple reply, option reply) are
+//! `tailbound_nbd::wire`'s, shared with the upstream client and the replayer; they are
+//! re-exported here under the names the server uses.
 
-/// `NBDMAGIC`, the server's first eight bytes.
-pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
-/// `IHAVEOPT`: newstyle negotiation, and the magic of every client option.
-pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
-/// The magic of an option reply.
-pub const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-/// The magic of a transmission request.
-pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-/// The magic of a simple reply.
-pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+pub use tailbound_nbd::wire::{
+    encode_request, option_reply, parse_request, simple_reply, Request, CLIENT_FLAGS_KNOWN,
+    CLIENT_NO_ZEROES, CMD_DISC, CMD_FLAG_FUA, CMD_FLUSH, CMD_READ, CMD_TRIM, CMD_WRITE, EINVAL,
+    EIO, ENOSPC, EOVERFLOW, ESHUTDOWN, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES, IHAVEOPT,
+    INFO_BLOCK_SIZE, MAX_NAME_BYTES, MAX_OPTION_BYTES, NBD_MAGIC, OPT_ABORT, OPT_EXPORT_NAME,
+    OPT_GO, OPT_INFO, OPT_LIST, REP_ACK, REP_ERR_INVALID, REP_ERR_UNKNOWN, REP_ERR_UNSUP, REP_INFO,
+    REP_SERVER, REQUEST_BYTES, TFLAG_HAS_FLAGS, TFLAG_SEND_FLUSH, TFLAG_SEND_FUA, TFLAG_SEND_TRIM,
+};
 
-/// Handshake flags: fixed newstyle, no zeroes.
-pub const FLAG_FIXED_NEWSTYLE: u16 = 1;
-pub const FLAG_NO_ZEROES: u16 = 2;
-/// Client flags we understand.
-pub const CLIENT_FLAGS_KNOWN: u32 = 3;
-pub const CLIENT_NO_ZEROES: u32 = 2;
-
-/// Transmission flags.
-pub const TFLAG_HAS_FLAGS: u16 = 1;
-pub const TFLAG_SEND_FLUSH: u16 = 1 << 2;
-pub const TFLAG_SEND_FUA: u16 = 1 << 3;
-pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
 /// What every export offers.
 pub const TRANSMISSION_FLAGS: u16 =
     TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA | TFLAG_SEND_TRIM;
-
-/// Options.
-pub const OPT_EXPORT_NAME: u32 = 1;
-pub const OPT_ABORT: u32 = 2;
-pub const OPT_LIST: u32 = 3;
-pub const OPT_INFO: u32 = 6;
-pub const OPT_GO: u32 = 7;
-
-/// Option reply types.
-pub const REP_ACK: u32 = 1;
-pub const REP_SERVER: u32 = 2;
-pub const REP_INFO: u32 = 3;
-pub const REP_ERR_UNSUP: u32 = (1 << 31) | 1;
-pub const REP_ERR_INVALID: u32 = (1 << 31) | 3;
-pub const REP_ERR_UNKNOWN: u32 = (1 << 31) | 6;
-
-/// `NBD_INFO_*` items.
-pub const INFO_EXPORT: u16 = 0;
-pub const INFO_BLOCK_SIZE: u16 = 3;
-
-/// Commands.
-pub const CMD_READ: u16 = 0;
-pub const CMD_WRITE: u16 = 1;
-pub const CMD_DISC: u16 = 2;
-pub const CMD_FLUSH: u16 = 3;
-pub const CMD_TRIM: u16 = 4;
-/// Command flag: force unit access.
-pub const CMD_FLAG_FUA: u16 = 1;
-
-/// Errors of a simple reply (Linux errno values, as the protocol says).
-pub const EIO: u32 = 5;
-pub const EINVAL: u32 = 22;
-pub const ENOSPC: u32 = 28;
-pub const EOVERFLOW: u32 = 75;
-/// The server is shutting down (and an export removed by a reload: its queued requests).
-pub const ESHUTDOWN: u32 = 108;
-
-/// Longest option payload the server reads (longer: the connection is closed). NBD strings
-/// are at most 4096 bytes; an `NBD_OPT_INFO`/`GO` adds 6 bytes and 2 per information request.
-pub const MAX_OPTION_BYTES: u32 = 16 * 1024;
-/// Longest export name (the protocol's `NBD_MAX_STRING`).
-pub const MAX_NAME_BYTES: usize = 4096;
-/// Length of a request header.
-pub const REQUEST_BYTES: usize = 28;
 
 fn be_u16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
@@ -107,17 +52,6 @@ pub fn parse_option_header(b: &[u8; 16]) -> Result<(u32, u32), String> {
     Ok((option, len))
 }
 
-/// An option reply with its payload.
-pub fn option_reply(option: u32, reply: u32, data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(20 + data.len());
-    out.extend_from_slice(&REPLY_MAGIC.to_be_bytes());
-    out.extend_from_slice(&option.to_be_bytes());
-    out.extend_from_slice(&reply.to_be_bytes());
-    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    out.extend_from_slice(data);
-    out
-}
-
 /// The payload of `NBD_OPT_INFO`/`NBD_OPT_GO`: the export name and the information requested.
 pub fn parse_info_request(data: &[u8]) -> Result<(String, Vec<u16>), &'static str> {
     if data.len() < 6 {
@@ -137,13 +71,9 @@ pub fn parse_info_request(data: &[u8]) -> Result<(String, Vec<u16>), &'static st
     Ok((name.to_string(), infos))
 }
 
-/// `NBD_INFO_EXPORT`: size and transmission flags.
+/// `NBD_INFO_EXPORT`: size and [`TRANSMISSION_FLAGS`].
 pub fn info_export(size: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(12);
-    out.extend_from_slice(&INFO_EXPORT.to_be_bytes());
-    out.extend_from_slice(&size.to_be_bytes());
-    out.extend_from_slice(&TRANSMISSION_FLAGS.to_be_bytes());
-    out
+    tailbound_nbd::wire::info_export(size, TRANSMISSION_FLAGS)
 }
 
 /// `NBD_INFO_BLOCK_SIZE`: `minimum` (1, or the backend's block size with direct I/O), preferred
@@ -176,16 +106,6 @@ pub fn export_name_reply(size: u64, no_zeroes: bool) -> Vec<u8> {
     out
 }
 
-/// A transmission request header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Request {
-    pub flags: u16,
-    pub command: u16,
-    pub handle: u64,
-    pub offset: u64,
-    pub length: u32,
-}
-
 /// What the server does with a well-formed request header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -203,21 +123,6 @@ pub enum Action {
     Error(u32),
     /// Close the connection (the stream cannot be followed: an oversize write's payload).
     Close(&'static str),
-}
-
-/// Parse a request header; `Err` for a bad magic (the connection must close).
-pub fn parse_request(b: &[u8; REQUEST_BYTES]) -> Result<Request, String> {
-    let magic = be_u32(b, 0);
-    if magic != REQUEST_MAGIC {
-        return Err(format!("bad request magic {magic:#x}"));
-    }
-    Ok(Request {
-        flags: be_u16(b, 4),
-        command: be_u16(b, 6),
-        handle: be_u64(b, 8),
-        offset: be_u64(b, 16),
-        length: be_u32(b, 24),
-    })
 }
 
 /// Check a request against the export's size and the largest request served.
@@ -239,30 +144,10 @@ pub fn classify(r: &Request, export_size: u64, max_request: u32) -> Action {
     }
 }
 
-/// A simple reply header (the data of a successful read follows it).
-pub fn simple_reply(error: u32, handle: u64) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out[..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
-    out[4..8].copy_from_slice(&error.to_be_bytes());
-    out[8..].copy_from_slice(&handle.to_be_bytes());
-    out
-}
-
-/// A request header as a client writes it (the upstream backend, and the parser's tests).
-pub fn encode_request(r: &Request) -> [u8; REQUEST_BYTES] {
-    let mut out = [0u8; REQUEST_BYTES];
-    out[..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
-    out[4..6].copy_from_slice(&r.flags.to_be_bytes());
-    out[6..8].copy_from_slice(&r.command.to_be_bytes());
-    out[8..16].copy_from_slice(&r.handle.to_be_bytes());
-    out[16..24].copy_from_slice(&r.offset.to_be_bytes());
-    out[24..28].copy_from_slice(&r.length.to_be_bytes());
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tailbound_nbd::wire::{OPTION_REPLY_MAGIC, REQUEST_MAGIC, SIMPLE_REPLY_MAGIC};
 
     fn req(command: u16, offset: u64, length: u32) -> Request {
         Request { flags: 0, command, handle: 7, offset, length }
@@ -343,7 +228,7 @@ mod tests {
     fn replies_have_their_layouts() {
         let r = option_reply(OPT_LIST, REP_SERVER, &list_entry("A"));
         assert_eq!(r.len(), 20 + 5);
-        assert_eq!(&r[..8], &REPLY_MAGIC.to_be_bytes());
+        assert_eq!(&r[..8], &OPTION_REPLY_MAGIC.to_be_bytes());
         assert_eq!(info_export(1 << 30).len(), 12);
         assert_eq!(info_block_size(1, 1 << 20).len(), 14);
         assert_eq!(export_name_reply(5, true).len(), 10);

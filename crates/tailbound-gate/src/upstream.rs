@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tailbound_nbd::client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::proto;
@@ -21,7 +21,7 @@ pub type Completion = Box<dyn FnOnce(Result<Vec<u8>, u32>) + Send>;
 
 /// Bytes a read's reply buffer leaves free before its data: a simple reply's header, so the
 /// gateway answers its client from the same buffer.
-pub const REPLY_ROOM: usize = 16;
+pub const REPLY_ROOM: usize = tailbound_nbd::wire::REPLY_BYTES;
 /// Most bytes of requests written upstream in one system call.
 const BATCH_BYTES: usize = 256 * 1024;
 
@@ -35,67 +35,19 @@ pub struct Upstream {
     pub size: u64,
 }
 
-async fn read_exact(s: &mut (impl AsyncReadExt + Unpin), buf: &mut [u8]) -> Result<(), String> {
-    s.read_exact(buf).await.map(|_| ()).map_err(|e| format!("upstream: {e}"))
-}
-
 impl Upstream {
-    /// Connect to `address` and open `export` (fixed newstyle, `NBD_OPT_GO`).
+    /// Connect to `address` and open `export` (`tailbound_nbd::client::connect`: fixed
+    /// newstyle, `NBD_OPT_GO`).
     pub async fn connect(address: &str, export: &str) -> Result<Self, String> {
-        let stream =
-            TcpStream::connect(address).await.map_err(|e| format!("upstream {address}: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        let (mut rd, mut wr) = stream.into_split();
-        let mut hello = [0u8; 18];
-        read_exact(&mut rd, &mut hello).await?;
-        if hello[..16] != proto::greeting()[..16] {
-            return Err(format!("upstream {address}: not a newstyle NBD server"));
-        }
-        let flags = u16::from_be_bytes([hello[16], hello[17]]);
-        if flags & proto::FLAG_FIXED_NEWSTYLE == 0 {
-            return Err(format!("upstream {address}: no fixed newstyle negotiation"));
-        }
-        let client = u32::from(flags & (proto::FLAG_FIXED_NEWSTYLE | proto::FLAG_NO_ZEROES));
-        let mut data = Vec::new();
-        data.extend_from_slice(&(export.len() as u32).to_be_bytes());
-        data.extend_from_slice(export.as_bytes());
-        data.extend_from_slice(&0u16.to_be_bytes());
-        let mut msg = client.to_be_bytes().to_vec();
-        msg.extend_from_slice(&proto::IHAVEOPT.to_be_bytes());
-        msg.extend_from_slice(&proto::OPT_GO.to_be_bytes());
-        msg.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        msg.extend_from_slice(&data);
-        wr.write_all(&msg).await.map_err(|e| format!("upstream: {e}"))?;
-        let mut size = None;
-        loop {
-            let mut h = [0u8; 20];
-            read_exact(&mut rd, &mut h).await?;
-            let reply = u32::from_be_bytes(h[12..16].try_into().expect("4 bytes"));
-            let len = u32::from_be_bytes(h[16..20].try_into().expect("4 bytes"));
-            if len > proto::MAX_OPTION_BYTES {
-                return Err(format!("upstream {address}: option reply of {len} bytes"));
-            }
-            let mut body = vec![0u8; len as usize];
-            read_exact(&mut rd, &mut body).await?;
-            match reply {
-                proto::REP_ACK => break,
-                proto::REP_INFO if body.len() >= 12 && body[..2] == [0, 0] => {
-                    size = Some(u64::from_be_bytes(body[2..10].try_into().expect("8 bytes")));
-                }
-                proto::REP_INFO => {}
-                other => {
-                    let why = String::from_utf8_lossy(&body);
-                    return Err(format!("upstream {address} export {export:?}: {other:#x} {why}"));
-                }
-            }
-        }
-        let size = size.ok_or(format!("upstream {address}: no export size"))?;
+        let (stream, info) =
+            client::connect(address, export).await.map_err(|e| format!("upstream {e}"))?;
+        let (rd, wr) = stream.into_split();
         let pending: Arc<Mutex<HashMap<u64, (u32, Completion)>>> = Arc::default();
         let dead = Arc::new(AtomicBool::new(false));
         let (to_writer, from_senders) = mpsc::unbounded_channel();
         tokio::spawn(reader(rd, pending.clone(), dead.clone()));
         tokio::spawn(writer(wr, from_senders, pending.clone(), dead.clone()));
-        Ok(Self { to_writer, pending, next: AtomicU64::new(0), dead, size })
+        Ok(Self { to_writer, pending, next: AtomicU64::new(0), dead, size: info.size })
     }
 
     /// Send one request; `done` gets the reply: for a read, a buffer of `REPLY_ROOM` bytes then
@@ -204,16 +156,9 @@ async fn reader(
     dead: Arc<AtomicBool>,
 ) {
     loop {
-        let mut h = [0u8; 16];
-        if rd.read_exact(&mut h).await.is_err() {
+        let Ok(client::Reply { error, handle }) = client::read_reply(&mut rd).await else {
             break;
-        }
-        let magic = u32::from_be_bytes(h[..4].try_into().expect("4 bytes"));
-        let error = u32::from_be_bytes(h[4..8].try_into().expect("4 bytes"));
-        let handle = u64::from_be_bytes(h[8..16].try_into().expect("8 bytes"));
-        if magic != proto::SIMPLE_REPLY_MAGIC {
-            break;
-        }
+        };
         let waiter = lock(&pending).remove(&handle);
         let Some((read_len, done)) = waiter else {
             break;

@@ -320,11 +320,12 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
                 let export = t.export.as_deref().unwrap_or(&t.name);
                 let size = tokio::time::timeout(
                     Duration::from_secs(10),
-                    nbd::handshake(&mut stream, export),
+                    tailbound_nbd::client::handshake(&mut stream, export),
                 )
                 .await
                 .map_err(|_| Error::Io(format!("tenant {}: handshake timed out", t.name)))?
-                .map_err(|e| Error::Io(format!("tenant {}: {e}", t.name)))?;
+                .map_err(|e| Error::Io(format!("tenant {}: {e}", t.name)))?
+                .size;
                 if let Some((i, r)) = requests[ti]
                     .iter()
                     .enumerate()

@@ -2,38 +2,25 @@
 //! export, so a storage server (`tailbound-gate`, nbdkit, qemu-storage-daemon) is replayed open
 //! loop as the TCP mode replays a network path.
 //!
-//! The handshake is fixed newstyle with `NBD_OPT_GO` (the export's size from `NBD_INFO_EXPORT`);
-//! then the writer sends each request when the pacer says (a 28-byte request header, the
+//! The handshake is fixed newstyle with `NBD_OPT_GO` (the export's size from `NBD_INFO_EXPORT`;
+//! `tailbound_nbd::client::handshake`, as are the request and reply headers); then the writer
+//! sends each request when the pacer says (a 28-byte request header, the
 //! payload of a write: zeroes) and the reader takes the simple replies in whatever order the
 //! server completes them, matching them by handle (the request's position on its connection).
 //! A request's latency runs from its trace timestamp to the last byte of its reply, its issue
 //! lag from the timestamp to the start of its header's write, as in the TCP mode.
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tailbound_nbd::client::{read_reply, Reply};
+use tailbound_nbd::wire::{encode_request, Request, CMD_DISC, CMD_READ, CMD_WRITE};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{timeout_at, Instant};
 
 use crate::proto::{send_request, CHUNK};
 
-pub const REQUEST_HEADER: u64 = 28;
-pub const REPLY_HEADER: u64 = 16;
-const REQUEST_MAGIC: u32 = 0x2560_9513;
-const REPLY_MAGIC: u32 = 0x6744_6698;
-const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-const OPT_GO: u32 = 7;
-const REP_ACK: u32 = 1;
-const REP_INFO: u32 = 3;
-const INFO_EXPORT: u16 = 0;
-const FLAG_FIXED_NEWSTYLE: u16 = 1;
-const FLAG_NO_ZEROES: u16 = 2;
-const CMD_READ: u16 = 0;
-const CMD_WRITE: u16 = 1;
-const CMD_DISC: u16 = 2;
-/// An option reply's payload above this is refused (the protocol's own limit is far lower in
-/// practice: INFO replies are a few bytes).
-const MAX_OPTION_REPLY: u32 = 1 << 20;
+pub const REQUEST_HEADER: u64 = tailbound_nbd::wire::REQUEST_BYTES as u64;
+pub const REPLY_HEADER: u64 = tailbound_nbd::wire::REPLY_BYTES as u64;
 
 /// One request as the NBD mode sends it.
 #[derive(Clone, Copy)]
@@ -53,76 +40,6 @@ pub fn wire_bytes(is_read: bool, length: u64) -> (u64, u64) {
     }
 }
 
-async fn read_u16<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<u16> {
-    let mut b = [0u8; 2];
-    r.read_exact(&mut b).await?;
-    Ok(u16::from_be_bytes(b))
-}
-
-async fn read_u32<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<u32> {
-    let mut b = [0u8; 4];
-    r.read_exact(&mut b).await?;
-    Ok(u32::from_be_bytes(b))
-}
-
-async fn read_u64<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<u64> {
-    let mut b = [0u8; 8];
-    r.read_exact(&mut b).await?;
-    Ok(u64::from_be_bytes(b))
-}
-
-/// The fixed newstyle handshake up to transmission on `export`; returns the export's size.
-pub async fn handshake(stream: &mut TcpStream, export: &str) -> Result<u64, String> {
-    let io = |e: std::io::Error| format!("handshake: {e}");
-    let mut hello = [0u8; 16];
-    stream.read_exact(&mut hello).await.map_err(io)?;
-    if &hello != b"NBDMAGICIHAVEOPT" {
-        return Err("not an NBD server with the newstyle handshake".into());
-    }
-    let server_flags = read_u16(stream).await.map_err(io)?;
-    if server_flags & FLAG_FIXED_NEWSTYLE == 0 {
-        return Err("the server does not offer the fixed newstyle handshake".into());
-    }
-    let client_flags = u32::from(server_flags & (FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES));
-    let name = export.as_bytes();
-    let mut msg = Vec::with_capacity(32 + name.len());
-    msg.extend_from_slice(&client_flags.to_be_bytes());
-    msg.extend_from_slice(b"IHAVEOPT");
-    msg.extend_from_slice(&OPT_GO.to_be_bytes());
-    msg.extend_from_slice(&(4 + name.len() as u32 + 2).to_be_bytes());
-    msg.extend_from_slice(&(name.len() as u32).to_be_bytes());
-    msg.extend_from_slice(name);
-    msg.extend_from_slice(&0u16.to_be_bytes()); // no information requests: the server sends EXPORT
-    stream.write_all(&msg).await.map_err(io)?;
-    let mut size = None;
-    loop {
-        if read_u64(stream).await.map_err(io)? != OPTION_REPLY_MAGIC {
-            return Err("bad option reply magic".into());
-        }
-        let _option = read_u32(stream).await.map_err(io)?;
-        let reply = read_u32(stream).await.map_err(io)?;
-        let length = read_u32(stream).await.map_err(io)?;
-        if length > MAX_OPTION_REPLY {
-            return Err(format!("option reply of {length} bytes"));
-        }
-        let mut data = vec![0u8; length as usize];
-        stream.read_exact(&mut data).await.map_err(io)?;
-        match reply {
-            REP_ACK => break,
-            REP_INFO if data.len() >= 12 && data[..2] == INFO_EXPORT.to_be_bytes() => {
-                size = Some(u64::from_be_bytes(data[2..10].try_into().expect("8 bytes")));
-            }
-            REP_INFO => {}
-            r if r & 0x8000_0000 != 0 => {
-                let text = String::from_utf8_lossy(&data);
-                return Err(format!("the server refused export {export:?} (error {r:#x}) {text}"));
-            }
-            r => return Err(format!("unexpected option reply {r:#x}")),
-        }
-    }
-    size.ok_or_else(|| format!("export {export:?}: the server sent no size"))
-}
-
 /// Send each request when the pacer says; returns each request's issue lag (NaN: not sent).
 /// The connection stays open until the reader has every reply (`replied`; a server may drop
 /// the requests in flight when the client's side closes), then `NBD_CMD_DISC` ends it.
@@ -140,13 +57,14 @@ pub async fn write_requests(
     while let Ok(Some(j)) = timeout_at(deadline, rx.recv()).await {
         let Some(r) = reqs.get(j) else { continue };
         lag[j] = Instant::now().saturating_duration_since(due[j]).as_secs_f64();
-        let mut header = [0u8; REQUEST_HEADER as usize];
-        header[..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
-        let cmd = if r.is_read { CMD_READ } else { CMD_WRITE };
-        header[6..8].copy_from_slice(&cmd.to_be_bytes());
-        header[8..16].copy_from_slice(&(j as u64).to_be_bytes());
-        header[16..24].copy_from_slice(&r.offset.to_be_bytes());
-        header[24..28].copy_from_slice(&r.length.to_be_bytes());
+        let command = if r.is_read { CMD_READ } else { CMD_WRITE };
+        let header = encode_request(&Request {
+            flags: 0,
+            command,
+            handle: j as u64,
+            offset: r.offset,
+            length: r.length,
+        });
         let body = if r.is_read { 0 } else { u64::from(r.length) };
         if let Err(e) = send_request(&mut wr, &header, body, &zeros, j, deadline).await {
             error = Some(e);
@@ -155,9 +73,13 @@ pub async fn write_requests(
     }
     if error.is_none() {
         let _ = timeout_at(deadline, replied).await;
-        let mut disc = [0u8; REQUEST_HEADER as usize];
-        disc[..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
-        disc[6..8].copy_from_slice(&CMD_DISC.to_be_bytes());
+        let disc = encode_request(&Request {
+            flags: 0,
+            command: CMD_DISC,
+            handle: 0,
+            offset: 0,
+            length: 0,
+        });
         let _ = timeout_at(deadline, wr.write_all(&disc)).await;
     }
     let _ = wr.shutdown().await;
@@ -180,14 +102,7 @@ pub async fn read_replies(
     let mut error = None;
     for _ in 0..reqs.len() {
         let one = async {
-            let mut h = [0u8; REPLY_HEADER as usize];
-            rd.read_exact(&mut h).await.map_err(|e| e.to_string())?;
-            let magic = u32::from_be_bytes(h[..4].try_into().expect("4 bytes"));
-            let errno = u32::from_be_bytes(h[4..8].try_into().expect("4 bytes"));
-            let handle = u64::from_be_bytes(h[8..16].try_into().expect("8 bytes"));
-            if magic != REPLY_MAGIC {
-                return Err(format!("bad reply magic {magic:#x}"));
-            }
+            let Reply { error: errno, handle } = read_reply(&mut rd).await?;
             let j = usize::try_from(handle).ok().filter(|&j| j < reqs.len() && !answered[j]);
             let Some(j) = j else {
                 return Err(format!("reply to an unknown handle {handle}"));
