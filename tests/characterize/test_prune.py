@@ -33,10 +33,10 @@ def test_prune_exact_curve_never_below_and_keeps_ends(k: int) -> None:
 
 def test_prune_grid_curve_and_more_segments_than_points() -> None:
     curve = rb_curve(bursty_trace(2000, 4), LinkModel(Stage.NET_IN, 125e6))
-    pruned = curve.pruned(12)
+    pruned = prune(curve, 12)
     assert len(pruned) == 13
     assert_never_below(pruned, curve)
-    assert curve.pruned(len(curve) + 5).rates.tolist() == curve.rates.tolist()
+    assert prune(curve, len(curve) + 5).rates.tolist() == curve.rates.tolist()
 
 
 def area_between(pruned: RbCurve, curve: RbCurve) -> float:

@@ -15,9 +15,10 @@ from tailbound.snc.bounds import (
     Leftover,
     Output,
 )
+from tailbound.snc.flows import Flow, Network
 from tailbound.snc.latency import LatencyBound
 from tailbound.snc.mmpp import MmppArrival, MmppModel
-from tailbound.snc.network import Flow, Network, convolution, hop_by_hop, snc_meister
+from tailbound.snc.network import convolution, hop_by_hop, snc_meister
 
 RATE = 1.0 / STEP_S  # 1 work unit per step
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from tailbound.snc.bounds import STEP_S
+from tailbound.snc.flows import Flow, Network
 from tailbound.snc.latency import LatencyBound
 from tailbound.snc.mmpp import MmppArrival, MmppModel, fit_mmpp
-from tailbound.snc.network import Flow, Network, flow_latencies, snc_meister
+from tailbound.snc.network import flow_latencies, snc_meister
 from tailbound.snc.tree import compile_tree, search_latency
 
 LINK = 125e6

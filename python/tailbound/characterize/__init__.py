@@ -5,9 +5,10 @@ the stage, ``b`` seconds of work — that each let the workload through without 
 """
 
 from tailbound.characterize.burstiness import BurstinessSummary, burstiness, peak_rates
+from tailbound.characterize.compute import rb_curve
 from tailbound.characterize.exact import exact_rb_curve, exact_rb_points
 from tailbound.characterize.prune import WC_SEGMENTS, prune
-from tailbound.characterize.rbcurve import RbCurve, mean_rate, rb_curve, rbgen, wc_rate_grid
+from tailbound.characterize.rbcurve import RbCurve, mean_rate, rbgen, wc_rate_grid
 
 __all__ = [
     "WC_SEGMENTS",

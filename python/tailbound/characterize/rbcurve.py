@@ -1,5 +1,8 @@
 """The ``RbCurve`` type and rbGen (thesis §2.3.1, Algorithm 2.1).
 
+The curve of a trace at a token model's stage, on a rate grid or exact, is
+:func:`tailbound.characterize.compute.rb_curve`; pruning is :mod:`tailbound.characterize.prune`.
+
 A workload's r-b curve is the set of token buckets ``(r, b)`` that never delay it: for every rate
 ``r`` (a utilisation of the stage) the smallest bucket ``b(r)`` (seconds of work) such that a
 bucket filling with each request's tokens and draining at ``r`` never overflows. ``b`` is convex,
@@ -187,12 +190,6 @@ class RbCurve:
         buckets = np.append(self.buckets[keep], self.bucket_at(max_rate))
         return RbCurve(rates, buckets, self.mean_rate, self.stage, self.name)
 
-    def pruned(self, k: int) -> RbCurve:
-        """At most ``k`` segments, never below this curve; see :func:`prune`."""
-        from tailbound.characterize.prune import prune
-
-        return prune(self, k)
-
     def to_csv(self, path: str | Path) -> None:
         """Write ``rate,bucket_s`` rows sorted by rate, atomically."""
         rows = "".join(
@@ -271,33 +268,3 @@ def check_characterizable(trace: Trace, model: object) -> None:
                 f"the trace does no work at the {stage} stage (every request of size 0)",
                 field="size",
             )
-
-
-def rb_curve(
-    trace: Trace,
-    model: object,
-    rates: ArrayLike | None = None,
-    *,
-    exact: bool = False,
-    threads: int = 1,
-) -> RbCurve:
-    """The r-b curve of ``trace`` at the stage of ``model`` (a token model).
-
-    ``rates`` defaults to :func:`wc_rate_grid` from 1.0 down to the mean rate. With
-    ``exact=True`` the curve is :func:`~tailbound.characterize.exact.exact_rb_curve` instead
-    (``rates`` must then be ``None``).
-    """
-    check_characterizable(trace, model)
-    if exact:
-        if rates is not None:
-            raise ValueError("rb_curve: give either rates or exact=True, not both")
-        from tailbound.characterize.exact import exact_rb_curve
-
-        return exact_rb_curve(trace, model, threads=threads)
-    tokens = model.tokens(trace)  # type: ignore[attr-defined]
-    mean = mean_rate(tokens, trace.duration)
-    grid = wc_rate_grid(mean) if rates is None else np.asarray(rates, dtype=np.float64)
-    buckets = rbgen(trace.time, tokens, grid, threads=threads)
-    # Tiny increases from floating-point rounding in rbGen would break monotonicity.
-    buckets = np.minimum.accumulate(buckets)
-    return RbCurve(grid, buckets, mean, getattr(model, "stage", None), trace.name)

@@ -209,7 +209,7 @@ def _models(args: argparse.Namespace) -> dict[Stage, object]:
 def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
     import numpy as np
 
-    from tailbound.characterize import mean_rate, rb_curve
+    from tailbound.characterize import mean_rate, prune, rb_curve
 
     mean = mean_rate(model.tokens(trace), trace.duration)  # type: ignore[attr-defined]
     top = args.max_rate if args.exact else 1.0  # the grids end at the whole stage
@@ -237,7 +237,7 @@ def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
     if args.safety_margin != 1.0:
         curve = curve.scaled(args.safety_margin)
     if args.prune is not None:
-        curve = curve.pruned(args.prune)
+        curve = prune(curve, args.prune)
     return curve
 
 

@@ -28,6 +28,7 @@ from tailbound.dnc.curves import (
     TokenBucket,
     constant_rate,
     convex_service,
+    curve_sum,
     token_bucket_min,
 )
 from tailbound.dnc.operators import (
@@ -35,7 +36,6 @@ from tailbound.dnc.operators import (
     convolution,
     curve_max,
     curve_min,
-    curve_sum,
     deconvolution,
     horizontal_deviation,
     leftover,

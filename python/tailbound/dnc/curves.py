@@ -21,6 +21,8 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from tailbound.dnc import _pl
+
 _TOL = 1e-12
 
 
@@ -120,8 +122,6 @@ class Curve:
 
     # ------------------------------------------------------------------ operators
     def __add__(self, other: Curve) -> Curve:
-        from tailbound.dnc.operators import curve_sum
-
         return curve_sum(self, other)
 
     def __mul__(self, k: float) -> Curve:
@@ -285,3 +285,31 @@ def convex_service(rates: Sequence[float], durations: Sequence[float]) -> Curve:
     xs = np.concatenate([[0.0], np.cumsum(durations)])
     ys = np.concatenate([[0.0], np.cumsum(np.asarray(rates[:-1]) * np.asarray(durations))])
     return Curve(xs, ys, rates[-1])
+
+
+# --------------------------------------------------------------------------- raw form, sum
+def to_raw(f: Curve) -> _pl.Raw:
+    """``(xs, ys, tail)``: the form the kernels of :mod:`tailbound.dnc._pl` take."""
+    return f.xs, f.ys, f.tail
+
+
+def from_raw(raw: _pl.Raw) -> Curve:
+    """A kernel's result as a :class:`Curve`: clamped at zero, made non-decreasing (removing
+    rounding wiggles of order 1e-16) and simplified."""
+    xs, ys, tail = raw
+    ys = np.maximum(ys, 0.0)
+    ys = np.maximum.accumulate(ys)
+    return Curve(xs, ys, max(tail, 0.0)).simplified()
+
+
+def curve_sum(f: Curve, g: Curve) -> Curve:
+    """``(f + g)(t)``: the arrival curve of an aggregate of two flows.
+
+    Examples
+    --------
+    >>> curve_sum(TokenBucket(0.5, 1.0), TokenBucket(0.25, 2.0))
+    α(t) = 0.75t + 3
+    """
+    if isinstance(f, TokenBucket) and isinstance(g, TokenBucket):
+        return TokenBucket(f.r + g.r, f.b + g.b)
+    return from_raw(_pl.combine(to_raw(f), to_raw(g), np.add, split=False))

@@ -4,6 +4,7 @@ Every operator has a general path that works on any :class:`~tailbound.dnc.curve
 deconvolution needs a concave first and a convex second argument, the cases of network calculus
 here) and closed-form fast paths for token buckets and rate-latency curves. The fast paths are
 tested against the general path (``tests/dnc/``); pass ``fast=False`` to force the general one.
+The sum of two curves (``f + g``, :func:`~tailbound.dnc.curves.curve_sum`) lives with the curves.
 
 Units: time in seconds, work in seconds of service (any consistent unit works).
 """
@@ -13,18 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tailbound.dnc import _pl
-from tailbound.dnc.curves import Curve, RateLatency, TokenBucket
-
-
-def _raw(f: Curve) -> _pl.Raw:
-    return f.xs, f.ys, f.tail
-
-
-def _curve(raw: _pl.Raw) -> Curve:
-    xs, ys, tail = raw
-    ys = np.maximum(ys, 0.0)
-    ys = np.maximum.accumulate(ys)  # remove rounding wiggles of order 1e-16
-    return Curve(xs, ys, max(tail, 0.0)).simplified()
+from tailbound.dnc.curves import Curve, RateLatency, TokenBucket, curve_sum, from_raw, to_raw
 
 
 # --------------------------------------------------------------------------- pointwise
@@ -36,25 +26,12 @@ def curve_min(f: Curve, g: Curve) -> Curve:
     >>> curve_min(TokenBucket(1.0, 1.0), TokenBucket(0.25, 4.0))
     f(t) = 1 + 1·t on (0, 4]; 5 + 0.25·(t − 4) on (4, ∞)
     """
-    return _curve(_pl.combine(_raw(f), _raw(g), np.minimum, split=True))
+    return from_raw(_pl.combine(to_raw(f), to_raw(g), np.minimum, split=True))
 
 
 def curve_max(f: Curve, g: Curve) -> Curve:
     """``(f ∨ g)(t) = max(f(t), g(t))``."""
-    return _curve(_pl.combine(_raw(f), _raw(g), np.maximum, split=True))
-
-
-def curve_sum(f: Curve, g: Curve) -> Curve:
-    """``(f + g)(t)``: the arrival curve of an aggregate of two flows.
-
-    Examples
-    --------
-    >>> curve_sum(TokenBucket(0.5, 1.0), TokenBucket(0.25, 2.0))
-    α(t) = 0.75t + 3
-    """
-    if isinstance(f, TokenBucket) and isinstance(g, TokenBucket):
-        return TokenBucket(f.r + g.r, f.b + g.b)
-    return _curve(_pl.combine(_raw(f), _raw(g), np.add, split=False))
+    return from_raw(_pl.combine(to_raw(f), to_raw(g), np.maximum, split=True))
 
 
 def aggregate(curves: list[Curve]) -> Curve:
@@ -95,7 +72,7 @@ def _convex_convolution(f: Curve, g: Curve) -> Curve:
     xs, ys = [0.0], [0.0]
     for k in order:
         if not np.isfinite(lengths[k]):
-            return _curve((np.array(xs), np.array(ys), float(slopes[k])))
+            return from_raw((np.array(xs), np.array(ys), float(slopes[k])))
         xs.append(xs[-1] + lengths[k])
         ys.append(ys[-1] + slopes[k] * lengths[k])
     raise AssertionError("unreachable: both curves end with a ray")
@@ -127,7 +104,7 @@ def _general_convolution(f: Curve, g: Curve) -> Curve:
             slopes = [first[0], second[0]] if np.isfinite(first[1]) else [first[0]]
             parts.append(_pl.Partial(a0 + b0, ay + by, lengths, slopes))
     points = np.concatenate([np.append(p.xs, p.end) for p in parts])
-    return _curve(_pl.lower_envelope(parts, points))
+    return from_raw(_pl.lower_envelope(parts, points))
 
 
 # --------------------------------------------------------------------------- deconvolution
@@ -156,7 +133,7 @@ def deconvolution(f: Curve, g: Curve, *, fast: bool = True) -> Curve:
     ts = np.unique(np.concatenate([[0.0], f.xs, diffs[diffs > 0]]))
     ts = np.append(ts, ts[-1] + 1.0)
     values = np.array([_deconv_at(f, g, float(t)) for t in ts])
-    return _curve((ts[:-1], values[:-1], float(values[-1] - values[-2])))
+    return from_raw((ts[:-1], values[:-1], float(values[-1] - values[-2])))
 
 
 def _deconv_at(f: Curve, g: Curve, t: float) -> float:
@@ -186,7 +163,7 @@ def horizontal_deviation(alpha: Curve, beta: Curve, *, fast: bool = True) -> flo
             return beta.T + alpha.b / beta.R
         if alpha.is_concave():
             return beta.T + float(np.max(alpha.ys / beta.R - alpha.xs))
-    f, g = _raw(alpha), _raw(beta)
+    f, g = to_raw(alpha), to_raw(beta)
     ts = np.concatenate([alpha.xs, _pl.lower_inverse(f, beta.ys)])
     ts = np.unique(ts[np.isfinite(ts)])
     ys = _pl.evaluate(f, ts)
@@ -232,10 +209,10 @@ def leftover(beta: Curve, cross: Curve, *, fast: bool = True) -> Curve:
         if cross.r < beta.R:
             rate = beta.R - cross.r
             return RateLatency(rate, (cross.b + beta.R * beta.T) / rate)
-    diff = _pl.combine(_raw(beta), _raw(cross), np.subtract, split=False)
+    diff = _pl.combine(to_raw(beta), to_raw(cross), np.subtract, split=False)
     zero: _pl.Raw = (np.array([0.0]), np.array([0.0]), 0.0)
     positive = _pl.combine(diff, zero, np.maximum, split=True)
-    return _curve(_pl.running_max(positive))
+    return from_raw(_pl.running_max(positive))
 
 
 def output_bound(alpha: Curve, beta: Curve, *, fast: bool = True) -> Curve:

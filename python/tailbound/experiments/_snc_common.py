@@ -284,35 +284,3 @@ def plot_boxes(
     fig.suptitle(title, fontsize=8)
     fig.tight_layout()
     save_figure(fig, png, dpi=120)
-
-
-@dataclass(frozen=True)
-class Admitted:
-    """What a policy admitted from an arrival sequence and what it enforces for them."""
-
-    policy: str
-    tenants: tuple[Tenant, ...]
-    configured: tuple[Configured, ...]
-    mode: str
-
-
-def decide(
-    policy: str,
-    arriving: Sequence[Tenant],
-    tset: TenantSet,
-    fits: Any,
-    curves: Any,
-    alone: dict[tuple[str, float], float],
-) -> Admitted:
-    """``policy``'s admission of ``arriving`` in order (Fig. 4.10's policies, built by
-    :func:`tailbound.experiments.snc_fig410.bound_function` from the MMPP-fit and curve caches
-    ``fits``, ``curves``), or ``none``: no admission control, everyone admitted with priorities
-    by SLO."""
-    from tailbound.experiments.snc_fig410 import bound_function
-    from tailbound.policies.admission import admit_in_order
-
-    if policy == "none":
-        return Admitted(policy, tuple(arriving), tuple(by_slo(arriving)), "shaping")
-    bounds = bound_function(policy, tset, fits, curves, alone)
-    admitted = [d.tenant for d in admit_in_order(arriving, bounds) if d.admitted]
-    return Admitted(policy, tuple(admitted), tuple(bounds.configure(admitted)), bounds.mode)

@@ -67,6 +67,7 @@ import numpy as np
 
 from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import (
+    by_slo,
     bytes_per_s,
     find_data,
     parser,
@@ -213,6 +214,35 @@ def bound_function(
         return build(policy, "admission", tset, curves=curves)
     rule = SNC_VARIANTS[policy].kwargs()
     return build("snc-meister", "admission", tset, fits=fits, curves=curves, alone=alone, **rule)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """What a policy admitted from an arrival sequence and what it enforces for them."""
+
+    policy: str
+    tenants: tuple[Tenant, ...]
+    configured: tuple[Configured, ...]
+    mode: str
+
+
+def decide(
+    policy: str,
+    arriving: Sequence[Tenant],
+    tset: TenantSet,
+    fits: FitCache,
+    curves: CurveCache,
+    alone: dict[tuple[str, float], float],
+) -> Admitted:
+    """``policy``'s admission of ``arriving`` in order (Fig. 4.10's policies, built by
+    :func:`bound_function` from the MMPP-fit and curve caches
+    ``fits``, ``curves``), or ``none``: no admission control, everyone admitted with priorities
+    by SLO."""
+    if policy == "none":
+        return Admitted(policy, tuple(arriving), tuple(by_slo(arriving)), "shaping")
+    bounds = bound_function(policy, tset, fits, curves, alone)
+    admitted = [d.tenant for d in admit_in_order(arriving, bounds) if d.admitted]
+    return Admitted(policy, tuple(admitted), tuple(bounds.configure(admitted)), bounds.mode)
 
 
 @dataclass(frozen=True)

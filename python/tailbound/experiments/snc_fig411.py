@@ -55,13 +55,12 @@ from tailbound.experiments._snc_common import (
     Replayer,
     by_slo,
     bytes_per_s,
-    decide,
     find_data,
     parser,
     plot_boxes,
     write_outputs,
 )
-from tailbound.experiments.snc_fig410 import Population, arrivals, caches, population
+from tailbound.experiments.snc_fig410 import Population, arrivals, caches, decide, population
 from tailbound.model import Tenant, TenantSet
 from tailbound.tables import markdown_table
 

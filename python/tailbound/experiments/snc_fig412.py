@@ -43,14 +43,13 @@ from tailbound.experiments._snc_common import (
     SIMILAR_TRACES,
     Replayer,
     bytes_per_s,
-    decide,
     find_data,
     parser,
     plot_boxes,
     rehost,
     write_outputs,
 )
-from tailbound.experiments.snc_fig410 import Population, caches, population
+from tailbound.experiments.snc_fig410 import Population, caches, decide, population
 from tailbound.model import Slo, TenantSet
 from tailbound.tables import markdown_table
 from tailbound.traces.trace import Op, Trace

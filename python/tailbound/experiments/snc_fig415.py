@@ -31,14 +31,20 @@ from pathlib import Path
 from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import (
     Line,
-    decide,
     find_data,
     parser,
     plot_latency_ms,
     rehost,
     write_outputs,
 )
-from tailbound.experiments.snc_fig410 import TRACES, Population, arrivals, caches, population
+from tailbound.experiments.snc_fig410 import (
+    TRACES,
+    Population,
+    arrivals,
+    caches,
+    decide,
+    population,
+)
 from tailbound.model import TenantSet
 
 POLICIES = ("snc-meister", "dnc")

@@ -33,16 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tailbound.experiments._snc_common import (
-    Admitted,
     Judged,
     Replayer,
-    decide,
     find_data,
     parser,
     rehost,
     write_outputs,
 )
-from tailbound.experiments.snc_fig410 import Population, population
+from tailbound.experiments.snc_fig410 import Admitted, Population, decide, population
 from tailbound.experiments.snc_storage import LINK, with_device
 from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
@@ -117,7 +115,7 @@ class Storage:
         )
 
     def decide(self, policy: str, arriving: Sequence[Tenant]) -> Admitted:
-        """``policy``'s admission of ``arriving`` (:func:`._snc_common.decide`)."""
+        """``policy``'s admission of ``arriving`` (:func:`.snc_fig410.decide`)."""
         tset = TenantSet(tuple(arriving), LINK, ssd_profile=self.profile)
         return decide(policy, arriving, tset, self.fits, self.curves, self.alone)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tailbound.characterize import RbCurve
+from tailbound.characterize import RbCurve, prune
 from tailbound.dnc.device import DeviceLimits
 from tailbound.dnc.lp import Bucket, LpFlow, lp_delay
 from tailbound.plan import PRIORITY_LEVELS
@@ -57,10 +57,10 @@ def rate_limits(curve: RbCurve, k: int = 3) -> tuple[Bucket, ...]:
     if len(clipped) == 1:
         return ((float(clipped.rates[0]), float(clipped.buckets[0])),)
     if k == 1:
-        knee = clipped.pruned(2) if len(clipped) > 2 else clipped
+        knee = prune(clipped, 2) if len(clipped) > 2 else clipped
         i = len(knee) // 2
         return ((float(knee.rates[i]), float(knee.buckets[i])),)
-    pruned = clipped.pruned(k - 1) if len(clipped) > k else clipped
+    pruned = prune(clipped, k - 1) if len(clipped) > k else clipped
     return tuple((float(r), float(b)) for r, b in zip(pruned.rates, pruned.buckets, strict=True))
 
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tailbound.snc.bounds import STEP_S, Bound, _log1m_exp
+from tailbound.snc.flows import Flow, Network, feeder_groups
 from tailbound.snc.latency import search_theta, theorem1_steps
 from tailbound.snc.mmpp import MmppArrival, MmppModel
-from tailbound.snc.network import Flow, Network, feeder_groups
 
 if TYPE_CHECKING:
     import numpy as np

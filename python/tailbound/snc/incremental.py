@@ -19,8 +19,8 @@ from collections.abc import Hashable, Sequence
 from tailbound.model import Tenant, TenantSet
 from tailbound.snc.analysis import TenantBound, snc_bound_function
 from tailbound.snc.fast import snc_meister_all
+from tailbound.snc.flows import Flow, Network
 from tailbound.snc.mmpp import MmppArrival
-from tailbound.snc.network import Flow, Network
 from tailbound.snc.tenants import FitCache, build_network
 
 

@@ -25,12 +25,15 @@ violation probability ``eps``. Three analyses bound a flow's latency:
 
 Ties between flows of equal priority in the two classic analyses are ordered by their latency
 bound computed so far, larger first (the reference implementation's heuristic), then by flow id.
+
+The network itself (:class:`~tailbound.snc.flows.Network`, :class:`~tailbound.snc.flows.Flow`)
+and SNC-Meister's feeder groups are :mod:`tailbound.snc.flows`', shared with the all-flows path
+:mod:`tailbound.snc.fast`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from tailbound.snc.bounds import (
     Bound,
@@ -40,84 +43,14 @@ from tailbound.snc.bounds import (
     Output,
     aggregate_all,
 )
+from tailbound.snc.fast import snc_meister_all
+from tailbound.snc.flows import Flow, Network, feeder_groups
 from tailbound.snc.latency import LatencyBound
 
 ANALYSES = ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 
 
-@dataclass
-class Flow:
-    """One direction of a tenant's traffic through one or two queues."""
-
-    id: int
-    tenant: int
-    path: tuple[str, ...]
-    arrival: Bound
-    priority: int
-    eps: float
-    latency: float = 0.0
-
-
-@dataclass
-class Network:
-    """Queues (name → rate in work per second, in insertion order) and flows (by id)."""
-
-    queues: dict[str, float] = field(default_factory=dict)
-    flows: list[Flow] = field(default_factory=list)
-    _at: dict[tuple[str, int], list[Flow]] = field(default_factory=dict, repr=False)
-    _order: dict[str, int] = field(default_factory=dict, repr=False)
-
-    def add_queue(self, name: str, rate: float) -> None:
-        if name in self.queues and self.queues[name] != rate:
-            raise ValueError(f"queue {name} added twice with different rates")
-        self.queues[name] = rate
-
-    def add_flow(self, flow: Flow) -> None:
-        if not 1 <= len(flow.path) <= 2:
-            raise ValueError(f"flow {flow.id}: paths of one or two queues are supported")
-        for q in flow.path:
-            if q not in self.queues:
-                raise ValueError(f"flow {flow.id}: unknown queue {q}")
-        self.flows.append(flow)
-        for hop, q in enumerate(flow.path):
-            self._at.setdefault((q, hop), []).append(flow)
-
-    def flows_at(self, queue: str, hop: int) -> list[Flow]:
-        """Flows whose ``hop``-th queue is ``queue``, in flow order."""
-        return self._at.get((queue, hop), [])
-
-    def queue_order(self, name: str) -> int:
-        """Position of a queue in insertion order (the reference iterates queues by id)."""
-        if len(self._order) != len(self.queues):
-            self._order = {q: i for i, q in enumerate(self.queues)}
-        return self._order[name]
-
-
 # ------------------------------------------------------------------------------- SNC-Meister
-def feeder_groups(net: Network, flow: Flow) -> Iterator[tuple[str, list[Flow], list[Flow]]]:
-    """The competitors of a two-hop ``flow`` at every first queue feeding its second queue
-    (thesis Appendix A.4, steps 1–3), in queue order: ``(queue, shared, non_shared)``.
-
-    A feeding queue's competitors are its flows (first hop there, ours excluded) of priority
-    ``>=`` the lowest (largest number) among its flows into our second queue of priority ``>=``
-    ours. ``shared`` go on to our second queue (``X`` at our first queue, ``Zi`` elsewhere), the
-    others are ``non_shared`` (``Y`` at our first queue, ``Ri`` elsewhere); both in flow order.
-    """
-    second = flow.path[1]
-    feeders: dict[str, int] = {}
-    for f in net.flows_at(second, 1):
-        if f.priority <= flow.priority:
-            feeders[f.path[0]] = max(feeders.get(f.path[0], f.priority), f.priority)
-    for queue in sorted(feeders, key=net.queue_order):
-        lowest = feeders[queue]
-        shared: list[Flow] = []
-        non_shared: list[Flow] = []
-        for f in net.flows_at(queue, 0):
-            if f.priority <= lowest and f.id != flow.id:
-                (shared if len(f.path) > 1 and f.path[1] == second else non_shared).append(f)
-        yield queue, shared, non_shared
-
-
 def snc_meister(net: Network, flow: Flow, search: str = "reference") -> float:
     """SNC-Meister's latency bound (seconds) of ``flow`` (thesis Appendix A.4)."""
     if len(flow.path) == 1:
@@ -222,8 +155,6 @@ def flow_latencies(
     done: dict[int, float] = {}
     if analysis == "snc-meister":
         # The independent two-hop case for all flows at once (same numbers, much faster).
-        from tailbound.snc.fast import snc_meister_all
-
         done = snc_meister_all(net, [f for f in net.flows if len(f.path) == 2]) or {}
     todo = [f for f in net.flows if f.id not in done]
     if analysis == "snc-meister" and search == "deterministic" and todo:

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 from tailbound.errors import ConfigError
 from tailbound.model import Tenant, TenantSet
 from tailbound.profiles.tokens import MessageSizes, SsdProfile
+from tailbound.snc.flows import Flow, Network
 from tailbound.snc.mmpp import INTERVAL_NS, MmppArrival, MmppModel, fit_mmpp
-from tailbound.snc.network import Flow, Network
 from tailbound.traces.trace import Trace
 
 if TYPE_CHECKING:
