@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tailbound.experiments._snc_common import find_data
+from tailbound.experiments.wc_common import find_wc62
 from tailbound.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ SLOS = (0.01, 0.02, 0.05, 0.1)
 
 
 def tenants_file(folder: Path, n: int) -> Path:
-    data = find_data()
+    data = find_wc62().parent
     hosts = max(4, n // 4)
     rows = []
     for i in range(n):
@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> None:
                 ]
             )
             print(rows[-1], file=sys.stderr, flush=True)
-        traces = sorted(str(p) for p in (find_data() / "wc62" / "traces").glob("trace*.txt"))
-        profile = str(find_data() / "wc62" / "profile_ssd.json")
+        traces = sorted(str(p) for p in (find_wc62() / "traces").glob("trace*.txt"))
+        profile = str(find_wc62() / "profile_ssd.json")
         for label, stages in (("storage", ["--stage", "storage"]), ("3 stages", [])):
             run = ["characterize", *traces, "--profile", profile, "--exact", *stages]
             t = median_of(args.runs, lambda i, r=run: [*r, "--out", f"{tmp}/rb-{i}"])

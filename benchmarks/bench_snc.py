@@ -21,8 +21,8 @@ import sys
 import time
 from collections.abc import Iterator
 
-from tailbound.experiments._snc_common import find_data, tenant, tenant_set
-from tailbound.model import Tenant, TenantSet
+from tailbound.experiments.wc_common import find_wc62
+from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.snc.analysis import snc_bound_function
 from tailbound.snc.fast import snc_meister_all
 from tailbound.snc.mmpp import MmppModel
@@ -52,12 +52,20 @@ class DistinctFits(FitCache):
 
 
 def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
-    data = find_data()
+    traces = find_wc62() / "traces"
     specs = []
     for i in range(n):
         client = i % hosts
         server = (client + 1 + (i // hosts) % (hosts - 1)) % hosts
-        specs.append(tenant(data, f"T{i}", i % 62, f"h{client}", f"h{server}", slo_s=SLOS[i % 4]))
+        specs.append(
+            Tenant(
+                f"T{i}",
+                Slo(SLOS[i % 4], 0.999),
+                traces / f"trace{i % 62:04d}.txt",
+                client_host=f"h{client}",
+                server=f"h{server}",
+            )
+        )
     return specs
 
 
@@ -89,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     for n in sizes:
         cache = DistinctFits()
         specs = scenario(n, max(4, n // 4))
-        tset = tenant_set(specs, 125e6)
+        tset = TenantSet(tuple(specs), 125e6)
         bound = snc_bound_function(tset, "snc-meister", cache)
         start = time.perf_counter()
         bound(specs)

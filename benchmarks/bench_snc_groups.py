@@ -24,9 +24,11 @@ import statistics
 import sys
 import time
 
-from tailbound.experiments._snc_common import find_data, tenant, tenant_set
+from tailbound.experiments.wc_common import find_wc62
+from tailbound.model import Slo, Tenant, TenantSet
+from tailbound.snc.flows import Flow, Network
 from tailbound.snc.latency import LatencyBound
-from tailbound.snc.network import Flow, Network, flow_latencies, snc_meister
+from tailbound.snc.network import flow_latencies, snc_meister
 from tailbound.snc.tenants import FitCache, build_network
 from tailbound.tables import markdown_table
 
@@ -34,15 +36,20 @@ SLOS = (0.01, 0.02, 0.05, 0.1)
 
 
 def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
-    data = find_data()
+    traces = find_wc62() / "traces"
     specs = []
     for i in range(n):
         client = i % hosts
         server = (client + 1 + (i // hosts) % (hosts - 1)) % hosts
         group = f"g{i // 16}" if i % 4 == 0 and (i // 16 + 1) * 16 <= n else None
         specs.append(
-            tenant(
-                data, f"T{i}", i % 62, f"h{client}", f"h{server}", slo_s=SLOS[i % 4], group=group
+            Tenant(
+                f"T{i}",
+                Slo(SLOS[i % 4], 0.999),
+                traces / f"trace{i % 62:04d}.txt",
+                client_host=f"h{client}",
+                server=f"h{server}",
+                group=group,
             )
         )
     return specs
@@ -73,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for n in (s for s in (16, 64, 256) if s <= args.max_tenants):
         specs = scenario(n, max(4, n // 4))
-        tset = tenant_set(specs, 125e6)
+        tset = TenantSet(tuple(specs), 125e6)
         fits = FitCache()
         net, _, _ = build_network(tset, specs, fits)
         counts = {f.id: parameters(net, f) for f in net.flows}

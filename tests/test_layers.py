@@ -6,10 +6,23 @@ functions and methods, under ``if TYPE_CHECKING:`` or ``try:``, relative imports
 ``from a import b`` (``b`` a submodule counts as ``a.b``), and string literals given to
 ``importlib.import_module``/``import_module``/``__import__`` (an f-string counts by its constant
 prefix when that names a module, e.g. ``f"tailbound.cli.{name}"`` imports ``tailbound.cli``).
-A module that is in no layer fails the test: add it to :data:`LAYERS`.
+A module that is in no layer fails the test: add it to :data:`LAYERS`; so does an entry of
+:data:`LAYERS` that names no module or package (a layer is listed when its code lands).
 
-The checker lives here, not in the package, and is tested on a synthetic package
-(:func:`test_checker_reports_upward_imports`) so that the real check cannot pass vacuously.
+No cycles: two modules of one package never import each other, directly or through other modules
+of the package, by any of the imports above (one inside a function included). A cycle is broken by
+moving the piece both need into the lower module or a small module of its own.
+
+``benchmarks/`` is the top floor: a benchmark may import any module of ``tailbound``, but only
+modules that exist and are public (no part of the dotted name starts with ``_``: the
+``_core`` binding and helpers such as ``experiments._snc_common`` may change without notice),
+and nothing from ``tests`` (the benchmarks run without the test suite; ``tests/benchmarks``
+may import them, not the other way round).
+
+The checkers live here, not in the package, and are tested on synthetic packages
+(:func:`test_checker_reports_upward_imports`, :func:`test_checker_reports_cycles`,
+:func:`test_benchmark_checker_reports_private_missing_and_test_imports`) so that the real checks
+cannot pass vacuously.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = REPO / "python" / "tailbound"
+BENCHMARKS_DIR = REPO / "benchmarks"
 
 #: Layer of each module prefix, bottom (0) to top. A module belongs to the entry naming it or
 #: its closest enclosing package; the bare package name covers only the package ``__init__``.
@@ -46,7 +60,6 @@ LAYERS: dict[str, int] = {
     "tailbound.policies": 6,
     "tailbound.verify": 7,
     "tailbound.enforce": 8,
-    "tailbound.service": 8,
     "tailbound.cli": 9,
     "tailbound.experiments": 9,
     "tailbound.demo": 9,
@@ -177,6 +190,12 @@ def check_layers(
     root = root if root is not None else package_dir.parent
     modules = package_modules(package_dir, package)
     problems: list[str] = []
+    for key in sorted(layers):
+        if key not in modules:
+            problems.append(
+                f"LAYERS lists {key}, which is no module or package of {package}: remove it "
+                "from LAYERS in tests/test_layers.py"
+            )
     for name, path in modules.items():
         if layer_of(name, layers, package) is None:
             problems.append(
@@ -201,11 +220,111 @@ def check_layers(
     return problems
 
 
+def _parent(name: str, modules: Mapping[str, Path]) -> str:
+    """The package holding module ``name`` (a package holds itself and its own modules)."""
+    path = modules.get(name)
+    if path is not None and path.stem == "__init__":
+        return name
+    return name.rsplit(".", 1)[0]
+
+
+def check_cycles(package_dir: Path, package: str, root: Path | None = None) -> list[str]:
+    """The import cycles among modules of one package under ``package_dir``, one message each:
+    ``cycle in P: a (file:line) → b (file:line) → a``, the shortest cycle through each strongly
+    connected group of modules (every import counts, as for the layers)."""
+    root = root if root is not None else package_dir.parent
+    modules = package_modules(package_dir, package)
+    edges: dict[str, dict[str, Import]] = {}
+    for name, path in modules.items():
+        if path.suffix != ".py":
+            continue
+        for imp in sorted(imports_of(path, name, package, modules), key=lambda i: i.line):
+            target = imp.target
+            while target not in modules and "." in target:  # a name inside a module
+                target = target.rsplit(".", 1)[0]
+            same = _parent(name, modules) == _parent(target, modules) or target == _parent(
+                name, modules
+            )
+            if target != name and target in modules and same:
+                edges.setdefault(name, {}).setdefault(target, imp)
+    problems: list[str] = []
+    done: set[str] = set()
+    for start in sorted(edges):
+        if start in done:
+            continue
+        # breadth first from start: the shortest way back to it
+        back: dict[str, str] = {}
+        frontier = [start]
+        found: str | None = None
+        while frontier and found is None:
+            nxt = []
+            for a in frontier:
+                for b in sorted(edges.get(a, {})):
+                    if b == start:
+                        found = a
+                        break
+                    if b not in back:
+                        back[b] = a
+                        nxt.append(b)
+                if found is not None:
+                    break
+            frontier = nxt
+        if found is None:
+            continue
+        chain = [found]
+        while chain[-1] != start:
+            chain.append(back[chain[-1]])
+        chain.reverse()  # start … found, and found imports start
+        done.update(chain)
+        hops = [
+            f"{a} ({edges[a][b].path.relative_to(root)}:{edges[a][b].line})"
+            for a, b in zip(chain, [*chain[1:], start], strict=True)
+        ]
+        problems.append(f"cycle in {_parent(start, modules)}: " + " → ".join([*hops, start]))
+    return problems
+
+
+def check_benchmarks(
+    bench_dir: Path, package_dir: Path, package: str, root: Path | None = None
+) -> list[str]:
+    """What the benchmarks under ``bench_dir`` import that they may not: a module of ``package``
+    that does not exist or is private (a part of its name starts with ``_``), or anything of
+    ``tests``."""
+    root = root if root is not None else bench_dir.parent
+    modules = package_modules(package_dir, package)
+    problems: list[str] = []
+    for path in sorted(bench_dir.rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
+        where = f"{name} ({path.relative_to(root)}"
+        found = set(imports_of(path, name, package, modules))
+        for imp in sorted(found, key=lambda i: (i.line, i.target)):
+            if imp.target not in modules:
+                problems.append(f"{where}:{imp.line}) imports {imp.target}, which does not exist")
+            elif any(part.startswith("_") for part in imp.target.split(".")):
+                problems.append(
+                    f"{where}:{imp.line}) imports {imp.target}, a private module of {package}"
+                )
+        for imp in sorted(set(imports_of(path, name, "tests", {})), key=lambda i: i.line):
+            problems.append(f"{where}:{imp.line}) imports {imp.target}: benchmarks import no tests")
+    return problems
+
+
 # ------------------------------------------------------------------------------ the tests
 def test_no_module_imports_from_a_layer_above() -> None:
     assert PACKAGE_DIR.is_dir(), f"package sources not found at {PACKAGE_DIR}"
     problems = check_layers(PACKAGE_DIR, "tailbound", LAYERS, root=REPO)
     assert not problems, f"{len(problems)} layering problem(s):\n" + "\n".join(problems)
+
+
+def test_no_import_cycle_within_a_package() -> None:
+    problems = check_cycles(PACKAGE_DIR, "tailbound", root=REPO)
+    assert not problems, f"{len(problems)} import cycle(s):\n" + "\n".join(problems)
+
+
+def test_benchmarks_import_existing_public_modules_only() -> None:
+    assert BENCHMARKS_DIR.is_dir(), f"benchmarks not found at {BENCHMARKS_DIR}"
+    problems = check_benchmarks(BENCHMARKS_DIR, PACKAGE_DIR, "tailbound", root=REPO)
+    assert not problems, f"{len(problems)} benchmark import problem(s):\n" + "\n".join(problems)
 
 
 def _write(path: Path, text: str) -> None:
@@ -239,9 +358,11 @@ def test_checker_reports_upward_imports(tmp_path: Path) -> None:
     _write(pkg / "high" / "__init__.py", "thing = 1\n")
     _write(pkg / "high" / "impl.py", "from pkg.low import base\nfrom . import thing\n")
     _write(pkg / "stray.py", "")
-    layers = {"pkg": 0, "pkg.low": 0, "pkg.high": 1}
+    layers = {"pkg": 0, "pkg.low": 0, "pkg.high": 1, "pkg.gone": 1}
     problems = check_layers(pkg, "pkg", layers)
     expected = [
+        "LAYERS lists pkg.gone, which is no module or package of pkg: remove it from LAYERS "
+        "in tests/test_layers.py",
         "module pkg.stray (pkg/stray.py) is in no layer: add it to LAYERS in tests/test_layers.py",
         "pkg.low (pkg/low/__init__.py:5) imports pkg.high (layer 1 above layer 0)",
         "pkg.low (pkg/low/__init__.py:7) imports pkg.high.impl (layer 1 above layer 0)",
@@ -257,3 +378,63 @@ def test_layer_of_uses_the_closest_entry() -> None:
     assert layer_of("tailbound.snc.replay", LAYERS, "tailbound") == 3
     assert layer_of("tailbound.sim.plan", LAYERS, "tailbound") == 5
     assert layer_of("tailbound.nowhere", LAYERS, "tailbound") is None
+
+
+def test_checker_reports_cycles(tmp_path: Path) -> None:
+    """On a synthetic package: a two-module cycle closed by an import inside a function, a
+    three-module cycle through ``from . import``, and a submodule importing its own package's
+    ``__init__`` that imports it are reported once each; one-directional imports and an import
+    of a module of another package are not."""
+    pkg = tmp_path / "pkg"
+    _write(pkg / "__init__.py", "")
+    _write(pkg / "a.py", "from pkg.b import f\n")  # 1
+    _write(pkg / "b.py", "def f():\n    from pkg.a import g\n    return g\n")
+    _write(pkg / "c.py", "from . import d\n")
+    _write(pkg / "d.py", "import pkg.e\n")
+    _write(pkg / "e.py", "from pkg.c import x\nfrom pkg.sub.m import y\n")
+    _write(pkg / "sub" / "__init__.py", "from pkg.sub.m import y\n")
+    _write(pkg / "sub" / "m.py", "from pkg.sub import z\nfrom pkg.a import w\n")
+    _write(pkg / "ok.py", "from pkg.a import f\nfrom pkg.sub import y\n")
+    problems = check_cycles(pkg, "pkg")
+    expected = [
+        "cycle in pkg: pkg.a (pkg/a.py:1) → pkg.b (pkg/b.py:2) → pkg.a",
+        "cycle in pkg: pkg.c (pkg/c.py:1) → pkg.d (pkg/d.py:1) → pkg.e (pkg/e.py:1) → pkg.c",
+        "cycle in pkg.sub: pkg.sub (pkg/sub/__init__.py:1) → pkg.sub.m (pkg/sub/m.py:1) → pkg.sub",
+    ]
+    assert sorted(problems) == sorted(expected)
+
+
+def test_benchmark_checker_reports_private_missing_and_test_imports(tmp_path: Path) -> None:
+    """On a synthetic package and benchmarks folder: an import of a module that does not exist,
+    of a private module (a name part starting with ``_``, also through ``from pkg import
+    _private``) and of ``tests`` are reported; public modules of any layer and names inside
+    them are not."""
+    pkg = tmp_path / "pkg"
+    _write(pkg / "__init__.py", "")
+    _write(pkg / "top.py", "X = 1\n")
+    _write(pkg / "_hidden.py", "")
+    _write(pkg / "sub" / "__init__.py", "")
+    _write(pkg / "sub" / "_helpers.py", "")
+    bench = tmp_path / "benchmarks"
+    _write(bench / "__init__.py", "")
+    _write(
+        bench / "bench_x.py",
+        "from pkg.top import X\n"  # 1 fine
+        "import pkg.sub\n"  # 2 fine
+        "from pkg import _hidden\n"  # 3
+        "from pkg.sub._helpers import h\n"  # 4
+        "import pkg.gone\n"  # 5
+        "from tests.conftest import fixture\n"  # 6
+        "from benchmarks import bench_y\n",  # 7 fine
+    )
+    _write(bench / "bench_y.py", "")
+    problems = check_benchmarks(bench, pkg, "pkg")
+    expected = [
+        "benchmarks.bench_x (benchmarks/bench_x.py:3) imports pkg._hidden, a private module of pkg",
+        "benchmarks.bench_x (benchmarks/bench_x.py:4) imports pkg.sub._helpers, a private module "
+        "of pkg",
+        "benchmarks.bench_x (benchmarks/bench_x.py:5) imports pkg.gone, which does not exist",
+        "benchmarks.bench_x (benchmarks/bench_x.py:6) imports tests.conftest: benchmarks import "
+        "no tests",
+    ]
+    assert sorted(problems) == sorted(expected)
