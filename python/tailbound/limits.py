@@ -4,9 +4,10 @@ Input from a file, a command line or (later) the network is checked against thes
 work is sized by it, so a typo such as ``rate = 1e9`` or ``mtu_bytes = 0.5`` is a clear error
 within a second rather than an allocation of tens of GiB or a run of hours. The simulator's own
 limits are in ``crates/tailbound-core/src/sim/engine.rs`` (``MAX_PACKETS_PER_MESSAGE``,
-``MAX_PACKET_HOPS_PER_RUN``, ``SEND_WINDOW_PACKETS``, ``MIN_MTU_BYTES``) and the trace parsers'
-latest time in ``parse/fields.rs`` (``MAX_TIME_S``); the values are repeated here for Python's
-checks and documented in ``docs/architecture.md`` ("Note: bad input").
+``MAX_PACKET_HOPS_PER_RUN``, ``SEND_WINDOW_PACKETS``) and ``sim/topology.rs``
+(``MIN_MTU_BYTES``), and the trace parsers' latest time in ``parse/fields.rs`` (``MAX_TIME_S``);
+the values are repeated here for Python's checks and documented in ``docs/architecture.md``
+("Note: bad input").
 """
 
 from __future__ import annotations

@@ -37,9 +37,6 @@ pub const MAX_PACKET_HOPS_PER_RUN: f64 = 1e10;
 /// bytes) are queued whole, as before the window existed.
 pub const SEND_WINDOW_PACKETS: u64 = 1024;
 
-/// Smallest MTU in bytes (the minimum Ethernet frame); smaller packets only cost time.
-pub const MIN_MTU_BYTES: f64 = 64.0;
-
 /// A queue of the system, for the control hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Queue {

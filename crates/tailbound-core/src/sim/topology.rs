@@ -88,6 +88,10 @@ pub enum StageRoute {
     Device(u32),
 }
 
+/// Smallest MTU in bytes (the minimum Ethernet frame); smaller packets only cost time.
+/// [`Topology::validate`] refuses a smaller `mtu`.
+pub const MIN_MTU_BYTES: f64 = 64.0;
+
 /// Links and devices of the simulated system, and the packet size of the network.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,11 +130,10 @@ fn non_negative(name: &str, x: f64) -> Result<()> {
 impl Topology {
     /// Check every parameter's domain.
     pub fn validate(&self) -> Result<()> {
-        if !(self.mtu >= super::engine::MIN_MTU_BYTES && self.mtu.is_finite()) {
+        if !(self.mtu >= MIN_MTU_BYTES && self.mtu.is_finite()) {
             return Err(Error::Invalid(format!(
                 "mtu must be at least {} bytes and finite, got {}",
-                super::engine::MIN_MTU_BYTES,
-                self.mtu
+                MIN_MTU_BYTES, self.mtu
             )));
         }
         for (i, l) in self.links.iter().enumerate() {
