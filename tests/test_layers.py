@@ -10,8 +10,10 @@ A module that is in no layer fails the test: add it to :data:`LAYERS`; so does a
 :data:`LAYERS` that names no module or package (a layer is listed when its code lands).
 
 No cycles: two modules of one package never import each other, directly or through other modules
-of the package, by any of the imports above (one inside a function included). A cycle is broken by
-moving the piece both need into the lower module or a small module of its own.
+of the package, by any of the imports above (one inside a function included) except those under
+``if TYPE_CHECKING:``, which never run: a type named in an annotation may point back (the layer
+rule still counts them). A cycle is broken by moving the piece both need into the lower module or
+a small module of its own.
 
 ``benchmarks/`` is the top floor: a benchmark may import any module of ``tailbound``, but only
 modules that exist and are public (no part of the dotted name starts with ``_``: the
@@ -228,17 +230,39 @@ def _parent(name: str, modules: Mapping[str, Path]) -> str:
     return name.rsplit(".", 1)[0]
 
 
+def _type_checking_lines(path: Path) -> set[int]:
+    """Lines of the imports under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) in
+    ``path``: they never run."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.If):
+            continue
+        test = node.test
+        name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
+        if name != "TYPE_CHECKING":
+            continue
+        for stmt in node.body:
+            for inner in ast.walk(stmt):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    lines.add(inner.lineno)
+    return lines
+
+
 def check_cycles(package_dir: Path, package: str, root: Path | None = None) -> list[str]:
     """The import cycles among modules of one package under ``package_dir``, one message each:
-    ``cycle in P: a (file:line) → b (file:line) → a``, the shortest cycle through each strongly
-    connected group of modules (every import counts, as for the layers)."""
+    ``cycle in P: a (file:line) → b (file:line) → a``, the shortest cycle through the first
+    module (by name) of each circle (every import that runs counts: at module level, inside
+    functions, ``importlib`` strings; not those under ``if TYPE_CHECKING:``)."""
     root = root if root is not None else package_dir.parent
     modules = package_modules(package_dir, package)
     edges: dict[str, dict[str, Import]] = {}
     for name, path in modules.items():
         if path.suffix != ".py":
             continue
+        typing_only = _type_checking_lines(path)
         for imp in sorted(imports_of(path, name, package, modules), key=lambda i: i.line):
+            if imp.line in typing_only:
+                continue
             target = imp.target
             while target not in modules and "." in target:  # a name inside a module
                 target = target.rsplit(".", 1)[0]
@@ -383,8 +407,8 @@ def test_layer_of_uses_the_closest_entry() -> None:
 def test_checker_reports_cycles(tmp_path: Path) -> None:
     """On a synthetic package: a two-module cycle closed by an import inside a function, a
     three-module cycle through ``from . import``, and a submodule importing its own package's
-    ``__init__`` that imports it are reported once each; one-directional imports and an import
-    of a module of another package are not."""
+    ``__init__`` that imports it are reported once each; one-directional imports, an import of a
+    module of another package and an import back under ``TYPE_CHECKING`` are not."""
     pkg = tmp_path / "pkg"
     _write(pkg / "__init__.py", "")
     _write(pkg / "a.py", "from pkg.b import f\n")  # 1
@@ -394,7 +418,11 @@ def test_checker_reports_cycles(tmp_path: Path) -> None:
     _write(pkg / "e.py", "from pkg.c import x\nfrom pkg.sub.m import y\n")
     _write(pkg / "sub" / "__init__.py", "from pkg.sub.m import y\n")
     _write(pkg / "sub" / "m.py", "from pkg.sub import z\nfrom pkg.a import w\n")
-    _write(pkg / "ok.py", "from pkg.a import f\nfrom pkg.sub import y\n")
+    _write(pkg / "ok.py", "from pkg.a import f\nfrom pkg.sub import y\nfrom pkg import typed\n")
+    _write(
+        pkg / "typed.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.ok import f\n",
+    )
     problems = check_cycles(pkg, "pkg")
     expected = [
         "cycle in pkg: pkg.a (pkg/a.py:1) → pkg.b (pkg/b.py:2) → pkg.a",
