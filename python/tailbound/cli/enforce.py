@@ -232,11 +232,12 @@ def _refuse(checks: list, what: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from tailbound.enforce import net
+    from tailbound.enforce.bounds_check import BoundCheck, check_bounds
     from tailbound.errors import ConfigError
     from tailbound.plan import Plan
 
     config = None
-    checks: list[net.BoundCheck] = []
+    checks: list[BoundCheck] = []
     if args.ingress and args.switch:
         raise ConfigError(None, "--ingress and --switch exclude each other", field="--ingress")
     if not args.remove:
@@ -265,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
                 receive=args.ingress,
             )
             flows = net.host_flows(plan, args.host, addresses, receive=args.ingress)
-            checks = net.check_bounds(plan, config.link_rate, {f.tenant.name for f in flows})
+            checks = check_bounds(plan, config.link_rate, {f.tenant.name for f in flows})
         if args.dry_run:
             if args.ingress:
                 print(net.ingress_line(args.device, config.device))
