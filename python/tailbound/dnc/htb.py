@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from tailbound.dnc.curves import Curve, RateLatency, TokenBucket, token_bucket_min
-from tailbound.dnc.operators import aggregate, horizontal_deviation, leftover
+from tailbound.dnc.operators import aggregate, curve_sum, horizontal_deviation, leftover
 
 #: A flow's name: any hashable key (a tenant's name, or a tenant and a stage).
 Name = TypeVar("Name", bound=Hashable)
@@ -84,8 +84,8 @@ def round_robin_delay(
     """
     if not capacity > 0:
         raise ValueError(f"the queue's capacity must be positive, got {capacity}")
-    service = leftover(RateLatency(capacity, blocking / capacity), aggregate(list(interfering)))
-    return horizontal_deviation(own, service)
+    cross = interfering[0] if len(interfering) == 1 else aggregate(list(interfering))
+    return horizontal_deviation(own, leftover(RateLatency(capacity, blocking / capacity), cross))
 
 
 def queue_delays(
@@ -110,16 +110,27 @@ def queue_delays(
     before = delays or {}
     curves = {f.name: f.arrival(before.get(f.name, 0.0)) for f in flows}
     out: dict[Name, float] = {}
-    for f in flows:
-        peers = [g for g in flows if g.level <= f.level]
-        own = curves[f.name]
-        others = [curves[g.name] for g in peers if g is not f]
-        if own is None or any(c is None for c in others):
-            out[f.name] = math.inf
+    # Σ α_j of the levels above, then per flow its level's others as a prefix and a suffix sum:
+    # O(n) curve sums rather than one aggregate of O(n) curves per flow
+    above: Curve | None = TokenBucket(0.0, 0.0)
+    for level in sorted({f.level for f in flows}):
+        group = [f for f in flows if f.level == level]
+        known = [curves[f.name] for f in group]
+        if above is None or any(c is None for c in known):
+            out.update((f.name, math.inf) for f in group)
+            above = None
             continue
-        out[f.name] = round_robin_delay(
-            own, [c for c in others if c is not None], capacity, blocking
-        )
+        level_curves = [c for c in known if c is not None]
+        prefix = [above]
+        for c in level_curves[:-1]:
+            prefix.append(curve_sum(prefix[-1], c))
+        suffix: Curve = TokenBucket(0.0, 0.0)
+        for k in range(len(group) - 1, -1, -1):
+            others = curve_sum(prefix[k], suffix)
+            out[group[k].name] = round_robin_delay(level_curves[k], [others], capacity, blocking)
+            suffix = curve_sum(suffix, level_curves[k])
+        above = curve_sum(prefix[-1], level_curves[-1])
+    return {f.name: out[f.name] for f in flows}
     return out
 
 
