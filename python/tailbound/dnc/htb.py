@@ -131,7 +131,6 @@ def queue_delays(
             suffix = curve_sum(suffix, level_curves[k])
         above = curve_sum(prefix[-1], level_curves[-1])
     return {f.name: out[f.name] for f in flows}
-    return out
 
 
 def path_delays(
