@@ -41,15 +41,17 @@ def run(data: Path) -> list[dict[str, float]]:
     ]
     cache = FitCache()
     # DNC bounds the 100th percentile: one computation serves every row
+    # built (their modules imported) before the clocks start, which time the bounds alone
+    dnc_policy = registry.build("dnc", "admission", tenant_set(base, 125e6))
     start = time.perf_counter()
-    dnc = registry.build("dnc", "admission", tenant_set(base, 125e6))(base)
+    dnc = dnc_policy(base)
     dnc_seconds = time.perf_counter() - start
     results = []
     for k in NINES:
         specs = [dataclasses.replace(t, slo=Slo(t.slo_s, 1 - 10.0**-k)) for t in base]
-        start = time.perf_counter()
         tset = tenant_set(specs, 125e6)
         snc = registry.build("snc-meister", "admission", tset, fits=cache, incremental=False)
+        start = time.perf_counter()
         bounds = snc(specs)
         seconds = time.perf_counter() - start
         row = {
