@@ -119,8 +119,8 @@ class Ticking:
 def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_tenants
     from tailbound.policies.admission import admission_plan, admit_in_order
-    from tailbound.policies.admission_policies import SNC_POLICIES, SncRule
-    from tailbound.policies.registry import build
+    from tailbound.policies.admission_policies import SncRule
+    from tailbound.policies.registry import build, entry
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         police=floor and not args.no_police,
     )
     policy = build(args.policy, "admission", tset, **rule.kwargs())
-    snc = args.policy in SNC_POLICIES
+    snc = entry(args.policy, "admission").family == "snc"  # the rule applies
     with progress(args, total=len(tset.tenants), desc="admission", unit="tenant") as bar:
         decisions = admit_in_order(tset.tenants, Ticking(policy, bar))
     rows = [
