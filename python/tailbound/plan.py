@@ -346,7 +346,7 @@ class Plan:
             raise ConfigError(
                 path, f"expected format {FORMAT!r} version 1, 2 or {VERSION}", field="format"
             )
-        reader.known(document, _PLAN_KEYS, "")
+        reader.known(document, _PLAN_KEYS | (_V3_PLAN_KEYS if version >= 3 else frozenset()), "")
         stages_list = document.get("stages", [])
         if not isinstance(stages_list, list) or not all(
             isinstance(s, str) and s in {str(t) for t in Stage} for s in stages_list
@@ -685,9 +685,10 @@ class _Reader:
 
 _PLAN_KEYS = frozenset(
     {"format", "version", "policy", "servers_used", "safety_margin", "priority_levels"}
-    | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta", "inputs"}
+    | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta"}
 )
-#: Keys of a tenant's entry that version 3 adds (the trace: :mod:`tailbound.plan_inputs`).
+#: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
+_V3_PLAN_KEYS = frozenset({"inputs"})
 _V3_TENANT_KEYS = frozenset({"trace"})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}

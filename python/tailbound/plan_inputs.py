@@ -37,6 +37,7 @@ import hashlib
 import math
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
 
 #: Bytes read at a time when hashing a trace.
 _CHUNK = 1 << 20
+#: A file modified this recently (s) is hashed again on every request (:func:`file_sha256`).
+_RACY_S = 2.0
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 TRACE_KEYS = frozenset({"path", "sha256", "format"})
 INPUTS_KEYS = frozenset({"link_bandwidth_bytes_per_s", "profile"})
@@ -61,6 +64,10 @@ INPUTS_KEYS = frozenset({"link_bandwidth_bytes_per_s", "profile"})
 def file_sha256(path: str | Path) -> str:
     """The SHA-256 (hex) of the bytes of ``path``, computed once per process for a file whose
     path, size, modification time (ns) and inode are unchanged.
+
+    File times tick coarsely (a kernel clock tick, a few ms), so a file rewritten within one tick
+    of being hashed keeps its key: as git does for its "racy" index entries, a file modified less
+    than :data:`_RACY_S` seconds ago is hashed every time, never taken from the cache.
 
     Raises :class:`OSError` when the file cannot be read.
 
@@ -72,11 +79,18 @@ def file_sha256(path: str | Path) -> str:
     """
     p = os.path.abspath(path)
     st = os.stat(p)
+    if time.time_ns() - st.st_mtime_ns < _RACY_S * 1e9:
+        return _digest(p)
     return _sha256(p, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
 @lru_cache(maxsize=4096)
 def _sha256(path: str, size: int, mtime_ns: int, ino: int, dev: int) -> str:
+    """:func:`_digest`, kept by the file's identity and state."""
+    return _digest(path)
+
+
+def _digest(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
