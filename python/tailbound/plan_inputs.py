@@ -109,14 +109,14 @@ class TraceRef:
     format: str | None = None
 
     @classmethod
-    def of(cls, path: str | Path, *, what: str = "trace") -> TraceRef:
+    def of(cls, path: str | Path) -> TraceRef:
         """Hash ``path`` and detect its format; :class:`TraceFormatError` naming the file when
         it is missing, unreadable or of no known format."""
         from tailbound.traces.detect import detect_format
 
         p = Path(os.path.abspath(path))
         if not p.is_file():
-            raise TraceFormatError(p, f"no such {what} file")
+            raise TraceFormatError(p, "no such trace file")
         fmt = detect_format(p)
         try:
             digest = file_sha256(p)
