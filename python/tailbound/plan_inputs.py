@@ -294,20 +294,18 @@ class Resolved:
         """The profile as a :class:`~tailbound.profiles.SsdProfile` or ``DiskProfile``;
         :class:`ConfigError` naming the profile's source and field when it is malformed, or when
         there is none."""
-        from tailbound.profiles.tokens import PROFILE_TYPES, SsdProfile
+        from tailbound.profiles.tokens import PROFILE_TYPES
 
         if self.profile is None:
             raise ConfigError(None, "no device profile: give --profile", field="--profile")
-        kind = self.profile.get("type", "storageSSD")
+        kind = self.profile.get("type")  # required, as by profiles.tokens.load_profile
         if kind not in PROFILE_TYPES:
             raise ConfigError(
                 self.profile_source,
                 f"unknown profile type {kind!r} (known: {', '.join(PROFILE_TYPES)})",
                 field="type",
             )
-        return PROFILE_TYPES.get(kind, SsdProfile).from_json(
-            dict(self.profile), path=self.profile_source
-        )
+        return PROFILE_TYPES[kind].from_json(dict(self.profile), path=self.profile_source)
 
 
 def no_inputs_message(plan: Plan) -> str:
@@ -389,6 +387,27 @@ def resolve_inputs(
     if link_bytes_per_s is None and recorded is not None:
         link_bytes_per_s = recorded.link_bytes_per_s
     return Resolved(traces, document, source, link_bytes_per_s, tset)
+
+
+def resolve_profile(
+    plan: Plan, plan_path: str | Path, profile: str | Path | None = None
+) -> Resolved:
+    """The device profile alone, for a consumer that needs no trace (``tailbound gate``,
+    ``tailbound export``): the file ``profile`` when given, else the one ``plan`` records;
+    :class:`ConfigError` naming the plan file when it records none."""
+    if profile is None and (plan.inputs is None or plan.inputs.profile is None):
+        if plan.inputs is None and plan.version < 3:
+            why = f"this plan (version {plan.version}) records no inputs"
+        else:
+            why = "this plan records no device profile"
+        raise ConfigError(
+            plan_path,
+            f"{why}: pass --profile, or re-plan with this version of tailbound",
+            field="inputs.profile",
+        )
+    if plan.inputs is None:
+        return Resolved({}, _profile_document(profile), str(profile), None)
+    return resolve_inputs(plan, plan_path, [], profile=profile)
 
 
 def with_inputs(

@@ -264,3 +264,36 @@ def _tenants(
     }
     path.write_text(json.dumps(doc))
     return path
+
+
+def test_gate_and_export_take_the_profile_and_traces_from_the_plan(
+    placed: Path, wc62_dir: Path, elsewhere: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = Plan.load(placed)
+    device = f"{plan.tenants[0].server}.{plan.tenants[0].device}"
+    gate = ["gate", "--plan", str(placed), "--device", device, "--backend", "b"]
+    assert main([*gate, "--write-config", "gate.json"]) == 0
+    written = json.loads((elsewhere / "gate.json").read_text())
+    profile = ["--profile", str(wc62_dir / "profile_ssd.json")]
+    assert main([*gate, *profile, "--write-config", "given.json"]) == 0
+    assert json.loads((elsewhere / "given.json").read_text()) == written
+    assert main(["export", "nbdkit", str(placed), "--out", "rate.sh"]) in (0, 1)
+    assert main(["export", "nbdkit", str(placed), *profile, "--out", "given.sh"]) in (0, 1)
+    assert (elsewhere / "rate.sh").read_text() == (elsewhere / "given.sh").read_text()
+    fio = ["export", "fio", str(placed), "--device", device, "--half", "second", "--out", "fio"]
+    assert main(fio) == 0
+    assert (elsewhere / "fio" / "replay.fio").is_file()
+    # a plan that records no profile: the verbs say what to pass
+    doc = json.loads(placed.read_text())
+    doc["version"] = 2
+    del doc["inputs"]
+    for t in doc["tenants"]:
+        del t["trace"]
+    (elsewhere / "old.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["gate", "--plan", "old.json", "--backend", "b", "--write-config", "x.json"]) == 2
+    err = capsys.readouterr().err
+    assert "field inputs.profile: this plan (version 2) records no inputs: pass --profile" in err
+    assert main(["export", "fio", "old.json", "--out", "fio2"]) == 2
+    assert "pass --tenants" in capsys.readouterr().err
+    assert not (elsewhere / "x.json").exists() and not (elsewhere / "fio2").exists()
