@@ -20,6 +20,7 @@ sets more for a longer run (``docs/architecture.md``, "Note: bad input", records
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import math
@@ -511,7 +512,39 @@ PLAN = Schema(
     open=frozenset({"meta"}),
 )
 
-SCHEMAS = {"tenants": TENANTS, "cluster": CLUSTER, "scenario": SCENARIO, "plan": PLAN}
+
+def _plan_with_inputs(base: dict[str, Any]) -> dict[str, Any]:
+    """``base`` as a version 3 plan recording its inputs (:mod:`tailbound.plan_inputs`)."""
+    doc = copy.deepcopy(base)
+    doc["version"] = 3
+    doc["inputs"] = {
+        "link_bandwidth_bytes_per_s": 1.25e8,
+        "profile": {"type": "storageSSD", "bandwidthTable": [{"requestSize": 512}]},
+    }
+    for i, t in enumerate(doc["tenants"]):
+        t["trace"] = {"path": f"traces/{i}.txt", "sha256": "0" * 64, "format": "wc"}
+    return doc
+
+
+#: A version 3 plan: the inputs are read strictly, the embedded profile when it is used.
+PLAN3 = dataclasses.replace(
+    PLAN,
+    base=_plan_with_inputs(PLAN.base),
+    required=PLAN.required
+    | {"inputs", "inputs.link_bandwidth_bytes_per_s", "tenants[*].trace"}
+    | {"tenants[*].trace.path", "tenants[*].trace.sha256"},
+    positive=PLAN.positive | {"inputs.link_bandwidth_bytes_per_s"},
+    nullable=PLAN.nullable | {"inputs.profile", "tenants[*].trace.format"},
+    open=PLAN.open | {"inputs.profile"},
+)
+
+SCHEMAS = {
+    "tenants": TENANTS,
+    "cluster": CLUSTER,
+    "scenario": SCENARIO,
+    "plan": PLAN,
+    "plan3": PLAN3,
+}
 MUTATIONS = {name: candidates(s, s.base) for name, s in SCHEMAS.items()}
 
 

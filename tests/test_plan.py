@@ -135,7 +135,7 @@ def test_version_1_plans_are_read() -> None:
     doc = Plan("knee", 1, [tenant()]).to_json()
     doc["version"] = 1
     doc["rejected"] = ["b"]
-    for key in ("priority_levels", "disciplines", "dispatch"):
+    for key in ("priority_levels", "disciplines", "dispatch", "inputs"):
         doc.pop(key)
     for t in doc["tenants"]:
         t.pop("bound")

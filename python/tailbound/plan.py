@@ -13,9 +13,9 @@ and :func:`stage_queues` name the queues a tenant's stages cross, and :func:`enf
 turns the plan's levels (0 is the most important, the thesis' convention) into the enforcers'
 (larger is more important: the simulator's schedulers, HTB's inverse).
 
-JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are read too)::
+JSON layout (``format`` ``"tailbound-plan"``, ``version`` 3; versions 1 and 2 are read too)::
 
-    {"format": "tailbound-plan", "version": 2,
+    {"format": "tailbound-plan", "version": 3,
      "policy": "workloadcompactor", "servers_used": 11, "safety_margin": 1.0,
      "priority_levels": 8,
      "disciplines": {"net_in": {"kind": "priority", "mode": "shaping"}, "storage": {...}, ...},
@@ -32,7 +32,9 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are
                               "extra": [...]}, ...},
         "latency_bound_s": 0.187,
         "bound": {"analysis": "workloadcompactor", "percentile": 1.0,
-                  "stages": {...}, "alone_s": null, "joint_s": null}}],
+                  "stages": {...}, "alone_s": null, "joint_s": null},
+        "trace": {"path": "traces/t0.txt", "sha256": "3f1c…", "format": "wc"}}],
+     "inputs": {"link_bandwidth_bytes_per_s": 125000000.0, "profile": {...}},
      "rejected": [{"name": "C7", "reason": "...", "violated": ["C7"],
                    "latency_bound_s": 0.4, "bound": {...}}],
      "meta": {...}}
@@ -40,6 +42,11 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are
 Units: ``rate`` is a utilisation of the stage's queue (0..1], ``bucket`` seconds of work at the
 stage (tokens, thesis §2.3.2); network stages also give bytes per second and bytes (utilisation
 × the link bandwidth). ``latency_bound_s`` is ``null`` when the analysis found no finite bound.
+
+**A plan stands alone** (version 3): ``inputs`` and each tenant's ``trace`` record what it was
+planned from (:class:`~tailbound.plan_inputs.PlanInputs`: traces with their SHA-256, the device
+profile embedded, the link bandwidth), so its consumers need no tenants file; ``inputs`` is
+``null`` (and no tenant has a ``trace``) for a plan built in memory, and in versions 1 and 2.
 """
 
 from __future__ import annotations
@@ -54,10 +61,11 @@ from typing import Any
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json, write_json_atomic
 from tailbound.model import Slo
+from tailbound.plan_inputs import PlanInputs, read_inputs
 from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
 FORMAT = "tailbound-plan"
-VERSION = 2
+VERSION = 3
 #: Priority levels real enforcers offer (HTB has 8 class priorities): the default limit.
 PRIORITY_LEVELS = 8
 #: Levels every enforcer can give tenants: ``tailbound enforce net`` keeps HTB's last priority for
@@ -264,6 +272,10 @@ class Plan:
     )
     dispatch: DispatchRule = field(default_factory=DispatchRule)
     priority_levels: int = PRIORITY_LEVELS
+    #: What the plan was decided from (traces, profile, link bandwidth); ``None``: not recorded.
+    inputs: PlanInputs | None = None
+    #: The format version the plan was read from (:data:`VERSION` for a plan made here).
+    version: int = field(default=VERSION, compare=False)
 
     def tenant(self, name: str) -> TenantPlan:
         """The plan of the tenant called ``name``."""
@@ -280,7 +292,17 @@ class Plan:
         """How many distinct priority levels the plan's tenants use (0 if none)."""
         return len({p for t in self.tenants for p in t.priority.values() if p is not None})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, base: str | Path | None = None) -> dict[str, Any]:
+        """The JSON document; with ``inputs``, trace paths inside the folder ``base`` (where the
+        plan file is) are written relative to it (:meth:`TraceRef.to_json
+        <tailbound.plan_inputs.TraceRef.to_json>`), all others absolute."""
+        tenants = [t.to_json() for t in self.tenants]
+        if self.inputs is not None:
+            folder = None if base is None else Path(base)
+            for doc in tenants:
+                if doc["name"] not in self.inputs.traces:
+                    raise ValueError(f"the plan's inputs record no trace of {doc['name']!r}")
+                doc["trace"] = self.inputs.traces[doc["name"]].to_json(folder)
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -293,14 +315,16 @@ class Plan:
             },
             "dispatch": self.dispatch.to_json(),
             "stages": [str(s) for s in STORAGE_PATH],
-            "tenants": [t.to_json() for t in self.tenants],
+            "tenants": tenants,
             "rejected": [r.to_json() for r in self.rejected],
+            "inputs": None if self.inputs is None else self.inputs.to_json(),
             "meta": self.meta,
         }
 
     def save(self, path: str | Path) -> None:
-        """Write the plan as JSON atomically (temporary file in the same folder, then rename)."""
-        write_json_atomic(path, self.to_json())
+        """Write the plan as JSON atomically (temporary file in the same folder, then rename);
+        trace paths inside the plan's folder are written relative to it."""
+        write_json_atomic(path, self.to_json(base=Path(path).absolute().parent))
 
     @classmethod
     def load(cls, path: str | Path) -> Plan:
@@ -309,7 +333,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, document: Any, *, path: str | None = None) -> Plan:
-        """Build a plan from its parsed JSON document (version 1 or 2) and check it."""
+        """Build a plan from its parsed JSON document (version 1, 2 or 3) and check it."""
         reader = _Reader(path)
         if not isinstance(document, dict):
             raise ConfigError(path, "a plan must be a JSON object")
@@ -317,12 +341,12 @@ class Plan:
         if (
             document.get("format") != FORMAT
             or isinstance(version, bool)
-            or version not in (1, VERSION)
+            or version not in (1, 2, VERSION)
         ):
             raise ConfigError(
-                path, f"expected format {FORMAT!r} version 1 or {VERSION}", field="format"
+                path, f"expected format {FORMAT!r} version 1, 2 or {VERSION}", field="format"
             )
-        reader.known(document, _PLAN_KEYS, "")
+        reader.known(document, _PLAN_KEYS | (_V3_PLAN_KEYS if version >= 3 else frozenset()), "")
         stages_list = document.get("stages", [])
         if not isinstance(stages_list, list) or not all(
             isinstance(s, str) and s in {str(t) for t in Stage} for s in stages_list
@@ -335,6 +359,7 @@ class Plan:
             raise ConfigError(path, f"expected an object, got {meta!r}", field="meta")
         tenants_doc = reader.get(document, "tenants", list)
         tenants = [reader.tenant(t, f"tenants[{i}]", version) for i, t in enumerate(tenants_doc)]
+        inputs = read_inputs(document, tenants_doc, path) if version >= 3 else None
         rejected_doc = reader.get(document, "rejected", list)
         plan = cls(
             policy=reader.get(document, "policy", str),
@@ -350,6 +375,8 @@ class Plan:
             priority_levels=(
                 reader.get(document, "priority_levels", int) if version >= 2 else PRIORITY_LEVELS
             ),
+            inputs=inputs,
+            version=version,
         )
         plan.check(path)
         return plan
@@ -484,7 +511,7 @@ class _Reader:
         if not isinstance(doc, dict):
             raise self.error("expected an object", where)
         w = where + "."
-        self.known(doc, _TENANT_KEYS, w)
+        self.known(doc, _TENANT_KEYS | (_V3_TENANT_KEYS if version >= 3 else frozenset()), w)
         device = self.get(doc, "device", str, w) if version == 1 else self.name(doc, "device", w)
         stages = STORAGE_PATH if device is not None else NETWORK_PATH
         priority_doc = self.get(doc, "priority", dict, w)
@@ -660,6 +687,9 @@ _PLAN_KEYS = frozenset(
     {"format", "version", "policy", "servers_used", "safety_margin", "priority_levels"}
     | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta"}
 )
+#: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
+_V3_PLAN_KEYS = frozenset({"inputs"})
+_V3_TENANT_KEYS = frozenset({"trace"})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
     | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s"}

@@ -118,6 +118,7 @@ class Ticking:
 
 def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_tenants
+    from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import admission_plan, admit_in_order
     from tailbound.policies.admission_policies import SncRule
     from tailbound.policies.registry import build, entry
@@ -170,5 +171,5 @@ def run(args: argparse.Namespace) -> int:
                 **({"rule": rule.text()} if snc else {}),
             },
         )
-        plan.save(args.out)
+        with_inputs(plan, tset).save(args.out)
     return Exit.OK
