@@ -1,0 +1,189 @@
+"""The one Plan → scheduler translation (``tailbound.plan_queues``).
+
+The golden outputs in ``tests/data/plan_queues_main.json`` are the scenarios
+(``tailbound.sim.plan.scenario_from_plan``) and gateway configurations
+(``tailbound.enforce.storage.gate_config``) that the code written before this translation, with a
+branch per kind in each of the two, produced for :func:`baseline_cases` (captured on main at
+74bf056 with ``python tests/test_plan_queues.py --capture``). The translation must reproduce them:
+the gateway's document byte for byte, the scenario's document but its queue tables byte for byte,
+and every queue table read by the core into the same scheduler (the tables now carry every
+parameter the plan has; a kind ignores the fields it does not read), so the simulation is the same.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailbound.enforce.storage import gate_config
+from tailbound.model import Slo
+from tailbound.plan import Bound, Discipline, DispatchRule, Plan, StageLimit, TenantPlan
+from tailbound.profiles.tokens import SsdProfile
+from tailbound.sim.plan import scenario_from_plan
+from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
+
+SLO = Slo(0.05)
+GOLDEN = Path(__file__).resolve().parent / "data" / "plan_queues_main.json"
+
+PROFILE = SsdProfile(
+    sizes=np.array([4096.0, 65536.0]),
+    read_bandwidth=np.array([8e7, 3e8]),
+    write_bandwidth=np.array([4e7, 1.5e8]),
+    read_mpl=16,
+    write_mpl=32,
+)
+
+
+def _tenant(
+    name: str,
+    level: int | dict[Stage, int | None] | None,
+    *,
+    server: str = "s0",
+    device: str | None = "ssd0",
+    client: str | None = None,
+    slo: Slo | None = SLO,
+    limits: dict[Stage, list[StageLimit]] | None = None,
+    weight: dict[Stage, float] | None = None,
+    deadline_s: dict[Stage, float] | None = None,
+) -> TenantPlan:
+    stages = STORAGE_PATH if device is not None else NETWORK_PATH
+    limits = limits or {}
+    return TenantPlan(
+        name,
+        slo,
+        server,
+        device,
+        level if isinstance(level, dict) else dict.fromkeys(stages, level),
+        {s: ls[0] for s, ls in limits.items() if ls},
+        Bound(math.inf, "test"),
+        client_host=client,
+        extra_limits={s: tuple(ls[1:]) for s, ls in limits.items() if len(ls) > 1},
+        weight=weight or {},
+        deadline_s=deadline_s or {},
+    )
+
+
+def _tenants() -> list[TenantPlan]:
+    """Tenants on two servers and three devices, sharing client hosts, with every kind of
+    per-stage parameter: several buckets, best effort, weights, deadlines, no SLO."""
+    net_in, storage, net_out = STORAGE_PATH
+    return [
+        _tenant(
+            "A",
+            0,
+            client="c0",
+            limits={
+                net_in: [StageLimit(0.2, 0.001, 125e6)],
+                storage: [StageLimit(0.1, 0.02), StageLimit(0.5, 0.001)],
+                net_out: [StageLimit(0.3, 0.002, 125e6)],
+            },
+            weight={storage: 3.0, net_in: 2.0},
+            deadline_s={storage: 0.01},
+        ),
+        _tenant(
+            "B",
+            {net_in: 2, storage: 1, net_out: None},
+            client="c0",
+            limits={storage: [StageLimit(0.3, 0.01)]},
+            deadline_s={net_out: 0.2},
+        ),
+        _tenant("C", None, client="c1", slo=None, weight={net_out: 0.5}),
+        _tenant("D", 1, device="ssd1", client="c1", slo=Slo(0.1, 0.99)),
+        _tenant(
+            "E",
+            3,
+            server="s1",
+            device="ssd0",
+            limits={storage: [StageLimit(0.4, 0.004)]},
+            weight={storage: 0.25},
+        ),
+        _tenant(
+            "N",
+            {net_in: 2, net_out: 0},
+            device=None,
+            client="c2",
+            slo=Slo(0.01),
+            limits={net_in: [StageLimit(0.05, 0.0005, 125e6)]},
+            weight={net_in: 4.0},
+            deadline_s={net_in: 0.004, net_out: 0.006},
+        ),
+    ]
+
+
+def baseline_plans() -> dict[str, Plan]:
+    """A plan per discipline kind the code knew before the translation, and one mixing them."""
+    tenants = _tenants()
+    rule = DispatchRule(read_mpl=4, low_priority_mpl=1, low_priority_work_s=0.005)
+
+    def plan(disciplines: dict[Stage, Discipline], levels: int = 8) -> Plan:
+        return Plan(
+            "test", 2, tenants, disciplines=disciplines, dispatch=rule, priority_levels=levels
+        )
+
+    return {
+        "priority": plan(dict.fromkeys(STORAGE_PATH, Discipline("priority", "shaping"))),
+        "demotion": plan(dict.fromkeys(STORAGE_PATH, Discipline("priority", "demotion")), 4),
+        "fifo": plan(dict.fromkeys(STORAGE_PATH, Discipline("fifo"))),
+        "sfq": plan(dict.fromkeys(STORAGE_PATH, Discipline("sfq"))),
+        "edf": plan(dict.fromkeys(STORAGE_PATH, Discipline("edf"))),
+        "mixed": plan(
+            {
+                Stage.NET_IN: Discipline("priority", "demotion"),
+                Stage.STORAGE: Discipline("edf"),
+                Stage.NET_OUT: Discipline("sfq"),
+            }
+        ),
+        "default": Plan("test", 2, tenants),  # no disciplines given: priority, shaping
+    }
+
+
+def _sources(plan: Plan) -> dict[str, Any]:
+    return {
+        t.name: {"synthetic": {"kind": "poisson", "rate": 50, "duration_s": 1, "seed": i}}
+        for i, t in enumerate(plan.tenants)
+    }
+
+
+def scenario_cases() -> dict[str, dict[str, Any]]:
+    """Scenario documents of every baseline plan, and of two with the limit mode overridden."""
+    out = {}
+    for name, plan in baseline_plans().items():
+        for mode in (None, "demotion", "shaping") if name in ("priority", "mixed") else (None,):
+            key = name if mode is None else f"{name}+{mode}"
+            out[key] = scenario_from_plan(
+                plan,
+                _sources(plan),
+                link_bandwidth_bytes_per_s=125e6,
+                profile=PROFILE.to_json(),
+                mode=mode,
+            )
+    return out
+
+
+def gate_cases() -> dict[str, dict[str, Any]]:
+    """Gateway configurations of every baseline plan's three devices, and the FIFO baseline."""
+    out = {}
+    for name, plan in baseline_plans().items():
+        for device in ("s0.ssd0", "s0.ssd1", "s1.ssd0"):
+            out[f"{name}/{device}"] = gate_config(
+                plan, PROFILE, backend_dir="/srv/gate", device=device
+            )
+        out[f"{name}/fifo"] = gate_config(
+            plan, PROFILE, backend_dir="/srv/gate", device="s0.ssd0", fifo=True
+        )
+    return out
+
+
+def capture(path: Path = GOLDEN) -> None:
+    """Write the golden outputs of the code as it is (run once, before a change of the mapping)."""
+    doc = {"scenarios": scenario_cases(), "gates": gate_cases()}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--capture"]:
+    capture()
