@@ -173,7 +173,7 @@ def test_enforcer_levels_keep_the_order_above_best_effort() -> None:
         (lambda d: d["tenants"][0].update(percentile=1.5), "tenants[0].percentile"),
         (lambda d: d["tenants"][0].update(slo_s=-1), "tenants[0].slo_s"),
         (lambda d: d["tenants"].append(dict(d["tenants"][0])), "tenants[1].name"),
-        (lambda d: d["disciplines"].update(storage={"kind": "wfq"}), "disciplines.storage"),
+        (lambda d: d["disciplines"].update(storage={"kind": "lottery"}), "disciplines.storage"),
         (lambda d: d["dispatch"].update(read_mpl=-1), "dispatch.read_mpl"),
         (lambda d: d["rejected"].append({"name": "z"}), "rejected[0].reason"),
     ],

@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
+from tailbound import _core
 from tailbound.enforce.storage import gate_config
 from tailbound.model import Slo
 from tailbound.plan import Bound, Discipline, DispatchRule, Plan, StageLimit, TenantPlan
 from tailbound.profiles.tokens import SsdProfile
 from tailbound.sim.plan import scenario_from_plan
+from tailbound.sim.scenario import Scenario
 from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
 SLO = Slo(0.05)
@@ -177,6 +180,51 @@ def gate_cases() -> dict[str, dict[str, Any]]:
             plan, PROFILE, backend_dir="/srv/gate", device="s0.ssd0", fifo=True
         )
     return out
+
+
+# ------------------------------------------------------------------------------ same as before
+def _golden() -> dict[str, Any]:
+    return dict(json.loads(GOLDEN.read_text()))
+
+
+def _resolved(doc: dict[str, Any]) -> dict[str, Any]:
+    """Each queue of a scenario document as the core reads it (``scheduler_config``)."""
+    workloads = [
+        (w["name"], w["slo"]["latency_s"] if "slo" in w else None) for w in doc["workloads"]
+    ]
+    out = {}
+    for q in doc["queues"]:
+        fields = {k: v for k, v in q.items() if k != "queue"}
+        out[q["queue"]] = json.loads(_core.scheduler_config(fields, workloads))
+    return out
+
+
+def _latencies(doc: dict[str, Any]) -> dict[str, list[float]]:
+    sim = Scenario.from_dict(doc).simulator()
+    sim.run()
+    return {w.name: list(map(float, w.latency)) for w in sim.results().workloads}
+
+
+def test_gateway_configurations_are_the_ones_written_before() -> None:
+    golden = _golden()["gates"]
+    now = json.loads(json.dumps(gate_cases()))
+    assert list(now) == list(golden)
+    for case, config in now.items():
+        assert json.dumps(config) == json.dumps(golden[case]), case  # key order too
+
+
+@pytest.mark.parametrize("case", list(json.loads(GOLDEN.read_text())["scenarios"]))
+def test_scenarios_replay_the_queues_built_before(case: str) -> None:
+    """The same document but the queue tables; every queue read by the core into the same
+    scheduler; the same latencies when replayed (requests of every tenant, every stage)."""
+    before = _golden()["scenarios"][case]
+    now = json.loads(json.dumps(scenario_cases()[case]))
+    assert {k: v for k, v in now.items() if k != "queues"} == {
+        k: v for k, v in before.items() if k != "queues"
+    }
+    assert [q["queue"] for q in now["queues"]] == [q["queue"] for q in before["queues"]]
+    assert _resolved(now) == _resolved(before)
+    assert _latencies(now) == _latencies(before)
 
 
 def capture(path: Path = GOLDEN) -> None:
