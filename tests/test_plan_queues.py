@@ -1,13 +1,15 @@
 """The one Plan → scheduler translation (``tailbound.plan_queues``).
 
-The golden outputs in ``tests/data/plan_queues_main.json`` are the scenarios
-(``tailbound.sim.plan.scenario_from_plan``) and gateway configurations
-(``tailbound.enforce.storage.gate_config``) that the code written before this translation, with a
-branch per kind in each of the two, produced for :func:`baseline_cases` (captured on main at
-74bf056 with ``python tests/test_plan_queues.py --capture``). The translation must reproduce them:
-the gateway's document byte for byte, the scenario's document but its queue tables byte for byte,
-and every queue table read by the core into the same scheduler (the tables now carry every
-parameter the plan has; a kind ignores the fields it does not read), so the simulation is the same.
+The golden outputs in ``tests/data/plan_queues_main.json`` are what the code written before this
+translation, with a branch per kind in each of three places, produced for the plans of
+:func:`baseline_plans`: the scenarios (``tailbound.sim.plan.scenario_from_plan``), the gateway
+configurations (``tailbound.enforce.storage.gate_config``) and the exporters' warnings
+(``tailbound.enforce.exporters``), captured from main at 74bf056 with
+``PYTHONPATH=<main>/python python tests/test_plan_queues.py --capture``. The translation must
+reproduce them: the gateway's documents and the warnings exactly, the scenarios' documents but
+their queue tables exactly, and every queue table read by the core into the same scheduler (the
+tables now carry every parameter the plan has; a kind ignores the fields it does not read), so the
+simulation is the same.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import pytest
 
 from tailbound import _core
+from tailbound.enforce.exporters import export_qemu
 from tailbound.enforce.storage import gate_config
 from tailbound.model import Slo
 from tailbound.plan import Bound, Discipline, DispatchRule, Plan, StageLimit, TenantPlan
@@ -227,9 +230,23 @@ def test_scenarios_replay_the_queues_built_before(case: str) -> None:
     assert _latencies(now) == _latencies(before)
 
 
+def export_cases() -> dict[str, list[str]]:
+    """The warnings and notes of ``tailbound export qemu`` for every baseline plan."""
+    return {
+        name: [str(w) for w in export_qemu(plan, PROFILE).warnings]
+        for name, plan in baseline_plans().items()
+    }
+
+
+def test_exporters_warn_as_before() -> None:
+    """The exporters read the device's scheduler from the translation now, with no branch per
+    kind: for the plans of the kinds known before, the same warnings in the same order."""
+    assert export_cases() == _golden()["exports"]
+
+
 def capture(path: Path = GOLDEN) -> None:
     """Write the golden outputs of the code as it is (run once, before a change of the mapping)."""
-    doc = {"scenarios": scenario_cases(), "gates": gate_cases()}
+    doc = {"scenarios": scenario_cases(), "gates": gate_cases(), "exports": export_cases()}
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
 
 
