@@ -14,8 +14,10 @@ simulation is the same.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,10 @@ import pytest
 
 from tailbound import _core
 from tailbound.enforce.exporters import export_qemu
-from tailbound.enforce.storage import gate_config
+from tailbound.enforce.storage import find_binary, gate_config
 from tailbound.model import Slo
 from tailbound.plan import Bound, Discipline, DispatchRule, Plan, StageLimit, TenantPlan
+from tailbound.plan_queues import queue_tables, scheduler_config
 from tailbound.profiles.tokens import SsdProfile
 from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.scenario import Scenario
@@ -242,6 +245,76 @@ def test_exporters_warn_as_before() -> None:
     """The exporters read the device's scheduler from the translation now, with no branch per
     kind: for the plans of the kinds known before, the same warnings in the same order."""
     assert export_cases() == _golden()["exports"]
+
+
+# ------------------------------------------------------------------------------ a class kind
+def _dwrr_plan(gold_weight: float) -> Plan:
+    """Two storage tenants on one device in classes ``gold`` and ``bronze`` under DWRR, each
+    able to fill the device alone (the device is the bottleneck)."""
+    tenants = [
+        dataclasses.replace(_tenant(name, 0, client=f"c{i}"), service_class={Stage.STORAGE: klass})
+        for i, (name, klass) in enumerate([("G", "gold"), ("B", "bronze")])
+    ]
+    dwrr = Discipline("dwrr", class_weight={"gold": gold_weight}, quantum_s=0.002)
+    disciplines = {**dict.fromkeys(STORAGE_PATH, Discipline("fifo")), Stage.STORAGE: dwrr}
+    return Plan("test", 1, tenants, disciplines=disciplines)
+
+
+def test_a_class_kind_goes_from_plan_to_simulator_and_gateway(tmp_path: Path) -> None:
+    """DWRR, which no code of the Plan's spelled before: read and written by the plan, its queue
+    table, the simulator's scheduler and the gateway's are the core's."""
+    plan = _dwrr_plan(3.0)
+    path = tmp_path / "plan.json"
+    plan.save(path)
+    assert Plan.load(path) == plan
+    tables = queue_tables(plan)
+    assert tables["s0.ssd0"]["class"] == {"G": "gold", "B": "bronze"}
+    assert tables["s0.ssd0"]["class_weight"] == {"gold": 3.0}
+    expected = {"kind": "dwrr", "class": [1, 0], "weight": [1.0, 3.0], "quantum": 0.002}
+    assert scheduler_config(plan, "s0.ssd0") == expected
+    config = gate_config(Plan.load(path), PROFILE, backend_dir="/srv/gate")
+    assert config["exports"] == ["G", "B"] and config["scheduler"] == expected
+    (tmp_path / "gate.json").write_text(json.dumps(config))
+    check = subprocess.run(
+        [str(find_binary()), "--check", str(tmp_path / "gate.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 0 and "ok: 2 exports" in check.stdout, check.stderr
+    doc = scenario_from_plan(
+        plan, _sources(plan), link_bandwidth_bytes_per_s=125e6, profile=PROFILE.to_json()
+    )
+    (queue,) = [q for q in doc["queues"] if q["queue"] == "s0.ssd0"]
+    assert queue == {"queue": "s0.ssd0", **tables["s0.ssd0"]}
+    sim = Scenario.from_dict(doc).simulator()  # its scheduler is the core's from this table
+    sim.run()
+    assert all(w.finished.all() for w in sim.results().workloads)
+
+
+def _saturated_latency(gold_weight: float) -> dict[str, float]:
+    """The mean latency (s) of each tenant when both send 64 KiB writes at 1.5 times the
+    device's rate each (the device serves 1.5e8 B/s: ~2289 writes/s)."""
+    plan = _dwrr_plan(gold_weight)
+    trace = {"kind": "poisson", "rate": 3400, "duration_s": 0.5, "size_bytes": 65536}
+    sources = {
+        t.name: {"synthetic": {**trace, "read_fraction": 0.0, "seed": i}}
+        for i, t in enumerate(plan.tenants)
+    }
+    doc = scenario_from_plan(
+        plan, sources, link_bandwidth_bytes_per_s=1e11, profile=PROFILE.to_json()
+    )
+    sim = Scenario.from_dict(doc).simulator()
+    sim.run()
+    return {w.name: float(np.mean(w.latency)) for w in sim.results().workloads}
+
+
+def test_class_weights_of_the_plan_reach_the_simulated_device() -> None:
+    """Backlogged, the heavier class is served more: gold waits less than bronze with weight 3,
+    and the two are alike with equal weights."""
+    weighted, equal = _saturated_latency(3.0), _saturated_latency(1.0)
+    assert weighted["G"] < 0.6 * weighted["B"]
+    assert equal["G"] == pytest.approx(equal["B"], rel=0.2)
 
 
 def capture(path: Path = GOLDEN) -> None:
