@@ -59,6 +59,7 @@ class Schema:
     unique: frozenset[str] = frozenset()  # lists whose entries must differ
     numbers_as_names: frozenset[str] = frozenset()  # a number is read as a name here
     open: frozenset[str] = frozenset()  # anything goes below (free-form metadata)
+    keyed: frozenset[str] = frozenset()  # objects with keys of the user's choosing
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -131,7 +132,7 @@ def candidates(schema: Schema, doc: Any) -> list[Mutation]:
             continue
         value = get(doc, path)
         if isinstance(value, dict):
-            out.append(Mutation("unknown", path, invalid=True))
+            out.append(Mutation("unknown", path, invalid=p not in schema.keyed))
         if isinstance(value, list) and value:
             out.append(Mutation("duplicate", path, invalid=p in schema.unique))
         if not path:
@@ -356,6 +357,12 @@ PLAN = Schema(
         "disciplines": {
             "net_in": {"kind": "priority", "mode": "shaping"},
             "storage": {"kind": "fifo", "mode": "shaping"},
+            "net_out": {
+                "kind": "dwrr",
+                "mode": "shaping",
+                "class_weight": {"gold": 2.0},
+                "quantum_s": 0.001,
+            },
         },
         "dispatch": {
             "read_mpl": 2,
@@ -382,6 +389,7 @@ PLAN = Schema(
                 "bound": _bound(0.02, ["net_in", "storage"]),
                 "weight": {"storage": 2.0},
                 "deadline_s": {"net_out": 0.05},
+                "service_class": {"net_out": "gold"},
             },
             {
                 "name": "B",
@@ -453,6 +461,8 @@ PLAN = Schema(
             "rejected[*].bound.percentile",
             "tenants[*].weight.storage",
             "tenants[*].deadline_s.net_out",
+            "disciplines.net_out.class_weight.gold",
+            "disciplines.net_out.quantum_s",
             "tenants[*].stages.net_in.capacity_bytes_per_s",
             "tenants[*].stages.net_in.extra[*].capacity_bytes_per_s",
         }
@@ -509,6 +519,7 @@ PLAN = Schema(
     ),
     unique=frozenset({"tenants", "rejected"}),
     open=frozenset({"meta"}),
+    keyed=frozenset({"disciplines.net_out.class_weight"}),  # by class name
 )
 
 SCHEMAS = {"tenants": TENANTS, "cluster": CLUSTER, "scenario": SCENARIO, "plan": PLAN}
