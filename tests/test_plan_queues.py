@@ -28,6 +28,7 @@ import pytest
 from tailbound import _core
 from tailbound.enforce.exporters import export_qemu
 from tailbound.enforce.storage import find_binary, gate_config
+from tailbound.errors import ConfigError
 from tailbound.model import Slo
 from tailbound.plan import Bound, Discipline, DispatchRule, Plan, StageLimit, TenantPlan
 from tailbound.plan_queues import queue_tables, scheduler_config
@@ -290,6 +291,26 @@ def test_a_class_kind_goes_from_plan_to_simulator_and_gateway(tmp_path: Path) ->
     sim = Scenario.from_dict(doc).simulator()  # its scheduler is the core's from this table
     sim.run()
     assert all(w.finished.all() for w in sim.results().workloads)
+
+
+def test_a_setting_the_core_refuses_names_the_plans_field() -> None:
+    """A plan built in memory is not checked as a plan file is: the core's refusal names the
+    plan's field behind the queue table's."""
+    plan = baseline_plans()["sfq"]
+    bad = [dataclasses.replace(t, weight={Stage.STORAGE: 0.0}) for t in plan.tenants]
+    with pytest.raises(ConfigError) as info:
+        gate_config(
+            dataclasses.replace(plan, tenants=bad), PROFILE, backend_dir="/x", device="s0.ssd0"
+        )
+    assert info.value.field == "tenants.weight.storage" and "queue s0.ssd0" in str(info.value)
+    levels = [dataclasses.replace(t, priority=dict.fromkeys(t.priority, 0.5)) for t in plan.tenants]
+    with pytest.raises(ConfigError) as info:
+        scheduler_config(
+            dataclasses.replace(plan, tenants=levels, disciplines={}), "c0.egress", path="p.json"
+        )
+    assert info.value.field == "tenants[0].priority.net_in" and str(info.value).startswith("p.json")
+    with pytest.raises(ConfigError, match="no tenant of the plan crosses queue 'nowhere'"):
+        scheduler_config(plan, "nowhere")
 
 
 def _saturated_latency(gold_weight: float) -> dict[str, float]:
