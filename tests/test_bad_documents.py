@@ -60,6 +60,7 @@ class Schema:
     unique: frozenset[str] = frozenset()  # lists whose entries must differ
     numbers_as_names: frozenset[str] = frozenset()  # a number is read as a name here
     open: frozenset[str] = frozenset()  # anything goes below (free-form metadata)
+    keyed: frozenset[str] = frozenset()  # objects with keys of the user's choosing
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -132,7 +133,7 @@ def candidates(schema: Schema, doc: Any) -> list[Mutation]:
             continue
         value = get(doc, path)
         if isinstance(value, dict):
-            out.append(Mutation("unknown", path, invalid=True))
+            out.append(Mutation("unknown", path, invalid=p not in schema.keyed))
         if isinstance(value, list) and value:
             out.append(Mutation("duplicate", path, invalid=p in schema.unique))
         if not path:
@@ -357,6 +358,12 @@ PLAN = Schema(
         "disciplines": {
             "net_in": {"kind": "priority", "mode": "shaping"},
             "storage": {"kind": "fifo", "mode": "shaping"},
+            "net_out": {
+                "kind": "dwrr",
+                "mode": "shaping",
+                "class_weight": {"gold": 2.0},
+                "quantum_s": 0.001,
+            },
         },
         "dispatch": {
             "read_mpl": 2,
@@ -383,6 +390,7 @@ PLAN = Schema(
                 "bound": _bound(0.02, ["net_in", "storage"]),
                 "weight": {"storage": 2.0},
                 "deadline_s": {"net_out": 0.05},
+                "service_class": {"net_out": "gold"},
             },
             {
                 "name": "B",
@@ -454,6 +462,8 @@ PLAN = Schema(
             "rejected[*].bound.percentile",
             "tenants[*].weight.storage",
             "tenants[*].deadline_s.net_out",
+            "disciplines.net_out.class_weight.gold",
+            "disciplines.net_out.quantum_s",
             "tenants[*].stages.net_in.capacity_bytes_per_s",
             "tenants[*].stages.net_in.extra[*].capacity_bytes_per_s",
         }
@@ -510,6 +520,7 @@ PLAN = Schema(
     ),
     unique=frozenset({"tenants", "rejected"}),
     open=frozenset({"meta"}),
+    keyed=frozenset({"disciplines.net_out.class_weight"}),  # by class name
 )
 
 

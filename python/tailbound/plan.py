@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailbound import _core
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json, write_json_atomic
 from tailbound.model import Slo
@@ -71,9 +72,10 @@ PRIORITY_LEVELS = 8
 #: Levels every enforcer can give tenants: ``tailbound enforce net`` keeps HTB's last priority for
 #: best-effort and demoted traffic, so one fewer than :data:`PRIORITY_LEVELS`.
 TENANT_LEVELS = PRIORITY_LEVELS - 1
-#: Scheduler kinds a plan may ask for at a stage (the simulator's and the enforcers' kinds with
-#: per-tenant parameters a plan carries: priority levels, SFQ weights, EDF deadlines = SLOs).
-DISCIPLINE_KINDS = ("priority", "fifo", "sfq", "edf")
+#: Scheduler kinds a plan may ask for at a stage: the core's, defined once in Rust
+#: (``tailbound_core::sched::KINDS``); the simulator and the gateway run each of them from the
+#: plan through :mod:`tailbound.plan_queues`.
+DISCIPLINE_KINDS: tuple[str, ...] = tuple(_core.SCHEDULER_KINDS)
 #: What a priority queue does with traffic over its buckets: wait (``shaping``) or go on below
 #: every level (``demotion``, PriorityMeister's enforcer, thesis §2.2.1).
 LIMIT_MODES = ("shaping", "demotion")
@@ -99,17 +101,38 @@ class StageLimit:
 
 @dataclass(frozen=True)
 class Discipline:
-    """How the queues of one stage are scheduled: ``kind`` (:data:`DISCIPLINE_KINDS`) and, for
-    strict priority, the ``mode`` of its token buckets (:data:`LIMIT_MODES`)."""
+    """How the queues of one stage are scheduled: ``kind`` (:data:`DISCIPLINE_KINDS`), for
+    strict priority the ``mode`` of its token buckets (:data:`LIMIT_MODES`), and for the kinds
+    that serve service classes (``dwrr``: each tenant's class is
+    :attr:`TenantPlan.service_class`) the weight of each class by name (``class_weight``; a
+    class not listed has weight 1) and ``quantum_s``, the work (seconds) a class of weight 1 may
+    send per round (``None``: the scheduler's default, 1 ms). A kind ignores the options it does
+    not read (``tailbound_core::sched::SchedulerConfig::from_table``)."""
 
     kind: str = "priority"
     mode: str = "shaping"
+    class_weight: Mapping[str, float] = field(default_factory=dict, hash=False)
+    quantum_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DISCIPLINE_KINDS:
             raise ValueError(f"unknown discipline {self.kind!r} (known: {DISCIPLINE_KINDS})")
         if self.mode not in LIMIT_MODES:
             raise ValueError(f"unknown limit mode {self.mode!r} (known: {LIMIT_MODES})")
+        for name, w in self.class_weight.items():
+            if not (isinstance(name, str) and _positive(w)):
+                raise ValueError(f"class weight {name!r}: expected a positive number, got {w!r}")
+        if self.quantum_s is not None and not _positive(self.quantum_s):
+            raise ValueError(f"quantum_s: expected a positive number, got {self.quantum_s!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"kind", "mode"}``, and the class options where set (older plans have none)."""
+        out: dict[str, Any] = {"kind": self.kind, "mode": self.mode}
+        if self.class_weight:
+            out["class_weight"] = dict(self.class_weight)
+        if self.quantum_s is not None:
+            out["quantum_s"] = self.quantum_s
+        return out
 
 
 @dataclass(frozen=True)
@@ -182,6 +205,10 @@ class TenantPlan:
     weight: Mapping[Stage, float] = field(default_factory=dict)
     #: EDF relative deadline (s) per stage where the discipline is ``edf`` (default: the SLO).
     deadline_s: Mapping[Stage, float] = field(default_factory=dict)
+    #: Service class per stage where the discipline serves classes (``dwrr``; default class
+    #: ``"default"``): the tenants file's ``class`` (:attr:`tailbound.model.Tenant.service_class`),
+    #: decided per stage.
+    service_class: Mapping[Stage, str] = field(default_factory=dict)
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -234,6 +261,8 @@ class TenantPlan:
             out["weight"] = {str(s): w for s, w in self.weight.items()}
         if self.deadline_s:
             out["deadline_s"] = {str(s): d for s, d in self.deadline_s.items()}
+        if self.service_class:
+            out["service_class"] = {str(s): c for s, c in self.service_class.items()}
         return out
 
 
@@ -310,9 +339,7 @@ class Plan:
             "servers_used": self.servers_used,
             "safety_margin": self.safety_margin,
             "priority_levels": self.priority_levels,
-            "disciplines": {
-                str(s): {"kind": d.kind, "mode": d.mode} for s, d in self.disciplines.items()
-            },
+            "disciplines": {str(s): d.to_json() for s, d in self.disciplines.items()},
             "dispatch": self.dispatch.to_json(),
             "stages": [str(s) for s in STORAGE_PATH],
             "tenants": tenants,
@@ -441,6 +468,11 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
 
 
+def _positive(x: Any) -> bool:
+    """Whether ``x`` is a finite number > 0 (not a boolean)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
 # ------------------------------------------------------------------------------ reading
 class _Reader:
     def __init__(self, path: str | None) -> None:
@@ -554,6 +586,7 @@ class _Reader:
             bound=self.bound(doc.get("bound"), latency, f"{w}bound.", policy_default=""),
             weight=self.per_stage(doc.get("weight", {}), f"{w}weight"),
             deadline_s=self.per_stage(doc.get("deadline_s", {}), f"{w}deadline_s"),
+            service_class=self.per_stage_names(doc.get("service_class", {}), f"{w}service_class"),
         )
 
     def bound(self, doc: Any, latency: float, where: str, *, policy_default: str) -> Bound:
@@ -602,6 +635,20 @@ class _Reader:
             out[stage] = value
         return out
 
+    def per_stage_names(self, doc: Any, where: str) -> dict[Stage, str]:
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", where)
+        out = {}
+        for key, value in doc.items():
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", f"{where}.{key}") from None
+            if not isinstance(value, str) or not value:
+                raise self.error(f"expected a name, got {value!r}", f"{where}.{key}")
+            out[stage] = value
+        return out
+
     def rejection(self, doc: Any, where: str, version: int) -> Rejection:
         if isinstance(doc, str) and version == 1:  # version 1: names only
             return Rejection(doc, "not placed")
@@ -635,10 +682,23 @@ class _Reader:
                 raise self.error("unknown stage", where) from None
             if not isinstance(value, dict):
                 raise self.error(f"expected an object, got {value!r}", where)
-            self.known(value, frozenset({"kind", "mode"}), where + ".")
+            self.known(value, _DISCIPLINE_KEYS, where + ".")
+            class_weight = value.get("class_weight", {})
+            if not isinstance(class_weight, dict):
+                raise self.error(
+                    f"expected an object, got {class_weight!r}", f"{where}.class_weight"
+                )
+            for name in class_weight:
+                self.positive(class_weight, name, f"{where}.class_weight.")
+            quantum = (
+                None if "quantum_s" not in value else self.positive(value, "quantum_s", where + ".")
+            )
             try:
                 out[stage] = Discipline(
-                    str(value.get("kind", "priority")), str(value.get("mode", "shaping"))
+                    str(value.get("kind", "priority")),
+                    str(value.get("mode", "shaping")),
+                    class_weight={str(k): float(v) for k, v in class_weight.items()},
+                    quantum_s=quantum,
                 )
             except ValueError as e:
                 raise self.error(str(e), where) from None
@@ -692,8 +752,9 @@ _V3_PLAN_KEYS = frozenset({"inputs"})
 _V3_TENANT_KEYS = frozenset({"trace"})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
-    | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s"}
+    | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s", "service_class"}
 )
+_DISCIPLINE_KEYS = frozenset({"kind", "mode", "class_weight", "quantum_s"})
 _BOUND_KEYS = frozenset({"analysis", "percentile", "stages", "alone_s", "joint_s"})
 _REJECTION_KEYS = frozenset({"name", "reason", "violated", "latency_bound_s", "bound"})
 _LIMIT_KEYS = frozenset(
