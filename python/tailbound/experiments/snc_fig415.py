@@ -40,8 +40,9 @@ from tailbound.experiments._snc_common import (
 )
 from tailbound.experiments.snc_fig410 import TRACES, Population, arrivals, caches, population
 from tailbound.model import TenantSet
+from tailbound.policies.registry import registered
 
-POLICIES = ("snc-meister", "dnc")
+POLICIES = registered(("snc-meister", "dnc"), "admission")
 
 
 @dataclass(frozen=True)
