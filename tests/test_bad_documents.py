@@ -20,6 +20,7 @@ sets more for a longer run (``docs/architecture.md``, "Note: bad input", records
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import math
@@ -59,6 +60,7 @@ class Schema:
     unique: frozenset[str] = frozenset()  # lists whose entries must differ
     numbers_as_names: frozenset[str] = frozenset()  # a number is read as a name here
     open: frozenset[str] = frozenset()  # anything goes below (free-form metadata)
+    keyed: frozenset[str] = frozenset()  # objects with keys of the user's choosing
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -131,7 +133,7 @@ def candidates(schema: Schema, doc: Any) -> list[Mutation]:
             continue
         value = get(doc, path)
         if isinstance(value, dict):
-            out.append(Mutation("unknown", path, invalid=True))
+            out.append(Mutation("unknown", path, invalid=p not in schema.keyed))
         if isinstance(value, list) and value:
             out.append(Mutation("duplicate", path, invalid=p in schema.unique))
         if not path:
@@ -356,6 +358,12 @@ PLAN = Schema(
         "disciplines": {
             "net_in": {"kind": "priority", "mode": "shaping"},
             "storage": {"kind": "fifo", "mode": "shaping"},
+            "net_out": {
+                "kind": "dwrr",
+                "mode": "shaping",
+                "class_weight": {"gold": 2.0},
+                "quantum_s": 0.001,
+            },
         },
         "dispatch": {
             "read_mpl": 2,
@@ -382,6 +390,7 @@ PLAN = Schema(
                 "bound": _bound(0.02, ["net_in", "storage"]),
                 "weight": {"storage": 2.0},
                 "deadline_s": {"net_out": 0.05},
+                "service_class": {"net_out": "gold"},
             },
             {
                 "name": "B",
@@ -453,6 +462,8 @@ PLAN = Schema(
             "rejected[*].bound.percentile",
             "tenants[*].weight.storage",
             "tenants[*].deadline_s.net_out",
+            "disciplines.net_out.class_weight.gold",
+            "disciplines.net_out.quantum_s",
             "tenants[*].stages.net_in.capacity_bytes_per_s",
             "tenants[*].stages.net_in.extra[*].capacity_bytes_per_s",
         }
@@ -509,9 +520,42 @@ PLAN = Schema(
     ),
     unique=frozenset({"tenants", "rejected"}),
     open=frozenset({"meta"}),
+    keyed=frozenset({"disciplines.net_out.class_weight"}),  # by class name
 )
 
-SCHEMAS = {"tenants": TENANTS, "cluster": CLUSTER, "scenario": SCENARIO, "plan": PLAN}
+
+def _plan_with_inputs(base: dict[str, Any]) -> dict[str, Any]:
+    """``base`` as a version 3 plan recording its inputs (:mod:`tailbound.plan_inputs`)."""
+    doc = copy.deepcopy(base)
+    doc["version"] = 3
+    doc["inputs"] = {
+        "link_bandwidth_bytes_per_s": 1.25e8,
+        "profile": {"type": "storageSSD", "bandwidthTable": [{"requestSize": 512}]},
+    }
+    for i, t in enumerate(doc["tenants"]):
+        t["trace"] = {"path": f"traces/{i}.txt", "sha256": "0" * 64, "format": "wc"}
+    return doc
+
+
+#: A version 3 plan: the inputs are read strictly, the embedded profile when it is used.
+PLAN3 = dataclasses.replace(
+    PLAN,
+    base=_plan_with_inputs(PLAN.base),
+    required=PLAN.required
+    | {"inputs", "inputs.link_bandwidth_bytes_per_s", "tenants[*].trace"}
+    | {"tenants[*].trace.path", "tenants[*].trace.sha256"},
+    positive=PLAN.positive | {"inputs.link_bandwidth_bytes_per_s"},
+    nullable=PLAN.nullable | {"inputs.profile", "tenants[*].trace.format"},
+    open=PLAN.open | {"inputs.profile"},
+)
+
+SCHEMAS = {
+    "tenants": TENANTS,
+    "cluster": CLUSTER,
+    "scenario": SCENARIO,
+    "plan": PLAN,
+    "plan3": PLAN3,
+}
 MUTATIONS = {name: candidates(s, s.base) for name, s in SCHEMAS.items()}
 
 

@@ -58,6 +58,8 @@ LAYERS: dict[str, int] = {
     "tailbound.dnc": 3,
     "tailbound.snc": 3,
     "tailbound.plan": 4,
+    "tailbound.plan_inputs": 4,
+    "tailbound.plan_queues": 4,
     "tailbound.sim": 5,
     "tailbound.policies": 6,
     "tailbound.verify": 7,

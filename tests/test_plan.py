@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tailbound import _core
 from tailbound.errors import ConfigError
 from tailbound.model import Slo
 from tailbound.plan import (
+    DISCIPLINE_KINDS,
     Bound,
     Discipline,
     DispatchRule,
@@ -69,11 +71,17 @@ def plans(draw: st.DrawFn) -> Plan:
                 bound=draw(bounds(stages)),
                 client_host=draw(st.none() | names),
                 client_vm=draw(st.none() | names),
+                service_class={s: draw(names) for s in stages if draw(st.booleans())},
             )
         )
     rejected = [Rejection("x", "fits on no server"), Rejection("y", "misses", ("y", "t0"))]
     disciplines = {
-        s: Discipline(draw(st.sampled_from(["priority", "fifo", "sfq"])), "demotion")
+        s: Discipline(
+            draw(st.sampled_from(DISCIPLINE_KINDS)),
+            "demotion",
+            class_weight=draw(st.dictionaries(names, st.floats(0.01, 100.0), max_size=3)),
+            quantum_s=draw(st.none() | st.floats(1e-6, 1.0)),
+        )
         for s in STORAGE_PATH
     }
     return Plan(
@@ -135,7 +143,7 @@ def test_version_1_plans_are_read() -> None:
     doc = Plan("knee", 1, [tenant()]).to_json()
     doc["version"] = 1
     doc["rejected"] = ["b"]
-    for key in ("priority_levels", "disciplines", "dispatch"):
+    for key in ("priority_levels", "disciplines", "dispatch", "inputs"):
         doc.pop(key)
     for t in doc["tenants"]:
         t.pop("bound")
@@ -173,7 +181,28 @@ def test_enforcer_levels_keep_the_order_above_best_effort() -> None:
         (lambda d: d["tenants"][0].update(percentile=1.5), "tenants[0].percentile"),
         (lambda d: d["tenants"][0].update(slo_s=-1), "tenants[0].slo_s"),
         (lambda d: d["tenants"].append(dict(d["tenants"][0])), "tenants[1].name"),
-        (lambda d: d["disciplines"].update(storage={"kind": "wfq"}), "disciplines.storage"),
+        (lambda d: d["disciplines"].update(storage={"kind": "lottery"}), "disciplines.storage"),
+        (
+            lambda d: d["disciplines"].update(storage={"kind": "dwrr", "class_weight": {"g": 0}}),
+            "disciplines.storage.class_weight.g",
+        ),
+        (
+            lambda d: d["disciplines"].update(storage={"kind": "dwrr", "class_weight": [1]}),
+            "disciplines.storage.class_weight",
+        ),
+        (
+            lambda d: d["disciplines"].update(storage={"kind": "dwrr", "quantum_s": "1ms"}),
+            "disciplines.storage.quantum_s",
+        ),
+        (
+            lambda d: d["tenants"][0].update(service_class={"storage": 3}),
+            "tenants[0].service_class.storage",
+        ),
+        (
+            lambda d: d["tenants"][0].update(service_class={"disk": "g"}),
+            "tenants[0].service_class.disk",
+        ),
+        (lambda d: d["tenants"][0].update(service_class="g"), "tenants[0].service_class"),
         (lambda d: d["dispatch"].update(read_mpl=-1), "dispatch.read_mpl"),
         (lambda d: d["rejected"].append({"name": "z"}), "rejected[0].reason"),
     ],
@@ -192,3 +221,43 @@ def test_plan_file_is_world_readable(tmp_path: Path) -> None:
     plan = Plan("knee", 0, [])
     plan.save(tmp_path / "p.json")
     assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_discipline_kinds_are_the_cores() -> None:
+    """A kind defined in Rust is a kind a plan may ask for, and an unknown one is refused with
+    the core's list."""
+    assert DISCIPLINE_KINDS == _core.SCHEDULER_KINDS and "dwrr" in DISCIPLINE_KINDS
+    doc = Plan("knee", 1, [tenant()]).to_json()
+    doc["disciplines"]["storage"] = {"kind": "lottery"}
+    with pytest.raises(ConfigError) as info:
+        Plan.from_json(doc)
+    assert all(repr(k) in str(info.value) for k in _core.SCHEDULER_KINDS)
+
+
+def test_class_options_are_optional_and_round_trip() -> None:
+    """Service classes and the class options are written only when set (older plans lack them)
+    and read back as written."""
+    plain = Plan("knee", 1, [tenant()]).to_json()
+    assert "service_class" not in plain["tenants"][0]
+    assert plain["disciplines"]["storage"] == {"kind": "priority", "mode": "shaping"}
+    t = TenantPlan(**{**tenant().__dict__, "service_class": {Stage.STORAGE: "gold"}})
+    dwrr = Discipline("dwrr", class_weight={"gold": 3.0, "bronze": 0.5}, quantum_s=0.002)
+    plan = Plan(
+        "knee",
+        1,
+        [t],
+        disciplines={**dict.fromkeys(STORAGE_PATH, Discipline()), Stage.STORAGE: dwrr},
+    )
+    doc = json.loads(json.dumps(plan.to_json()))
+    assert doc["tenants"][0]["service_class"] == {"storage": "gold"}
+    assert doc["disciplines"]["storage"] == {
+        "kind": "dwrr",
+        "mode": "shaping",
+        "class_weight": {"gold": 3.0, "bronze": 0.5},
+        "quantum_s": 0.002,
+    }
+    assert Plan.from_json(doc) == plan
+    with pytest.raises(ValueError, match="class weight 'gold'"):
+        Discipline("dwrr", class_weight={"gold": 0.0})
+    with pytest.raises(ValueError, match="quantum_s"):
+        Discipline("dwrr", quantum_s=float("inf"))

@@ -10,9 +10,10 @@ import pytest
 from tailbound.demo import DEMO_SSD, demo_cluster
 from tailbound.model import Slo, Tenant
 from tailbound.plan import Plan
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.workload import characterize
-from tailbound.policies.workloadcompactor import make_policy, to_plan
+from tailbound.policies.workloadcompactor import to_plan
 from tailbound.traces.fleet import GeneratedTenant, demo_fleet
 from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import poisson_trace
@@ -34,7 +35,7 @@ def plan_fleet(
         for w in fleet
     ]
     cluster = demo_cluster(len(fleet))
-    result = place(characterised, cluster, make_policy("workloadcompactor"))
+    result = place(characterised, cluster, registry.build("workloadcompactor", "placement"))
     return to_plan(result, cluster, policy="workloadcompactor", safety_margin=margin)
 
 

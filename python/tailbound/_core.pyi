@@ -111,8 +111,17 @@ class Simulation:
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...
+
+# --- sched: the scheduler kinds, defined once (crates/tailbound-py/src/sched.rs) ---------------
+
+#: The scheduler kinds, as a queue table's ``kind`` spells them (``tailbound_core::sched::KINDS``).
+SCHEDULER_KINDS: tuple[str, ...]
+#: The fields a queue table may have, any kind (a field the kind does not read is ignored).
+SCHEDULER_TABLE_FIELDS: tuple[str, ...]
+
 def scheduler_config(fields: dict[str, object], workloads: list[tuple[str, float | None]]) -> str:
-    """The core's scheduler config (JSON) of a scenario's queue table keyed by workload name."""
+    """The core's scheduler config (serde JSON) of a queue table keyed by workload name, for
+    ``workloads`` ``(name, SLO latency or None)`` in workload order; raises ``FieldError``."""
 
 # --- snc (stochastic network calculus) ---------------------------------------------------------
 def perron_roots(

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from tailbound.model import Cluster, Server, Tenant
 from tailbound.plan import Plan
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves, characterize
-from tailbound.policies.workloadcompactor import make_policy, server_model, to_plan
+from tailbound.policies.workloadcompactor import server_model, to_plan
 from tailbound.profiles import SsdProfile
 from tailbound.traces.fleet import GeneratedTenant, demo_fleet
 from tailbound.verify import Verification, replay_plan
@@ -42,7 +43,9 @@ DEMO_LINK_BYTES_PER_S = 1.25e9
 #: Jumbo frames, as storage networks commonly run (and 6× fewer packets to simulate).
 DEMO_MTU_BYTES = 9000
 #: The policies placed: WorkloadCompactor first, then the paper's baselines.
-DEMO_POLICIES = ("workloadcompactor", "effective-bandwidth", "knee", "average-rate:2")
+DEMO_POLICIES = registry.registered(
+    ("workloadcompactor", "effective-bandwidth", "knee", "average-rate:2"), "placement"
+)
 #: WorkloadCompactor's safety margin when planning from half a trace.
 DEMO_SAFETY_MARGIN = 1.1
 #: The dispatcher's cap on the device work in service below a device's most important level.
@@ -102,7 +105,7 @@ def run_demo(
     model = server_model(DEMO_SSD, DEMO_LINK_BYTES_PER_S, DEMO_MTU_BYTES, DEMO_LOW_PRIORITY_WORK_S)
     plans = {}
     for name in DEMO_POLICIES:
-        result = place(characterised, cluster, make_policy(name, model))
+        result = place(characterised, cluster, registry.build(name, "placement", model))
         plans[name] = to_plan(result, cluster, policy=name, safety_margin=DEMO_SAFETY_MARGIN)
         seconds[f"place {name}"] = result.seconds
     progress("placed with " + ", ".join(DEMO_POLICIES))

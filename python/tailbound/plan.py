@@ -13,9 +13,9 @@ and :func:`stage_queues` name the queues a tenant's stages cross, and :func:`enf
 turns the plan's levels (0 is the most important, the thesis' convention) into the enforcers'
 (larger is more important: the simulator's schedulers, HTB's inverse).
 
-JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are read too)::
+JSON layout (``format`` ``"tailbound-plan"``, ``version`` 3; versions 1 and 2 are read too)::
 
-    {"format": "tailbound-plan", "version": 2,
+    {"format": "tailbound-plan", "version": 3,
      "policy": "workloadcompactor", "servers_used": 11, "safety_margin": 1.0,
      "priority_levels": 8,
      "disciplines": {"net_in": {"kind": "priority", "mode": "shaping"}, "storage": {...}, ...},
@@ -32,7 +32,9 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are
                               "extra": [...]}, ...},
         "latency_bound_s": 0.187,
         "bound": {"analysis": "workloadcompactor", "percentile": 1.0,
-                  "stages": {...}, "alone_s": null, "joint_s": null}}],
+                  "stages": {...}, "alone_s": null, "joint_s": null},
+        "trace": {"path": "traces/t0.txt", "sha256": "3f1c…", "format": "wc"}}],
+     "inputs": {"link_bandwidth_bytes_per_s": 125000000.0, "profile": {...}},
      "rejected": [{"name": "C7", "reason": "...", "violated": ["C7"],
                    "latency_bound_s": 0.4, "bound": {...}}],
      "meta": {...}}
@@ -40,6 +42,11 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 2; version 1 files are
 Units: ``rate`` is a utilisation of the stage's queue (0..1], ``bucket`` seconds of work at the
 stage (tokens, thesis §2.3.2); network stages also give bytes per second and bytes (utilisation
 × the link bandwidth). ``latency_bound_s`` is ``null`` when the analysis found no finite bound.
+
+**A plan stands alone** (version 3): ``inputs`` and each tenant's ``trace`` record what it was
+planned from (:class:`~tailbound.plan_inputs.PlanInputs`: traces with their SHA-256, the device
+profile embedded, the link bandwidth), so its consumers need no tenants file; ``inputs`` is
+``null`` (and no tenant has a ``trace``) for a plan built in memory, and in versions 1 and 2.
 """
 
 from __future__ import annotations
@@ -51,21 +58,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailbound import _core
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json, write_json_atomic
 from tailbound.model import Slo
+from tailbound.plan_inputs import PlanInputs, read_inputs
 from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
 FORMAT = "tailbound-plan"
-VERSION = 2
+VERSION = 3
 #: Priority levels real enforcers offer (HTB has 8 class priorities): the default limit.
 PRIORITY_LEVELS = 8
 #: Levels every enforcer can give tenants: ``tailbound enforce net`` keeps HTB's last priority for
 #: best-effort and demoted traffic, so one fewer than :data:`PRIORITY_LEVELS`.
 TENANT_LEVELS = PRIORITY_LEVELS - 1
-#: Scheduler kinds a plan may ask for at a stage (the simulator's and the enforcers' kinds with
-#: per-tenant parameters a plan carries: priority levels, SFQ weights, EDF deadlines = SLOs).
-DISCIPLINE_KINDS = ("priority", "fifo", "sfq", "edf")
+#: Scheduler kinds a plan may ask for at a stage: the core's, defined once in Rust
+#: (``tailbound_core::sched::KINDS``); the simulator and the gateway run each of them from the
+#: plan through :mod:`tailbound.plan_queues`.
+DISCIPLINE_KINDS: tuple[str, ...] = tuple(_core.SCHEDULER_KINDS)
 #: What a priority queue does with traffic over its buckets: wait (``shaping``) or go on below
 #: every level (``demotion``, PriorityMeister's enforcer, thesis §2.2.1).
 LIMIT_MODES = ("shaping", "demotion")
@@ -91,17 +101,38 @@ class StageLimit:
 
 @dataclass(frozen=True)
 class Discipline:
-    """How the queues of one stage are scheduled: ``kind`` (:data:`DISCIPLINE_KINDS`) and, for
-    strict priority, the ``mode`` of its token buckets (:data:`LIMIT_MODES`)."""
+    """How the queues of one stage are scheduled: ``kind`` (:data:`DISCIPLINE_KINDS`), for
+    strict priority the ``mode`` of its token buckets (:data:`LIMIT_MODES`), and for the kinds
+    that serve service classes (``dwrr``: each tenant's class is
+    :attr:`TenantPlan.service_class`) the weight of each class by name (``class_weight``; a
+    class not listed has weight 1) and ``quantum_s``, the work (seconds) a class of weight 1 may
+    send per round (``None``: the scheduler's default, 1 ms). A kind ignores the options it does
+    not read (``tailbound_core::sched::SchedulerConfig::from_table``)."""
 
     kind: str = "priority"
     mode: str = "shaping"
+    class_weight: Mapping[str, float] = field(default_factory=dict, hash=False)
+    quantum_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DISCIPLINE_KINDS:
             raise ValueError(f"unknown discipline {self.kind!r} (known: {DISCIPLINE_KINDS})")
         if self.mode not in LIMIT_MODES:
             raise ValueError(f"unknown limit mode {self.mode!r} (known: {LIMIT_MODES})")
+        for name, w in self.class_weight.items():
+            if not (isinstance(name, str) and _positive(w)):
+                raise ValueError(f"class weight {name!r}: expected a positive number, got {w!r}")
+        if self.quantum_s is not None and not _positive(self.quantum_s):
+            raise ValueError(f"quantum_s: expected a positive number, got {self.quantum_s!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"kind", "mode"}``, and the class options where set (older plans have none)."""
+        out: dict[str, Any] = {"kind": self.kind, "mode": self.mode}
+        if self.class_weight:
+            out["class_weight"] = dict(self.class_weight)
+        if self.quantum_s is not None:
+            out["quantum_s"] = self.quantum_s
+        return out
 
 
 @dataclass(frozen=True)
@@ -174,6 +205,10 @@ class TenantPlan:
     weight: Mapping[Stage, float] = field(default_factory=dict)
     #: EDF relative deadline (s) per stage where the discipline is ``edf`` (default: the SLO).
     deadline_s: Mapping[Stage, float] = field(default_factory=dict)
+    #: Service class per stage where the discipline serves classes (``dwrr``; default class
+    #: ``"default"``): the tenants file's ``class`` (:attr:`tailbound.model.Tenant.service_class`),
+    #: decided per stage.
+    service_class: Mapping[Stage, str] = field(default_factory=dict)
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -226,6 +261,8 @@ class TenantPlan:
             out["weight"] = {str(s): w for s, w in self.weight.items()}
         if self.deadline_s:
             out["deadline_s"] = {str(s): d for s, d in self.deadline_s.items()}
+        if self.service_class:
+            out["service_class"] = {str(s): c for s, c in self.service_class.items()}
         return out
 
 
@@ -264,6 +301,10 @@ class Plan:
     )
     dispatch: DispatchRule = field(default_factory=DispatchRule)
     priority_levels: int = PRIORITY_LEVELS
+    #: What the plan was decided from (traces, profile, link bandwidth); ``None``: not recorded.
+    inputs: PlanInputs | None = None
+    #: The format version the plan was read from (:data:`VERSION` for a plan made here).
+    version: int = field(default=VERSION, compare=False)
 
     def tenant(self, name: str) -> TenantPlan:
         """The plan of the tenant called ``name``."""
@@ -280,7 +321,17 @@ class Plan:
         """How many distinct priority levels the plan's tenants use (0 if none)."""
         return len({p for t in self.tenants for p in t.priority.values() if p is not None})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, base: str | Path | None = None) -> dict[str, Any]:
+        """The JSON document; with ``inputs``, trace paths inside the folder ``base`` (where the
+        plan file is) are written relative to it (:meth:`TraceRef.to_json
+        <tailbound.plan_inputs.TraceRef.to_json>`), all others absolute."""
+        tenants = [t.to_json() for t in self.tenants]
+        if self.inputs is not None:
+            folder = None if base is None else Path(base)
+            for doc in tenants:
+                if doc["name"] not in self.inputs.traces:
+                    raise ValueError(f"the plan's inputs record no trace of {doc['name']!r}")
+                doc["trace"] = self.inputs.traces[doc["name"]].to_json(folder)
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -288,19 +339,19 @@ class Plan:
             "servers_used": self.servers_used,
             "safety_margin": self.safety_margin,
             "priority_levels": self.priority_levels,
-            "disciplines": {
-                str(s): {"kind": d.kind, "mode": d.mode} for s, d in self.disciplines.items()
-            },
+            "disciplines": {str(s): d.to_json() for s, d in self.disciplines.items()},
             "dispatch": self.dispatch.to_json(),
             "stages": [str(s) for s in STORAGE_PATH],
-            "tenants": [t.to_json() for t in self.tenants],
+            "tenants": tenants,
             "rejected": [r.to_json() for r in self.rejected],
+            "inputs": None if self.inputs is None else self.inputs.to_json(),
             "meta": self.meta,
         }
 
     def save(self, path: str | Path) -> None:
-        """Write the plan as JSON atomically (temporary file in the same folder, then rename)."""
-        write_json_atomic(path, self.to_json())
+        """Write the plan as JSON atomically (temporary file in the same folder, then rename);
+        trace paths inside the plan's folder are written relative to it."""
+        write_json_atomic(path, self.to_json(base=Path(path).absolute().parent))
 
     @classmethod
     def load(cls, path: str | Path) -> Plan:
@@ -309,7 +360,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, document: Any, *, path: str | None = None) -> Plan:
-        """Build a plan from its parsed JSON document (version 1 or 2) and check it."""
+        """Build a plan from its parsed JSON document (version 1, 2 or 3) and check it."""
         reader = _Reader(path)
         if not isinstance(document, dict):
             raise ConfigError(path, "a plan must be a JSON object")
@@ -317,12 +368,12 @@ class Plan:
         if (
             document.get("format") != FORMAT
             or isinstance(version, bool)
-            or version not in (1, VERSION)
+            or version not in (1, 2, VERSION)
         ):
             raise ConfigError(
-                path, f"expected format {FORMAT!r} version 1 or {VERSION}", field="format"
+                path, f"expected format {FORMAT!r} version 1, 2 or {VERSION}", field="format"
             )
-        reader.known(document, _PLAN_KEYS, "")
+        reader.known(document, _PLAN_KEYS | (_V3_PLAN_KEYS if version >= 3 else frozenset()), "")
         stages_list = document.get("stages", [])
         if not isinstance(stages_list, list) or not all(
             isinstance(s, str) and s in {str(t) for t in Stage} for s in stages_list
@@ -335,6 +386,7 @@ class Plan:
             raise ConfigError(path, f"expected an object, got {meta!r}", field="meta")
         tenants_doc = reader.get(document, "tenants", list)
         tenants = [reader.tenant(t, f"tenants[{i}]", version) for i, t in enumerate(tenants_doc)]
+        inputs = read_inputs(document, tenants_doc, path) if version >= 3 else None
         rejected_doc = reader.get(document, "rejected", list)
         plan = cls(
             policy=reader.get(document, "policy", str),
@@ -350,6 +402,8 @@ class Plan:
             priority_levels=(
                 reader.get(document, "priority_levels", int) if version >= 2 else PRIORITY_LEVELS
             ),
+            inputs=inputs,
+            version=version,
         )
         plan.check(path)
         return plan
@@ -412,6 +466,11 @@ def enforcer_level(level: int | None, levels: int) -> int:
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
+
+
+def _positive(x: Any) -> bool:
+    """Whether ``x`` is a finite number > 0 (not a boolean)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 # ------------------------------------------------------------------------------ reading
@@ -484,7 +543,7 @@ class _Reader:
         if not isinstance(doc, dict):
             raise self.error("expected an object", where)
         w = where + "."
-        self.known(doc, _TENANT_KEYS, w)
+        self.known(doc, _TENANT_KEYS | (_V3_TENANT_KEYS if version >= 3 else frozenset()), w)
         device = self.get(doc, "device", str, w) if version == 1 else self.name(doc, "device", w)
         stages = STORAGE_PATH if device is not None else NETWORK_PATH
         priority_doc = self.get(doc, "priority", dict, w)
@@ -527,6 +586,7 @@ class _Reader:
             bound=self.bound(doc.get("bound"), latency, f"{w}bound.", policy_default=""),
             weight=self.per_stage(doc.get("weight", {}), f"{w}weight"),
             deadline_s=self.per_stage(doc.get("deadline_s", {}), f"{w}deadline_s"),
+            service_class=self.per_stage_names(doc.get("service_class", {}), f"{w}service_class"),
         )
 
     def bound(self, doc: Any, latency: float, where: str, *, policy_default: str) -> Bound:
@@ -575,6 +635,20 @@ class _Reader:
             out[stage] = value
         return out
 
+    def per_stage_names(self, doc: Any, where: str) -> dict[Stage, str]:
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", where)
+        out = {}
+        for key, value in doc.items():
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", f"{where}.{key}") from None
+            if not isinstance(value, str) or not value:
+                raise self.error(f"expected a name, got {value!r}", f"{where}.{key}")
+            out[stage] = value
+        return out
+
     def rejection(self, doc: Any, where: str, version: int) -> Rejection:
         if isinstance(doc, str) and version == 1:  # version 1: names only
             return Rejection(doc, "not placed")
@@ -608,10 +682,23 @@ class _Reader:
                 raise self.error("unknown stage", where) from None
             if not isinstance(value, dict):
                 raise self.error(f"expected an object, got {value!r}", where)
-            self.known(value, frozenset({"kind", "mode"}), where + ".")
+            self.known(value, _DISCIPLINE_KEYS, where + ".")
+            class_weight = value.get("class_weight", {})
+            if not isinstance(class_weight, dict):
+                raise self.error(
+                    f"expected an object, got {class_weight!r}", f"{where}.class_weight"
+                )
+            for name in class_weight:
+                self.positive(class_weight, name, f"{where}.class_weight.")
+            quantum = (
+                None if "quantum_s" not in value else self.positive(value, "quantum_s", where + ".")
+            )
             try:
                 out[stage] = Discipline(
-                    str(value.get("kind", "priority")), str(value.get("mode", "shaping"))
+                    str(value.get("kind", "priority")),
+                    str(value.get("mode", "shaping")),
+                    class_weight={str(k): float(v) for k, v in class_weight.items()},
+                    quantum_s=quantum,
                 )
             except ValueError as e:
                 raise self.error(str(e), where) from None
@@ -660,10 +747,14 @@ _PLAN_KEYS = frozenset(
     {"format", "version", "policy", "servers_used", "safety_margin", "priority_levels"}
     | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta"}
 )
+#: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
+_V3_PLAN_KEYS = frozenset({"inputs"})
+_V3_TENANT_KEYS = frozenset({"trace"})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
-    | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s"}
+    | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s", "service_class"}
 )
+_DISCIPLINE_KEYS = frozenset({"kind", "mode", "class_weight", "quantum_s"})
 _BOUND_KEYS = frozenset({"analysis", "percentile", "stages", "alone_s", "joint_s"})
 _REJECTION_KEYS = frozenset({"name", "reason", "violated", "latency_bound_s", "bound"})
 _LIMIT_KEYS = frozenset(

@@ -177,7 +177,7 @@ def replay_plan(
     network-only plan), ``devices`` a device's own scenario table by device name (a disk);
     ``mode`` overrides the plan's rate-limiter behaviour (``"shaping"`` or ``"demotion"``,
     PriorityMeister's storage enforcer) at every queue; ``messages`` the network messages' sizes
-    (default: the token model's; ``tailbound.enforce.net.wire_messages`` for bytes on a wire).
+    (default: the token model's; ``tailbound.profiles.wire.wire_messages`` for bytes on a wire).
     """
     doc = scenario_from_plan(
         plan,

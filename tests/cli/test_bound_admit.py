@@ -236,11 +236,13 @@ def test_bound_with_dnc_analysis(tenants_file: Path, tmp_path: Path) -> None:
 
 
 def test_the_verbs_offer_the_registered_admission_policies() -> None:
-    from tailbound.policies.dnc_baselines import POLICIES
     from tailbound.policies.registry import names
-    from tailbound.snc.network import ANALYSES
 
-    assert names("admission") == (*ANALYSES, *POLICIES)
+    assert names("admission") == (
+        *("snc-meister", "snc-hop-by-hop", "snc-convolution"),
+        *("dnc", "silo", "qjump"),
+    )
+    assert names("admission", "snc") == ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 
 
 def test_admits_default_plan_is_enforceable_on_every_host(tmp_path: Path) -> None:

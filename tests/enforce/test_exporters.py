@@ -6,6 +6,7 @@ runs of nbdkit's rate filter driven by fio's ``nbd`` engine and of QEMU's thrott
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -246,6 +247,38 @@ def test_priorities_dispatch_rule_and_demotion_are_warned_about() -> None:
     assert "dispatch rule (read_mpl, low_priority_mpl)" in text
     assert "demotes" in text
     assert not e.exact
+
+
+@pytest.mark.parametrize(
+    ("discipline", "settings", "expected"),
+    [
+        # a weight is a share of the device even when equal: no per-tenant limit gives it
+        ("sfq", {}, "cannot express the plan's weights (sfq scheduling)"),
+        ("edf", {"deadline_s": {Stage.STORAGE: 0.01}}, "the plan's deadlines (edf scheduling)"),
+        ("edf", {}, None),  # one deadline for all (the SLO): served in arrival order
+        ("dwrr", {"service_class": {Stage.STORAGE: "gold"}}, "service classes (dwrr scheduling)"),
+        ("dwrr", {}, None),  # one class: round robin over one class is arrival order
+        ("priority", {}, None),  # one level
+    ],
+)
+def test_a_scheduler_that_tells_tenants_apart_is_warned_about_whatever_its_kind(
+    discipline: str, settings: dict[str, Any], expected: str | None
+) -> None:
+    """The exporters read the device's scheduler as the simulator runs it (the one translation,
+    ``tailbound.plan_queues``), with no branch per kind; tenant A gets the settings."""
+    a = dataclasses.replace(_tenant("A", [StageLimit(0.5, 2.0)]), **settings)
+    plan = _plan(
+        a,
+        _tenant("B", [StageLimit(0.5, 2.0)]),
+        disciplines=dict.fromkeys(STORAGE_PATH, Discipline(discipline)),
+    )
+    e = export_qemu(plan, PROFILE)
+    if expected is None:
+        assert e.exact and e.warnings == ()
+    else:
+        (w,) = e.warnings
+        assert w.inexact and w.message.startswith("s0.ssd0: qemu ") and expected in w.message
+        assert not e.exact
 
 
 def test_several_buckets_become_the_smallest_rate_and_bucket() -> None:

@@ -354,7 +354,7 @@ def _plan(bed: Bed, mode: str) -> tuple[Path, Path, Plan]:
 def _bound(plan: Plan) -> float:
     """H's worst-case network delay over its four queues (client egress, switch port to the
     server, server egress, switch port to the client), each the realised-discipline bound."""
-    from tailbound.enforce.net import network_bounds
+    from tailbound.enforce.realised import network_bounds
 
     return network_bounds(plan, LINK)["H"]
 
@@ -386,9 +386,10 @@ def test_a_tenant_over_its_bucket_is_shaped(bed: Bed) -> None:
     bed.enforce(path, hosts)
     seconds = 3.0
     bps = bed.flood(L_PORT, seconds)
-    from tailbound.enforce.net import HEADER, MSS, wire_buckets
+    from tailbound.enforce.realised import wire_buckets
+    from tailbound.profiles.wire import HEADER, MSS
 
-    # the class's ceil is L's bucket on the wire (net.wire_buckets: 30 % of the link in
+    # the class's ceil is L's bucket on the wire (realised.wire_buckets: 30 % of the link in
     # messages, plus their headers, the ACKs of L's 1 % back and a header per message each way);
     # iperf3 counts the payload, MSS of every MSS + HEADER bytes
     (r_wire, b_wire), *_ = wire_buckets(plan.tenant("L"), Stage.NET_IN, LINK)
@@ -438,7 +439,7 @@ def test_idempotent_readback_and_remove(bed: Bed) -> None:
     assert bed.tailbound(*args, "--diff").stdout.strip() == "no difference"
     demotion, _, _ = _plan(bed, "demotion")
     d = bed.tailbound(*[a if a != str(path) else str(demotion) for a in args], "--diff")
-    from tailbound.enforce.net import wire_buckets
+    from tailbound.enforce.realised import wire_buckets
 
     (r_wire, _), *_ = wire_buckets(plan.tenant("L"), Stage.NET_IN, LINK)
     assert f"limit rate over {int(r_wire)} bytes" in d.stdout

@@ -68,7 +68,7 @@ PORTS = {"H": 7001, "M": 7002, "L": 7003}
 PCTS = (0.5, 0.9, 0.99)
 SLOS = {"H": 0.02, "M": 0.2, "L": 7.0}  # seconds, at the 99th percentile: above the bounds
 #: Bucket rates over the mean: the wire's rates (headers, ACKs, a header per message more,
-#: ``net.wire_buckets``) of all three must stay under the link for L to have a finite bound.
+#: ``realised.wire_buckets``) of all three must stay under the link for L to have a finite bound.
 HEADROOM = {"H": 1.2, "M": 1.2, "L": 1.05}
 RT = ["chrt", "-f", "50"] if shutil.which("chrt") else []
 
@@ -97,9 +97,9 @@ def _plan(traces: dict[str, Trace]) -> Plan:
     """Levels H 0, M 1, L 2; per stage a token bucket the trace's messages conform to at
     :data:`HEADROOM` × their mean rate (the network token model's message bytes, as the
     planners count them: ``tailbound enforce net`` adds the headers and ACKs,
-    ``net.wire_buckets``), so the shapers
+    ``realised.wire_buckets``), so the shapers
     police without delaying conforming traffic; the bound is the realised discipline's
-    (``net.network_bounds``) over the four queues."""
+    (``realised.network_bounds``) over the four queues."""
     sizes = MessageSizes()
     tenants = []
     for level, (name, trace) in enumerate(traces.items()):
@@ -127,7 +127,7 @@ def _plan(traces: dict[str, Trace]) -> Plan:
         tenants=tenants,
         disciplines={s: Discipline("priority", "shaping") for s in NETWORK_PATH},
     )
-    from tailbound.enforce.net import network_bounds
+    from tailbound.enforce.realised import network_bounds
 
     bounds = network_bounds(plan, LINK)
     return dataclasses.replace(

@@ -14,9 +14,9 @@ the server runs ``tailbound enforce replay --serve`` and both clients run ``tail
 replay`` at once, sharing a wall-clock start (``--start-at``), ``RUNS`` times.
 
 Compared per tenant and percentile with :func:`tailbound.verify.replay_plan` on the Plan as
-enforced (``net.realised_plan``: every network bucket the one HTB and nftables hold on the
+enforced (``realised.realised_plan``: every network bucket the one HTB and nftables hold on the
 wire), the same traces and 100 Mbit/s links, its messages the bytes they put on the wire
-(``net.wire_messages``: headers, delayed ACKs), within the live tests' tolerance
+(``profiles.wire.wire_messages``: headers, delayed ACKs), within the live tests' tolerance
 (``live_tolerance.tolerance``: ``2 · spread + floor + 3 %`` of the prediction, floor the p99 of a
 lone 4 KiB read on the idle path, plus the percentile's sampling error over ``p ± 3·sqrt(p(1 −
 p)/n)``: a p99 of a few hundred requests rests on a handful of them). Every SLO must be met in
@@ -41,8 +41,10 @@ import numpy as np
 import pytest
 
 from tailbound.enforce import replay
-from tailbound.enforce.net import Addresses, realised_plan, wire_messages
+from tailbound.enforce.net import Addresses
+from tailbound.enforce.realised import realised_plan
 from tailbound.plan import Plan
+from tailbound.profiles.wire import wire_messages
 from tailbound.sim.results import percentile
 from tailbound.traces import Trace, read_trace
 from tailbound.traces.trace import Op

@@ -5,11 +5,11 @@ import pytest
 
 from tailbound.policies.baselines import (
     average_rate,
-    baseline,
     effective_bandwidth,
     effective_bandwidth_rate,
     knee,
 )
+from tailbound.policies.registry import build
 from tailbound.policies.server import Placed, latency_bounds
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
@@ -58,7 +58,15 @@ def test_knee_minimises_rate_plus_bucket(wc62_subset: list[TenantCurves]) -> Non
         assert rate[s] + bucket[s] <= np.min(np.minimum(c.rates, 0.999) + c.buckets) + 1e-12
 
 
-@pytest.mark.parametrize("name", ["average-rate:x", "average-rate:-1", "wfq"])
-def test_baseline_rejects_unknown_names(name: str) -> None:
-    with pytest.raises(ValueError):
-        baseline(name)
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("average-rate:x", "average-rate:K needs a number K > 0"),
+        ("average-rate:-1", "average-rate:K needs a number K > 0"),
+        ("average-rate:nan", "average-rate:K needs a number K > 0"),
+        ("wfq", "unknown placement policy 'wfq'"),
+    ],
+)
+def test_baseline_rejects_unknown_names(name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build(name, "placement")

@@ -23,10 +23,10 @@ from tailbound.policies.dnc_baselines import (
     QJumpPolicy,
     SiloPolicy,
     catch_up_buckets,
-    dnc_bound_function,
     effective_rates,
 )
 from tailbound.policies.floors import replay, replay_results
+from tailbound.policies.registry import build
 from tailbound.sim.results import WorkloadResult
 from tailbound.snc.analysis import TenantBound
 from tailbound.traces import read_trace
@@ -88,7 +88,7 @@ def tenants(slos: Sequence[float], clients: int = 3, servers: int = 2) -> list[T
 
 def bound_function(policy: str, specs: list[Tenant], traces: dict[str, Trace]):  # type: ignore[no-untyped-def]
     tset = TenantSet(tuple(specs))
-    return dnc_bound_function(tset, policy, CurveCache(tset, dict(traces)))
+    return build(policy, "admission", tset, curves=CurveCache(tset, dict(traces)))
 
 
 def test_dnc_loose_tenant_only_blocks_for_a_packet(cut_traces: dict[str, Trace]) -> None:
@@ -166,9 +166,7 @@ def test_screen_gives_the_same_decisions(cut_traces: dict[str, Trace]) -> None:
 def test_device_tenants_need_a_profile() -> None:
     spec = Tenant("a", Slo(0.1), Path("x"), "c", server="s", device="ssd0")
     with pytest.raises(ConfigError, match="no ssd_profile"):
-        dnc_bound_function(TenantSet((spec,)), "dnc")
-    with pytest.raises(ValueError, match="unknown DNC policy"):
-        dnc_bound_function(TenantSet(()), "nope")
+        build("dnc", "admission", TenantSet((spec,)))
 
 
 def test_catch_up_buckets_by_hand() -> None:
@@ -242,7 +240,7 @@ def test_device_tenants_get_a_storage_bound(
     b = Tenant("b", Slo(0.05), Path(f"/wc62/{TRACES[3]}"), "c1", server="s1", device="ssd0")
     same = Tenant("b", Slo(0.05), Path(f"/wc62/{TRACES[3]}"), "c1", server="s0", device="ssd0")
     tset = TenantSet((a, same), ssd_profile=profile)
-    fn = dnc_bound_function(tset, policy, CurveCache(tset, dict(cut_traces)))
+    fn = build(policy, "admission", tset, curves=CurveCache(tset, dict(cut_traces)))
     alone = fn([a])[0]
     assert alone.latency_storage_s is not None and alone.latency_storage_s > 0
     assert alone.latency_s == pytest.approx(

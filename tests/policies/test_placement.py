@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from tailbound.model import Cluster, Server
+from tailbound.policies import registry
 from tailbound.policies.events import Event
 from tailbound.policies.placement import Placer, place
 from tailbound.policies.workload import TenantCurves
-from tailbound.policies.workloadcompactor import make_policy
 
 POLICIES = [
     "workloadcompactor",
@@ -28,7 +28,9 @@ def small_cluster(servers: int = 12, devices: int = 1) -> Cluster:
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("fff", [False, True])
 def test_placement_meets_every_slo(wc62_subset: list[TenantCurves], policy: str, fff: bool) -> None:
-    result = place(wc62_subset, small_cluster(), make_policy(policy), fast_first_fit=fff)
+    result = place(
+        wc62_subset, small_cluster(), registry.build(policy, "placement"), fast_first_fit=fff
+    )
     for server in result.servers:
         if server.tenants:
             bounds = server.bounds()
@@ -41,24 +43,26 @@ def test_workloadcompactor_uses_no_more_servers_than_baselines(
     wc62_subset: list[TenantCurves],
 ) -> None:
     cluster = small_cluster()
-    wc = place(wc62_subset, cluster, make_policy("workloadcompactor"))
+    wc = place(wc62_subset, cluster, registry.build("workloadcompactor", "placement"))
     assert not wc.rejected
     for policy in POLICIES[1:]:
-        other = place(wc62_subset, cluster, make_policy(policy))
+        other = place(wc62_subset, cluster, registry.build(policy, "placement"))
         placed_other = len(wc62_subset) - len(other.rejected)
         assert wc.servers_used <= other.servers_used or placed_other < len(wc62_subset)
 
 
 def test_fast_first_fit_tries_fewer_configurations(wc62_subset: list[TenantCurves]) -> None:
     cluster = small_cluster()
-    ff = place(wc62_subset, cluster, make_policy("workloadcompactor"))
-    fff = place(wc62_subset, cluster, make_policy("workloadcompactor"), fast_first_fit=True)
+    ff = place(wc62_subset, cluster, registry.build("workloadcompactor", "placement"))
+    fff = place(
+        wc62_subset, cluster, registry.build("workloadcompactor", "placement"), fast_first_fit=True
+    )
     assert fff.configure_calls <= ff.configure_calls
     assert fff.servers_used <= ff.servers_used + 1
 
 
 def test_departure_reoptimises_the_server(wc62_subset: list[TenantCurves]) -> None:
-    placer = Placer(small_cluster(), make_policy("workloadcompactor"))
+    placer = Placer(small_cluster(), registry.build("workloadcompactor", "placement"))
     for w in wc62_subset[:6]:
         placer.add(w)
     first = placer.where[wc62_subset[0].name]
@@ -77,15 +81,24 @@ def test_events_replay_arrivals_and_departures(wc62_subset: list[TenantCurves]) 
         Event(2, "add"),
         Event(0, "del"),
     ]
-    result = place(wc62_subset, small_cluster(), make_policy("workloadcompactor"), events=events)
+    result = place(
+        wc62_subset,
+        small_cluster(),
+        registry.build("workloadcompactor", "placement"),
+        events=events,
+    )
     names = {p.workload.name for s in result.servers for p in s.tenants}
     assert names == {w.name for w in wc62_subset[1:6]}
     assert result.peak_servers >= result.servers_used
 
 
 def test_several_devices_share_the_server_link(wc62_subset: list[TenantCurves]) -> None:
-    one = place(wc62_subset, small_cluster(devices=1), make_policy("workloadcompactor"))
-    two = place(wc62_subset, small_cluster(devices=2), make_policy("workloadcompactor"))
+    one = place(
+        wc62_subset, small_cluster(devices=1), registry.build("workloadcompactor", "placement")
+    )
+    two = place(
+        wc62_subset, small_cluster(devices=2), registry.build("workloadcompactor", "placement")
+    )
     assert two.servers_used <= one.servers_used
     for server in two.servers:
         if server.tenants:
@@ -97,11 +110,17 @@ def test_several_devices_share_the_server_link(wc62_subset: list[TenantCurves]) 
 
 def test_grow_adds_servers_and_rejects_what_fits_nowhere(wc62_subset: list[TenantCurves]) -> None:
     result = place(
-        wc62_subset, small_cluster(servers=1), make_policy("workloadcompactor"), grow=True
+        wc62_subset,
+        small_cluster(servers=1),
+        registry.build("workloadcompactor", "placement"),
+        grow=True,
     )
     assert not result.rejected and len(result.servers) >= result.servers_used
     impossible = wc62_subset[0].with_slo(1e-6, "impossible")
     result = place(
-        [impossible], small_cluster(servers=1), make_policy("workloadcompactor"), grow=True
+        [impossible],
+        small_cluster(servers=1),
+        registry.build("workloadcompactor", "placement"),
+        grow=True,
     )
     assert result.rejected == ["impossible"] and len(result.servers) == 1

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from tailbound.model import Cluster, Tenant
+from tailbound.policies import registry
 from tailbound.policies.events import load_events
 from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves, characterize_all
-from tailbound.policies.workloadcompactor import make_policy, priority_levels, to_plan
+from tailbound.policies.workloadcompactor import priority_levels, to_plan
 from tailbound.profiles import SsdProfile
 from tailbound.stages import Stage
 from tailbound.traces.readers import read_trace
@@ -39,7 +40,7 @@ def test_plan_levels_fit_the_enforcers(
     queue carries one server's tenants), in the order of the SLOs; a server with more classes
     than the enforcers' levels is refused."""
     distinct = [w.with_slo(0.5 + 0.05 * i) for i, w in enumerate(wc62_subset)]
-    one = place(distinct, wc62_cluster, make_policy("workloadcompactor"))
+    one = place(distinct, wc62_cluster, registry.build("workloadcompactor", "placement"))
     (full,) = [s for s in one.servers if s.tenants]
     halves = [slice(0, 6), slice(6, 12)]
     servers = [
@@ -67,12 +68,17 @@ def test_plan_levels_fit_the_enforcers(
 def test_workloadcompactor_subset_first_fit_and_fast(
     wc62_subset: list[TenantCurves], wc62_cluster: Cluster
 ) -> None:
-    ff = place(wc62_subset, wc62_cluster, make_policy("workloadcompactor"))
-    fff = place(wc62_subset, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=True)
+    ff = place(wc62_subset, wc62_cluster, registry.build("workloadcompactor", "placement"))
+    fff = place(
+        wc62_subset,
+        wc62_cluster,
+        registry.build("workloadcompactor", "placement"),
+        fast_first_fit=True,
+    )
     assert not ff.rejected and not fff.rejected
     check_plan_bounds(ff, wc62_cluster)
     check_plan_bounds(fff, wc62_cluster)
-    eb = place(wc62_subset, wc62_cluster, make_policy("effective-bandwidth"))
+    eb = place(wc62_subset, wc62_cluster, registry.build("effective-bandwidth", "placement"))
     assert ff.servers_used <= eb.servers_used
 
 
@@ -81,7 +87,12 @@ def test_workloadcompactor_reference_run_at_most_11_servers(
     wc62_all: list[TenantCurves], wc62_cluster: Cluster
 ) -> None:
     for fff in (False, True):
-        result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), fast_first_fit=fff)
+        result = place(
+            wc62_all,
+            wc62_cluster,
+            registry.build("workloadcompactor", "placement"),
+            fast_first_fit=fff,
+        )
         assert not result.rejected
         assert result.servers_used <= REFERENCE_SERVERS
         check_plan_bounds(result, wc62_cluster)
@@ -92,7 +103,9 @@ def test_workloadcompactor_reference_events_end_on_at_most_11_servers(
     wc62_all: list[TenantCurves], wc62_cluster: Cluster, wc62_dir: Path
 ) -> None:
     events = load_events(wc62_dir / "events.csv", len(wc62_all))
-    result = place(wc62_all, wc62_cluster, make_policy("workloadcompactor"), events=events)
+    result = place(
+        wc62_all, wc62_cluster, registry.build("workloadcompactor", "placement"), events=events
+    )
     assert not result.rejected
     assert sum(len(s.tenants) for s in result.servers) == 62
     assert result.servers_used <= REFERENCE_SERVERS
@@ -110,7 +123,7 @@ def test_workloadcompactor_reference_run_end_to_end_faster_than_the_reference(
         profile=SsdProfile.load(wc62_dir / "profile_ssd.json"),
         link_bandwidth_bytes_per_s=wc62_cluster.link_bytes_per_s,
     )
-    result = place(workloads, wc62_cluster, make_policy("workloadcompactor"))
+    result = place(workloads, wc62_cluster, registry.build("workloadcompactor", "placement"))
     elapsed = time.perf_counter() - start
     assert result.servers_used <= REFERENCE_SERVERS and not result.rejected
     assert elapsed < REFERENCE_SECONDS

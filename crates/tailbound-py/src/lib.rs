@@ -9,6 +9,7 @@ mod error;
 mod mmpp;
 mod parse;
 mod rb;
+mod sched;
 mod sim;
 mod snc;
 
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     rb::register(m)?;
     parse::register(m)?;
+    sched::register(m)?;
     sim::register(m)?;
     snc::register(m)?;
     mmpp::register(m)?;

@@ -118,9 +118,10 @@ class Ticking:
 
 def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_tenants
+    from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import admission_plan, admit_in_order
-    from tailbound.policies.admission_policies import SNC_POLICIES, SncRule
-    from tailbound.policies.registry import build
+    from tailbound.policies.admission_policies import SncRule
+    from tailbound.policies.registry import build, entry
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         police=floor and not args.no_police,
     )
     policy = build(args.policy, "admission", tset, **rule.kwargs())
-    snc = args.policy in SNC_POLICIES
+    snc = entry(args.policy, "admission").family == "snc"  # the rule applies
     with progress(args, total=len(tset.tenants), desc="admission", unit="tenant") as bar:
         decisions = admit_in_order(tset.tenants, Ticking(policy, bar))
     rows = [
@@ -170,5 +171,5 @@ def run(args: argparse.Namespace) -> int:
                 **({"rule": rule.text()} if snc else {}),
             },
         )
-        plan.save(args.out)
+        with_inputs(plan, tset).save(args.out)
     return Exit.OK

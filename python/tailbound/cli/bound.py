@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tailbound.model import load_tenants
+    from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import bounds_plan
     from tailbound.policies.registry import build
     from tailbound.snc.tenants import FitCache, default_cache_dir
@@ -163,5 +164,5 @@ def run(args: argparse.Namespace) -> int:
             link_bytes_per_s=tset.link_bytes_per_s,
             meta={"verb": "bound", "arrival_model": args.arrival_model, "tenants": str(tset.path)},
         )
-        plan.save(args.out)
+        with_inputs(plan, tset).save(args.out)
     return outcome(r.meets_slo for r in results)

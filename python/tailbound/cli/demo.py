@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tailbound.demo import run_demo, servers_table
+    from tailbound.demo import DEMO_LINK_BYTES_PER_S, DEMO_SSD, run_demo, servers_table
+    from tailbound.plan_inputs import PlanInputs
     from tailbound.sim.plot import plot_tail
+    from tailbound.traces.tabular import write_parquet
 
     result = run_demo(
         workloads=args.workloads,
@@ -51,8 +54,22 @@ def run(args: argparse.Namespace) -> int:
         duration_s=args.duration,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )
+    # the generated traces are written beside the plans, which record them (with the profile and
+    # link bandwidth), so `tailbound verify --plan` replays a demo plan alone
+    (args.out / "traces").mkdir(parents=True, exist_ok=True)
+    traces = {
+        w.name: write_parquet(w.trace, args.out / "traces" / f"{w.name}.parquet")
+        for w in result.fleet
+    }
     for name, plan in result.plans.items():
-        plan.save(args.out / f"plan-{name.replace(':', '-')}.json")
+        inputs = PlanInputs.record(
+            {t.name: traces[t.name] for t in plan.tenants},
+            link_bytes_per_s=DEMO_LINK_BYTES_PER_S,
+            profile=DEMO_SSD,
+        )
+        dataclasses.replace(plan, inputs=inputs).save(
+            args.out / f"plan-{name.replace(':', '-')}.json"
+        )
     result.verification.to_csv(args.out / "verification.csv")
     plot = plot_tail(result.verification.results, args.out / "tail-latency.png")
 
@@ -70,5 +87,5 @@ def run(args: argparse.Namespace) -> int:
             "the lowest priority cover: plan from a longer or more representative trace, or "
             "raise the margin."
         )
-    print(f"Plans, verification.csv and {plot.name} written to {args.out}")
+    print(f"Plans, their traces, verification.csv and {plot.name} written to {args.out}")
     return outcome(v.all_met)

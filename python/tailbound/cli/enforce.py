@@ -98,7 +98,11 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
     )
     rp.add_argument("--plan", required=True, help="the plan (tailbound-plan JSON)")
     rp.add_argument("--hosts", required=True, help="hosts file: addresses and tenants' ports")
-    rp.add_argument("--tenants", help="tenants file giving each tenant's trace (client side)")
+    rp.add_argument(
+        "--tenants",
+        help="tenants file giving each tenant's trace, joined by name (client side; default: the "
+        "traces the plan records, checked against their SHA-256)",
+    )
     rp.add_argument("--host", help="the plan's client host (or, with --serve, server) this is")
     rp.add_argument(
         "--serve",
@@ -134,8 +138,8 @@ def run_replay(args: argparse.Namespace) -> int:
     from tailbound.cli.exitcodes import outcome
     from tailbound.enforce import net, replay
     from tailbound.errors import ConfigError
-    from tailbound.model import load_tenants
     from tailbound.plan import Plan
+    from tailbound.plan_inputs import resolve_inputs
     from tailbound.traces import read_trace
 
     for option, value in (
@@ -173,20 +177,15 @@ def run_replay(args: argparse.Namespace) -> int:
                 proc.terminate()
                 proc.wait(timeout=10)
         return 0
-    if args.tenants is None:
-        raise ConfigError(None, "--tenants is required (the traces to replay)", field="--tenants")
     names = replay.client_tenants(plan, args.host)
     if not names:
         raise ConfigError(args.plan, f"no tenant has client host {args.host!r}", field="tenants")
-    tset = load_tenants(args.tenants)
-    by_name = {t.name: t for t in tset.tenants}
-    absent = [n for n in names if n not in by_name]
-    if absent:
-        raise ConfigError(args.tenants, f"no tenant for planned tenants {absent}")
+    inputs = resolve_inputs(plan, args.plan, names, tenants=args.tenants)
     destinations = replay.destinations(plan, names, addresses, dscp=args.dscp)
     traces = {}
     for n in names:
-        trace = read_trace(by_name[n].trace)
+        ref = inputs.traces[n]
+        trace = read_trace(ref.path, ref.format)
         traces[n] = trace.slice_time(*args.window) if args.window is not None else trace
     if args.start_at is not None and not (math.isfinite(args.start_at) and args.start_at > 0):
         raise ConfigError(None, f"--start-at must be a time since the epoch, got {args.start_at}")
@@ -232,11 +231,12 @@ def _refuse(checks: list, what: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from tailbound.enforce import net
+    from tailbound.enforce.bounds_check import BoundCheck, check_bounds
     from tailbound.errors import ConfigError
     from tailbound.plan import Plan
 
     config = None
-    checks: list[net.BoundCheck] = []
+    checks: list[BoundCheck] = []
     if args.ingress and args.switch:
         raise ConfigError(None, "--ingress and --switch exclude each other", field="--ingress")
     if not args.remove:
@@ -265,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
                 receive=args.ingress,
             )
             flows = net.host_flows(plan, args.host, addresses, receive=args.ingress)
-            checks = net.check_bounds(plan, config.link_rate, {f.tenant.name for f in flows})
+            checks = check_bounds(plan, config.link_rate, {f.tenant.name for f in flows})
         if args.dry_run:
             if args.ingress:
                 print(net.ingress_line(args.device, config.device))

@@ -75,7 +75,10 @@ def _add_fio(targets: Any) -> None:
     fio = targets.add_parser("fio", help=text, description=text, epilog=epilog(None))
     fio.add_argument("plan", type=Path, help="the plan (tailbound-plan JSON)")
     fio.add_argument(
-        "--tenants", required=True, type=Path, help="tenants file giving each tenant's trace"
+        "--tenants",
+        type=Path,
+        help="tenants file giving each tenant's trace, joined by name (default: the traces the "
+        "plan records)",
     )
     fio.add_argument("--out", required=True, type=Path, help="folder for the iologs and job")
     fio.add_argument("--device", help="only the tenants of this <server>.<device>")
@@ -106,8 +109,8 @@ def run_fio(args: argparse.Namespace) -> int:
     from tailbound.cli.options import check_window, span_of
     from tailbound.enforce.fio_iolog import write_fio_iolog, write_fio_job
     from tailbound.errors import ConfigError
-    from tailbound.model import load_tenants
     from tailbound.plan import Plan, device_name
+    from tailbound.plan_inputs import resolve_inputs
     from tailbound.traces import read_trace
 
     check_window(args)
@@ -118,11 +121,10 @@ def run_fio(args: argparse.Namespace) -> int:
     if not planned:
         where = f" on {args.device}" if args.device else ""
         raise ConfigError(args.plan, f"no storage tenant{where} to export")
-    by_name = {t.name: t for t in load_tenants(args.tenants).tenants}
-    missing = [t.name for t in planned if t.name not in by_name]
-    if missing:
-        raise ConfigError(args.tenants, f"no tenant for planned tenants {missing}")
-    traces = {t.name: span_of(read_trace(by_name[t.name].trace), args) for t in planned}
+    inputs = resolve_inputs(plan, args.plan, [t.name for t in planned], tenants=args.tenants)
+    traces = {
+        name: span_of(read_trace(ref.path, ref.format), args) for name, ref in inputs.traces.items()
+    }
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(args.out, "--out must be a folder, and this is a file")
     # every file is written into a staging folder beside --out first, and moved in only when all
@@ -156,7 +158,9 @@ def add_target(targets: Any, name: str, help: str) -> argparse.ArgumentParser:
         name, help=help, description=help, epilog=epilog(_CHECK)
     )
     sub.add_argument("plan", type=Path, help="the plan (tailbound-plan JSON)")
-    sub.add_argument("--profile", required=True, type=Path, help="SSD profile JSON")
+    sub.add_argument(
+        "--profile", type=Path, help="SSD profile JSON (default: the profile the plan records)"
+    )
     sub.add_argument(
         "--tenants",
         type=Path,
@@ -183,12 +187,16 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.enforce import exporters
     from tailbound.errors import ConfigError
     from tailbound.plan import Plan
-    from tailbound.profiles.tokens import SsdProfile, load_profile
+    from tailbound.plan_inputs import resolve_profile
+    from tailbound.profiles.tokens import SsdProfile
 
     plan = Plan.load(args.plan)
-    profile = load_profile(args.profile)
+    given = resolve_profile(plan, args.plan, args.profile)
+    profile = given.device_profile()
     if not isinstance(profile, SsdProfile):
-        raise ConfigError(args.profile, "exporters convert with an SSD profile", field="type")
+        raise ConfigError(
+            given.profile_source, "exporters convert with an SSD profile", field="type"
+        )
     traces = None
     if args.tenants is not None:
         from tailbound.model import load_tenants

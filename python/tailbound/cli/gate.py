@@ -38,7 +38,9 @@ def add_parser(subparsers: Any) -> None:
         epilog=epilog(None),
     )
     parser.add_argument("--plan", required=True, type=Path, help="plan JSON (any verb's --out)")
-    parser.add_argument("--profile", required=True, type=Path, help="SSD profile JSON")
+    parser.add_argument(
+        "--profile", type=Path, help="SSD profile JSON (default: the profile the plan records)"
+    )
     parser.add_argument(
         "--backend", required=True, type=Path, help="directory of the export files (created)"
     )
@@ -102,13 +104,15 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.errors import ConfigError
     from tailbound.jsonio import read_json, write_json_atomic
     from tailbound.plan import Plan
-    from tailbound.profiles.tokens import SsdProfile, load_profile
+    from tailbound.plan_inputs import resolve_profile
+    from tailbound.profiles.tokens import SsdProfile
 
     plan = Plan.load(args.plan)
-    profile = load_profile(args.profile)
+    given = resolve_profile(plan, args.plan, args.profile)
+    profile = given.device_profile()
     if not isinstance(profile, SsdProfile):
         raise ConfigError(
-            args.profile, "the gateway prices requests with an SSD profile", field="type"
+            given.profile_source, "the gateway prices requests with an SSD profile", field="type"
         )
     config = storage.gate_config(
         plan,

@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tailbound.errors import ConfigError
     from tailbound.model import load_cluster, load_tenants
+    from tailbound.plan_inputs import with_inputs
     from tailbound.policies.events import load_events
     from tailbound.policies.placement import place
     from tailbound.policies.registry import build
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
 
-    tenants = load_tenants(args.tenants).tenants
+    tset = load_tenants(args.tenants)
+    tenants = tset.tenants
     cluster = load_cluster(args.cluster)
     profile = SsdProfile.load(args.profile)
     events = load_events(args.events, len(tenants)) if args.events else None
@@ -173,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
             "server_model": args.server_model,
         },
     )
+    # what verify, prioritize and enforce need, recorded in the plan (docs/architecture.md)
+    plan = with_inputs(plan, tset, profile=args.profile, link_bytes_per_s=cluster.link_bytes_per_s)
     plan.save(args.out)
     print(
         f"{len(plan.tenants)} tenants on {plan.servers_used} servers "

@@ -12,6 +12,7 @@ from tailbound.cli.exitcodes import epilog, outcome
 from tailbound.cli.options import add_quiet, integer, number, progress
 from tailbound.errors import ConfigError
 from tailbound.limits import MAX_BUCKETS_PER_STAGE
+from tailbound.model import DEFAULT_LINK_BYTES_PER_S
 from tailbound.policies.registry import names
 from tailbound.stages import Stage
 
@@ -31,19 +32,28 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Read a placement plan (from `tailbound place`) and the tenants' traces, give every "
             "tenant K token buckets per stage from its r-b curve and per-stage priorities from "
-            "PriorityMeister's prioritizer (or bySLO), and write the plan with the LP bounds."
+            "PriorityMeister's prioritizer (or bySLO), and write the plan with the LP bounds. "
+            "The traces, SSD profile and link bandwidth are those the plan records (a trace "
+            "changed since planning is refused); --tenants, --profile and --link-bandwidth "
+            "override them, and the plan written records what was used."
         ),
         epilog=epilog("a tenant's LP bound is above its SLO", COLUMNS),
     )
     parser.add_argument("--plan", required=True, type=Path, help="placement plan JSON")
-    parser.add_argument("--tenants", required=True, type=Path, help="tenants.json (traces)")
-    parser.add_argument("--profile", required=True, type=Path, help="SSD profile JSON")
+    parser.add_argument(
+        "--tenants",
+        type=Path,
+        help="tenants file giving each tenant's trace, joined by name (default: the plan's)",
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="SSD profile JSON (default: the profile the plan records)"
+    )
     parser.add_argument(
         "--link-bandwidth",
         type=number(low=0.0, low_open=True),
-        default=125e6,
         metavar="BYTES_PER_S",
-        help="bandwidth of every link, each direction, in bytes/s (default 125e6)",
+        help="bandwidth of every link, each direction, in bytes/s (default: the plan's; for a "
+        "plan recording none, 125e6)",
     )
     parser.add_argument(
         "--k",
@@ -95,9 +105,10 @@ def check_fits_its_stages(
 
 
 def run(args: argparse.Namespace) -> int:
-    from tailbound.errors import ConfigError
-    from tailbound.model import load_tenants
+    import dataclasses
+
     from tailbound.plan import Plan
+    from tailbound.plan_inputs import resolve_inputs
     from tailbound.policies.pm_plan import (
         plan_devices,
         plan_tenant,
@@ -109,17 +120,29 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.traces.readers import read_trace
 
     plan = Plan.load(args.plan)
-    configs = {c.name: c for c in load_tenants(args.tenants).tenants}
-    missing = [t.name for t in plan.tenants if t.name not in configs]
-    if missing:
-        raise ConfigError(args.tenants, f"no trace for planned tenants {missing}")
-    profile = SsdProfile.load(args.profile)
+    inputs = resolve_inputs(
+        plan,
+        args.plan,
+        [t.name for t in plan.tenants],
+        tenants=args.tenants,
+        profile=args.profile,
+        link_bytes_per_s=args.link_bandwidth,
+    )
+    if inputs.link_bytes_per_s is None:  # a plan recording no inputs: the default, as before
+        inputs = dataclasses.replace(inputs, link_bytes_per_s=DEFAULT_LINK_BYTES_PER_S)
+    args.link_bandwidth = inputs.link_bytes_per_s
+    profile = inputs.device_profile()
+    if not isinstance(profile, SsdProfile):
+        raise ConfigError(
+            inputs.profile_source, "PriorityMeister needs an SSD profile", field="type"
+        )
     start = time.perf_counter()
     with progress(args, total=len(plan.tenants), desc="r-b curves", unit="tenant") as bar:
         tenants = []
         for planned in plan.tenants:
-            trace = read_trace(configs[planned.name].trace)
-            check_fits_its_stages(planned, trace, configs[planned.name].trace, profile, args)
+            ref = inputs.traces[planned.name]
+            trace = read_trace(ref.path, ref.format)
+            check_fits_its_stages(planned, trace, ref.path, profile, args)
             tenants.append(
                 plan_tenant(
                     planned,
@@ -141,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         policy=args.policy,
         meta={"k": args.k, "prioritize_s": round(seconds, 3), "placement_policy": plan.policy},
     )
-    out.save(args.out)
+    dataclasses.replace(out, inputs=inputs.inputs).save(args.out)
     met = result.meets(tenants)
     print("| tenant | net_in | storage | net_out | bound (ms) | SLO (ms) | met |")
     print("|---|---|---|---|---|---|---|")

@@ -34,7 +34,9 @@ def add_parser(subparsers: Any) -> None:
             "Replay every planned tenant's trace (whole, one half, or a window) through the plan "
             "in the simulator, with the plan's priorities, rate limits, disciplines and device "
             "dispatch rule, and print per tenant the SLO, the achieved percentile, the worst "
-            "3-minute-window percentile, the maximum, the bound, and the two verdicts."
+            "3-minute-window percentile, the maximum, the bound, and the two verdicts. The "
+            "traces, SSD profile and link bandwidth are those the plan records (a trace changed "
+            "since planning is refused); --tenants, --profile and --link-bandwidth override them."
         ),
         epilog=(
             epilog("a tenant missed its SLO or a bound was exceeded in the replay", COLUMNS)
@@ -44,15 +46,21 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--plan", required=True, type=Path, help="plan JSON (any verb's --out)")
     parser.add_argument(
-        "--tenants", required=True, type=Path, help="tenants file giving each tenant's trace"
+        "--tenants",
+        type=Path,
+        help="tenants file giving each tenant's trace, joined by name (default: the traces the "
+        "plan records)",
     )
     parser.add_argument(
-        "--profile", type=Path, help="SSD profile of the plan's devices (plans with a device)"
+        "--profile",
+        type=Path,
+        help="SSD profile of the plan's devices (default: the profile the plan records)",
     )
     parser.add_argument(
         "--link-bandwidth",
         type=float,
-        help="bytes/s of every host link, each direction (default: the tenants file's)",
+        help="bytes/s of every host link, each direction (default: the plan's; for a plan "
+        "recording none, the tenants file's)",
     )
     add_span(parser)
     parser.add_argument(
@@ -75,20 +83,31 @@ def run(args: argparse.Namespace) -> int:
     import math
 
     from tailbound.errors import ConfigError
-    from tailbound.model import load_tenants
     from tailbound.plan import Plan
+    from tailbound.plan_inputs import resolve_inputs
     from tailbound.traces import read_trace
     from tailbound.verify import replay_plan
 
     plan = Plan.load(args.plan)
-    tset = load_tenants(args.tenants)
-    by_name = {t.name: t for t in tset.tenants}
-    missing = [t.name for t in plan.tenants if t.name not in by_name]
-    if missing:
-        raise ConfigError(args.tenants, f"no tenant for planned tenants {missing}")
-    if any(t.device is not None for t in plan.tenants) and args.profile is None:
-        raise ConfigError(args.plan, "the plan places tenants on devices: give --profile")
-    link = args.link_bandwidth if args.link_bandwidth is not None else tset.link_bytes_per_s
+    inputs = resolve_inputs(
+        plan,
+        args.plan,
+        [t.name for t in plan.tenants],
+        tenants=args.tenants,
+        profile=args.profile,
+        link_bytes_per_s=args.link_bandwidth,
+    )
+    if any(t.device is not None for t in plan.tenants):
+        if inputs.profile is None:
+            raise ConfigError(
+                args.plan,
+                "the plan places tenants on devices and records no profile: give --profile",
+            )
+        inputs.device_profile()  # a malformed profile is named here, with its field
+    link = inputs.link_bytes_per_s
+    if link is None:  # a plan recording no inputs: the tenants file's, as before version 3
+        assert inputs.tenants_file is not None
+        link = inputs.tenants_file.link_bytes_per_s
     for option, value, low in (
         ("--link-bandwidth", link, 0.0),
         ("--mtu", args.mtu, 0.0),
@@ -100,8 +119,11 @@ def run(args: argparse.Namespace) -> int:
 
     v = replay_plan(
         plan,
-        {t.name: span_of(read_trace(by_name[t.name].trace), args) for t in plan.tenants},
-        profile=args.profile,
+        {
+            name: span_of(read_trace(ref.path, ref.format), args)
+            for name, ref in inputs.traces.items()
+        },
+        profile=inputs.profile,
         link_bandwidth_bytes_per_s=link,
         mode=args.mode,
         mtu_bytes=args.mtu,

@@ -7,6 +7,9 @@
 - :mod:`tailbound.dnc.bounds` — the static-priority delay bound (Eq. 5.1), its multi-stage sum
   (Eq. 5.5) and relaxation (Eq. 5.6), a two-hop path, the delay in a token-bucket shaper, a
   tenant's total latency.
+- :mod:`tailbound.dnc.htb` — the delay at links served as Linux HTB serves them (strict
+  priority between levels, round robin within one, several buckets per flow), one queue or a
+  feed-forward path of them.
 """
 
 from tailbound.dnc.bounds import (
@@ -31,6 +34,7 @@ from tailbound.dnc.curves import (
     curve_sum,
     token_bucket_min,
 )
+from tailbound.dnc.htb import HtbFlow, path_delays, queue_delays, round_robin_delay
 from tailbound.dnc.operators import (
     aggregate,
     convolution,
@@ -46,6 +50,7 @@ from tailbound.dnc.operators import (
 __all__ = [
     "Curve",
     "Hop",
+    "HtbFlow",
     "RateLatency",
     "StageLoad",
     "StageShaping",
@@ -62,8 +67,11 @@ __all__ = [
     "leftover",
     "multi_stage_delay",
     "output_bound",
+    "path_delays",
+    "queue_delays",
     "rb_arrival_curve",
     "relaxed_multi_stage_delay",
+    "round_robin_delay",
     "shaper_delay",
     "static_priority_delay",
     "static_priority_delay_general",

@@ -18,10 +18,13 @@ warning. A tenant without a storage limit gets no limit and a note; tenants on n
 (network only) and the plan's rejected tenants are listed in notes and get nothing.
 
 What no target here can express (each an *inexact* warning, :attr:`ExportWarning.inexact`):
-priorities (several storage levels on one device: QEMU serves a throttle group's members
-round-robin, blk-throttle, librbd and nbdkit have no priority either), SFQ weights and EDF
-deadlines, the plan's dispatch rule (:class:`~tailbound.plan.DispatchRule`: MPLs, the
-low-priority rule), demotion (traffic over its buckets is delayed, not demoted).
+a device scheduler that tells its tenants apart — read from the device queue's scheduler as the
+simulator and the gateway run it (:func:`tailbound.plan_queues.scheduler_config`), whatever its
+kind: a per-tenant setting with several values on one device (priorities: QEMU serves a
+throttle group's members round-robin, blk-throttle, librbd and nbdkit have no priority either;
+EDF deadlines, DWRR service classes, ...) or weights (shares of the device, even equal ones) —,
+the plan's dispatch rule (:class:`~tailbound.plan.DispatchRule`: MPLs, the low-priority rule),
+demotion (traffic over its buckets is delayed, not demoted).
 
 Per target:
 
@@ -87,6 +90,7 @@ from typing import Any
 from tailbound.enforce.byte_limits import CONVERSIONS, ByteLimit, RequestMix, convert, usable_share
 from tailbound.errors import ConfigError
 from tailbound.plan import Plan, TenantPlan, device_name
+from tailbound.plan_queues import scheduler_config
 from tailbound.profiles.tokens import SsdProfile
 from tailbound.stages import Stage
 from tailbound.traces.trace import Op, Trace
@@ -183,31 +187,18 @@ def _walk(
     for t in plan.tenants:
         if t.device is None:
             out.warnings.append(ExportWarning(t.name, "network only (no device): no limit", False))
-    discipline = plan.discipline(Stage.STORAGE)
     by_device: dict[str, list[TenantPlan]] = {}
     for t in storage:
         by_device.setdefault(device_name(t), []).append(t)
+    demotes = False
     for dev, ts in sorted(by_device.items()):
-        if discipline.kind == "priority":
-            levels = {t.priority.get(Stage.STORAGE) for t in ts}
-            if len(levels) > 1:
-                out.warnings.append(
-                    ExportWarning(
-                        None,
-                        f"{dev}: the plan's storage priorities ({len(levels)} levels) are lost: "
-                        f"{target} has no priority between tenants",
-                    )
-                )
-        elif discipline.kind in ("sfq", "edf") and len(ts) > 1:
-            what = "weights" if discipline.kind == "sfq" else "deadlines"
-            out.warnings.append(
-                ExportWarning(
-                    None,
-                    f"{dev}: {target} cannot express the plan's {what} "
-                    f"({discipline.kind} scheduling)",
-                )
-            )
-    if storage and discipline.kind == "priority" and discipline.mode == "demotion":
+        scheduler = scheduler_config(plan, dev, ts, path=plan_path)
+        demotes = demotes or scheduler.get("demotion") is True
+        out.warnings.extend(
+            ExportWarning(None, f"{dev}: {_lost(setting, n, scheduler['kind'], target)}")
+            for setting, n in _distinctions(scheduler, len(ts))
+        )
+    if demotes:
         out.warnings.append(
             ExportWarning(None, f"{target} delays traffic over its limit; the plan demotes it")
         )
@@ -249,6 +240,42 @@ def _walk(
             _Tenant(t, rate, bucket, None if trace is None else RequestMix.from_trace(trace))
         )
     return out
+
+
+#: What a scheduler's per-workload setting is called in a warning (the core's serde field names;
+#: any other field is called by its name).
+_SETTING_NAMES = {"weight": "weights", "deadline": "deadlines", "class": "service classes"}
+
+
+def _distinctions(scheduler: dict[str, Any], tenants: int) -> list[tuple[str, int]]:
+    """The per-workload settings of a device's scheduler (the core's serde form, a list with an
+    entry per tenant) that tell its tenants apart, with their numbers of distinct values: a
+    setting with several values, or a weight (a share of the device, which per-tenant limits do
+    not give even when equal). Buckets are left out (they are what the exporters set), and so
+    are the weights of a scheduler of service classes (``class``): they are per class, and the
+    classes tell the tenants apart."""
+    if tenants < 2:
+        return []
+    skip = {"buckets", "weight"} if "class" in scheduler else {"buckets"}
+    found = []
+    for setting, values in scheduler.items():
+        if setting in skip or not isinstance(values, list) or len(values) != tenants:
+            continue
+        distinct = len({json.dumps(v) for v in values})
+        if distinct > 1 or setting == "weight":
+            found.append((setting, distinct))
+    return found
+
+
+def _lost(setting: str, distinct: int, kind: str, target: str) -> str:
+    """The warning for a ``setting`` of ``kind`` scheduling that ``target`` cannot express."""
+    if setting == "priority":
+        return (
+            f"the plan's storage priorities ({distinct} levels) are lost: {target} has no "
+            "priority between tenants"
+        )
+    what = _SETTING_NAMES.get(setting, setting)
+    return f"{target} cannot express the plan's {what} ({kind} scheduling)"
 
 
 def _g(x: float) -> str:

@@ -27,6 +27,11 @@ short, on the device's egress:
 Nothing is touched before the Plan, the hosts file and the device have been checked; a foreign
 (non-default) root qdisc is never replaced; :func:`remove` deletes only our qdisc (the kernel
 puts the device's default back) and our nftables table.
+
+This module configures and talks to the host only. The buckets it installs, in bytes on the
+wire, are :func:`tailbound.enforce.realised.wire_buckets`' (the byte arithmetic in
+:mod:`tailbound.profiles.wire`); the bound of the discipline it realises is
+:mod:`tailbound.dnc.htb`'s, checked against the Plan by :mod:`tailbound.enforce.bounds_check`.
 """
 
 from __future__ import annotations
@@ -35,22 +40,20 @@ import dataclasses
 import difflib
 import ipaddress
 import json
-import math
 import re
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tailbound.enforce.realised import wire_buckets
 from tailbound.errors import ConfigError, TailboundError
 from tailbound.plan import Plan, TenantPlan, client_name
+from tailbound.profiles.wire import MTU
 from tailbound.stages import Stage
-
-if TYPE_CHECKING:
-    from tailbound.profiles.tokens import MessageSizes
 
 #: Our HTB qdisc's major handle ("tb"); leaf pfifo qdiscs get majors from :data:`LEAF_MAJOR` on.
 MAJOR = 0x7462
@@ -65,11 +68,6 @@ ASSURED_RATE = 100
 #: HTB's class priorities are 0..7; the last is kept for best-effort and demoted traffic.
 HTB_PRIOS = 8
 BEST_EFFORT_PRIO = HTB_PRIOS - 1
-MTU = 1514  # bytes on the wire of a full Ethernet frame (what HTB charges)
-#: Bytes of headers per TCP segment on the wire: Ethernet 14, IPv4 20, TCP 20 and its
-#: timestamp option 12 (what an ACK without data costs too); a full segment carries MSS bytes.
-HEADER = 66
-MSS = MTU - HEADER
 LEAF_LIMIT = 1000  # packets in each leaf's pfifo
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
@@ -311,113 +309,6 @@ def shaping_burst(bucket_bytes: float) -> int:
     (98486, 0)
     """
     return max(int(bucket_bytes) - MTU, 0)
-
-
-# ------------------------------------------------------------------------------ wire bytes
-def _message_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[float, float]]:
-    if stage not in t.limits:
-        return []
-    out = []
-    for lim in (t.limits[stage], *t.extra_limits.get(stage, ())):
-        capacity = lim.capacity_per_s or link_rate
-        out.append((lim.rate * capacity, lim.bucket_s * capacity))
-    return out
-
-
-def wire_buckets(t: TenantPlan, stage: Stage, link_rate: float) -> list[tuple[float, float]]:
-    """``t``'s buckets at a network ``stage`` in bytes on the wire (rate bytes/s, burst bytes):
-    what its HTB class at the sender carries and is charged for.
-
-    The Plan's buckets count the network token model's message bytes
-    (:class:`tailbound.profiles.tokens.MessageSizes`); the class also carries every segment's
-    headers and the ACKs of the other direction's messages (the flow's reverse packets match the
-    same addresses and ports). With ``k = 1 + HEADER/MSS``, ``a = HEADER/MSS`` and ``O`` the
-    model's smallest message (its ``overhead_bytes``, 200):
-
-    * a message of ``m`` bytes has at most ``m/MSS + 1`` segments: ``k·m + HEADER`` bytes;
-    * the other direction's ``m'`` bytes are acknowledged by at most ``m'/MSS + 1`` ACKs (one per
-      segment, as with quick ACKs): ``a·m' + HEADER`` bytes;
-    * requests, one message each way, number at most ``α_x(τ)/O`` in any interval ``τ``, with
-      ``x`` the direction whose primary bucket has the lower rate.
-
-    So each bucket ``(r, b)`` of the stage becomes ``(k·r + a·r' + 2·HEADER·r_x/O, k·b + a·b' +
-    2·HEADER·b_x/O)`` with ``(r', b')`` the other direction's primary bucket. Without buckets in
-    the other direction its ACKs are not budgeted (only the per-message term of this one is).
-
-    >>> from tailbound.model import Slo
-    >>> from tailbound.plan import Bound, StageLimit
-    >>> from tailbound.stages import NETWORK_PATH
-    >>> lim = {Stage.NET_IN: StageLimit(0.01, 1e-4, 1e7), Stage.NET_OUT: StageLimit(0.1, 1e-3, 1e7)}
-    >>> level = dict.fromkeys(NETWORK_PATH, 0)
-    >>> t = TenantPlan("T", Slo(1, 1), "s", None, level, lim, Bound(1, "x"))
-    >>> [(round(r), round(b)) for r, b in wire_buckets(t, Stage.NET_IN, 1e7)]
-    [(216138, 2161)]
-    """
-    from tailbound.profiles.tokens import MessageSizes
-
-    own = _message_buckets(t, stage, link_rate)
-    if not own:
-        return []
-    other_stage = Stage.NET_OUT if stage is Stage.NET_IN else Stage.NET_IN
-    other = _message_buckets(t, other_stage, link_rate)[:1]
-    k, a = 1 + HEADER / MSS, HEADER / MSS
-    per_request = 2 * HEADER / MessageSizes().overhead_bytes
-    r_x, b_x = min([own[0], *other], key=lambda rb: rb[0])
-    r_o, b_o = other[0] if other else (0.0, 0.0)
-    return [
-        (k * r + a * r_o + per_request * r_x, k * b + a * b_o + per_request * b_x) for r, b in own
-    ]
-
-
-def wire_messages() -> MessageSizes:
-    """The token model's messages as the bytes they put on a wire on average (for the
-    simulator): a message of ``m`` bytes costs ``k·m + HEADER/2`` (``k = 1 + HEADER/MSS``, half
-    a segment's headers for the last, partial segment) and the other direction's ``m'`` bytes
-    are acknowledged by a ``HEADER``-byte ACK every two segments (Linux's delayed ACKs),
-    ``m'·HEADER/(2·MSS) + HEADER/2``: still ``overhead + factor · size``.
-
-    >>> w = wire_messages()
-    >>> round(w.overhead_bytes), round(w.small_factor, 4), round(w.large_factor, 4)
-    (280, 0.0512, 1.1507)
-    """
-    from tailbound.profiles.tokens import MessageSizes
-
-    m = MessageSizes()
-    k, ack = 1 + HEADER / MSS, HEADER / (2 * MSS)
-    return MessageSizes(
-        overhead_bytes=m.overhead_bytes * (k + ack) + HEADER,
-        small_factor=m.small_factor * k + m.large_factor * ack,
-        large_factor=m.large_factor * k + m.small_factor * ack,
-    )
-
-
-def realised_plan(plan: Plan, link_rate: float) -> Plan:
-    """``plan`` with every network bucket replaced by the one ``tailbound enforce net``
-    enforces (:func:`wire_buckets`), as a share of the ``link_rate`` (rates capped at the link):
-    the Plan as enforced, for the simulator. A simulator whose links run at the rate left to
-    the messages (``link_rate · MSS / (MSS + HEADER)``) then sees every bucket scaled as the
-    link is, so a tenant is shaped or demoted against the same budget as on the wire."""
-    tenants = []
-    for t in plan.tenants:
-        limits, extra = dict(t.limits), dict(t.extra_limits)
-        for stage in (Stage.NET_IN, Stage.NET_OUT):
-            wire = wire_buckets(t, stage, link_rate)
-            if not wire:
-                continue
-            as_limits = [
-                dataclasses.replace(
-                    t.limits[stage],
-                    rate=min(r / link_rate, 1.0),
-                    bucket_s=b / link_rate,
-                    capacity_per_s=float(link_rate),
-                )
-                for r, b in wire
-            ]
-            limits[stage] = as_limits[0]
-            if stage in extra:
-                extra[stage] = tuple(as_limits[1:])
-        tenants.append(dataclasses.replace(t, limits=limits, extra_limits=extra))
-    return dataclasses.replace(plan, tenants=tenants)
 
 
 # ------------------------------------------------------------------------------ building
@@ -1093,246 +984,6 @@ def remove_ingress(host: Host, device: str) -> list[str]:
         host.ipr.link("del", index=found[0])
         done.append(f"ifb device {ifb}")
     return done
-
-
-# ------------------------------------------------------------------------------ the bound
-Buckets = tuple[tuple[float, float], ...]  # (rate bytes/s, burst bytes): α(t) = min(b + r·t)
-
-
-@dataclass(frozen=True)
-class _Member:
-    """One tenant at one queue: its HTB priority and its buckets (``None``: no bucket at the
-    stage, so it bounds nobody at or below its level)."""
-
-    name: str
-    prio: int
-    buckets: Buckets | None
-
-
-def _alpha(buckets: Buckets, t: float) -> float:
-    return min(b + r * t for r, b in buckets)
-
-
-def _kinks(buckets: Buckets) -> set[float]:
-    return {
-        (b2 - b1) / (r1 - r2)
-        for i, (r1, b1) in enumerate(buckets)
-        for r2, b2 in buckets[i + 1 :]
-        if r1 != r2 and (b2 - b1) / (r1 - r2) > 0
-    }
-
-
-def _deviation(own: Buckets, others: Sequence[Buckets], link_rate: float) -> float:
-    """The worst-case delay of traffic with arrival curve ``own`` at a link of ``link_rate``
-    shared, in any order (strict priority above, round robin beside), with traffic of curves
-    ``others``, plus two packets of blocking: the horizontal deviation between ``own`` and the
-    leftover service ``β(s) = [C·s − Σ α_j(s) − 2·MTU]⁺``. Both are piecewise linear (``own``
-    concave, ``β`` convex), so the deviation is attained at ``own``'s kinks or where ``own``
-    reaches ``β`` at one of its kinks; it is evaluated there exactly."""
-    slope = link_rate - sum(min(r for r, _ in o) for o in others)
-    if min(r for r, _ in own) > slope or slope <= 0:
-        return float("inf")
-    points = sorted({0.0}.union(*(_kinks(o) for o in others)))
-
-    def g(x: float) -> float:
-        return link_rate * x - sum(_alpha(o, x) for o in others) - 2 * MTU
-
-    values = [g(x) for x in points]
-
-    def beta_inverse(y: float) -> float:  # the first s with β(s) ≥ y > 0 (g is convex)
-        for k in range(1, len(points)):
-            if values[k] >= y:
-                x0, x1, g0, g1 = points[k - 1], points[k], values[k - 1], values[k]
-                return x1 if g1 == g0 else x0 + (y - g0) * (x1 - x0) / (g1 - g0)
-        return points[-1] + (y - values[-1]) / slope
-
-    def alpha_inverse(y: float) -> float:
-        return max(0.0, *((y - b) / r for r, b in own if r > 0))
-
-    times = {0.0} | _kinks(own)
-    times |= {alpha_inverse(v) for v in values if v > _alpha(own, 0.0)}
-    return max(beta_inverse(max(_alpha(own, t), 1e-9)) - t for t in times)
-
-
-def _queue_bounds(members: Sequence[_Member], link_rate: float) -> dict[str, float]:
-    """The worst-case delay (s) of each member at one queue served by the realised discipline
-    (strict priority between levels, HTB's packet round robin within one: every other member at
-    the same or a higher level may go first), :func:`_deviation`. With one bucket each it is
-    ``(Σ_{j: p_j ≤ p} b_j + 2·MTU) / (C − Σ_{j: p_j < p} r_j − Σ_{j ≠ i: p_j = p} r_j)``."""
-    out = {}
-    for m in members:
-        peers = [u for u in members if u.prio <= m.prio]
-        if m.buckets is None or any(u.buckets is None for u in peers):
-            out[m.name] = float("inf")
-            continue
-        others = [u.buckets for u in peers if u is not m and u.buckets is not None]
-        out[m.name] = _deviation(m.buckets, others, link_rate)
-    return out
-
-
-def _member(t: TenantPlan, stage: Stage, link_rate: float, delay: float = 0.0) -> _Member:
-    """``t`` at a queue of ``stage``; ``delay``: its worst-case delay at an earlier queue, which
-    grows each bucket's burst by ``r·delay`` (the output of a queue of bounded delay ``d``
-    conforms to ``α(t + d)``)."""
-    level = t.priority.get(stage)
-    assert level is not None
-    if stage not in t.limits or not math.isfinite(delay):
-        return _Member(t.name, level, None)
-    buckets = tuple((r, b + r * delay) for r, b in wire_buckets(t, stage, link_rate))
-    return _Member(t.name, level, buckets)
-
-
-def htb_bounds(
-    plan: Plan, stage: Stage, link_rate: float, tenants: Sequence[TenantPlan] | None = None
-) -> dict[str, float]:
-    """The worst-case delay (s) at one queue of ``stage`` under the realised discipline, per
-    tenant with a level and buckets there: non-preemptive strict priority between levels and
-    HTB's packet round robin within one,
-    ``(Σ_{j: p_j ≤ p} b_j + 2·MTU) / (C − Σ_{j: p_j < p} r_j − Σ_{j ≠ i: p_j = p} r_j)``
-    (buckets in bytes, C the link rate): Eq. 5.1 with the tenants of the same level counted as
-    interfering at their rates (FIFO within a level would not count them) and two packets of
-    blocking (the packet in service, and HTB's once-per-``MTU/ASSURED_RATE`` green packet).
-    With several buckets at the stage (PriorityMeister's K limiters) a tenant's arrival curve
-    is their minimum and the bound the horizontal deviation (:func:`_deviation`). Tenants
-    without buckets at the stage make every tenant at or below their level unbounded."""
-    members = [
-        _member(t, stage, link_rate)
-        for t in (tenants if tenants is not None else plan.tenants)
-        if t.priority.get(stage) is not None
-    ]
-    return _queue_bounds(members, link_rate)
-
-
-def _ends(t: TenantPlan, stage: Stage) -> tuple[str, str]:
-    """The sending and the receiving host of ``t``'s packets at a network stage."""
-    client = client_name(t)
-    return (client, t.server) if stage is Stage.NET_IN else (t.server, client)
-
-
-def network_bounds(plan: Plan, link_rate: float) -> dict[str, float]:
-    """Per tenant with a level at every network stage, the worst-case delay (s) over its network
-    stages under the discipline ``tailbound enforce net`` realises, every link at
-    ``link_rate`` bytes/s. Each stage crosses two queues: the sender's egress, shared with the
-    tenants sent from the same host at that stage, and the receiver's side (the switch port
-    towards it, or its IFB with ``--ingress``), shared with the tenants received by the same
-    host; at the second a tenant's burst has grown by ``r·d`` with ``d`` its bound at the first
-    (its output conforms to ``(r, b + r·d)``). Each queue's bound is :func:`htb_bounds`'."""
-    out: dict[str, float] = {}
-    for t in plan.tenants:
-        if any(t.priority.get(s) is None for s in t.stages if s in (Stage.NET_IN, Stage.NET_OUT)):
-            continue
-        out[t.name] = 0.0
-    for stage in (Stage.NET_IN, Stage.NET_OUT):
-        at = [t for t in plan.tenants if stage in t.stages and t.priority.get(stage) is not None]
-        first: dict[str, float] = {}
-        for sender in {_ends(t, stage)[0] for t in at}:
-            group = [_member(t, stage, link_rate) for t in at if _ends(t, stage)[0] == sender]
-            first.update(_queue_bounds(group, link_rate))
-        second: dict[str, float] = {}
-        for receiver in {_ends(t, stage)[1] for t in at}:
-            group = [
-                _member(t, stage, link_rate, first[t.name])
-                for t in at
-                if _ends(t, stage)[1] == receiver
-            ]
-            second.update(_queue_bounds(group, link_rate))
-        for name in out:
-            if name in first:
-                out[name] += first[name] + second[name]
-    return out
-
-
-@dataclass(frozen=True)
-class BoundCheck:
-    """A tenant's bound with its network stages served by the realised discipline, against its
-    SLO and the Plan's bound.
-
-    ``realised_s``: for a network-only tenant the network bound (worst case); for a tenant with
-    storage whose Plan bound splits by stage, the Plan's bound with its network stages' parts
-    replaced by the realised ones; without the split, the Plan's bound plus the realised network
-    bound (an upper bound: the Plan's network part is not subtracted). A worst-case network part
-    added to a bound at percentile p is still a bound at percentile p."""
-
-    tenant: str
-    slo_s: float
-    plan_s: float
-    network_s: float
-    realised_s: float
-    #: The Plan's bound's percentile: below 1 it is a stochastic bound (SNC).
-    plan_percentile: float = 1.0
-
-    @property
-    def stochastic(self) -> bool:
-        """The Plan's bound is stochastic (SNC, percentile below 1): a worst-case bound above it,
-        or above the SLO, does not contradict it (SNC-Meister admits on statistical
-        multiplexing)."""
-        return self.plan_percentile < 1
-
-    @property
-    def unbounded_stochastic(self) -> bool:
-        """No worst-case bound (a tenant at or above the level has no buckets) while the Plan's
-        bound is stochastic (SNC-Meister plans without policing rate-limit nothing): the
-        worst-case check does not apply; the Plan's analysis assumed FIFO within a level where
-        HTB round-robins."""
-        return not math.isfinite(self.realised_s) and self.stochastic
-
-    @property
-    def over_slo(self) -> bool:
-        """The realised worst case misses the SLO that the Plan's worst-case bound met: refused.
-        Not for a stochastic Plan (warned, :meth:`line`)."""
-        return self.realised_s > self.slo_s and not self.stochastic
-
-    @property
-    def over_plan(self) -> bool:
-        return self.realised_s > self.plan_s * (1 + 1e-9)
-
-    def line(self) -> str:
-        pct = f"(p{100 * self.plan_percentile:g}) and assumes FIFO within a level"
-        if self.over_slo:
-            verdict = "ABOVE THE SLO"
-        elif self.unbounded_stochastic:
-            verdict = f"no worst-case bound without buckets; the plan's is stochastic {pct}"
-        elif self.stochastic and self.realised_s > self.slo_s:
-            verdict = f"worst case above the SLO; the plan's bound is stochastic {pct}"
-        elif self.over_plan:
-            verdict = "above the plan's bound"
-        else:
-            verdict = "within the plan's bound"
-        return (
-            f"{self.tenant}: realised bound {_ms(self.realised_s)} (network {_ms(self.network_s)})"
-            f", plan's bound {_ms(self.plan_s)}, SLO {_ms(self.slo_s)}: {verdict}"
-        )
-
-
-def _ms(x: float) -> str:
-    return f"{1e3 * x:.3g} ms" if math.isfinite(x) else "none"
-
-
-def check_bounds(
-    plan: Plan, link_rate: float, tenants: Iterable[str] | None = None
-) -> list[BoundCheck]:
-    """:class:`BoundCheck` of ``tenants`` (all with an SLO and a network stage by default)."""
-    network = network_bounds(plan, link_rate)
-    wanted = set(tenants) if tenants is not None else None
-    out = []
-    for t in plan.tenants:
-        if t.slo is None or (wanted is not None and t.name not in wanted):
-            continue
-        if not any(s in t.stages for s in (Stage.NET_IN, Stage.NET_OUT)):
-            continue
-        net_s = network.get(t.name, float("inf"))
-        planned = t.bound.latency_s
-        if t.device is None:
-            realised = net_s
-        elif not math.isfinite(planned):
-            realised = planned
-        elif all(s in t.bound.stages for s in (Stage.NET_IN, Stage.NET_OUT)):
-            realised = planned - t.bound.stages[Stage.NET_IN] - t.bound.stages[Stage.NET_OUT]
-            realised += net_s
-        else:
-            realised = planned + net_s
-        out.append(BoundCheck(t.name, t.slo_s, planned, net_s, realised, t.bound.percentile))
-    return out
 
 
 def describe_flows(configs: Iterable[NetConfig]) -> str:

@@ -8,10 +8,13 @@ tenant name, backed by ``<backend>/<tenant>.img``), and one dispatcher —
 The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gateway runs the queue
 ``tailbound verify`` replays:
 
-- the scheduler is the plan's storage discipline with the workloads in export order: strict
+- the scheduler is the device queue's of the one translation of a plan into schedulers
+  (:func:`tailbound.plan_queues.scheduler_config`, which the simulator's scenario uses too), in
+  the core's serde form with the workloads in export order: any kind of the core's — strict
   priority with each tenant's :func:`~tailbound.plan.enforcer_level` and every storage bucket
-  ``(rate, bucket_s)`` in device-seconds (the limit mode's ``demotion`` flag), or FIFO, SFQ
-  (storage weights) or EDF (storage deadlines, else the SLO, else 1 s);
+  ``(rate, bucket_s)`` in device-seconds (the limit mode's ``demotion`` flag), FIFO, DWRR over
+  the tenants' storage service classes, SFQ (storage weights), EDF (storage deadlines, else the
+  SLO, else 1 s), ...;
 - each request costs ``size / bandwidth(op, size)`` seconds, the profile's bandwidth table
   interpolated as :class:`~tailbound.profiles.tokens.SsdModel` does (the gateway computes it);
 - the dispatch limits are the profile's (MPLs, outstanding bytes) overridden by the plan's
@@ -48,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from tailbound.errors import ConfigError
-from tailbound.plan import Plan, device_name, enforcer_level
+from tailbound.plan import Plan, device_name
+from tailbound.plan_queues import scheduler_config
 from tailbound.profiles.tokens import SsdProfile
-from tailbound.stages import Stage
 
 #: Export names the gateway accepts (they are file names in the backend directory too).
 EXPORT_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$")
@@ -136,29 +139,11 @@ def gate_config(
                 f"{t.name!r} cannot be an export name ([A-Za-z0-9._-], not starting with '.')",
                 field=f"tenants[{i}].name",
             )
-    discipline = plan.discipline(Stage.STORAGE)
-    scheduler: dict[str, Any]
-    if fifo or discipline.kind == "fifo":
-        scheduler = {"kind": "fifo"}
-    elif discipline.kind == "priority":
-        scheduler = {
-            "kind": "priority",
-            "priority": [
-                enforcer_level(t.priority.get(Stage.STORAGE), plan.priority_levels) for t in tenants
-            ],
-            "buckets": [[[r, b] for r, b in t.buckets(Stage.STORAGE)] for t in tenants],
-            "demotion": discipline.mode == "demotion",
-        }
-    elif discipline.kind == "sfq":
-        scheduler = {"kind": "sfq", "weight": [t.weight.get(Stage.STORAGE, 1.0) for t in tenants]}
-    else:  # edf: the stage's deadline, else the SLO (1 s without one), as the scenario reader
-        scheduler = {
-            "kind": "edf",
-            "deadline": [
-                t.deadline_s.get(Stage.STORAGE, t.slo_s if math.isfinite(t.slo_s) else 1.0)
-                for t in tenants
-            ],
-        }
+    scheduler = (
+        {"kind": "fifo"}
+        if fifo
+        else scheduler_config(plan, dev, tenants, path=plan_path)  # the simulator's queue
+    )
     rule = plan.dispatch
     limits = {
         "read_mpl": rule.read_mpl if rule.read_mpl is not None else profile.read_mpl,

@@ -55,11 +55,12 @@ from tailbound.plan import (
     device_name,
     stage_queues,
 )
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.pm_plan import stage_limits
-from tailbound.policies.prioritymeister import RATE_CAP, PmTenant, prioritize, rate_limits
+from tailbound.policies.prioritymeister import RATE_CAP, PmTenant, rate_limits
 from tailbound.policies.workload import characterize
-from tailbound.policies.workloadcompactor import make_policy, server_model, to_plan
+from tailbound.policies.workloadcompactor import server_model, to_plan
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.sim.scenario import DISK_GAP_BYTES
@@ -73,6 +74,10 @@ from tailbound.verify import replay_plan
 LINK = 125_000_000.0
 MTU = 1500.0
 SERVER = "s0"
+#: The two pipelines a scenario draws from, as the registry names them: WorkloadCompactor's
+#: placement, or PriorityMeister's prioritizer admitting tenants one by one.
+WC = registry.registered(("workloadcompactor",), "placement")[0]
+PM = registry.registered(("prioritymeister",), "prioritization")[0]
 SLO_CHOICES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
@@ -81,7 +86,7 @@ class Case:
     """One random scenario's choices."""
 
     seed: int
-    policy: str  # "workloadcompactor" or "prioritymeister"
+    policy: str  # WC or PM
     device: str  # "ssd" or "disk"
     path: str  # "storage", "network" or "local"
     mode: str  # "shaping" or "demotion"
@@ -107,8 +112,8 @@ class Outcome:
 def draw(seed: int) -> Case:
     """The choices of scenario ``seed``."""
     rng = np.random.default_rng(seed)
-    policy = str(rng.choice(["workloadcompactor", "prioritymeister"]))
-    pm = policy == "prioritymeister"
+    policy = str(rng.choice([WC, PM]))
+    pm = policy == PM
     return Case(
         seed=seed,
         policy=policy,
@@ -167,7 +172,7 @@ def run(case: Case, profile: SsdProfile, data: Path | None) -> Outcome:
     """Pack, plan and replay scenario ``case``."""
     start = time.perf_counter()
     tenants = candidates(case, profile, data)
-    if case.policy == "workloadcompactor":
+    if case.policy == WC:
         plan, devices = _workloadcompactor(case, tenants, profile)
     else:
         plan, devices = _prioritymeister(case, tenants, profile)
@@ -194,8 +199,8 @@ def _workloadcompactor(
     curves = [
         characterize(t, tr, profile=profile, link_bandwidth_bytes_per_s=LINK) for t, tr in tenants
     ]
-    result = place(curves, cluster, make_policy("workloadcompactor", model))
-    plan = to_plan(result, cluster, policy="workloadcompactor", safety_margin=1.0)
+    result = place(curves, cluster, registry.build(WC, "placement", model))
+    plan = to_plan(result, cluster, policy=WC, safety_margin=1.0)
     disciplines = dict.fromkeys(STORAGE_PATH, Discipline("priority", case.mode))
     return dataclasses.replace(plan, disciplines=disciplines), None
 
@@ -203,6 +208,7 @@ def _workloadcompactor(
 def _prioritymeister(
     case: Case, tenants: Sequence[tuple[Tenant, Trace]], profile: SsdProfile
 ) -> tuple[Plan, dict[str, Any] | None]:
+    prioritizer = registry.build(PM, "prioritization")
     disk = DiskProfile.from_json(DISK)
     device_profile: SsdProfile | DiskProfile = disk if case.device == "disk" else profile
     disk_model = DiskModel(disk, shared_gap_bytes=DISK_GAP_BYTES)
@@ -243,7 +249,7 @@ def _prioritymeister(
             continue
         me = PmTenant(t.name, t.slo.latency_s, queues, buckets, biggest)
         devices = {device_name(tp): limits} if device is not None else None
-        trial = prioritize([*pm, me], PRIORITY_LEVELS, devices)
+        trial = prioritizer([*pm, me], PRIORITY_LEVELS, devices)
         if all(trial.meets([*pm, me]).values()):
             pm.append(me)
             placed.append(tp)
@@ -263,7 +269,7 @@ def _prioritymeister(
             )
         )
     plan = Plan(
-        "prioritymeister",
+        PM,
         1,
         out,
         disciplines=dict.fromkeys(STORAGE_PATH, Discipline("priority", case.mode)),
@@ -309,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for seed in progress(args, iterable=seeds, desc="scenarios", unit="scenario"):
         outcomes.append(run(draw(seed), profile, data))
     rows = []
-    for key in ("workloadcompactor", "prioritymeister", None):
+    for key in (WC, PM, None):
         chosen = [o for o in outcomes if key is None or o.case.policy == key]
         s = summary(chosen)
         rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in s.items()}

@@ -5,7 +5,7 @@ tenants: open-loop latency-sensitive ones (a trace and an SLO) and closed-loop t
 (thesis Table 3.1's workload L, a file copy). Each *policy* of §3.3.1 configures the queues:
 
 - ``ps``: start-time fair queueing with equal weights at the device, FIFO links (no network QoS);
-- ``cake``: the same SFQ, with the latency tenants' weights adjusted every ``period_s`` from the
+- ``cake``: the same SFQ, with the latency tenants' weights adjusted every second from the
   tail latency measured in that period (:class:`~tailbound.policies.scheduling.Cake`, through the
   simulator's control hook);
 - ``edf``: earliest deadline first at the device, deadline = SLO, FIFO links;
@@ -14,10 +14,10 @@ tenants: open-loop latency-sensitive ones (a trace and an SLO) and closed-loop t
   and ``k`` token buckets per tenant and stage, enforced in demotion mode (thesis §2.2.1: traffic
   over its limits is served at the lowest priority).
 
-Every policy comes from :mod:`tailbound.policies` and produces a :class:`~tailbound.plan.Plan`
-of the setup, replayed through the one scenario builder. Latencies are reported for requests
-issued in the second half of the run, as the thesis does for every policy ("to avoid any
-convergence issues" of Cake).
+Every policy comes from :mod:`tailbound.policies.registry` and produces a
+:class:`~tailbound.plan.Plan` of the setup, replayed through the one scenario builder.
+Latencies are reported for requests issued in the second half of the run, as the thesis does
+for every policy ("to avoid any convergence issues" of Cake).
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ from tailbound.plan import (
     stage_queues,
 )
 from tailbound.policies.pm_plan import ANALYSIS as PM_ANALYSIS
-from tailbound.policies.pm_plan import prioritizer, stage_limits
+from tailbound.policies.pm_plan import stage_limits
 from tailbound.policies.prioritymeister import PmTenant, Prioritized, rate_limits
-from tailbound.policies.scheduling import Cake, earliest_deadline_first, proportional_share
+from tailbound.policies.registry import Entry, find
+from tailbound.policies.scheduling import RuntimeController
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.profiles.tokens import MessageSizes, SsdModel
@@ -58,7 +59,12 @@ from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import onoff_trace, poisson_trace
 from tailbound.traces.trace import Op, Trace
 
+#: The policies of thesis §3.3.1 as the figures label them: registry names (scheduling or
+#: prioritization), ``pm`` standing for the registry's ``prioritymeister`` (its prioritizer with
+#: its buckets enforced).
 POLICIES = ("ps", "cake", "edf", "byslo", "pm")
+#: Each label's registry entry (a misspelt label fails when this module is imported).
+ENTRIES: dict[str, Entry] = {p: find("prioritymeister" if p == "pm" else p) for p in POLICIES}
 #: Percentiles of thesis Fig. 3.3/3.4.
 PERCENTILES = (0.90, 0.95, 0.99, 0.999, 0.9999)
 SERVER = "server0"
@@ -345,37 +351,32 @@ def run_policy(
     profile_path: Path,
     *,
     k: int = 3,
-    period_s: float = 1.0,
     declared: Setup | None = None,
 ) -> PolicyRun:
-    """Simulate ``setup`` under ``policy`` (one of :data:`POLICIES`, from the policy registry).
+    """Simulate ``setup`` under ``policy`` (one of :data:`POLICIES`, built by the policy
+    registry: a scheduling policy with its defaults, or a prioritizer).
 
     ``declared`` is what the tenants' traces looked like when PriorityMeister and bySLO
     configured the system (default: ``setup`` itself); Fig. 3.6 runs a misbehaving trace against
     the limits of a well-behaved one."""
+    if policy not in ENTRIES:
+        raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    entry = ENTRIES[policy]
     placed = placed_plan(setup)
     analysis = None
-    controller: Cake | None = None
-    if policy in ("ps", "edf"):
-        plan = (
-            proportional_share(placed)
-            if policy == "ps"
-            else earliest_deadline_first(placed, 10.0 * setup.duration_s)
-        )
-    elif policy == "cake":
-        controller = Cake(period_s=period_s)
+    controller: RuntimeController | None = None
+    if entry.kind == "scheduling":
+        controller = entry.build()
         plan = controller.plan(placed)
-    elif policy in ("byslo", "pm"):
+    else:
         profile = SsdProfile.load(profile_path)
         tenants = pm_tenants(declared or setup, profile, k)
-        analysis = prioritizer("prioritymeister" if policy == "pm" else "byslo")(tenants)
+        analysis = entry.build()(tenants)
         missed = analysis.violations(tenants)
         if missed:  # the order is used anyway, so the run shows what it does; flagged here
             late = ", ".join(f"{n} by {1e3 * v:.3g} ms" for n, v in missed.items())
             print(f"{policy}: the analysis does not guarantee every SLO ({late})", file=sys.stderr)
         plan = priority_plan(placed, analysis, tenants, buckets=policy == "pm", name=policy)
-    else:
-        raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     sim = simulator(setup, plan)
     if controller is not None:
         controller.run(sim, plan, setup.duration_s)

@@ -30,10 +30,9 @@ from tailbound.experiments.wc_common import (
     setup,
     write_table,
 )
+from tailbound.policies import registry
 from tailbound.policies.placement import place
-from tailbound.policies.pm_placement import PriorityMeisterPolicy
 from tailbound.policies.workload import TenantCurves
-from tailbound.policies.workloadcompactor import make_policy
 
 SLOS = (0.1, 0.25, 1.0)
 
@@ -48,7 +47,10 @@ def run(
         pool = [w for w in pool if fits_alone(w)]
         order = rng.permutation(len(pool))
         chosen = [pool[i] for i in order][: count or len(pool)]
-        for policy in (make_policy("workloadcompactor"), PriorityMeisterPolicy(k)):
+        for policy in (
+            registry.build("workloadcompactor", "placement"),
+            registry.build("prioritymeister-placement", "placement", k=k),
+        ):
             start = time.perf_counter()
             result = place(chosen, server_cluster(), policy, grow=True)
             rows.append(

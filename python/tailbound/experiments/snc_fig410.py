@@ -80,7 +80,7 @@ from tailbound.policies.admission import AdmissionPolicy, Configured, Decision, 
 from tailbound.policies.admission_policies import THESIS_RULE, SncRule
 from tailbound.policies.dnc_baselines import CurveCache
 from tailbound.policies.floors import alone_result, replay_results, replayed
-from tailbound.policies.registry import build
+from tailbound.policies.registry import build, registered
 from tailbound.sim.results import Judged
 from tailbound.snc.mmpp import INTERVAL_NS
 from tailbound.snc.tenants import FitCache
@@ -100,7 +100,7 @@ SNC_VARIANTS = {
     "snc-meister-window": SncRule(window_floor=True, police=False),
     "snc-meister-joint": SncRule(add_model_error=False, joint_floor=True, police=False),
 }
-DNC_POLICIES = ("dnc", "silo", "qjump")
+DNC_POLICIES = registered(("dnc", "silo", "qjump"), "admission")
 ALL_POLICIES = (*SNC_VARIANTS, *DNC_POLICIES)
 OPTIONAL = ("snc-meister-split", "snc-meister-flat", "snc-meister-window", "snc-meister-joint")
 POLICIES = tuple(p for p in ALL_POLICIES if p not in OPTIONAL)

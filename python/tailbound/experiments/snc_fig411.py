@@ -62,9 +62,10 @@ from tailbound.experiments._snc_common import (
 )
 from tailbound.experiments.snc_fig410 import Population, arrivals, caches, decide, population
 from tailbound.model import Tenant, TenantSet
+from tailbound.policies.registry import registered
 from tailbound.tables import markdown_table
 
-POLICIES = ("snc-meister", "dnc", "silo", "qjump")
+POLICIES = registered(("snc-meister", "dnc", "silo", "qjump"), "admission")
 OPTIMA = ("OPT", "oracle")
 
 

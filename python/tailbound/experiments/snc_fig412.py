@@ -51,10 +51,11 @@ from tailbound.experiments._snc_common import (
 )
 from tailbound.experiments.snc_fig410 import Population, caches, decide, population
 from tailbound.model import Slo, TenantSet
+from tailbound.policies.registry import registered
 from tailbound.tables import markdown_table
 from tailbound.traces.trace import Op, Trace
 
-POLICIES = ("snc-meister", "dnc", "silo", "qjump")
+POLICIES = registered(("snc-meister", "dnc", "silo", "qjump"), "admission")
 SMALL_BYTES = 1024
 SMALL_TRACES = SIMILAR_TRACES[:11]
 LARGE_TRACES = tuple(i for i in range(62) if i not in SMALL_TRACES)[:21]

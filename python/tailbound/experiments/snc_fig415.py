@@ -46,8 +46,9 @@ from tailbound.experiments.snc_fig410 import (
     population,
 )
 from tailbound.model import TenantSet
+from tailbound.policies.registry import registered
 
-POLICIES = ("snc-meister", "dnc")
+POLICIES = registered(("snc-meister", "dnc"), "admission")
 
 
 @dataclass(frozen=True)

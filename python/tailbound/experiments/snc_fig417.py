@@ -45,10 +45,11 @@ from tailbound.experiments.snc_storage import LINK, with_device
 from tailbound.model import Slo, Tenant, TenantSet
 from tailbound.plotting import save_figure
 from tailbound.policies.dnc_baselines import CurveCache
+from tailbound.policies.registry import registered
 from tailbound.snc.tenants import FitCache
 from tailbound.tables import fmt_ms, markdown_table
 
-POLICIES = ("none", "dnc", "snc-meister")
+POLICIES = ("none", *registered(("dnc", "snc-meister"), "admission"))
 PERCENTILES = (0.999, 0.9)
 SLOS_S = (0.150, 0.200, 0.400)
 

@@ -32,7 +32,11 @@ from tailbound.cli.options import progress
 from tailbound.experiments._snc_common import find_data, parser, write_outputs
 from tailbound.experiments.snc_fig417 import Storage, storage_population, with_slos
 from tailbound.plotting import save_figure
+from tailbound.policies.registry import registered
 
+#: The policies compared: SNC-Meister and the DNC baseline.
+POLICIES = registered(("snc-meister", "dnc"), "admission")
+SNC, DNC = POLICIES
 PERCENTILES = (0.999, 0.9)
 SLO_GRID_S = tuple(0.150 + 0.050 * k for k in range(8))  # 150, 200, …, 500 ms
 
@@ -69,11 +73,12 @@ def run(
     for d in progress(quiet, iterable=range(draws), desc="snc_fig419", unit="draw"):
         slos = draw_slos(tenants, seed, d)
         for p in PERCENTILES:
-            for policy in ("snc-meister", "dnc"):
-                if policy == "dnc" and p != PERCENTILES[0]:
-                    first = next(r for r in out if r.draw == d and r.policy == "dnc")
+            for policy in POLICIES:
+                # the DNC baseline's worst case does not depend on the percentile: the first
+                if policy == DNC and p != PERCENTILES[0]:
+                    first = next(r for r in out if r.draw == d and r.policy == DNC)
                     out.append(
-                        Draw(d, p, "dnc", first.admitted, first.violations, first.misses_alone)
+                        Draw(d, p, DNC, first.admitted, first.violations, first.misses_alone)
                     )
                     continue
                 got = st.decide(policy, with_slos(pop.tenants, slos, p))
@@ -90,9 +95,9 @@ def run(
 def summary(rows: Sequence[Draw]) -> list[list[object]]:
     table: list[list[object]] = []
     for p in PERCENTILES:
-        snc = [r.admitted for r in rows if r.percentile == p and r.policy == "snc-meister"]
-        dnc = [r.admitted for r in rows if r.percentile == p and r.policy == "dnc"]
-        for policy, counts in (("snc-meister", snc), ("dnc", dnc)):
+        snc = [r.admitted for r in rows if r.percentile == p and r.policy == SNC]
+        dnc = [r.admitted for r in rows if r.percentile == p and r.policy == DNC]
+        for policy, counts in ((SNC, snc), (DNC, dnc)):
             rs = [r for r in rows if r.percentile == p and r.policy == policy]
             replayed = [r for r in rs if r.violations is not None]
             table.append(
@@ -105,7 +110,7 @@ def summary(rows: Sequence[Draw]) -> list[list[object]]:
                     f"{min(counts)}–{max(counts)}",
                     f"{statistics.mean(counts) / statistics.mean(dnc):.2f}",
                     f"{sum(s > c for s, c in zip(snc, dnc, strict=True)) / len(snc):.0%}"
-                    if policy == "snc-meister"
+                    if policy == SNC
                     else "",
                     sum(r.violations or 0 for r in replayed) if replayed else "not replayed",
                     sum(r.misses_alone or 0 for r in replayed) if replayed else "",
@@ -165,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
     fig, axes = plt.subplots(1, len(PERCENTILES), figsize=(9, 3.5), squeeze=False)
     for ax, q in zip(axes[0], PERCENTILES, strict=True):
-        for policy, color in (("dnc", "tab:gray"), ("snc-meister", "tab:blue")):
+        for policy, color in ((DNC, "tab:gray"), (SNC, "tab:blue")):
             counts = [r.admitted for r in rows if r.percentile == q and r.policy == policy]
             ax.hist(
                 counts,

@@ -32,7 +32,8 @@ from tailbound.experiments._snc_common import (
     write_outputs,
 )
 from tailbound.model import Tenant, TenantSet
-from tailbound.snc.network import ANALYSIS_FUNCTIONS
+from tailbound.policies.registry import registered
+from tailbound.snc.network import convolution, hop_by_hop, snc_meister
 from tailbound.snc.tenants import (
     FitCache,
     build_network,
@@ -42,7 +43,10 @@ from tailbound.snc.tenants import (
 from tailbound.tables import fmt_ms
 
 LINK = 62.5e6  # bytes/s (500 Mb/s)
-ANALYSES = ("snc-convolution", "snc-hop-by-hop", "snc-meister")
+#: The SNC analyses compared, as the registry names them, and the analysis layer's per-flow
+#: bound of each (one flow's bound, not an admission policy's: this figure times one flow).
+ANALYSES = registered(("snc-convolution", "snc-hop-by-hop", "snc-meister"), "admission")
+FLOW_BOUNDS = (convolution, hop_by_hop, snc_meister)
 CURVES = (*ANALYSES, "dnc")
 
 
@@ -65,9 +69,9 @@ def run(data: Path, counts: list[int]) -> list[dict[str, float]]:
         net, flows, _ = build_network(tset, specs, cache)
         flow = net.flows[flows[0].flows["in"]]
         row: dict[str, float] = {"tenants": n}
-        for analysis in ANALYSES:
+        for analysis, flow_bound in zip(ANALYSES, FLOW_BOUNDS, strict=True):
             start = time.perf_counter()
-            row[analysis] = ANALYSIS_FUNCTIONS[analysis](net, flow, "reference")
+            row[analysis] = flow_bound(net, flow, "reference")
             row[f"{analysis} s"] = time.perf_counter() - start
         row["dnc"] = shared_path_delay([request_work(cache, spec, tset) for spec in specs], LINK)
         results.append(row)

@@ -50,7 +50,7 @@ from tailbound.policies.admission import Configured, admit_in_order
 from tailbound.policies.admission_policies import SncRule
 from tailbound.policies.dnc_baselines import CurveCache
 from tailbound.policies.floors import alone_result, replay_results
-from tailbound.policies.registry import build
+from tailbound.policies.registry import build, registered
 from tailbound.sim.results import Judged
 from tailbound.snc.tenants import FitCache, priorities_by_slo
 
@@ -63,7 +63,8 @@ SNC_VARIANTS = {
         add_model_error=False, split_levels=False, device_floor=False, police=False
     ),
 }
-POLICIES = (*SNC_VARIANTS, "dnc", "silo", "qjump", "none")
+DNC_POLICIES = registered(("dnc", "silo", "qjump"), "admission")
+POLICIES = (*SNC_VARIANTS, *DNC_POLICIES, "none")
 #: The admission rule each policy runs (issue 14: every table says whether a floor ran).
 RULES = {
     **{name: rule.text(device=True) for name, rule in SNC_VARIANTS.items()},
@@ -130,7 +131,7 @@ def run(
             )
             for name, rule in SNC_VARIANTS.items()
         },
-        **{p: build(p, "admission", tset, curves=curves) for p in ("dnc", "silo", "qjump")},
+        **{p: build(p, "admission", tset, curves=curves) for p in DNC_POLICIES},
     }
     if scale is None:
         bounds = [
@@ -213,7 +214,7 @@ HEADER = [
 def summary_rows(results: Sequence[Result]) -> list[list[object]]:
     policies = list(dict.fromkeys(r.policy for r in results))
     by = {p: [r for r in results if r.policy == p] for p in policies}
-    baselines = [p for p in ("dnc", "silo", "qjump") if p in by]
+    baselines = [p for p in DNC_POLICIES if p in by]
     best_dnc = max((statistics.median(r.admitted for r in by[p]) for p in baselines), default=0)
     rows: list[list[object]] = []
     for name in policies:

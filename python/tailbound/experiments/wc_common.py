@@ -22,6 +22,7 @@ from tailbound.cli.options import add_quiet
 from tailbound.errors import ConfigError
 from tailbound.model import Cluster, Server, Slo, load_cluster, load_tenants
 from tailbound.plotting import save_figure
+from tailbound.policies.registry import registered
 from tailbound.policies.server import Placed, check
 from tailbound.policies.wc_lp import solve
 from tailbound.policies.workload import TenantCurves, characterize_all
@@ -32,12 +33,9 @@ from tailbound.traces.readers import read_trace
 #: The SLOs of thesis Fig. 5.4 (seconds).
 FIG54_SLOS = (0.1, 0.15, 0.25, 0.5, 1.0)
 #: The policies compared in Fig. 5.4, WorkloadCompactor first.
-POLICIES = (
-    "workloadcompactor",
-    "effective-bandwidth",
-    "average-rate:1.5",
-    "average-rate:2",
-    "knee",
+POLICIES = registered(
+    ("workloadcompactor", "effective-bandwidth", "average-rate:1.5", "average-rate:2", "knee"),
+    "placement",
 )
 
 

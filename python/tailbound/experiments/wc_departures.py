@@ -28,10 +28,10 @@ from tailbound.experiments.wc_common import (
     setup,
     write_table,
 )
+from tailbound.policies import registry
 from tailbound.policies.events import Event, load_events
 from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves
-from tailbound.policies.workloadcompactor import make_policy
 
 
 def run(
@@ -41,9 +41,13 @@ def run(
     wc_peak = wc_final = 1
     for policy in progress(quiet, iterable=POLICIES, desc="wc_departures", unit="policy"):
         result = place(
-            workloads, server_cluster(servers=12), make_policy(policy), events=events, grow=True
+            workloads,
+            server_cluster(servers=12),
+            registry.build(policy, "placement"),
+            events=events,
+            grow=True,
         )
-        if policy == "workloadcompactor":
+        if policy == POLICIES[0]:  # WorkloadCompactor, the reference
             wc_peak, wc_final = result.peak_servers, max(result.servers_used, 1)
         rows.append(
             {

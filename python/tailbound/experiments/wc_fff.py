@@ -30,9 +30,9 @@ from tailbound.experiments.wc_common import (
     setup,
     write_table,
 )
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves
-from tailbound.policies.workloadcompactor import make_policy
 
 
 def run(
@@ -51,7 +51,7 @@ def run(
         fff = place(
             chosen,
             server_cluster(),
-            make_policy("workloadcompactor"),
+            registry.build("workloadcompactor", "placement"),
             fast_first_fit=True,
             grow=True,
         )
@@ -62,7 +62,12 @@ def run(
             "fff tries": fff.configure_calls,
         }
         if n <= first_fit_max:
-            ff = place(chosen, server_cluster(), make_policy("workloadcompactor"), grow=True)
+            ff = place(
+                chosen,
+                server_cluster(),
+                registry.build("workloadcompactor", "placement"),
+                grow=True,
+            )
             row |= {
                 "first-fit servers": ff.servers_used,
                 "first-fit seconds": round(ff.seconds, 2),

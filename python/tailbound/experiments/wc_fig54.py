@@ -34,16 +34,17 @@ from tailbound.experiments.wc_common import (
     setup,
     write_table,
 )
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.server import Placed
 from tailbound.policies.workload import TenantCurves
-from tailbound.policies.workloadcompactor import make_policy
 
 
 def fits_alone_everywhere(workload: TenantCurves) -> bool:
     """Meets its SLO alone under WorkloadCompactor and under every baseline."""
     return fits_alone(workload) and all(
-        make_policy(p).configure([Placed(workload)], 1) is not None for p in POLICIES[1:]
+        registry.build(p, "placement").configure([Placed(workload)], 1) is not None
+        for p in POLICIES[1:]
     )
 
 
@@ -75,8 +76,8 @@ def run(
         wc_servers = 0
         for policy in POLICIES:
             start = time.perf_counter()
-            result = place(chosen, server_cluster(), make_policy(policy), grow=True)
-            if policy == "workloadcompactor":
+            result = place(chosen, server_cluster(), registry.build(policy, "placement"), grow=True)
+            if policy == POLICIES[0]:  # WorkloadCompactor, the reference
                 wc_servers = result.servers_used
             row[f"{policy} servers"] = result.servers_used
             row[f"{policy} normalised"] = round(result.servers_used / max(wc_servers, 1), 3)

@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import find_wc62, parser, save_plot, write_table
 from tailbound.model import load_cluster, load_tenants
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.server import REFERENCE
 from tailbound.policies.workload import characterize_all
-from tailbound.policies.workloadcompactor import make_policy, server_model, to_plan
+from tailbound.policies.workloadcompactor import server_model, to_plan
 from tailbound.profiles import SsdProfile
 from tailbound.traces import read_trace
 from tailbound.verify import Verification, replay_plan
@@ -66,7 +67,7 @@ def run(
         if server_model_name == "sound"
         else REFERENCE
     )
-    policy = make_policy("workloadcompactor", model)
+    policy = registry.build("workloadcompactor", "placement", model)
     with progress(quiet, total=len(workloads), desc="placement", unit="tenant") as bar:
         result = place(workloads, cluster, policy, grow=True, progress=bar.update)
     plan = to_plan(result, cluster, policy="workloadcompactor", safety_margin=margin)

@@ -27,9 +27,9 @@ from tailbound.experiments.wc_common import (
     setup,
     write_table,
 )
+from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.workload import TenantCurves
-from tailbound.policies.workloadcompactor import make_policy
 
 
 def run(
@@ -42,7 +42,7 @@ def run(
         result = place(
             chosen,
             server_cluster(devices=devices),
-            make_policy("workloadcompactor"),
+            registry.build("workloadcompactor", "placement"),
             fast_first_fit=True,
             grow=True,
         )

@@ -1,4 +1,4 @@
-"""Building the admission policies by name (the registry's factory for ``admission``).
+"""The admission policies, one factory each (the registry's factories for ``admission``).
 
 - ``snc-meister``: SNC-Meister's bound (thesis Appendix A.4), for admission with flows memoised
   across arrivals (:class:`~tailbound.snc.incremental.IncrementalSnc`: the same numbers up to
@@ -15,7 +15,7 @@ either on its own traces, so the floors are not applied to it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from tailbound.model import TenantSet
@@ -25,11 +25,10 @@ from tailbound.snc.incremental import IncrementalSnc
 from tailbound.snc.tenants import FitCache
 
 if TYPE_CHECKING:
-    from tailbound.policies.dnc_baselines import CurveCache
+    from tailbound.policies.dnc_baselines import CurveCache, DncPolicy, QJumpPolicy, SiloPolicy
 
 # The DNC baselines (HiGHS, r-b curves) and the measured floors (the simulator) are imported
 # when asked for: `tailbound bound` with an SNC analysis starts without them.
-SNC_POLICIES = ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class SncRule:
     device_floor: bool = True
 
     def kwargs(self) -> dict[str, Any]:
-        """The rule as :func:`make_admission`'s keyword arguments."""
+        """The rule as the SNC factories' keyword arguments (:func:`snc_meister`)."""
         return asdict(self)
 
     def text(self, device: bool = False) -> str:
@@ -90,11 +89,11 @@ class SncRule:
 THESIS_RULE = SncRule(alone_floor=False, split_levels=False, add_model_error=False, police=False)
 
 
-def make_admission(
-    name: str,
+def _ruled(
+    policy: SncPolicy,
     tset: TenantSet,
+    fits: FitCache,
     *,
-    fits: FitCache | None = None,
     curves: CurveCache | None = None,
     alone_floor: bool = False,
     joint_floor: bool = False,
@@ -104,10 +103,8 @@ def make_admission(
     window_floor: bool = False,
     police: bool = False,
     alone: dict[tuple[str, float], float] | None = None,
-    incremental: bool = True,
-    search: str = "reference",
 ) -> AdmissionPolicy:
-    """The admission policy ``name`` for tenants of ``tset`` (module docstring).
+    """An SNC ``policy`` for tenants of ``tset`` under the rule of the keywords (:class:`SncRule`).
 
     ``fits`` and ``curves`` are caches of MMPP fits and r-b curves to share between policies
     (the traces they hold are the decision's: an experiment primes them with first halves);
@@ -119,30 +116,14 @@ def make_admission(
     a misfit's bound and ``window_floor`` measures the floor at the worst 3-minute window
     (:class:`AloneFloor`); ``police`` demotes each tenant's traffic beyond its decision trace's
     load bucket below every level (:class:`~tailbound.policies.policing.Policed`, r-b curves
-    from ``curves``);
-    ``incremental=False`` computes every SNC-Meister bound afresh (one fixed set of tenants);
-    ``search`` is the SNC analyses' Hölder search (:func:`tailbound.snc.network.flow_latencies`:
-    ``"reference"`` or ``"deterministic"``)."""
-    if name not in SNC_POLICIES:
-        from tailbound.policies.dnc_baselines import POLICIES as DNC_POLICIES
-        from tailbound.policies.dnc_baselines import dnc_bound_function
-
-        if name in DNC_POLICIES:
-            return dnc_bound_function(tset, name, curves)
-        known = (*SNC_POLICIES, *DNC_POLICIES)
-        raise ValueError(f"unknown admission policy {name!r} (known: {', '.join(known)})")
-    fits = fits if fits is not None else FitCache()
-    policy: AdmissionPolicy
-    if name == "snc-meister" and incremental:
-        policy = SncPolicy(IncrementalSnc(tset, fits, search), name)
-    else:
-        policy = SncPolicy(snc_bound_function(tset, name, fits, search), name)
+    from ``curves``)."""
+    out: AdmissionPolicy = policy
     if alone_floor or joint_floor:
         from tailbound.policies.floors import AloneFloor, JointFloor
 
         if alone_floor:
-            policy = AloneFloor(
-                policy,
+            out = AloneFloor(
+                out,
                 fits.trace,
                 tset.link_bytes_per_s,
                 alone,
@@ -152,10 +133,112 @@ def make_admission(
                 window_floor=window_floor,
             )
         if joint_floor:
-            policy = JointFloor(policy, fits.trace, tset.link_bytes_per_s)
+            out = JointFloor(out, fits.trace, tset.link_bytes_per_s)
     if police:
         from tailbound.policies.dnc_baselines import CurveCache
         from tailbound.policies.policing import Policed
 
-        policy = Policed(policy, curves if curves is not None else CurveCache(tset, fits.traces))
-    return policy
+        out = Policed(out, curves if curves is not None else CurveCache(tset, fits.traces))
+    return out
+
+
+def snc_meister(
+    tset: TenantSet,
+    *,
+    fits: FitCache | None = None,
+    incremental: bool = True,
+    search: str = "reference",
+    **rule: Any,
+) -> AdmissionPolicy:
+    """SNC-Meister (thesis ch. 4, Appendix A.4) for tenants of ``tset``, with flows memoised
+    across arrivals (:class:`~tailbound.snc.incremental.IncrementalSnc`: the same numbers up to
+    the order of floating-point sums; ``incremental=False`` computes every bound afresh, for one
+    fixed set of tenants), under the ``rule`` (:func:`_ruled`'s keywords; :meth:`SncRule.kwargs`).
+    ``fits`` caches MMPP fits; ``search`` is the Hölder search of dependent expressions
+    (:func:`tailbound.snc.network.flow_latencies`: ``"reference"`` or ``"deterministic"``)."""
+    analysis = "snc-meister"
+    fits = fits if fits is not None else FitCache()
+    bounds = (
+        IncrementalSnc(tset, fits, search)
+        if incremental
+        else snc_bound_function(tset, analysis, fits, search)
+    )
+    return _ruled(SncPolicy(bounds, analysis), tset, fits, **rule)
+
+
+def _classic(
+    analysis: str,
+    tset: TenantSet,
+    fits: FitCache | None,
+    search: str,
+    rule: dict[str, Any],
+) -> AdmissionPolicy:
+    fits = fits if fits is not None else FitCache()
+    policy = SncPolicy(snc_bound_function(tset, analysis, fits, search), analysis)
+    return _ruled(policy, tset, fits, **rule)
+
+
+def snc_hop_by_hop(
+    tset: TenantSet,
+    *,
+    fits: FitCache | None = None,
+    incremental: bool = True,
+    search: str = "reference",
+    **rule: Any,
+) -> AdmissionPolicy:
+    """The SNC hop-by-hop analysis (thesis Appendix A.3) as an admission policy, keywords as
+    :func:`snc_meister`'s (``incremental`` does not apply: its bounds are computed afresh)."""
+    return _classic("snc-hop-by-hop", tset, fits, search, rule)
+
+
+def snc_convolution(
+    tset: TenantSet,
+    *,
+    fits: FitCache | None = None,
+    incremental: bool = True,
+    search: str = "reference",
+    **rule: Any,
+) -> AdmissionPolicy:
+    """The SNC convolution analysis (thesis Appendix A.3) as an admission policy, keywords as
+    :func:`snc_meister`'s (``incremental`` does not apply: its bounds are computed afresh)."""
+    return _classic("snc-convolution", tset, fits, search, rule)
+
+
+#: Keywords of the SNC factories (:func:`snc_meister`) that a DNC baseline accepts and ignores,
+#: so that a verb or an experiment can build any admission policy with one call.
+SNC_OPTIONS = frozenset(
+    {"fits", "alone", "incremental", "search", *(f.name for f in fields(SncRule))}
+)
+
+
+def _unused_snc_options(baseline: str, options: dict[str, Any]) -> None:
+    """A DNC baseline's worst-case bound is never below its traces' latencies, so the SNC rule
+    (floors, policing) does not apply: ``options`` may name SNC keywords only, ignored."""
+    unknown = sorted(set(options) - SNC_OPTIONS)
+    if unknown:
+        raise TypeError(f"the {baseline} baseline got unexpected keywords {', '.join(unknown)}")
+
+
+def dnc(tset: TenantSet, *, curves: CurveCache | None = None, **snc_options: Any) -> DncPolicy:
+    """PriorityMeister-style DNC, worst case (§4.3.1; :class:`DncPolicy`), r-b curves from
+    ``curves``; ``snc_options`` (:data:`SNC_OPTIONS`) are ignored."""
+    from tailbound.policies.dnc_baselines import DncPolicy
+
+    _unused_snc_options("dnc", snc_options)
+    return DncPolicy(tset, curves)
+
+
+def silo(tset: TenantSet, *, curves: CurveCache | None = None, **snc_options: Any) -> SiloPolicy:
+    """Silo++ (§4.3.1; :class:`SiloPolicy`); ``snc_options`` are ignored."""
+    from tailbound.policies.dnc_baselines import SiloPolicy
+
+    _unused_snc_options("silo", snc_options)
+    return SiloPolicy(tset, curves)
+
+
+def qjump(tset: TenantSet, *, curves: CurveCache | None = None, **snc_options: Any) -> QJumpPolicy:
+    """QJump++ (§4.3.1; :class:`QJumpPolicy`); ``snc_options`` are ignored."""
+    from tailbound.policies.dnc_baselines import QJumpPolicy
+
+    _unused_snc_options("qjump", snc_options)
+    return QJumpPolicy(tset, curves)

@@ -102,20 +102,3 @@ class Baseline:
 
     name: str
     choose: Callable[[TenantCurves], Limits | None]
-
-
-def baseline(name: str) -> Baseline:
-    """``effective-bandwidth``, ``average-rate:K`` (e.g. ``average-rate:1.5``) or ``knee``."""
-    if name == "effective-bandwidth":
-        return Baseline(name, effective_bandwidth)
-    if name == "knee":
-        return Baseline(name, knee)
-    if name.startswith("average-rate:"):
-        try:
-            k = float(name.split(":", 1)[1])
-        except ValueError:
-            raise ValueError(f"average-rate:K needs a number K, got {name!r}") from None
-        if not k > 0:
-            raise ValueError(f"average-rate:K needs K > 0, got {k}")
-        return Baseline(name, lambda w: average_rate(w, k))
-    raise ValueError(f"unknown baseline {name!r}")

@@ -1,6 +1,8 @@
 """The DNC-based admission baselines of thesis §4.3.1 as bound functions.
 
-Each factory returns a :data:`~tailbound.snc.analysis.BoundFunction`, so the baselines plug into
+Each baseline is a class (:class:`DncPolicy`, :class:`SiloPolicy`, :class:`QJumpPolicy`; built by
+name through :mod:`tailbound.policies.registry`) whose instances are
+:data:`~tailbound.snc.analysis.BoundFunction` s, so the baselines plug into
 :func:`~tailbound.policies.admission.admit_in_order` exactly like SNC-Meister. All three give
 **100th-percentile** (worst-case) bounds and ignore the tenant's percentile. A tenant's request
 crosses its client's egress and its server's ingress, its response the server's egress and the
@@ -108,7 +110,7 @@ flow and the flows sharing its links: adding a tenant re-solves only the LPs of 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,7 +164,7 @@ class CurveCache:
 
     def _model(self, direction: str) -> TokenModel:
         if direction == STORAGE:
-            assert self.tset.ssd_profile is not None  # checked by dnc_bound_function
+            assert self.tset.ssd_profile is not None  # checked when the policy is made
             return stage_model(Stage.STORAGE, profile=ssd_profile(Path(self.tset.ssd_profile)))
         stage = Stage.NET_IN if direction == "in" else Stage.NET_OUT
         return stage_model(stage, link_bandwidth_bytes_per_s=self.tset.link_bytes_per_s)
@@ -348,7 +350,11 @@ class _Policy:
     mode = "shaping"  # the baselines' rate limiters pace (Silo++, QJump++)
     worst_case = True
 
-    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+    def __init__(
+        self, tset: TenantSet, curves: CurveCache | None = None, wire: Wire = WIRE
+    ) -> None:
+        # Tenants with a device need the tenants file's SSD profile (checked here).
+        check_tenants(tset, f"the {self.analysis} baseline", stochastic=False)
         self.tset = tset
         self.curves = curves if curves is not None else CurveCache(tset)
         self.wire = wire
@@ -484,7 +490,9 @@ class SiloPolicy(_Policy):
 
     analysis = "silo"
 
-    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+    def __init__(
+        self, tset: TenantSet, curves: CurveCache | None = None, wire: Wire = WIRE
+    ) -> None:
         super().__init__(tset, curves, wire)
         self._config: dict[tuple[str, float], Configured] = {}
 
@@ -525,7 +533,9 @@ class QJumpPolicy(_Policy):
 
     analysis = "qjump"
 
-    def __init__(self, tset: TenantSet, curves: CurveCache | None, wire: Wire) -> None:
+    def __init__(
+        self, tset: TenantSet, curves: CurveCache | None = None, wire: Wire = WIRE
+    ) -> None:
         super().__init__(tset, curves, wire)
         self._levels: dict[tuple[str, ...], tuple[int, ...]] = {(): ()}
 
@@ -569,21 +579,3 @@ class QJumpPolicy(_Policy):
     def reference(self, tenants: Sequence[Tenant]) -> list[Configured]:
         levels = self.levels(tenants)
         return [self.at_level(t, lv) for t, lv in zip(tenants, levels, strict=True)]
-
-
-POLICIES: dict[str, Callable[[TenantSet, CurveCache | None, Wire], _Policy]] = {
-    "dnc": DncPolicy,
-    "silo": SiloPolicy,
-    "qjump": QJumpPolicy,
-}
-
-
-def dnc_bound_function(
-    tset: TenantSet, policy: str = "dnc", curves: CurveCache | None = None, wire: Wire = WIRE
-) -> _Policy:
-    """The DNC baseline ``dnc``, ``silo`` or ``qjump`` (module docstring) for ``tset``."""
-    if policy not in POLICIES:
-        raise ValueError(f"unknown DNC policy {policy!r} (known: {', '.join(POLICIES)})")
-    # Tenants with a device need the tenants file's SSD profile (checked here).
-    check_tenants(tset, f"the {policy} baseline", stochastic=False)
-    return POLICIES[policy](tset, curves, wire)

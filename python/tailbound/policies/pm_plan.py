@@ -33,6 +33,7 @@ from tailbound.policies.prioritymeister import (
     prioritize,
     rate_limits,
 )
+from tailbound.policies.registry import build
 from tailbound.profiles import SsdProfile, stage_model
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.trace import Trace
@@ -92,14 +93,19 @@ def groups(tenants: Sequence[PmTenant]) -> list[list[PmTenant]]:
     return list(out.values())
 
 
-def prioritizer(name: str) -> Callable[..., Prioritized]:
-    """The prioritization policy ``name`` (the registry's factory): ``prioritymeister`` (the
-    prioritizer of thesis §3.2.2) or ``byslo`` (§3.3.1)."""
-    if name == "prioritymeister":
-        return prioritize
-    if name == "byslo":
-        return by_slo
-    raise ValueError(f"unknown prioritization policy {name!r} (known: prioritymeister, byslo)")
+#: A prioritization policy: placed tenants, the number of levels and the devices' limits in,
+#: per-stage priorities, buckets and LP bounds out (:func:`prioritize`, :func:`by_slo`).
+Prioritizer = Callable[..., Prioritized]
+
+
+def prioritymeister() -> Prioritizer:
+    """PriorityMeister's prioritizer (thesis §3.2.2; the registry's ``prioritymeister``)."""
+    return prioritize
+
+
+def byslo() -> Prioritizer:
+    """Priorities by SLO, the tightest first (thesis §3.3.1; the registry's ``byslo``)."""
+    return by_slo
 
 
 def prioritize_all(
@@ -108,9 +114,10 @@ def prioritize_all(
     levels: int = PRIORITY_LEVELS,
     devices: Devices | None = None,
 ) -> Prioritized:
-    """The prioritizer (or ``"byslo"``) on each group of :func:`groups`, merged; ``devices``
-    are the device queues with several requests in service (:func:`plan_devices`)."""
-    run = prioritizer(policy)
+    """The prioritization policy ``policy`` (a name of the registry's ``prioritization`` kind:
+    ``prioritymeister`` or ``byslo``) on each group of :func:`groups`, merged; ``devices`` are
+    the device queues with several requests in service (:func:`plan_devices`)."""
+    run = build(policy, "prioritization")
     priorities: dict[str, dict[Stage, int]] = {}
     bounds: dict[str, float] = {}
     stage_bounds: dict[str, dict[Stage, float]] = {}

@@ -4,22 +4,25 @@ PriorityMeister is compared against policies that schedule the storage device wi
 analysis behind them; each turns a placed :class:`~tailbound.plan.Plan` into the plan it enforces
 (links FIFO: no network QoS):
 
-- ``ps`` (:func:`proportional_share`): start-time fair queueing with equal weights at the device;
-- ``edf`` (:func:`earliest_deadline_first`): earliest deadline first at the device, deadline =
-  the tenant's SLO latency (best-effort tenants: a deadline far beyond any SLO);
+- ``ps`` (:func:`proportional_share`, :class:`ProportionalShare`): start-time fair queueing with
+  equal weights at the device;
+- ``edf`` (:func:`earliest_deadline_first`, :class:`EarliestDeadlineFirst`): earliest deadline
+  first at the device, deadline = the tenant's SLO latency (best-effort tenants: a deadline far
+  beyond any SLO);
 - ``cake`` (:class:`Cake`): proportional share, with the latency tenants' weights adjusted while
   the system runs from the tail latency measured in each period — a *runtime controller*
   (:class:`RuntimeController`), which acts on a running simulator through its control hook (later
   on the gateway).
 
-Their plans carry no bound (``inf``): nothing guarantees an SLO.
+Their plans carry no bound (``inf``): nothing guarantees an SLO. Each of the three is a
+:class:`RuntimeController` (the registry builds them by name): ``plan`` gives the configuration the
+system starts with, ``run`` runs it (``ps`` and ``edf`` change nothing while it runs).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -77,6 +80,31 @@ class RuntimeController(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ProportionalShare:
+    """``ps``: :func:`proportional_share`'s plan, left as it is while the system runs."""
+
+    def plan(self, placed: Plan) -> Plan:
+        return proportional_share(placed)
+
+    def run(self, sim: Simulator, plan: Plan, until_s: float) -> None:
+        sim.run(until_s)
+
+
+@dataclass(frozen=True)
+class EarliestDeadlineFirst:
+    """``edf``: :func:`earliest_deadline_first`'s plan (best-effort tenants' deadline
+    ``best_effort_deadline_s``, seconds), left as it is while the system runs."""
+
+    best_effort_deadline_s: float = BEST_EFFORT_DEADLINE_S
+
+    def plan(self, placed: Plan) -> Plan:
+        return earliest_deadline_first(placed, self.best_effort_deadline_s)
+
+    def run(self, sim: Simulator, plan: Plan, until_s: float) -> None:
+        sim.run(until_s)
+
+
 @dataclass
 class Cake:
     """A Cake-style reactive controller (Wang et al., SoCC 2012; thesis §3.3.1).
@@ -125,15 +153,3 @@ class Cake:
                 if w != weights[t.name]:
                     weights[t.name] = w
                     sim.set_param(device_name(t), t.name, "weight", w)
-
-
-def make_scheduling(name: str, **options: float) -> Callable[..., Plan] | Cake:
-    """The scheduling policy ``name`` (the registry's factory): ``ps`` and ``edf`` give their
-    plan function, ``cake`` a :class:`Cake` controller (``options``: its parameters)."""
-    if name == "ps":
-        return proportional_share
-    if name == "edf":
-        return earliest_deadline_first
-    if name == "cake":
-        return Cake(**options)
-    raise ValueError(f"unknown scheduling policy {name!r} (known: ps, edf, cake)")

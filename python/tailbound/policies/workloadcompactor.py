@@ -10,7 +10,8 @@ The pieces:
 - the latency check (:func:`tailbound.policies.server.check`, Eq. 5.5 plus shaper delays);
 - first-fit / fast-first-fit placement with re-optimisation on arrival and departure
   (:mod:`tailbound.policies.placement`, §5.2.3);
-- :func:`make_policy` builds it or one of the baselines by name;
+- :mod:`tailbound.policies.placement_policies` builds it or one of the baselines (by name through
+  :mod:`tailbound.policies.registry`);
 - :func:`to_plan` turns a placement into the :class:`~tailbound.plan.Plan` hand-off.
 """
 
@@ -29,12 +30,8 @@ from tailbound.plan import (
     StageLimit,
     TenantPlan,
 )
-from tailbound.policies.baselines import baseline
 from tailbound.policies.placement import (
-    FixedPolicy,
     PlacementResult,
-    Policy,
-    WorkloadCompactorPolicy,
 )
 from tailbound.policies.server import REFERENCE, ServerModel
 from tailbound.profiles import SsdProfile
@@ -44,19 +41,6 @@ from tailbound.stages import STORAGE_PATH, Stage
 #: the shapers' delays, :func:`tailbound.policies.server.check`), a worst-case bound; with the
 #: reference system's server model it is named ``wc-check-reference``.
 ANALYSIS = "wc-check"
-
-
-def make_policy(name: str, model: ServerModel = REFERENCE) -> Policy:
-    """The placement policy ``name``: ``workloadcompactor``, ``effective-bandwidth``,
-    ``average-rate:K``, ``knee`` or ``prioritymeister-placement`` (the registry's factory),
-    analysing servers with ``model`` (:class:`~tailbound.policies.server.ServerModel`)."""
-    if name == "workloadcompactor":
-        return WorkloadCompactorPolicy(model=model)
-    if name == "prioritymeister-placement":
-        from tailbound.policies.pm_placement import PriorityMeisterPolicy
-
-        return PriorityMeisterPolicy(model=model)
-    return FixedPolicy(baseline(name), model)
 
 
 def server_model(

@@ -14,9 +14,13 @@ plan's own conventions (:func:`~tailbound.plan.stage_queues`,
 - a stage's priority applies at every queue it crosses, its buckets at its first queue only —
   the sender shapes, as the thesis' network enforcer does at end hosts (§2.2.2) and the storage
   enforcer at the device's dispatcher (§2.2.1);
-- each queue gets its stage's discipline: strict priority with the plan's limit mode
-  (``"shaping"``: traffic over its buckets waits; ``"demotion"``: it goes on below every level),
-  FIFO, SFQ with the tenants' weights, or EDF with deadlines at the SLOs.
+- each queue gets its stage's discipline, any kind of the core's, with every per-stage
+  parameter the plan gives the tenants: the queue tables are
+  :func:`tailbound.plan_queues.queue_tables`, the one translation of a plan into schedulers,
+  which the storage gateway's configuration uses too (strict priority with the plan's limit
+  mode — ``"shaping"``: traffic over its buckets waits; ``"demotion"``: it goes on below every
+  level —, FIFO, DWRR over the tenants' service classes, SFQ with their weights, EDF with their
+  deadlines, else their SLOs, ...).
 
 Everything that replays a plan (``tailbound simulate`` of a plan, :mod:`tailbound.verify`, the
 measured floors of admission, the experiments) builds its scenario here.
@@ -32,9 +36,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
-from tailbound.plan import Plan, TenantPlan, client_name, device_name, enforcer_level, stage_queues
+from tailbound.plan import Plan, TenantPlan, client_name, device_name
+from tailbound.plan_queues import queue_tables
 from tailbound.sim.results import WorkloadResult
-from tailbound.stages import Stage
 from tailbound.traces.trace import Trace
 
 
@@ -94,7 +98,7 @@ def scenario_from_plan(
         "workloads": [
             _workload(t, traces[t.name], (issue or {}).get(t.name)) for t in plan.tenants
         ],
-        "queues": _queues(plan, mode),
+        "queues": [{"queue": q, **table} for q, table in queue_tables(plan, mode=mode).items()],
     }
     if duration_s is not None:
         doc["duration_s"] = duration_s
@@ -139,43 +143,6 @@ def _workload(
     if issue is not None:
         w["issue"] = dict(issue)
     return w
-
-
-def _queues(plan: Plan, mode: str | None) -> list[dict[str, Any]]:
-    queues: dict[str, dict[str, Any]] = {}
-
-    def table(queue: str, stage: Stage) -> dict[str, Any]:
-        d = plan.discipline(stage)
-        if queue not in queues:
-            if d.kind == "priority":
-                queues[queue] = {
-                    "queue": queue,
-                    "kind": "priority",
-                    "mode": mode or d.mode,
-                    "priority": {},
-                    "buckets": {},
-                }
-            elif d.kind == "sfq":
-                queues[queue] = {"queue": queue, "kind": "sfq", "weight": {}}
-            elif d.kind == "edf":  # deadlines default to the SLOs
-                queues[queue] = {"queue": queue, "kind": "edf", "deadline_s": {}}
-            else:
-                queues[queue] = {"queue": queue, "kind": "fifo"}
-        return queues[queue]
-
-    for t in plan.tenants:
-        for stage, names in stage_queues(t).items():
-            for i, queue in enumerate(names):
-                q = table(queue, stage)
-                if q["kind"] == "priority":
-                    q["priority"][t.name] = enforcer_level(t.priority[stage], plan.priority_levels)
-                    if i == 0 and t.buckets(stage):
-                        q["buckets"][t.name] = [[r, b] for r, b in t.buckets(stage)]
-                elif q["kind"] == "sfq":
-                    q["weight"][t.name] = t.weight.get(stage, 1.0)
-                elif q["kind"] == "edf" and stage in t.deadline_s:
-                    q["deadline_s"][t.name] = t.deadline_s[stage]
-    return list(queues.values())
 
 
 def replay_results(

@@ -47,8 +47,6 @@ from tailbound.snc.fast import snc_meister_all
 from tailbound.snc.flows import Flow, Network, feeder_groups
 from tailbound.snc.latency import LatencyBound
 
-ANALYSES = ("snc-meister", "snc-hop-by-hop", "snc-convolution")
-
 
 # ------------------------------------------------------------------------------- SNC-Meister
 def snc_meister(net: Network, flow: Flow, search: str = "reference") -> float:
@@ -131,6 +129,9 @@ def convolution(net: Network, flow: Flow, search: str = "reference") -> float:
     return result
 
 
+#: The analysis layer's table of its per-flow analyses, by the names the bounds carry. Only
+#: :func:`flow_latencies` reads it; users name an analysis through the policy registry
+#: (:mod:`tailbound.policies.registry`, whose SNC admission entries are exactly these keys).
 ANALYSIS_FUNCTIONS: dict[str, Callable[[Network, Flow, str], float]] = {
     "snc-meister": snc_meister,
     "snc-hop-by-hop": hop_by_hop,
@@ -151,7 +152,8 @@ def flow_latencies(
     try:
         fn = ANALYSIS_FUNCTIONS[analysis]
     except KeyError:
-        raise ValueError(f"unknown analysis {analysis!r}; choose from {ANALYSES}") from None
+        known = ", ".join(ANALYSIS_FUNCTIONS)
+        raise ValueError(f"unknown analysis {analysis!r} (known: {known})") from None
     done: dict[int, float] = {}
     if analysis == "snc-meister":
         # The independent two-hop case for all flows at once (same numbers, much faster).
