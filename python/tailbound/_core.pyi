@@ -96,6 +96,8 @@ class Simulation:
         size: list[NDArray[np.float64]],
         cost: list[list[NDArray[np.float64]]],
         offset: list[NDArray[np.float64]] | None = None,
+        classes: list[NDArray[np.uint32]] | None = None,
+        deadline: list[NDArray[np.float64]] | None = None,
     ) -> Simulation: ...
     def run(self, until: float) -> int: ...
     @property
@@ -111,8 +113,17 @@ class Simulation:
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...
-def scheduler_config(fields: dict[str, object], workloads: list[tuple[str, float | None]]) -> str:
+def scheduler_config(
+    fields: dict[str, object],
+    workloads: list[tuple[str, float | None]],
+    classes: list[str] | None = None,
+) -> str:
     """The core's scheduler config (JSON) of a scenario's queue table keyed by workload name."""
+
+def scheduler_classes(
+    fields: dict[str, object], workloads: list[tuple[str, float | None]]
+) -> list[str]:
+    """The class names of a scenario's queue table, sorted (none for a kind without classes)."""
 
 # --- snc (stochastic network calculus) ---------------------------------------------------------
 def perron_roots(

@@ -20,7 +20,10 @@ fn vec_f64(a: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
 
 /// A simulation: `config_json` is the core's `SimConfig`; per workload `w`, `arrival[w]`,
 /// `op[w]`, `size[w]` and `cost[w][stage]` are its request columns; `offset[w]` (optional, an
-/// empty array when unknown) its byte offsets, read by a disk's rule for sequential writes.
+/// empty array when unknown) its byte offsets, read by a disk's rule for sequential writes;
+/// `classes[w]` (optional, an empty array when none) each request's own class (`u32::MAX`:
+/// none) and `deadline[w]` (optional, likewise) each request's own deadline in seconds after its
+/// issue (`inf`: none).
 #[pyclass(name = "Simulation", module = "tailbound._core")]
 struct PySimulation {
     inner: Simulation,
@@ -29,7 +32,8 @@ struct PySimulation {
 #[pymethods]
 impl PySimulation {
     #[new]
-    #[pyo3(signature = (config_json, arrival, op, size, cost, offset=None))]
+    #[pyo3(signature = (config_json, arrival, op, size, cost, offset=None, classes=None, deadline=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         config_json: &str,
         arrival: Vec<PyReadonlyArray1<'_, f64>>,
@@ -37,11 +41,17 @@ impl PySimulation {
         size: Vec<PyReadonlyArray1<'_, f64>>,
         cost: Vec<Vec<PyReadonlyArray1<'_, f64>>>,
         offset: Option<Vec<PyReadonlyArray1<'_, f64>>>,
+        classes: Option<Vec<PyReadonlyArray1<'_, u32>>>,
+        deadline: Option<Vec<PyReadonlyArray1<'_, f64>>>,
     ) -> PyResult<Self> {
         let config = SimConfig::from_json(config_json).map_err(to_py)?;
         let n = config.workloads.len();
         let offsets = offset.as_ref().map_or(n, Vec::len);
-        if [arrival.len(), op.len(), size.len(), cost.len(), offsets].iter().any(|&k| k != n) {
+        let class_sets = classes.as_ref().map_or(n, Vec::len);
+        let deadlines = deadline.as_ref().map_or(n, Vec::len);
+        let counts =
+            [arrival.len(), op.len(), size.len(), cost.len(), offsets, class_sets, deadlines];
+        if counts.iter().any(|&k| k != n) {
             return Err(to_py(Error::Invalid(format!("need request arrays for {n} workloads"))));
         }
         let mut requests = Vec::with_capacity(n);
@@ -52,6 +62,15 @@ impl PySimulation {
                 size: vec_f64(&size[w])?,
                 offset: offset.as_ref().map(|o| vec_f64(&o[w])).transpose()?.unwrap_or_default(),
                 cost: cost[w].iter().map(vec_f64).collect::<PyResult<_>>()?,
+                class: match &classes {
+                    Some(c) => c[w].as_slice()?.to_vec(),
+                    None => Vec::new(),
+                },
+                deadline: deadline
+                    .as_ref()
+                    .map(|d| vec_f64(&d[w]))
+                    .transpose()?
+                    .unwrap_or_default(),
             });
         }
         let inner = Simulation::new(&config.topology, config.workloads, requests).map_err(to_py)?;
@@ -151,20 +170,34 @@ fn table(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
     d.iter().map(|(k, v)| Ok((k.str()?.to_string(), value(&v)?))).collect()
 }
 
+fn infos(workloads: Vec<(String, Option<f64>)>) -> Vec<WorkloadInfo> {
+    workloads.into_iter().map(|(name, slo_latency)| WorkloadInfo { name, slo_latency }).collect()
+}
+
 /// The core's scheduler configuration (JSON) of a scenario's queue table `fields` (without the
-/// queue's name) for `workloads` `(name, SLO latency or None)`; raises `FieldError(field,
-/// message)` naming the field at fault.
+/// queue's name) for `workloads` `(name, SLO latency or None)`, its classes numbered by
+/// `classes` when given (else its own, sorted); raises `FieldError(field, message)` naming the
+/// field at fault.
 #[pyfunction]
+#[pyo3(signature = (fields, workloads, classes=None))]
 fn scheduler_config(
     fields: &Bound<'_, PyDict>,
     workloads: Vec<(String, Option<f64>)>,
+    classes: Option<Vec<String>>,
 ) -> PyResult<String> {
-    let workloads: Vec<WorkloadInfo> = workloads
-        .into_iter()
-        .map(|(name, slo_latency)| WorkloadInfo { name, slo_latency })
-        .collect();
-    let config = SchedulerConfig::from_table(&table(fields)?, &workloads).map_err(to_py)?;
+    let config =
+        SchedulerConfig::from_table_in(&table(fields)?, &infos(workloads), classes.as_deref())
+            .map_err(to_py)?;
     config.to_json().map_err(to_py)
+}
+
+/// The class names of a scenario's queue table, sorted (none for a kind without classes).
+#[pyfunction]
+fn scheduler_classes(
+    fields: &Bound<'_, PyDict>,
+    workloads: Vec<(String, Option<f64>)>,
+) -> PyResult<Vec<String>> {
+    SchedulerConfig::table_classes(&table(fields)?, &infos(workloads)).map_err(to_py)
 }
 
 /// Register the simulator's class and functions.
@@ -172,5 +205,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
     m.add_function(wrap_pyfunction!(shape, m)?)?;
     m.add_function(wrap_pyfunction!(scheduler_config, m)?)?;
+    m.add_function(wrap_pyfunction!(scheduler_classes, m)?)?;
     Ok(())
 }

@@ -70,6 +70,15 @@ impl SchedulerConfig {
         }
     }
 
+    /// The number of classes an item's own class indexes (`Item::class` must be below it), or 0
+    /// for a kind without classes (which ignores an item's class).
+    pub fn classes(&self) -> usize {
+        match self {
+            SchedulerConfig::Dwrr { weight, .. } => weight.len(),
+            _ => 0,
+        }
+    }
+
     /// The serde form as JSON (what the simulator's configuration carries).
     pub fn to_json(&self) -> Result<String> {
         serde_json::to_string(self).map_err(|e| Error::Invalid(format!("scheduler config: {e}")))
@@ -111,10 +120,41 @@ impl SchedulerConfig {
     /// Read a scenario's queue table (its fields but the queue's name) for `workloads`, in the
     /// order of the simulation's workload indices. Per-workload settings are tables keyed by
     /// workload name; an unnamed workload gets the default: priority 0, no buckets, weight 1,
-    /// class `"default"`, the deadline of its SLO (1 s without one). DWRR classes are named;
-    /// their indices follow the sorted names and `class_weight` (by class name) defaults to 1.
+    /// class `"default"`, the deadline of its SLO (1 s without one). DWRR classes are named:
+    /// the classes of the workloads and those `class_weight` names; their indices follow the
+    /// sorted names ([`SchedulerConfig::from_table_in`] numbers them otherwise) and
+    /// `class_weight` (by class name) defaults to 1.
     /// Errors are [`Error::Field`] naming the field (`priority.A`).
     pub fn from_table(table: &[(String, Value)], workloads: &[WorkloadInfo]) -> Result<Self> {
+        Self::from_table_in(table, workloads, None)
+    }
+
+    /// The class names of a queue table, sorted: for a kind with classes, the workloads'
+    /// classes (`"default"` for a workload the `class` table does not name) and the classes
+    /// `class_weight` names; none for the other kinds. A simulation whose requests carry classes
+    /// of their own numbers the classes of all its queues together (the sorted union of these
+    /// names, passed to [`SchedulerConfig::from_table_in`]), so a request's class means the same
+    /// class at every queue it crosses.
+    pub fn table_classes(
+        table: &[(String, Value)],
+        workloads: &[WorkloadInfo],
+    ) -> Result<Vec<String>> {
+        let t = Table(table);
+        let names: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
+        Ok(match t.get("kind") {
+            Some(Value::Str(k)) if k == "dwrr" => class_names(&t, &names)?.1,
+            _ => Vec::new(),
+        })
+    }
+
+    /// [`SchedulerConfig::from_table`] with the class numbering given: class `i` is `classes[i]`
+    /// (which must include every class of the table; see [`SchedulerConfig::table_classes`]);
+    /// `None`: the table's own class names, sorted.
+    pub fn from_table_in(
+        table: &[(String, Value)],
+        workloads: &[WorkloadInfo],
+        classes: Option<&[String]>,
+    ) -> Result<Self> {
         let t = Table(table);
         if let Some((key, _)) = table.iter().find(|(k, _)| !TABLE_FIELDS.contains(&k.as_str())) {
             let mut known = TABLE_FIELDS.to_vec();
@@ -172,34 +212,7 @@ impl SchedulerConfig {
                 SchedulerConfig::Edf { deadline: positive("deadline_s", &deadline, false)? }
             }
             "dwrr" => {
-                let default = |_| Value::Str("default".into());
-                let classes: Vec<String> = t
-                    .per_workload("class", &names, default)?
-                    .iter()
-                    .map(|c| match c {
-                        Value::Str(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect();
-                let mut class_names = classes.clone();
-                class_names.sort();
-                class_names.dedup();
-                let cw = match t.get("class_weight") {
-                    None => &[][..],
-                    Some(Value::Table(cw)) => cw.as_slice(),
-                    Some(_) => {
-                        return Err(field("class_weight", "expected a table keyed by class name"))
-                    }
-                };
-                let weights: Vec<Value> = class_names
-                    .iter()
-                    .map(|c| Table(cw).get(c).cloned().unwrap_or(Value::Float(1.0)))
-                    .collect();
-                let weight = positive("class_weight", &weights, true)?;
-                let class = classes
-                    .iter()
-                    .map(|c| class_names.binary_search(c).map_or(0, |i| i as u32))
-                    .collect();
+                let (class, weight) = class_table(&t, &names, classes)?;
                 let quantum = match t.get("quantum_s") {
                     None => 0.001,
                     Some(v) => match v.number() {
@@ -218,6 +231,57 @@ impl SchedulerConfig {
             }
         })
     }
+}
+
+/// The `class` and `class_weight` fields of a queue table (module documentation): each
+/// workload's class name (`"default"` unless named) and the sorted class names (the workloads'
+/// and those `class_weight` names).
+fn class_names(t: &Table<'_>, names: &[&str]) -> Result<(Vec<String>, Vec<String>)> {
+    let default = |_| Value::Str("default".into());
+    let of_workload: Vec<String> = t
+        .per_workload("class", names, default)?
+        .iter()
+        .map(|c| match c {
+            Value::Str(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    let mut all = of_workload.clone();
+    all.extend(class_weights(t)?.iter().map(|(k, _)| k.clone()));
+    all.sort();
+    all.dedup();
+    Ok((of_workload, all))
+}
+
+fn class_weights<'a>(t: &'a Table<'a>) -> Result<&'a [(String, Value)]> {
+    match t.get("class_weight") {
+        None => Ok(&[][..]),
+        Some(Value::Table(cw)) => Ok(cw.as_slice()),
+        Some(_) => Err(field("class_weight", "expected a table keyed by class name")),
+    }
+}
+
+/// Each workload's class index and each class's weight (`class_weight`, default 1), classes
+/// numbered by `numbering` (else the table's sorted class names).
+fn class_table(
+    t: &Table<'_>,
+    names: &[&str],
+    numbering: Option<&[String]>,
+) -> Result<(Vec<u32>, Vec<f64>)> {
+    let (of_workload, own) = class_names(t, names)?;
+    let order = numbering.unwrap_or(&own);
+    if let Some(c) = own.iter().find(|c| !order.contains(c)) {
+        return Err(field("class", format!("class '{c}' is not among the classes {order:?}")));
+    }
+    let cw = Table(class_weights(t)?);
+    let weights: Vec<Value> =
+        order.iter().map(|c| cw.get(c).cloned().unwrap_or(Value::Float(1.0))).collect();
+    let weight = positive("class_weight", &weights, true)?;
+    let class = of_workload
+        .iter()
+        .map(|c| order.iter().position(|o| o == c).expect("checked above") as u32)
+        .collect();
+    Ok((class, weight))
 }
 
 /// What [`SchedulerConfig::from_table`] needs to know of a workload.

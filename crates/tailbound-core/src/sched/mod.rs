@@ -9,13 +9,25 @@
 //!   batches of sequential writes) in front of a scheduler, apart from the device's service.
 //!
 //! Every queue (a link's output port or a device's dispatcher) owns one `Box<dyn Scheduler>`.
-//! The queue calls [`Scheduler::enqueue`] when an item arrives and [`Scheduler::dequeue`]
-//! whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is eligible before
-//! virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
-//! passed in, so the same code runs under the simulator's virtual clock and a gateway's real clock.
+//! The queue calls [`Scheduler::enqueue`] with an [`Item`] when one arrives and
+//! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)`
+//! (nothing is eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time
+//! is always passed in (the item's `arrival`, the `now` of a dequeue), so the same code runs under
+//! the simulator's virtual clock and a gateway's real clock.
+//!
+//! **An item** carries its workload (the index of the scheduler's per-workload settings) and two
+//! per-request tags a policy may set: a **class** (an index into the queue's classes, for the
+//! kinds that have classes; [`NO_CLASS`]: the class the queue's configuration gives the
+//! workload) and an absolute **deadline** in seconds ([`NO_DEADLINE`]: none of its own). Aequitas
+//! sets a class per RPC at issue time, Nested QoS a class and a deadline (arrival + δ of the
+//! class). A kind reads a tag only if it is configured to: `dwrr` (and `wfq`) serve an item in
+//! its own class when it has one, `edf` uses an item's own deadline when it has one (else arrival
+//! plus the workload's relative deadline); `fifo`, `priority` and `sfq` ignore both. Build items
+//! with [`Item::new`] and the `with_*` setters; `Item` is `Copy` and 40 bytes.
 //!
 //! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
-//! token-bucket rates are utilisations and bucket sizes are seconds of work.
+//! token-bucket rates are utilisations and bucket sizes are seconds of work; `arrival` and
+//! `deadline` are seconds on the queue's clock.
 
 mod bucket;
 mod config;
@@ -36,6 +48,14 @@ pub use sfq::Sfq;
 
 use crate::error::{Error, Result};
 
+/// [`Item::class`] when the item has no class of its own: the queue's configuration gives it
+/// its workload's class.
+pub const NO_CLASS: u32 = u32::MAX;
+
+/// [`Item::deadline`] when the item has no deadline of its own (`+∞`; a deadline-reading kind
+/// then derives one from its configuration).
+pub const NO_DEADLINE: f64 = f64::INFINITY;
+
 /// One unit of work waiting at a queue: a packet at a link, a request at a device.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Item {
@@ -43,10 +63,45 @@ pub struct Item {
     pub id: u64,
     /// The workload the item belongs to (index into the scheduler's per-workload settings).
     pub workload: u32,
+    /// The item's own class (index into the queue's classes), or [`NO_CLASS`].
+    pub class: u32,
     /// Seconds of exclusive service the item needs at this queue (its tokens).
     pub cost: f64,
-    /// The time the item was enqueued.
+    /// The time the item was enqueued (seconds).
     pub arrival: f64,
+    /// The item's own absolute deadline (seconds), or [`NO_DEADLINE`].
+    pub deadline: f64,
+}
+
+impl Item {
+    /// Item `id` of `workload` with `cost` seconds of work arriving at `arrival`, without a class
+    /// or a deadline of its own.
+    #[inline]
+    pub fn new(id: u64, workload: u32, cost: f64, arrival: f64) -> Self {
+        Self { id, workload, class: NO_CLASS, cost, arrival, deadline: NO_DEADLINE }
+    }
+
+    /// The same item in class `class` ([`NO_CLASS`]: the workload's).
+    #[inline]
+    pub fn with_class(self, class: u32) -> Self {
+        Self { class, ..self }
+    }
+
+    /// The same item with absolute deadline `deadline` seconds ([`NO_DEADLINE`]: none).
+    #[inline]
+    pub fn with_deadline(self, deadline: f64) -> Self {
+        Self { deadline, ..self }
+    }
+
+    /// The item's class: its own, else `default` (its workload's).
+    #[inline]
+    pub fn class_or(&self, default: u32) -> u32 {
+        if self.class == NO_CLASS {
+            default
+        } else {
+            self.class
+        }
+    }
 }
 
 /// The answer of [`Scheduler::dequeue`].
@@ -75,8 +130,10 @@ pub enum Param {
 
 /// A queueing discipline with injected time.
 pub trait Scheduler: Send + Sync {
-    /// Add an item of `workload` with `cost` seconds of work, arriving at `now`.
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64);
+    /// Add `item`, arriving at `item.arrival` (the queue's clock). An item's class must be one
+    /// of the queue's classes (`< SchedulerConfig::classes()`) or [`NO_CLASS`]; the simulator
+    /// and the gateway check that when they are configured.
+    fn enqueue(&mut self, item: Item);
     /// Choose the next item to serve at `now`.
     fn dequeue(&mut self, now: f64) -> Dequeue;
     /// Number of waiting items.

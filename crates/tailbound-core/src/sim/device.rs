@@ -131,9 +131,9 @@ impl Device {
         self.last = now;
     }
 
-    /// Queue request `id` of `workload` with `work` seconds of device work.
-    pub fn enqueue(&mut self, id: u64, workload: u32, work: f64, now: f64) {
-        self.dispatcher.enqueue(id, workload, work, now);
+    /// Queue a request (`item.id` its request index, `item.cost` its seconds of device work).
+    pub fn enqueue(&mut self, item: Item) {
+        self.dispatcher.enqueue(item);
     }
 
     /// Let in the requests the dispatcher admits now and start their service.

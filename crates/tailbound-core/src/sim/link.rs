@@ -41,9 +41,11 @@ impl Link {
         })
     }
 
-    /// Queue a packet of `bytes`; its tokens are its transmission time in seconds.
-    pub fn enqueue(&mut self, id: u64, workload: u32, bytes: f64, now: f64) {
-        self.scheduler.enqueue(id, workload, bytes / self.bandwidth, now);
+    /// Queue a packet of `bytes` (`packet` carries its id, workload, tags and arrival; its cost
+    /// is set here: its tokens are its transmission time in seconds).
+    #[inline]
+    pub fn enqueue(&mut self, packet: Item, bytes: f64) {
+        self.scheduler.enqueue(Item { cost: bytes / self.bandwidth, ..packet });
     }
 
     /// Put the next packet on the wire if the wire is free.

@@ -18,6 +18,7 @@ fn reqs(arrival: &[f64], cost: &[f64]) -> Requests {
         size: vec![0.0; n],
         offset: Vec::new(),
         cost: vec![cost.to_vec()],
+        ..Default::default()
     }
 }
 
@@ -113,6 +114,7 @@ fn sim_is_deterministic() {
             size: vec![100.0; 200],
             offset: Vec::new(),
             cost: vec![vec![1700.0 * k; 200], vec![0.003 * k; 200]],
+            ..Default::default()
         };
         build(config, vec![mk(1.0), mk(1.5)])
     };
@@ -192,6 +194,7 @@ fn disk_reqs(rows: &[(f64, u8, f64, f64)]) -> Requests {
         size: vec![1000.0; rows.len()],
         offset: rows.iter().map(|r| r.2).collect(),
         cost: vec![rows.iter().map(|r| r.3).collect()],
+        ..Default::default()
     }
 }
 
@@ -339,4 +342,39 @@ fn sim_long_message_queues_a_window_and_keeps_its_timing() {
     // 1025 s and the long message ends one packet later than alone
     assert_eq!(sim.records().exit[1], SEND_WINDOW_PACKETS as f64 + 1.0);
     assert_eq!(sim.records().exit[0], packets as f64 + 1.0);
+}
+
+#[test]
+fn sim_requests_carry_their_own_deadline_and_class() {
+    // EDF device, MPL 1, workload deadline 10 s: request 0 goes in at once; request 1 has its
+    // own deadline 5 s after issue, request 2 1 s: request 2 is served before request 1
+    let config = r#"{"topology": {"devices": [{"scheduler": {"kind": "edf", "deadline": [10]}}]},
+        "workloads": [{"route": [{"device": 0}], "issue": "open"}]}"#;
+    let mut r = reqs(&[0.0, 0.0, 0.0], &[1.0, 1.0, 1.0]);
+    r.deadline = vec![f64::INFINITY, 5.0, 1.0];
+    let mut sim = build(config, vec![r.clone()]);
+    sim.run(f64::INFINITY);
+    assert!(close(&sim.records().exit, &[1.0, 3.0, 2.0]), "{:?}", sim.records().exit);
+    // without the per-request deadlines: arrival order
+    r.deadline.clear();
+    let mut sim = build(config, vec![r.clone()]);
+    sim.run(f64::INFINITY);
+    assert!(close(&sim.records().exit, &[1.0, 2.0, 3.0]));
+    // a request's class must be one of the classes of every DWRR queue on its route
+    let dwrr = r#"{"topology": {"devices": [{"scheduler": {"kind": "dwrr", "class": [0],
+        "weight": [1, 3], "quantum": 0.5}}]},
+        "workloads": [{"route": [{"device": 0}], "issue": "open"}]}"#;
+    r.class = vec![crate::sched::NO_CLASS, 1, 2];
+    let c = SimConfig::from_json(dwrr).unwrap();
+    let e = Simulation::new(&c.topology, c.workloads, vec![r.clone()]).err().unwrap();
+    assert!(e.to_string().contains("request 2 has class 2"), "{e}");
+    assert!(e.to_string().contains("classes 0..2"), "{e}");
+    r.class = vec![1, 1];
+    let c = SimConfig::from_json(dwrr).unwrap();
+    assert!(Simulation::new(&c.topology, c.workloads, vec![r.clone()]).is_err());
+    r.deadline = vec![-1.0, 0.0, 0.0];
+    r.class.clear();
+    let c = SimConfig::from_json(dwrr).unwrap();
+    let e = Simulation::new(&c.topology, c.workloads, vec![r]).err().unwrap();
+    assert!(e.to_string().contains("request 0: a deadline"), "{e}");
 }
