@@ -37,6 +37,7 @@ mod edf;
 mod fifo;
 mod priority;
 mod sfq;
+mod wfq;
 
 pub use bucket::{shape, BucketSet, TokenBucket};
 pub use config::{SchedulerConfig, Value, WorkloadInfo, KINDS, TABLE_FIELDS};
@@ -45,6 +46,7 @@ pub use edf::Edf;
 pub use fifo::Fifo;
 pub use priority::{LimitMode, Priority};
 pub use sfq::Sfq;
+pub use wfq::Wfq;
 
 use crate::error::{Error, Result};
 

@@ -378,3 +378,28 @@ fn sim_requests_carry_their_own_deadline_and_class() {
     let e = Simulation::new(&c.topology, c.workloads, vec![r]).err().unwrap();
     assert!(e.to_string().contains("request 0: a deadline"), "{e}");
 }
+
+#[test]
+fn sim_wfq_device_serves_by_virtual_finish_tag() {
+    // A: four requests of 0.5 s, B: one of 1 s, all at time 0, one device (MPL 1) with WFQ;
+    // A's first request goes in at once (nothing else is queued yet)
+    let config = |wa: f64, wb: f64| {
+        format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {{"kind": "wfq", "class": [0, 1],
+            "weight": [{wa}, {wb}]}}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        )
+    };
+    let run = |wa: f64, wb: f64| {
+        let a = reqs(&[0.0; 4], &[0.5; 4]);
+        let b = reqs(&[0.0], &[1.0]);
+        let mut sim = build(&config(wa, wb), vec![a, b]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    // weights 3:1 (Σ 4): A's tags 2/3, 4/3, 2, 8/3, B's 4: B last, at 3 s
+    assert!(close(&run(3.0, 1.0), &[0.5, 1.0, 1.5, 2.0, 3.0]), "{:?}", run(3.0, 1.0));
+    // weights 1:3: A's tags 2, 4, 6, 8, B's 4/3: B right after A's first, A's rest after it
+    assert!(close(&run(1.0, 3.0), &[0.5, 2.0, 2.5, 3.0, 1.5]), "{:?}", run(1.0, 3.0));
+}
