@@ -109,7 +109,7 @@ mod tests {
             let mut d = Dispatcher::new(cfg.limits.limits(), scheduler).unwrap();
             for (id, w) in [(0u64, 0u32), (1, 0), (2, 1), (3, 1)] {
                 let class = classes.class(&seen(w));
-                d.enqueue(Item::new(id, w, 1.0, 0.0).with_class(class));
+                d.enqueue(Item::new(id, w, 1.0).with_class(class), 0.0);
             }
             let req = |_| Request { write: false, size: 4096.0, offset: 0.0 };
             let mut served = Vec::new();

@@ -454,9 +454,10 @@ async fn dispatch_loop(
                     let id = next_id;
                     next_id += 1;
                     let req = DispatchRequest { write: job.write, size, offset: job.offset as f64 };
-                    let item = request_item(id, workload, &job, cost, now(), &classes);
+                    let t = now();
+                    let item = request_item(id, workload, &job, cost, t, &classes);
                     table.insert(id, Entry { req, job: Some(job) });
-                    dispatcher.enqueue(item);
+                    dispatcher.enqueue(item, t);
                 }
                 Some(Msg::Done(id)) => {
                     if let Some(e) = table.remove(&id) {
@@ -489,7 +490,8 @@ async fn dispatch_loop(
                         match workloads.get(&job.export.id) {
                             Some(&w) => {
                                 let cost = costs.cost(job.write, f64::from(job.length));
-                                dispatcher.enqueue(request_item(id, w, job, cost, t, &classes));
+                                let item = request_item(id, w, job, cost, t, &classes);
+                                dispatcher.enqueue(item, t);
                             }
                             None => {
                                 if let Some(job) = table.remove(&id).and_then(|e| e.job) {
@@ -536,12 +538,12 @@ async fn dispatch_loop(
 
 /// What the dispatcher reads of request `id` (every id it asks about is in the table; an
 /// unknown one reads as an empty read rather than a panic).
-/// The scheduler's item of request `id` of `workload` (cost in device-seconds, arrival `now`),
-/// with its class from the classifier (`classify.rs`).
+/// The scheduler's item of request `id` of `workload` (cost in device-seconds) arriving at
+/// `now`, with its class from the classifier (`classify.rs`).
 fn request_item(id: u64, workload: u32, job: &Job, cost: f64, now: f64, c: &Classifier) -> Item {
     let seen =
         Seen { workload, write: job.write, offset: job.offset, length: job.length, arrival: now };
-    Item::new(id, workload, cost, now).with_class(c.class(&seen))
+    Item::new(id, workload, cost).with_class(c.class(&seen))
 }
 
 fn request_of(table: &HashMap<u64, Entry>, id: u64) -> DispatchRequest {

@@ -77,7 +77,7 @@ impl Dwrr {
 }
 
 impl Scheduler for Dwrr {
-    fn enqueue(&mut self, item: Item) {
+    fn enqueue(&mut self, item: Item, _now: f64) {
         let c = item.class_or(self.class_of[item.workload as usize]) as usize;
         if self.queues[c].is_empty() {
             self.active.push_back(c);
@@ -140,7 +140,7 @@ mod tests {
         // two always-backlogged classes with weights 3:1 and equal unit costs
         let mut s = Dwrr::new(vec![0, 1], vec![3.0, 1.0], 0.001).unwrap();
         for i in 0..4000 {
-            s.enqueue(Item::new(i, (i % 2) as u32, 0.01, 0.0));
+            s.enqueue(Item::new(i, (i % 2) as u32, 0.01), 0.0);
         }
         let mut served = [0usize; 2];
         for _ in 0..2000 {
@@ -159,7 +159,7 @@ mod tests {
         let mut s = Dwrr::new(vec![0, 0], vec![3.0, 1.0], 0.001).unwrap();
         for i in 0..4000 {
             let class = if i % 2 == 0 { 0 } else { 1 };
-            s.enqueue(Item::new(i, 0, 0.01, 0.0).with_class(class));
+            s.enqueue(Item::new(i, 0, 0.01).with_class(class), 0.0);
         }
         let mut served = [0usize; 2];
         let mut last_odd = None;
@@ -176,7 +176,7 @@ mod tests {
         // by workload (no item classes) everything would be one class: FIFO, 1:1
         let mut fifo = Dwrr::new(vec![0, 0], vec![3.0, 1.0], 0.001).unwrap();
         for i in 0..4000 {
-            fifo.enqueue(Item::new(i, 0, 0.01, 0.0));
+            fifo.enqueue(Item::new(i, 0, 0.01), 0.0);
         }
         let ids: Vec<u64> = (0..4)
             .map(|_| match fifo.dequeue(0.0) {
@@ -188,9 +188,9 @@ mod tests {
         // workload 0 in class 0, workload 1 in class 1; item 2 of workload 1 asks for class 0:
         // class 0 serves 1 then (next round) 2, between them class 1 serves 3
         let mut s = Dwrr::new(vec![0, 1], vec![1.0, 1.0], 1.0).unwrap();
-        s.enqueue(Item::new(1, 0, 1.0, 0.0));
-        s.enqueue(Item::new(2, 1, 1.0, 0.0).with_class(0));
-        s.enqueue(Item::new(3, 1, 1.0, 0.0));
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
+        s.enqueue(Item::new(2, 1, 1.0).with_class(0), 0.0);
+        s.enqueue(Item::new(3, 1, 1.0), 0.0);
         let ids: Vec<u64> = (0..3)
             .map(|_| match s.dequeue(0.0) {
                 Dequeue::Ready(i) => i.id,

@@ -54,9 +54,9 @@ impl Edf {
 }
 
 impl Scheduler for Edf {
-    fn enqueue(&mut self, item: Item) {
+    fn enqueue(&mut self, item: Item, now: f64) {
         let due = if item.deadline == NO_DEADLINE {
-            item.arrival + self.deadline[item.workload as usize]
+            now + self.deadline[item.workload as usize]
         } else {
             item.deadline
         };
@@ -92,9 +92,9 @@ mod tests {
     #[test]
     fn edf_serves_earliest_deadline() {
         let mut s = Edf::new(vec![0.010, 0.001]).unwrap();
-        s.enqueue(Item::new(1, 0, 1.0, 0.0)); // due 0.010
-        s.enqueue(Item::new(2, 1, 1.0, 0.005)); // due 0.006
-        s.enqueue(Item::new(3, 1, 1.0, 0.0095)); // due 0.0105
+        s.enqueue(Item::new(1, 0, 1.0), 0.0); // due 0.010
+        s.enqueue(Item::new(2, 1, 1.0), 0.005); // due 0.006
+        s.enqueue(Item::new(3, 1, 1.0), 0.0095); // due 0.0105
         let order: Vec<u64> = (0..3)
             .map(|_| match s.dequeue(0.01) {
                 Dequeue::Ready(i) => i.id,
@@ -109,11 +109,11 @@ mod tests {
     fn edf_uses_an_items_own_deadline_when_set() {
         // workload 0's relative deadline is 10 ms, workload 1's 1 ms
         let mut s = Edf::new(vec![0.010, 0.001]).unwrap();
-        s.enqueue(Item::new(1, 1, 1.0, 0.0)); // due 0.001 (workload 1's relative deadline)
-        s.enqueue(Item::new(2, 0, 1.0, 0.0).with_deadline(0.0005)); // its own: due 0.0005
-        s.enqueue(Item::new(3, 0, 1.0, 0.0)); // due 0.010
-        s.enqueue(Item::new(4, 1, 1.0, 0.0).with_deadline(0.02)); // its own: due 0.02, not 0.001
-        s.enqueue(Item::new(5, 0, 1.0, 0.0).with_deadline(NO_DEADLINE)); // unset: due 0.010
+        s.enqueue(Item::new(1, 1, 1.0), 0.0); // due 0.001 (workload 1's relative deadline)
+        s.enqueue(Item::new(2, 0, 1.0).with_deadline(0.0005), 0.0); // its own: due 0.0005
+        s.enqueue(Item::new(3, 0, 1.0), 0.0); // due 0.010
+        s.enqueue(Item::new(4, 1, 1.0).with_deadline(0.02), 0.0); // its own: due 0.02, not 0.001
+        s.enqueue(Item::new(5, 0, 1.0).with_deadline(NO_DEADLINE), 0.0); // unset: due 0.010
         let order: Vec<u64> = (0..5)
             .map(|_| match s.dequeue(0.0) {
                 Dequeue::Ready(i) => i.id,

@@ -19,7 +19,7 @@ impl Fifo {
 }
 
 impl Scheduler for Fifo {
-    fn enqueue(&mut self, item: Item) {
+    fn enqueue(&mut self, item: Item, _now: f64) {
         self.queue.push_back(item);
     }
 
@@ -46,8 +46,8 @@ mod tests {
     #[test]
     fn fifo_serves_in_arrival_order() {
         let mut s = Fifo::new();
-        s.enqueue(Item::new(7, 1, 0.5, 0.0));
-        s.enqueue(Item::new(3, 0, 0.1, 1.0));
+        s.enqueue(Item::new(7, 1, 0.5), 0.0);
+        s.enqueue(Item::new(3, 0, 0.1), 1.0);
         assert_eq!(s.len(), 2);
         let Dequeue::Ready(a) = s.dequeue(2.0) else { panic!() };
         let Dequeue::Ready(b) = s.dequeue(2.0) else { panic!() };

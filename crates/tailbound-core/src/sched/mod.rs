@@ -12,8 +12,8 @@
 //! The queue calls [`Scheduler::enqueue`] with an [`Item`] when one arrives and
 //! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)`
 //! (nothing is eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time
-//! is always passed in (the item's `arrival`, the `now` of a dequeue), so the same code runs under
-//! the simulator's virtual clock and a gateway's real clock.
+//! is always passed in (the `now` of both calls), so the same code runs under the simulator's
+//! virtual clock and a gateway's real clock.
 //!
 //! **An item** carries its workload (the index of the scheduler's per-workload settings) and two
 //! per-request tags a policy may set: a **class** (an index into the queue's classes, for the
@@ -23,7 +23,9 @@
 //! class). A kind reads a tag only if it is configured to: `dwrr` (and `wfq`) serve an item in
 //! its own class when it has one, `edf` uses an item's own deadline when it has one (else arrival
 //! plus the workload's relative deadline); `fifo`, `priority` and `sfq` ignore both. Build items
-//! with [`Item::new`] and the `with_*` setters; `Item` is `Copy` and 40 bytes.
+//! with [`Item::new`] and the `with_*` setters; `Item` is `Copy` and 32 bytes (the simulator
+//! moves one per packet per link: its arrival time is the `now` of the enqueue, not a field,
+//! which kept the simulator's speed; `benchmarks/README.md`).
 //!
 //! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
 //! token-bucket rates are utilisations and bucket sizes are seconds of work; `arrival` and
@@ -69,18 +71,19 @@ pub struct Item {
     pub class: u32,
     /// Seconds of exclusive service the item needs at this queue (its tokens).
     pub cost: f64,
-    /// The time the item was enqueued (seconds).
-    pub arrival: f64,
     /// The item's own absolute deadline (seconds), or [`NO_DEADLINE`].
     pub deadline: f64,
 }
 
+// The simulator moves an item per packet per link: keep it small (see the module documentation).
+const _: () = assert!(std::mem::size_of::<Item>() == 32);
+
 impl Item {
-    /// Item `id` of `workload` with `cost` seconds of work arriving at `arrival`, without a class
-    /// or a deadline of its own.
+    /// Item `id` of `workload` with `cost` seconds of work, without a class or a deadline of
+    /// its own.
     #[inline]
-    pub fn new(id: u64, workload: u32, cost: f64, arrival: f64) -> Self {
-        Self { id, workload, class: NO_CLASS, cost, arrival, deadline: NO_DEADLINE }
+    pub fn new(id: u64, workload: u32, cost: f64) -> Self {
+        Self { id, workload, class: NO_CLASS, cost, deadline: NO_DEADLINE }
     }
 
     /// The same item in class `class` ([`NO_CLASS`]: the workload's).
@@ -132,10 +135,10 @@ pub enum Param {
 
 /// A queueing discipline with injected time.
 pub trait Scheduler: Send + Sync {
-    /// Add `item`, arriving at `item.arrival` (the queue's clock). An item's class must be one
-    /// of the queue's classes (`< SchedulerConfig::classes()`) or [`NO_CLASS`]; the simulator
-    /// and the gateway check that when they are configured.
-    fn enqueue(&mut self, item: Item);
+    /// Add `item`, arriving at `now` (the queue's clock). An item's class must be one of the
+    /// queue's classes (`< SchedulerConfig::classes()`) or [`NO_CLASS`]; the simulator and the
+    /// gateway check that when they are configured.
+    fn enqueue(&mut self, item: Item, now: f64);
     /// Choose the next item to serve at `now`.
     fn dequeue(&mut self, now: f64) -> Dequeue;
     /// Number of waiting items.

@@ -107,9 +107,9 @@ impl Wfq {
 }
 
 impl Scheduler for Wfq {
-    fn enqueue(&mut self, item: Item) {
+    fn enqueue(&mut self, item: Item, now: f64) {
         let c = item.class_or(self.class_of[item.workload as usize]) as usize;
-        let finish = item.arrival.max(self.last[c]) + item.cost * self.stretch[c];
+        let finish = now.max(self.last[c]) + item.cost * self.stretch[c];
         self.last[c] = finish;
         self.heap.push(Reverse(Entry(TagKey(finish, self.seq), item)));
         self.seq += 1;
@@ -168,7 +168,7 @@ mod tests {
             (6, 1, 0.05, 1.0, 1.0 + 0.05 * 4.0),     // max(1.0, 0.8) + 0.2 = 1.2: idle, restarts
         ];
         for (id, w, cost, arrival, tag) in sequence {
-            s.enqueue(Item::new(id, w, cost, arrival));
+            s.enqueue(Item::new(id, w, cost), arrival);
             assert!((s.finish_tag(w) - tag).abs() < 1e-12, "item {id}: {}", s.finish_tag(w));
         }
         assert_eq!(s.len(), 6);
@@ -181,7 +181,7 @@ mod tests {
     fn wfq_shares_work_3_to_1_under_backlog() {
         let mut s = Wfq::new(vec![0, 1], vec![3.0, 1.0]).unwrap();
         for i in 0..8000 {
-            s.enqueue(Item::new(i, (i % 2) as u32, 0.01, 0.0));
+            s.enqueue(Item::new(i, (i % 2) as u32, 0.01), 0.0);
         }
         let mut served = [0usize; 2];
         for _ in 0..4000 {
@@ -203,12 +203,12 @@ mod tests {
         // class 1 (weight 1 of 4) alone still gets tags at a quarter of the rate: its tags do not
         // depend on whether class 0 sends
         let mut s = Wfq::new(vec![0, 1], vec![3.0, 1.0]).unwrap();
-        s.enqueue(Item::new(1, 1, 1.0, 0.0));
-        s.enqueue(Item::new(2, 1, 1.0, 0.0));
+        s.enqueue(Item::new(1, 1, 1.0), 0.0);
+        s.enqueue(Item::new(2, 1, 1.0), 0.0);
         assert_eq!(s.finish_tag(1), 8.0);
         assert_eq!(ids(&mut s, 1), vec![1]);
         // a class-0 item arriving later with a smaller tag overtakes the queued class-1 item
-        s.enqueue(Item::new(3, 0, 1.5, 1.0)); // 1 + 1.5 · 4/3 = 3 < 8
+        s.enqueue(Item::new(3, 0, 1.5), 1.0); // 1 + 1.5 · 4/3 = 3 < 8
         assert_eq!(ids(&mut s, 2), vec![3, 2]);
     }
 
@@ -216,15 +216,15 @@ mod tests {
     fn wfq_serves_an_item_in_its_own_class_and_changes_weights() {
         // both workloads in class 0 (weight 1), class 1 weight 3: Σw = 4
         let mut s = Wfq::new(vec![0, 0], vec![1.0, 3.0]).unwrap();
-        s.enqueue(Item::new(1, 0, 1.0, 0.0)); // class 0: tag 4
-        s.enqueue(Item::new(2, 1, 1.0, 0.0).with_class(1)); // its own class 1: tag 4/3
-        s.enqueue(Item::new(3, 1, 1.0, 0.0)); // its workload's class 0: tag 8
+        s.enqueue(Item::new(1, 0, 1.0), 0.0); // class 0: tag 4
+        s.enqueue(Item::new(2, 1, 1.0).with_class(1), 0.0); // its own class 1: tag 4/3
+        s.enqueue(Item::new(3, 1, 1.0), 0.0); // its workload's class 0: tag 8
         assert!((s.finish_tag(1) - 4.0 / 3.0).abs() < 1e-12);
         assert_eq!(s.finish_tag(0), 8.0);
         assert_eq!(ids(&mut s, 3), vec![2, 1, 3]);
         // workload 1's class is 0: weight 3 there makes Σw = 6 and class 0's stretch 2
         s.set_param(1, Param::Weight(3.0)).unwrap();
-        s.enqueue(Item::new(4, 0, 1.0, 10.0));
+        s.enqueue(Item::new(4, 0, 1.0), 10.0);
         assert_eq!(s.finish_tag(0), 12.0);
         assert!(s.set_param(0, Param::Weight(0.0)).is_err());
         assert!(s.set_param(2, Param::Weight(1.0)).is_err());

@@ -131,9 +131,9 @@ impl Device {
         self.last = now;
     }
 
-    /// Queue a request (`item.id` its request index, `item.cost` its seconds of device work).
-    pub fn enqueue(&mut self, item: Item) {
-        self.dispatcher.enqueue(item);
+    /// Queue a request at `now` (`item.id` its request index, `item.cost` its seconds of work).
+    pub fn enqueue(&mut self, item: Item, now: f64) {
+        self.dispatcher.enqueue(item, now);
     }
 
     /// Let in the requests the dispatcher admits now and start their service.

@@ -356,17 +356,17 @@ impl Simulation {
                 self.packets_left[r] = packets as u32;
                 let window = packets.min(SEND_WINDOW_PACKETS);
                 self.packets_queued[r] = window as u32;
-                let item = self.item(r, now);
+                let item = self.item(r);
                 let link = &mut self.links[first as usize];
                 for k in 0..window {
                     let bytes = packet_bytes(cost, self.mtu, k, packets);
-                    link.enqueue(Item { id: ((r as u64) << PACKET_BITS) | k, ..item }, bytes);
+                    link.enqueue(Item { id: ((r as u64) << PACKET_BITS) | k, ..item }, bytes, now);
                 }
                 self.serve_link(first, now);
             }
             &StageRoute::Device(d) => {
-                let item = Item { id: r as u64, cost, ..self.item(r, now) };
-                self.devices[d as usize].enqueue(item);
+                let item = Item { cost, ..self.item(r) };
+                self.devices[d as usize].enqueue(item, now);
                 let next = self.devices[d as usize].dispatch(
                     now,
                     Columns { op: &self.op, size: &self.size, offset: &self.offset },
@@ -376,10 +376,10 @@ impl Simulation {
         }
     }
 
-    /// Request `r`'s item arriving at a queue at `now`, with its tags (id and cost to be set).
+    /// Request `r`'s item (id `r`, cost 0: the queue's to set) with its tags.
     #[inline]
-    fn item(&self, r: usize, now: f64) -> Item {
-        let item = Item::new(r as u64, self.workload_of[r], 0.0, now);
+    fn item(&self, r: usize) -> Item {
+        let item = Item::new(r as u64, self.workload_of[r], 0.0);
         if !self.tagged {
             return item;
         }
@@ -422,8 +422,8 @@ impl Simulation {
             let cost = self.cost[r * self.records.stages + s];
             let packets = packet_count(cost, self.mtu);
             let bytes = packet_bytes(cost, self.mtu, k, packets);
-            let item = Item { id: packet, ..self.item(r, now) };
-            self.links[next as usize].enqueue(item, bytes);
+            let item = Item { id: packet, ..self.item(r) };
+            self.links[next as usize].enqueue(item, bytes, now);
             self.serve_link(next, now);
             return;
         }
@@ -451,8 +451,8 @@ impl Simulation {
         if k < packets {
             self.packets_queued[r] += 1;
             let bytes = packet_bytes(cost, self.mtu, k, packets);
-            let item = Item { id: ((r as u64) << PACKET_BITS) | k, ..self.item(r, now) };
-            self.links[link as usize].enqueue(item, bytes);
+            let item = Item { id: ((r as u64) << PACKET_BITS) | k, ..self.item(r) };
+            self.links[link as usize].enqueue(item, bytes, now);
         }
     }
 

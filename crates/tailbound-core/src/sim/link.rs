@@ -41,11 +41,11 @@ impl Link {
         })
     }
 
-    /// Queue a packet of `bytes` (`packet` carries its id, workload, tags and arrival; its cost
+    /// Queue a packet of `bytes` at `now` (`packet` carries its id, workload and tags; its cost
     /// is set here: its tokens are its transmission time in seconds).
     #[inline]
-    pub fn enqueue(&mut self, packet: Item, bytes: f64) {
-        self.scheduler.enqueue(Item { cost: bytes / self.bandwidth, ..packet });
+    pub fn enqueue(&mut self, packet: Item, bytes: f64, now: f64) {
+        self.scheduler.enqueue(Item { cost: bytes / self.bandwidth, ..packet }, now);
     }
 
     /// Put the next packet on the wire if the wire is free.
