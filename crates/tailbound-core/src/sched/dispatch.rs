@@ -187,8 +187,10 @@ impl Dispatcher {
     }
 
     /// Queue a request arriving at `now` (its `cost` is its work in seconds, its tokens).
+    #[inline]
     pub fn enqueue(&mut self, item: Item, now: f64) {
-        self.scheduler.enqueue(item, now);
+        let Item { id, workload, class, cost, deadline } = item;
+        self.scheduler.enqueue_fields(id, workload, class, cost, deadline, now);
     }
 
     /// Requests waiting for dispatch.

@@ -77,7 +77,16 @@ impl Dwrr {
 }
 
 impl Scheduler for Dwrr {
-    fn enqueue(&mut self, item: Item, _now: f64) {
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        _now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
         let c = item.class_or(self.class_of[item.workload as usize]) as usize;
         if self.queues[c].is_empty() {
             self.active.push_back(c);

@@ -54,7 +54,16 @@ impl Edf {
 }
 
 impl Scheduler for Edf {
-    fn enqueue(&mut self, item: Item, now: f64) {
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
         let due = if item.deadline == NO_DEADLINE {
             now + self.deadline[item.workload as usize]
         } else {

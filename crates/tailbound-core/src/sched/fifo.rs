@@ -19,7 +19,16 @@ impl Fifo {
 }
 
 impl Scheduler for Fifo {
-    fn enqueue(&mut self, item: Item, _now: f64) {
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        _now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
         self.queue.push_back(item);
     }
 

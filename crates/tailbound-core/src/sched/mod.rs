@@ -4,7 +4,8 @@
 //! - [`SchedulerConfig`] (`config.rs`): each kind's configuration, defined once (serde, tagged by
 //!   `kind`), which builds the scheduler; it also reads a scenario's queue table keyed by
 //!   workload name;
-//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`: the disciplines;
+//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`, `wfq`: the
+//!   disciplines;
 //! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
 //!   batches of sequential writes) in front of a scheduler, apart from the device's service.
 //!
@@ -23,12 +24,16 @@
 //! class). A kind reads a tag only if it is configured to: `dwrr` (and `wfq`) serve an item in
 //! its own class when it has one, `edf` uses an item's own deadline when it has one (else arrival
 //! plus the workload's relative deadline); `fifo`, `priority` and `sfq` ignore both. Build items
-//! with [`Item::new`] and the `with_*` setters; `Item` is `Copy` and 32 bytes (the simulator
-//! moves one per packet per link: its arrival time is the `now` of the enqueue, not a field,
-//! which kept the simulator's speed; `benchmarks/README.md`).
+//! with [`Item::new`] and the `with_*` setters.
+//!
+//! **Speed.** The simulator enqueues an item per packet per link, so `Item` stays `Copy` and 32
+//! bytes (its arrival time is the `now` of the enqueue, not a field), and a discipline implements
+//! [`Scheduler::enqueue_fields`] (the item's fields as arguments, which a virtual call passes in
+//! registers; `enqueue(item, now)` is its wrapper): passing the `Item` itself through the virtual
+//! call cost the simulator ~6% (`benchmarks/README.md`, "Simulator").
 //!
 //! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
-//! token-bucket rates are utilisations and bucket sizes are seconds of work; `arrival` and
+//! token-bucket rates are utilisations and bucket sizes are seconds of work; `now` and
 //! `deadline` are seconds on the queue's clock.
 
 mod bucket;
@@ -138,7 +143,25 @@ pub trait Scheduler: Send + Sync {
     /// Add `item`, arriving at `now` (the queue's clock). An item's class must be one of the
     /// queue's classes (`< SchedulerConfig::classes()`) or [`NO_CLASS`]; the simulator and the
     /// gateway check that when they are configured.
-    fn enqueue(&mut self, item: Item, now: f64);
+    #[inline]
+    fn enqueue(&mut self, item: Item, now: f64) {
+        let Item { id, workload, class, cost, deadline } = item;
+        self.enqueue_fields(id, workload, class, cost, deadline, now);
+    }
+    /// [`Scheduler::enqueue`] with the item's fields as arguments: what a discipline implements,
+    /// and what a queue holding a `dyn Scheduler` calls. Through a virtual call the fields
+    /// travel in registers, an `Item` through memory: the discipline's copy of it into its queue
+    /// then waited for the caller's stores of its fields (a store-forwarding stall per packet,
+    /// ~6% of the simulator's time; `benchmarks/README.md`, "Simulator").
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    );
     /// Choose the next item to serve at `now`.
     fn dequeue(&mut self, now: f64) -> Dequeue;
     /// Number of waiting items.

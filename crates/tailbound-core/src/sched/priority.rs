@@ -116,7 +116,16 @@ impl Priority {
 }
 
 impl Scheduler for Priority {
-    fn enqueue(&mut self, item: Item, now: f64) {
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
         let w = item.workload as usize;
         let was_empty = self.classes[w].queue.is_empty();
         self.classes[w].queue.push_back((item, self.seq));

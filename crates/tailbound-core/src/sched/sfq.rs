@@ -73,7 +73,16 @@ impl Sfq {
 }
 
 impl Scheduler for Sfq {
-    fn enqueue(&mut self, item: Item, _now: f64) {
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        _now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
         let w = item.workload as usize;
         let start = self.virtual_time.max(self.last_finish[w]);
         let finish = start + item.cost / self.weight[w];

@@ -107,7 +107,16 @@ impl Wfq {
 }
 
 impl Scheduler for Wfq {
-    fn enqueue(&mut self, item: Item, now: f64) {
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
         let c = item.class_or(self.class_of[item.workload as usize]) as usize;
         let finish = now.max(self.last[c]) + item.cost * self.stretch[c];
         self.last[c] = finish;

@@ -132,6 +132,7 @@ impl Device {
     }
 
     /// Queue a request at `now` (`item.id` its request index, `item.cost` its seconds of work).
+    #[inline]
     pub fn enqueue(&mut self, item: Item, now: f64) {
         self.dispatcher.enqueue(item, now);
     }

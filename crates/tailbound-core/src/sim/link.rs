@@ -45,7 +45,8 @@ impl Link {
     /// is set here: its tokens are its transmission time in seconds).
     #[inline]
     pub fn enqueue(&mut self, packet: Item, bytes: f64, now: f64) {
-        self.scheduler.enqueue(Item { cost: bytes / self.bandwidth, ..packet }, now);
+        let Item { id, workload, class, deadline, .. } = packet;
+        self.scheduler.enqueue_fields(id, workload, class, bytes / self.bandwidth, deadline, now);
     }
 
     /// Put the next packet on the wire if the wire is free.
