@@ -95,3 +95,38 @@ def test_request_classes_need_a_queue_with_classes() -> None:
     with pytest.raises(ConfigError, match="no queue has") as e:
         Scenario.from_dict(d).simulator()
     assert e.value.field == "workloads[0].class"
+
+
+def test_request_deadlines_and_classes_pass_through_the_binding() -> None:
+    from tailbound.sim.simulator import NO_CLASS, Requests, Simulator
+
+    def run(scheduler: dict[str, Any], n: int = 3, **tags: Any) -> list[float]:
+        config = {
+            "topology": {"devices": [{"scheduler": scheduler}]},
+            "workloads": [{"route": [{"device": 0}], "issue": "open"}],
+        }
+        req = Requests(
+            arrival=np.zeros(n),
+            op=np.zeros(n, np.uint8),
+            size=np.zeros(n),
+            cost=[np.ones(n)],
+            **tags,
+        )
+        sim = Simulator(config, [req], names=["A"], stage_names=[("storage",)])
+        sim.run()
+        return sim.results()["A"].latency.tolist()
+
+    edf = {"kind": "edf", "deadline": [10.0]}
+    # request 0 goes in at once; request 2's own deadline (1 s after issue) precedes request 1's
+    assert run(edf) == [1.0, 2.0, 3.0]
+    assert run(edf, deadline_s=np.array([np.inf, 5.0, 1.0])) == [1.0, 3.0, 2.0]
+    # a two-class DWRR queue (weights 1:1, quantum 1 s), the workload in class 0: request 0
+    # goes in at once; by workload 1, 2, 3 follow in order; with request 3 in class 1 the
+    # classes alternate: 1, 3, 2
+    dwrr = {"kind": "dwrr", "class": [0], "weight": [1.0, 1.0], "quantum": 1.0}
+    assert run(dwrr, 4) == [1.0, 2.0, 3.0, 4.0]
+    assert run(dwrr, 4, classes=np.array([NO_CLASS, 0, 0, 1])) == [1.0, 2.0, 4.0, 3.0]
+    with pytest.raises(ValueError, match="class 2"):
+        run(dwrr, classes=np.array([0, 2, 0]))
+    with pytest.raises(ValueError, match="classes must be integers"):
+        run(dwrr, classes=np.array([-1, 0, 0]))
