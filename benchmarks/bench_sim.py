@@ -1,8 +1,9 @@
 """Simulator benchmark: events per second, the 62 WorkloadCompactor traces through one server,
 and the same single-queue FIFO model in SimPy for the speed ratio.
 
-Run: ``.venv/bin/python -m benchmarks.bench_sim`` (needs ``../shared/data/wc62``; falls back to
-the first traces only with ``--traces N``).
+Run: ``.venv/bin/python -m benchmarks.bench_sim`` (needs ``../shared/data/wc62``; the first
+traces only with ``--traces N``). ``--quick`` leaves out the SimPy run (about 10 of its 14 s):
+the Rust runs only, for before/after comparisons of the simulator.
 
 1. *Three stages*: the 62 traces (~1M requests, 600 s) each from its own client host to one
    server host with the measured SSD (``profile_ssd.json``: processor sharing, readMPL/writeMPL
@@ -49,7 +50,8 @@ def wc62_doc(count: int) -> dict[str, Any]:
 def with_priorities(count: int) -> dict[str, Any]:
     """The same scenario through a plan: four priority levels and a demotion bucket per stage
     at every queue (the scheduler with the most work per dequeue)."""
-    from tailbound.plan import Plan, StageLimit, TenantPlan
+    from tailbound.model import Slo
+    from tailbound.plan import Bound, Plan, StageLimit, TenantPlan
     from tailbound.sim import scenario_from_plan
     from tailbound.stages import STORAGE_PATH
 
@@ -57,12 +59,12 @@ def with_priorities(count: int) -> dict[str, Any]:
     tenants = [
         TenantPlan(
             f"trace{i:04d}",
-            1.0,
+            Slo(1.0),
             "server",
             "ssd",
             {s: i % 4 for s in STORAGE_PATH},
             {s: limit for s in STORAGE_PATH},
-            0.0,
+            Bound(1.0, "benchmark"),
             client_host=f"client{i}",
         )
         for i in range(count)
@@ -154,24 +156,24 @@ def simpy_single_queue(arrival: np.ndarray, work: np.ndarray) -> tuple[float, fl
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--traces", type=int, default=62)
+    parser.add_argument("--quick", action="store_true", help="the Rust runs only (no SimPy)")
     args = parser.parse_args([] if argv is None else argv)
+    count = args.traces
     t0 = time.perf_counter()
     from tailbound.sim import Scenario
 
-    doc = wc62_doc(args.traces)
+    doc = wc62_doc(count)
     scenario = Scenario.from_dict(doc, base=DATA)
     load_s = time.perf_counter() - t0
     traces = [w.trace for w in scenario.workloads]
     n = sum(len(t) for t in traces)
     full = three_stage(scenario)
-    prio = three_stage(Scenario.from_dict(with_priorities(args.traces), base=DATA))
+    prio = three_stage(Scenario.from_dict(with_priorities(count), base=DATA))
     arrival, work = merged_single_queue(traces)
     rust_wall, rust_cpu, rust_events, rust_lat = rust_single_queue(arrival, work)
-    simpy_wall, simpy_cpu, simpy_lat = simpy_single_queue(arrival, work)
-    same = bool(np.allclose(rust_lat, simpy_lat, rtol=1e-9, atol=1e-9))
     util = float(work.sum() / (arrival[-1] - arrival[0]))
     print(
-        f"{args.traces} traces, {n:,} requests (loaded in {load_s:.1f} s); "
+        f"{count} traces, {n:,} requests (loaded in {load_s:.1f} s); "
         f"storage utilisation {util:.2f}\n"
     )
     print("| run | requests | events | wall (s) | CPU (s) | events/s (CPU) | vs SimPy (CPU) |")
@@ -186,6 +188,18 @@ def main(argv: list[str] | None = None) -> None:
         f"| {prio['events']:,} | {prio['run_s']:.2f} | {prio['cpu_s']:.2f} "
         f"| {prio['events'] / prio['cpu_s']:,.0f} | |"
     )
+    if args.quick:
+        print(
+            f"| single FIFO queue, Rust kernel | {n:,} | {rust_events:,} | {rust_wall:.3f} "
+            f"| {rust_cpu:.3f} | {rust_events / rust_cpu:,.0f} | |"
+        )
+        print(
+            f"\nthree-stage p99.9 latency {full['p999_ms']:.2f} ms (FIFO), "
+            f"{prio['p999_ms']:.2f} ms (priorities)"
+        )
+        return
+    simpy_wall, simpy_cpu, simpy_lat = simpy_single_queue(arrival, work)
+    same = bool(np.allclose(rust_lat, simpy_lat, rtol=1e-9, atol=1e-9))
     print(
         f"| single FIFO queue, Rust kernel | {n:,} | {rust_events:,} | {rust_wall:.3f} "
         f"| {rust_cpu:.3f} | {rust_events / rust_cpu:,.0f} | {simpy_cpu / rust_cpu:.0f}× |"

@@ -96,6 +96,8 @@ class Simulation:
         size: list[NDArray[np.float64]],
         cost: list[list[NDArray[np.float64]]],
         offset: list[NDArray[np.float64]] | None = None,
+        classes: list[NDArray[np.uint32]] | None = None,
+        deadline: list[NDArray[np.float64]] | None = None,
     ) -> Simulation: ...
     def run(self, until: float) -> int: ...
     @property
@@ -119,9 +121,19 @@ SCHEDULER_KINDS: tuple[str, ...]
 #: The fields a queue table may have, any kind (a field the kind does not read is ignored).
 SCHEDULER_TABLE_FIELDS: tuple[str, ...]
 
-def scheduler_config(fields: dict[str, object], workloads: list[tuple[str, float | None]]) -> str:
+def scheduler_config(
+    fields: dict[str, object],
+    workloads: list[tuple[str, float | None]],
+    classes: list[str] | None = None,
+) -> str:
     """The core's scheduler config (serde JSON) of a queue table keyed by workload name, for
-    ``workloads`` ``(name, SLO latency or None)`` in workload order; raises ``FieldError``."""
+    ``workloads`` ``(name, SLO latency or None)`` in workload order, its classes numbered by
+    ``classes`` when given (else its own, sorted); raises ``FieldError``."""
+
+def scheduler_classes(
+    fields: dict[str, object], workloads: list[tuple[str, float | None]]
+) -> list[str]:
+    """The class names of a scenario's queue table, sorted (none for a kind without classes)."""
 
 # --- snc (stochastic network calculus) ---------------------------------------------------------
 def perron_roots(

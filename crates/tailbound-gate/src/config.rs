@@ -12,11 +12,16 @@
 //!  "emulate_device": false, "metrics_listen": "127.0.0.1:9109"}
 //! ```
 //!
+//! Optional `"export_class": {"A": 1}` gives an export's requests a class of their own (an index
+//! of the scheduler's classes; `classify.rs`); unset, a request is in its workload's class.
+//!
 //! `exports[w]` is workload `w` of the scheduler (`tailbound_core::sched::SchedulerConfig`, the
 //! simulator's own serde form); `limits` are the dispatcher's (`sched::dispatch::Limits`; `null`
 //! is unlimited); `profile` prices each request in device-seconds exactly as the analysis does
 //! (`SsdModel.tokens`: `size / bandwidth(op, size)`, bandwidth interpolated linearly between
 //! rows, the first row below it and the last row above it).
+
+use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use tailbound_core::sched::dispatch::Limits;
@@ -70,6 +75,10 @@ pub struct Config {
     /// complete and reply before the gateway exits without them.
     #[serde(default = "default_drain_timeout")]
     pub drain_timeout_s: f64,
+    /// Optional class of an export's requests: export name → index of the scheduler's classes
+    /// (`classify.rs`); an export not listed has no class of its own (its workload's class).
+    #[serde(default)]
+    pub export_class: BTreeMap<String, u32>,
 }
 
 fn default_drain_timeout() -> f64 {
@@ -192,6 +201,18 @@ impl Config {
             return Err("export_size and max_request_bytes must be positive".into());
         }
         c.scheduler.build(c.exports.len()).map_err(|e| format!("scheduler: {e}"))?;
+        let classes = c.scheduler.classes();
+        for (name, &class) in &c.export_class {
+            if !c.exports.contains(name) {
+                return Err(format!("export_class.{name}: no export {name:?}"));
+            }
+            if classes > 0 && class as usize >= classes {
+                return Err(format!(
+                    "export_class.{name}: class {class}, but the {} scheduler has classes 0..{classes}",
+                    c.scheduler.kind()
+                ));
+            }
+        }
         if !(c.drain_timeout_s.is_finite() && c.drain_timeout_s >= 0.0) {
             return Err("drain_timeout_s must be finite and non-negative".into());
         }

@@ -12,6 +12,7 @@
 //! drain timeout cut requests off; a second SIGINT/SIGTERM exits at once (status 1).
 //! Exit status 2 for a bad configuration or an address it cannot listen on.
 
+mod classify;
 mod config;
 mod file;
 mod metrics;

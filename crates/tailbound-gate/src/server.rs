@@ -3,8 +3,9 @@
 //! dispatcher — on a real clock (seconds since the gateway started).
 //!
 //! A read or write is parsed and checked by its connection, then sent to the dispatcher task,
-//! which enqueues it with its export's workload index and its cost in device-seconds and calls
-//! `dispatch(now)` after every arrival, every completion and every shaper wake-up it asked for.
+//! which enqueues it with its export's workload index, its class (`classify.rs`) and its cost in
+//! device-seconds and calls `dispatch(now)` after every arrival, every completion and every
+//! shaper wake-up it asked for.
 //! Each request the dispatcher lets in runs on tokio's blocking thread pool (positioned
 //! `pread`/`pwrite` on the export's file or block device, `file.rs`) or is forwarded to the
 //! upstream NBD server (`upstream.rs`); its completion goes back to the dispatcher task
@@ -37,13 +38,14 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use tailbound_core::sched::dispatch::{Dispatched, Dispatcher, Limits, Request as DispatchRequest};
-use tailbound_core::sched::Scheduler;
+use tailbound_core::sched::{Item, Scheduler};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::classify::{Classifier, Seen};
 use crate::config::{Config, CostTable};
 use crate::file::FileBackend;
 use crate::metrics::{self, Stats};
@@ -108,6 +110,8 @@ struct Generation {
     emulate: bool,
     /// Export id → workload index of the scheduler.
     workloads: HashMap<u64, u32>,
+    /// Each request's class (`classify.rs`).
+    classes: Classifier,
 }
 
 enum Msg {
@@ -210,6 +214,7 @@ fn generation(cfg: &Config, exports: &[Arc<Export>]) -> Result<Generation, Strin
         costs: cfg.profile.clone(),
         emulate: cfg.emulate_device,
         workloads: exports.iter().enumerate().map(|(i, e)| (e.id, i as u32)).collect(),
+        classes: Classifier::new(cfg),
     })
 }
 
@@ -225,7 +230,8 @@ pub async fn serve(
     for name in &cfg.exports {
         exports.push(Arc::new(open_export(&cfg, name).await?));
     }
-    let Generation { limits, scheduler, costs, emulate, workloads } = generation(&cfg, &exports)?;
+    let Generation { limits, scheduler, costs, emulate, workloads, classes } =
+        generation(&cfg, &exports)?;
     let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
     let (tx, rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -238,7 +244,13 @@ pub async fn serve(
         reloads: AtomicU64::new(0),
         reload_failures: AtomicU64::new(0),
     });
-    tokio::spawn(dispatch_loop(dispatcher, (costs, emulate, workloads), shared.clone(), rx, tx));
+    tokio::spawn(dispatch_loop(
+        dispatcher,
+        (costs, emulate, workloads, classes),
+        shared.clone(),
+        rx,
+        tx,
+    ));
     if let Some(l) = metrics_listener {
         let s = shared.clone();
         let body = move || {
@@ -414,14 +426,14 @@ struct Entry {
 /// The dispatcher task (see the module documentation).
 async fn dispatch_loop(
     mut dispatcher: Dispatcher,
-    first: (CostTable, bool, HashMap<u64, u32>),
+    first: (CostTable, bool, HashMap<u64, u32>, Classifier),
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
 ) {
     let start = Instant::now();
     let now = || start.elapsed().as_secs_f64();
-    let (mut costs, mut emulate, mut workloads) = first;
+    let (mut costs, mut emulate, mut workloads, mut classes) = first;
     let mut table: HashMap<u64, Entry> = HashMap::new();
     let mut next_id: u64 = 0;
     let mut wake: Option<f64> = None;
@@ -442,8 +454,10 @@ async fn dispatch_loop(
                     let id = next_id;
                     next_id += 1;
                     let req = DispatchRequest { write: job.write, size, offset: job.offset as f64 };
+                    let t = now();
+                    let item = request_item(id, workload, &job, cost, t, &classes);
                     table.insert(id, Entry { req, job: Some(job) });
-                    dispatcher.enqueue(id, workload, cost, now());
+                    dispatcher.enqueue(item, t);
                 }
                 Some(Msg::Done(id)) => {
                     if let Some(e) = table.remove(&id) {
@@ -451,12 +465,19 @@ async fn dispatch_loop(
                     }
                 }
                 Some(Msg::Reload(g, answer)) => {
-                    let Generation { limits, scheduler, costs: c, emulate: em, workloads: w } = *g;
+                    let Generation {
+                        limits,
+                        scheduler,
+                        costs: c,
+                        emulate: em,
+                        workloads: w,
+                        classes: cl,
+                    } = *g;
                     if let Err(e) = dispatcher.reconfigure(limits, scheduler) {
                         let _ = answer.send(Err(format!("limits: {e}")));
                         continue;
                     }
-                    (costs, emulate, workloads) = (c, em, w);
+                    (costs, emulate, workloads, classes) = (c, em, w, cl);
                     wake = None;
                     // every request not yet dispatched, again, in arrival order
                     let mut waiting: Vec<u64> =
@@ -469,7 +490,8 @@ async fn dispatch_loop(
                         match workloads.get(&job.export.id) {
                             Some(&w) => {
                                 let cost = costs.cost(job.write, f64::from(job.length));
-                                dispatcher.enqueue(id, w, cost, t);
+                                let item = request_item(id, w, job, cost, t, &classes);
+                                dispatcher.enqueue(item, t);
                             }
                             None => {
                                 if let Some(job) = table.remove(&id).and_then(|e| e.job) {
@@ -516,6 +538,14 @@ async fn dispatch_loop(
 
 /// What the dispatcher reads of request `id` (every id it asks about is in the table; an
 /// unknown one reads as an empty read rather than a panic).
+/// The scheduler's item of request `id` of `workload` (cost in device-seconds) arriving at
+/// `now`, with its class from the classifier (`classify.rs`).
+fn request_item(id: u64, workload: u32, job: &Job, cost: f64, now: f64, c: &Classifier) -> Item {
+    let seen =
+        Seen { workload, write: job.write, offset: job.offset, length: job.length, arrival: now };
+    Item::new(id, workload, cost).with_class(c.class(&seen))
+}
+
 fn request_of(table: &HashMap<u64, Entry>, id: u64) -> DispatchRequest {
     table.get(&id).map_or(DispatchRequest { write: false, size: 0.0, offset: f64::NAN }, |e| e.req)
 }

@@ -35,26 +35,41 @@ fn table(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
     d.iter().map(|(k, v)| Ok((k.str()?.to_string(), value(&v)?))).collect()
 }
 
+fn infos(workloads: Vec<(String, Option<f64>)>) -> Vec<WorkloadInfo> {
+    workloads.into_iter().map(|(name, slo_latency)| WorkloadInfo { name, slo_latency }).collect()
+}
+
 /// The core's scheduler configuration (JSON) of a scenario's queue table `fields` (without the
-/// queue's name) for `workloads` `(name, SLO latency or None)`; raises `FieldError(field,
-/// message)` naming the field at fault.
+/// queue's name) for `workloads` `(name, SLO latency or None)`, its classes numbered by
+/// `classes` when given (else its own, sorted); raises `FieldError(field, message)` naming the
+/// field at fault.
 #[pyfunction]
+#[pyo3(signature = (fields, workloads, classes=None))]
 fn scheduler_config(
     fields: &Bound<'_, PyDict>,
     workloads: Vec<(String, Option<f64>)>,
+    classes: Option<Vec<String>>,
 ) -> PyResult<String> {
-    let workloads: Vec<WorkloadInfo> = workloads
-        .into_iter()
-        .map(|(name, slo_latency)| WorkloadInfo { name, slo_latency })
-        .collect();
-    let config = SchedulerConfig::from_table(&table(fields)?, &workloads).map_err(to_py)?;
+    let config =
+        SchedulerConfig::from_table_in(&table(fields)?, &infos(workloads), classes.as_deref())
+            .map_err(to_py)?;
     config.to_json().map_err(to_py)
 }
 
-/// Register the kinds, the table fields and `scheduler_config`.
+/// The class names of a scenario's queue table, sorted (none for a kind without classes).
+#[pyfunction]
+fn scheduler_classes(
+    fields: &Bound<'_, PyDict>,
+    workloads: Vec<(String, Option<f64>)>,
+) -> PyResult<Vec<String>> {
+    SchedulerConfig::table_classes(&table(fields)?, &infos(workloads)).map_err(to_py)
+}
+
+/// Register the kinds, the table fields, `scheduler_config` and `scheduler_classes`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SCHEDULER_KINDS", PyTuple::new(m.py(), KINDS)?)?;
     m.add("SCHEDULER_TABLE_FIELDS", PyTuple::new(m.py(), TABLE_FIELDS)?)?;
     m.add_function(wrap_pyfunction!(scheduler_config, m)?)?;
+    m.add_function(wrap_pyfunction!(scheduler_classes, m)?)?;
     Ok(())
 }

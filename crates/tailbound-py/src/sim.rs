@@ -19,7 +19,10 @@ fn vec_f64(a: &PyReadonlyArray1<'_, f64>) -> PyResult<Vec<f64>> {
 
 /// A simulation: `config_json` is the core's `SimConfig`; per workload `w`, `arrival[w]`,
 /// `op[w]`, `size[w]` and `cost[w][stage]` are its request columns; `offset[w]` (optional, an
-/// empty array when unknown) its byte offsets, read by a disk's rule for sequential writes.
+/// empty array when unknown) its byte offsets, read by a disk's rule for sequential writes;
+/// `classes[w]` (optional, an empty array when none) each request's own class (`u32::MAX`:
+/// none) and `deadline[w]` (optional, likewise) each request's own deadline in seconds after its
+/// issue (`inf`: none).
 #[pyclass(name = "Simulation", module = "tailbound._core")]
 struct PySimulation {
     inner: Simulation,
@@ -28,7 +31,8 @@ struct PySimulation {
 #[pymethods]
 impl PySimulation {
     #[new]
-    #[pyo3(signature = (config_json, arrival, op, size, cost, offset=None))]
+    #[pyo3(signature = (config_json, arrival, op, size, cost, offset=None, classes=None, deadline=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         config_json: &str,
         arrival: Vec<PyReadonlyArray1<'_, f64>>,
@@ -36,11 +40,17 @@ impl PySimulation {
         size: Vec<PyReadonlyArray1<'_, f64>>,
         cost: Vec<Vec<PyReadonlyArray1<'_, f64>>>,
         offset: Option<Vec<PyReadonlyArray1<'_, f64>>>,
+        classes: Option<Vec<PyReadonlyArray1<'_, u32>>>,
+        deadline: Option<Vec<PyReadonlyArray1<'_, f64>>>,
     ) -> PyResult<Self> {
         let config = SimConfig::from_json(config_json).map_err(to_py)?;
         let n = config.workloads.len();
         let offsets = offset.as_ref().map_or(n, Vec::len);
-        if [arrival.len(), op.len(), size.len(), cost.len(), offsets].iter().any(|&k| k != n) {
+        let class_sets = classes.as_ref().map_or(n, Vec::len);
+        let deadlines = deadline.as_ref().map_or(n, Vec::len);
+        let counts =
+            [arrival.len(), op.len(), size.len(), cost.len(), offsets, class_sets, deadlines];
+        if counts.iter().any(|&k| k != n) {
             return Err(to_py(Error::Invalid(format!("need request arrays for {n} workloads"))));
         }
         let mut requests = Vec::with_capacity(n);
@@ -51,6 +61,15 @@ impl PySimulation {
                 size: vec_f64(&size[w])?,
                 offset: offset.as_ref().map(|o| vec_f64(&o[w])).transpose()?.unwrap_or_default(),
                 cost: cost[w].iter().map(vec_f64).collect::<PyResult<_>>()?,
+                class: match &classes {
+                    Some(c) => c[w].as_slice()?.to_vec(),
+                    None => Vec::new(),
+                },
+                deadline: deadline
+                    .as_ref()
+                    .map(|d| vec_f64(&d[w]))
+                    .transpose()?
+                    .unwrap_or_default(),
             });
         }
         let inner = Simulation::new(&config.topology, config.workloads, requests).map_err(to_py)?;

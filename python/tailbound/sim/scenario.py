@@ -10,6 +10,12 @@ message bytes by :class:`~tailbound.profiles.MessageSizes`, device work by
 :class:`~tailbound.profiles.SsdModel` or :class:`~tailbound.profiles.disk.DiskModel` (a
 ``memory`` device does no work). The format is
 documented with an example in ``docs/simulator.md``.
+
+A workload may give each request a class of its own (``class``: one class name per request):
+a queue whose kind has classes (``dwrr``) serves the request in that class instead of its
+workload's. The classes of all queues are then numbered together (the sorted names of every
+queue's classes, ``_core.scheduler_classes``), so a request's class is the same class at each
+queue it crosses; a name that is no queue's class is an error naming the workload's field.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ class Workload:
     device: str | None
     slo: Slo | None
     issue: Any
+    #: One class name per request (``None``: every request in its workload's class).
+    classes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,7 @@ class Scenario:
     # ------------------------------------------------------------------------------- building
     def simulator(self) -> Simulator:
         """The configured simulation (per-stage costs from the token models, whole arrays)."""
+        numbering = self._class_numbering()
         link_of = {}
         links = []
         for i, h in enumerate(self.hosts):
@@ -169,7 +178,7 @@ class Scenario:
                     {
                         "bandwidth": self.bandwidth[h],
                         "propagation": self.propagation_s,
-                        "scheduler": self._scheduler(f"{h}.{direction}"),
+                        "scheduler": self._scheduler(f"{h}.{direction}", numbering),
                     }
                 )
         device_of = {d.name: i for i, d in enumerate(self.devices)}
@@ -177,18 +186,21 @@ class Scenario:
             {
                 **d.limits,
                 "base_latency": d.base_latency_s,
-                "scheduler": self._scheduler(d.name),
+                "scheduler": self._scheduler(d.name, numbering),
                 **({"disk": d.disk} if d.disk is not None else {}),
             }
             for d in self.devices
         ]
         specs, requests, stage_names = [], [], []
-        for w in self.workloads:
+        for i, w in enumerate(self.workloads):
             route, cost, stages = self._route(w, link_of, device_of)
             specs.append({"route": route, "issue": w.issue})
             t = w.trace
             offset = None if t.offset is None else t.offset.astype(np.float64)
-            requests.append(Requests(t.time, t.op, t.size.astype(np.float64), cost, offset))
+            classes = self._request_classes(i, numbering)
+            requests.append(
+                Requests(t.time, t.op, t.size.astype(np.float64), cost, offset, classes)
+            )
             stage_names.append(stages)
         queues = {name: ("link", i) for name, i in link_of.items()}
         queues |= {name: ("device", i) for name, i in device_of.items()}
@@ -230,20 +242,58 @@ class Scenario:
         stages.append(Stage.NET_OUT.value)
         return route, cost, tuple(stages)
 
-    def _scheduler(self, queue: str) -> dict[str, Any]:
+    def _scheduler(self, queue: str, classes: list[str] | None = None) -> dict[str, Any]:
         """The core's scheduler config of ``queue``: the core reads the queue's table (every
-        kind and its fields are defined there, ``tailbound_core::sched::SchedulerConfig``)."""
+        kind and its fields are defined there, ``tailbound_core::sched::SchedulerConfig``),
+        its classes numbered by ``classes`` when given (else its own, sorted)."""
         q = self.queues.get(queue)
         if q is None:
             return {"kind": "fifo"}
         fields = {k: v for k, v in q.data.items() if k != "queue"}
-        workloads = [(w.name, w.slo.latency_s if w.slo else None) for w in self.workloads]
         try:
-            config: dict[str, Any] = json.loads(_core.scheduler_config(fields, workloads))
+            config: dict[str, Any] = json.loads(
+                _core.scheduler_config(fields, self._workload_infos(), classes)
+            )
         except _core.FieldError as e:
             field, message = e.args
             raise q.error(field, message) from None
         return config
+
+    def _workload_infos(self) -> list[tuple[str, float | None]]:
+        return [(w.name, w.slo.latency_s if w.slo else None) for w in self.workloads]
+
+    def _class_numbering(self) -> list[str] | None:
+        """The classes of every queue, sorted, when a workload gives its requests classes of
+        their own (they index this list at every queue); ``None`` otherwise."""
+        if all(w.classes is None for w in self.workloads):
+            return None
+        names: set[str] = set()
+        for q in self.queues.values():
+            fields = {k: v for k, v in q.data.items() if k != "queue"}
+            try:
+                names.update(_core.scheduler_classes(fields, self._workload_infos()))
+            except _core.FieldError as e:
+                field, message = e.args
+                raise q.error(field, message) from None
+        return sorted(names)
+
+    def _request_classes(self, i: int, numbering: list[str] | None) -> np.ndarray | None:
+        """Workload ``i``'s request classes as indices of ``numbering``."""
+        w = self.workloads[i]
+        if w.classes is None or numbering is None:
+            return None
+        names, index = np.unique(np.asarray(w.classes, dtype=str), return_inverse=True)
+        unknown = [str(n) for n in names if str(n) not in numbering]
+        if unknown:
+            first = w.classes.index(unknown[0])
+            raise ConfigError(
+                self.path,
+                f"request {first} of workload {w.name!r} is in class {unknown[0]!r}, which no "
+                f"queue has (the queues' classes: {numbering})",
+                field=f"workloads[{i}].class",
+            )
+        position = np.array([numbering.index(str(n)) for n in names], dtype=np.uint32)
+        return position[index]
 
 
 def _profile(d: Fields, base: Path, kind: Any) -> Any:
@@ -357,7 +407,7 @@ def disk_rules(
 
 
 def _workload(w: Fields, hosts: list[str], devices: tuple[Device, ...], base: Path) -> Workload:
-    w.check_keys({"name", "client", "server", "device", "trace", "slo", "issue"})
+    w.check_keys({"name", "client", "server", "device", "trace", "slo", "issue", "class"})
     name = w.string("name")
     client = w.string("client")
     if client not in hosts:
@@ -393,4 +443,16 @@ def _workload(w: Fields, hosts: list[str], devices: tuple[Device, ...], base: Pa
     # A Trace object (Python API only: replaying a plan on held-out halves) or a source table.
     raw_trace = w.raw("trace")
     trace = raw_trace if isinstance(raw_trace, Trace) else load_source(w.table("trace"), base, name)
-    return Workload(name, trace, client, server, device, slo, issue)
+    classes = None
+    if w.has("class"):
+        raw = w.raw("class")
+        if isinstance(raw, np.ndarray):
+            raw = raw.tolist()
+        if not isinstance(raw, list) or not all(isinstance(c, str) and c for c in raw):
+            raise w.error("class", f"expected a list of class names (one per request), got {raw!r}")
+        if len(raw) != len(trace):
+            raise w.error(
+                "class", f"{len(raw)} class names for {len(trace)} requests (one per request)"
+            )
+        classes = tuple(raw)
+    return Workload(name, trace, client, server, device, slo, issue, classes)

@@ -42,7 +42,11 @@ class Requests:
     ``op`` 0 read / 1 write, ``size`` in bytes (counts against a device's outstanding-bytes limit),
     and per stage of the route one ``cost`` array: message bytes for a network stage, seconds of
     work for a device stage. ``offset`` (bytes on the device, optional) is read only by a disk's
-    rule for sequential writes (``docs/simulator.md``).
+    rule for sequential writes (``docs/simulator.md``). ``classes`` (optional) is each request's
+    own class at every queue it crosses, an index of the queues' classes (``NO_CLASS``: the
+    class its queue gives its workload); only the kinds with classes read it (``dwrr``).
+    ``deadline_s`` (optional) is each request's own deadline in seconds after its issue (``inf``:
+    none); ``edf`` serves by it (``tailbound_core::sched``, "An item").
     """
 
     arrival: NDArray[np.float64]
@@ -50,10 +54,25 @@ class Requests:
     size: NDArray[np.float64]
     cost: Sequence[NDArray[np.float64]] = field(default_factory=list)
     offset: NDArray[np.float64] | None = None
+    classes: NDArray[np.uint32] | None = None
+    deadline_s: NDArray[np.float64] | None = None
+
+
+#: A request's class when it has none of its own (``tailbound_core::sched::NO_CLASS``).
+NO_CLASS = 2**32 - 1
 
 
 def _f64(a: Any) -> NDArray[np.float64]:
     return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _u32(a: Any) -> NDArray[np.uint32]:
+    if a is None:
+        return np.zeros(0, dtype=np.uint32)
+    a = np.asarray(a)
+    if a.size and (a.dtype.kind not in "iu" or a.min() < 0 or a.max() > NO_CLASS):
+        raise ValueError(f"classes must be integers in [0, {NO_CLASS}], got {a.dtype} values")
+    return np.ascontiguousarray(a, dtype=np.uint32)
 
 
 class Simulator:
@@ -85,6 +104,8 @@ class Simulator:
                 [_f64(r.size) for r in requests],
                 [[_f64(c) for c in r.cost] for r in requests],
                 [_f64(r.offset if r.offset is not None else ()) for r in requests],
+                [_u32(r.classes) for r in requests],
+                [_f64(r.deadline_s if r.deadline_s is not None else ()) for r in requests],
             )
         except ValueError as e:
             raise ValueError(self.named(str(e))) from None

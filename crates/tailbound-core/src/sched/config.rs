@@ -5,18 +5,19 @@
 //! ([`SchedulerConfig::build`]). [`SchedulerConfig::from_table`] reads the same configuration
 //! from a scenario's queue table, whose per-workload settings are keyed by workload *name*
 //! (`priority = { A = 2, B = 1 }`), filling the defaults and naming the field at fault in its
-//! errors ([`Error::Field`]). A new kind is a new variant here and its arm in both functions;
-//! nothing outside this module lists the kinds ([`KINDS`] is checked against the serde form).
+//! errors ([`Error::Field`]). A new kind is a new variant here and its arm in `kind`, `build` and
+//! `from_table` (a kind with classes also in `classes` and `table_classes`); nothing outside
+//! this module lists the kinds ([`KINDS`] is checked against the serde form).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Dwrr, Edf, Fifo, LimitMode, Priority, Scheduler, Sfq};
+use super::{Dwrr, Edf, Fifo, LimitMode, Priority, Scheduler, Sfq, Wfq};
 use crate::error::{Error, Result};
 
 /// The names of the scheduler kinds, as `kind` spells them.
-pub const KINDS: [&str; 5] = ["fifo", "priority", "dwrr", "sfq", "edf"];
+pub const KINDS: [&str; 6] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq"];
 
 /// The fields a queue table may have (any kind; a field another kind reads is ignored).
 pub const TABLE_FIELDS: [&str; 9] = [
@@ -56,6 +57,9 @@ pub enum SchedulerConfig {
     Sfq { weight: Vec<f64> },
     /// Earliest deadline first, deadline = arrival + `deadline[w]` seconds.
     Edf { deadline: Vec<f64> },
+    /// Virtual-clock weighted fair queueing over classes (`class[w]` of workload `w`,
+    /// `weight[c]` of class `c`; Σ over every class): Aequitas' switches.
+    Wfq { class: Vec<u32>, weight: Vec<f64> },
 }
 
 impl SchedulerConfig {
@@ -67,6 +71,18 @@ impl SchedulerConfig {
             SchedulerConfig::Dwrr { .. } => "dwrr",
             SchedulerConfig::Sfq { .. } => "sfq",
             SchedulerConfig::Edf { .. } => "edf",
+            SchedulerConfig::Wfq { .. } => "wfq",
+        }
+    }
+
+    /// The number of classes an item's own class indexes (`Item::class` must be below it), or 0
+    /// for a kind without classes (which ignores an item's class).
+    pub fn classes(&self) -> usize {
+        match self {
+            SchedulerConfig::Dwrr { weight, .. } | SchedulerConfig::Wfq { weight, .. } => {
+                weight.len()
+            }
+            _ => 0,
         }
     }
 
@@ -105,16 +121,52 @@ impl SchedulerConfig {
                 len("deadline", deadline.len())?;
                 Box::new(Edf::new(deadline.clone())?)
             }
+            SchedulerConfig::Wfq { class, weight } => {
+                len("class", class.len())?;
+                Box::new(Wfq::new(class.clone(), weight.clone())?)
+            }
         })
     }
 
     /// Read a scenario's queue table (its fields but the queue's name) for `workloads`, in the
     /// order of the simulation's workload indices. Per-workload settings are tables keyed by
     /// workload name; an unnamed workload gets the default: priority 0, no buckets, weight 1,
-    /// class `"default"`, the deadline of its SLO (1 s without one). DWRR classes are named;
-    /// their indices follow the sorted names and `class_weight` (by class name) defaults to 1.
+    /// class `"default"`, the deadline of its SLO (1 s without one). DWRR and WFQ classes are
+    /// named:
+    /// the classes of the workloads and those `class_weight` names; their indices follow the
+    /// sorted names ([`SchedulerConfig::from_table_in`] numbers them otherwise) and
+    /// `class_weight` (by class name) defaults to 1.
     /// Errors are [`Error::Field`] naming the field (`priority.A`).
     pub fn from_table(table: &[(String, Value)], workloads: &[WorkloadInfo]) -> Result<Self> {
+        Self::from_table_in(table, workloads, None)
+    }
+
+    /// The class names of a queue table, sorted: for a kind with classes, the workloads'
+    /// classes (`"default"` for a workload the `class` table does not name) and the classes
+    /// `class_weight` names; none for the other kinds. A simulation whose requests carry classes
+    /// of their own numbers the classes of all its queues together (the sorted union of these
+    /// names, passed to [`SchedulerConfig::from_table_in`]), so a request's class means the same
+    /// class at every queue it crosses.
+    pub fn table_classes(
+        table: &[(String, Value)],
+        workloads: &[WorkloadInfo],
+    ) -> Result<Vec<String>> {
+        let t = Table(table);
+        let names: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
+        Ok(match t.get("kind") {
+            Some(Value::Str(k)) if k == "dwrr" || k == "wfq" => class_names(&t, &names)?.1,
+            _ => Vec::new(),
+        })
+    }
+
+    /// [`SchedulerConfig::from_table`] with the class numbering given: class `i` is `classes[i]`
+    /// (which must include every class of the table; see [`SchedulerConfig::table_classes`]);
+    /// `None`: the table's own class names, sorted.
+    pub fn from_table_in(
+        table: &[(String, Value)],
+        workloads: &[WorkloadInfo],
+        classes: Option<&[String]>,
+    ) -> Result<Self> {
         let t = Table(table);
         if let Some((key, _)) = table.iter().find(|(k, _)| !TABLE_FIELDS.contains(&k.as_str())) {
             let mut known = TABLE_FIELDS.to_vec();
@@ -172,34 +224,7 @@ impl SchedulerConfig {
                 SchedulerConfig::Edf { deadline: positive("deadline_s", &deadline, false)? }
             }
             "dwrr" => {
-                let default = |_| Value::Str("default".into());
-                let classes: Vec<String> = t
-                    .per_workload("class", &names, default)?
-                    .iter()
-                    .map(|c| match c {
-                        Value::Str(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect();
-                let mut class_names = classes.clone();
-                class_names.sort();
-                class_names.dedup();
-                let cw = match t.get("class_weight") {
-                    None => &[][..],
-                    Some(Value::Table(cw)) => cw.as_slice(),
-                    Some(_) => {
-                        return Err(field("class_weight", "expected a table keyed by class name"))
-                    }
-                };
-                let weights: Vec<Value> = class_names
-                    .iter()
-                    .map(|c| Table(cw).get(c).cloned().unwrap_or(Value::Float(1.0)))
-                    .collect();
-                let weight = positive("class_weight", &weights, true)?;
-                let class = classes
-                    .iter()
-                    .map(|c| class_names.binary_search(c).map_or(0, |i| i as u32))
-                    .collect();
+                let (class, weight) = class_table(&t, &names, classes)?;
                 let quantum = match t.get("quantum_s") {
                     None => 0.001,
                     Some(v) => match v.number() {
@@ -208,6 +233,10 @@ impl SchedulerConfig {
                     },
                 };
                 SchedulerConfig::Dwrr { class, weight, quantum }
+            }
+            "wfq" => {
+                let (class, weight) = class_table(&t, &names, classes)?;
+                SchedulerConfig::Wfq { class, weight }
             }
             _ => {
                 let got = t.get("kind").map_or("None".to_string(), Value::to_string);
@@ -218,6 +247,57 @@ impl SchedulerConfig {
             }
         })
     }
+}
+
+/// The `class` and `class_weight` fields of a queue table (module documentation): each
+/// workload's class name (`"default"` unless named) and the sorted class names (the workloads'
+/// and those `class_weight` names).
+fn class_names(t: &Table<'_>, names: &[&str]) -> Result<(Vec<String>, Vec<String>)> {
+    let default = |_| Value::Str("default".into());
+    let of_workload: Vec<String> = t
+        .per_workload("class", names, default)?
+        .iter()
+        .map(|c| match c {
+            Value::Str(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    let mut all = of_workload.clone();
+    all.extend(class_weights(t)?.iter().map(|(k, _)| k.clone()));
+    all.sort();
+    all.dedup();
+    Ok((of_workload, all))
+}
+
+fn class_weights<'a>(t: &'a Table<'a>) -> Result<&'a [(String, Value)]> {
+    match t.get("class_weight") {
+        None => Ok(&[][..]),
+        Some(Value::Table(cw)) => Ok(cw.as_slice()),
+        Some(_) => Err(field("class_weight", "expected a table keyed by class name")),
+    }
+}
+
+/// Each workload's class index and each class's weight (`class_weight`, default 1), classes
+/// numbered by `numbering` (else the table's sorted class names).
+fn class_table(
+    t: &Table<'_>,
+    names: &[&str],
+    numbering: Option<&[String]>,
+) -> Result<(Vec<u32>, Vec<f64>)> {
+    let (of_workload, own) = class_names(t, names)?;
+    let order = numbering.unwrap_or(&own);
+    if let Some(c) = own.iter().find(|c| !order.contains(c)) {
+        return Err(field("class", format!("class '{c}' is not among the classes {order:?}")));
+    }
+    let cw = Table(class_weights(t)?);
+    let weights: Vec<Value> =
+        order.iter().map(|c| cw.get(c).cloned().unwrap_or(Value::Float(1.0))).collect();
+    let weight = positive("class_weight", &weights, true)?;
+    let class = of_workload
+        .iter()
+        .map(|c| order.iter().position(|o| o == c).expect("checked above") as u32)
+        .collect();
+    Ok((class, weight))
 }
 
 /// What [`SchedulerConfig::from_table`] needs to know of a workload.
@@ -380,6 +460,7 @@ mod tests {
             SchedulerConfig::Dwrr { class: vec![0], weight: vec![1.0], quantum: 0.001 },
             SchedulerConfig::Sfq { weight: vec![1.0] },
             SchedulerConfig::Edf { deadline: vec![0.1] },
+            SchedulerConfig::Wfq { class: vec![0], weight: vec![1.0] },
         ];
         assert_eq!(samples.clone().map(|c| c.kind()), KINDS);
         for c in samples {
@@ -432,6 +513,27 @@ mod tests {
             SchedulerConfig::from_table(&dwrr, &ws).unwrap(),
             SchedulerConfig::Dwrr { class: vec![1, 0], weight: vec![1.0, 3.0], quantum: 0.001 }
         );
+        // wfq reads dwrr's fields (no quantum); a class only class_weight names is a class too,
+        // and a given numbering orders the classes
+        let wfq = table(&[
+            kind("wfq"),
+            ("class", Value::Table(vec![("A".into(), Value::Str("x".into()))])),
+            (
+                "class_weight",
+                Value::Table(vec![("x".into(), Value::Int(3)), ("y".into(), Value::Int(2))]),
+            ),
+        ]);
+        assert_eq!(
+            SchedulerConfig::from_table(&wfq, &ws).unwrap(),
+            SchedulerConfig::Wfq { class: vec![1, 0], weight: vec![1.0, 3.0, 2.0] }
+        );
+        assert_eq!(SchedulerConfig::table_classes(&wfq, &ws).unwrap(), ["default", "x", "y"]);
+        let order: Vec<String> = ["y", "x", "default", "z"].map(String::from).to_vec();
+        assert_eq!(
+            SchedulerConfig::from_table_in(&wfq, &ws, Some(&order)).unwrap(),
+            SchedulerConfig::Wfq { class: vec![1, 2], weight: vec![2.0, 3.0, 1.0, 1.0] }
+        );
+        assert_eq!(SchedulerConfig::from_table(&wfq, &ws).unwrap().classes(), 3);
     }
 
     #[test]
@@ -454,6 +556,10 @@ mod tests {
         assert_eq!(bad(&[kind("sfq"), ("weight", Value::Int(1))]), "weight");
         assert_eq!(bad(&[kind("dwrr"), ("quantum_s", Value::Int(0))]), "quantum_s");
         assert_eq!(bad(&[kind("dwrr"), ("class_weight", Value::Int(0))]), "class_weight");
+        let zero = ("class_weight", Value::Table(vec![("default".into(), Value::Int(0))]));
+        assert_eq!(bad(&[kind("wfq"), zero]), "class_weight");
+        let z = ("class", Value::Table(vec![("Z".into(), Value::Str("x".into()))]));
+        assert_eq!(bad(&[kind("wfq"), z]), "class.Z");
     }
 
     #[test]
@@ -462,7 +568,7 @@ mod tests {
         let e = SchedulerConfig::from_table(&table(&[kind("lottery")]), &ws).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf'], got 'lottery'"
+            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq'], got 'lottery'"
         );
         let b = Value::Table(vec![("A".into(), Value::List(vec![Value::Float(0.5)]))]);
         let e = SchedulerConfig::from_table(&table(&[kind("priority"), ("buckets", b)]), &ws);

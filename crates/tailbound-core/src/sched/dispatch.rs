@@ -186,9 +186,11 @@ impl Dispatcher {
         })
     }
 
-    /// Queue request `id` of `workload` with `cost` seconds of work (its tokens), at `now`.
-    pub fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
-        self.scheduler.enqueue(id, workload, cost, now);
+    /// Queue a request arriving at `now` (its `cost` is its work in seconds, its tokens).
+    #[inline]
+    pub fn enqueue(&mut self, item: Item, now: f64) {
+        let Item { id, workload, class, cost, deadline } = item;
+        self.scheduler.enqueue_fields(id, workload, class, cost, deadline, now);
     }
 
     /// Requests waiting for dispatch.
@@ -464,7 +466,7 @@ mod tests {
         let rows = [(false, 1.0, 0.0), (false, 1.0, 0.0), (true, 1.0, 0.0), (false, 1.0, 0.0)];
         let mut d = fifo(Limits { read_mpl: 2, ..Limits::default() });
         for id in 0..4 {
-            d.enqueue(id, 0, 1.0, 0.0);
+            d.enqueue(Item::new(id, 0, 1.0), 0.0);
         }
         let mut out = Vec::new();
         assert_eq!(d.dispatch(0.0, table(&rows), &mut out), None);
@@ -490,7 +492,7 @@ mod tests {
         let limits = Limits { read_mpl: 8, max_read_bytes: 4.0, ..Limits::default() };
         let mut d = fifo(limits);
         for id in 0..3 {
-            d.enqueue(id, 0, 1.0, 0.0);
+            d.enqueue(Item::new(id, 0, 1.0), 0.0);
         }
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
@@ -509,9 +511,9 @@ mod tests {
         let sched = Priority::new(vec![1, 0], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 4, low_priority_mpl: 1, ..Limits::default() };
         let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
-        d.enqueue(0, 0, 1.0, 0.0);
-        d.enqueue(1, 1, 1.0, 0.0);
-        d.enqueue(2, 1, 1.0, 0.0);
+        d.enqueue(Item::new(0, 0, 1.0), 0.0);
+        d.enqueue(Item::new(1, 1, 1.0), 0.0);
+        d.enqueue(Item::new(2, 1, 1.0), 0.0);
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(0, false), (1, false)]);
@@ -522,7 +524,7 @@ mod tests {
         assert_eq!(ids(&out), vec![(2, false)]);
         // a later high request is always allowed
         out.clear();
-        d.enqueue(3, 0, 1.0, 1.0);
+        d.enqueue(Item::new(3, 0, 1.0), 1.0);
         d.dispatch(1.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(3, false)]);
     }
@@ -536,14 +538,14 @@ mod tests {
         let sched = Priority::new(vec![1, 0], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 4, low_priority_mpl: 0, ..Limits::default() };
         let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
-        d.enqueue(0, 0, 1.0, 0.0);
-        d.enqueue(1, 1, 1.0, 0.0);
+        d.enqueue(Item::new(0, 0, 1.0), 0.0);
+        d.enqueue(Item::new(1, 1, 1.0), 0.0);
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(0, false)]);
         assert_eq!(d.queued(), 1);
         out.clear();
-        d.enqueue(2, 0, 1.0, 0.5);
+        d.enqueue(Item::new(2, 0, 1.0), 0.5);
         d.dispatch(0.5, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(2, false)]);
         out.clear();
@@ -562,14 +564,14 @@ mod tests {
         let sched = Priority::new(vec![2, 1, 0], vec![vec![]; 3], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 8, low_priority_work: 2.5, ..Limits::default() };
         let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
-        d.enqueue(0, 1, 1.0, 0.0);
-        d.enqueue(1, 2, 1.0, 0.0);
-        d.enqueue(2, 1, 1.0, 0.0);
+        d.enqueue(Item::new(0, 1, 1.0), 0.0);
+        d.enqueue(Item::new(1, 2, 1.0), 0.0);
+        d.enqueue(Item::new(2, 1, 1.0), 0.0);
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(0, false), (2, false)]);
         out.clear();
-        d.enqueue(3, 0, 1.0, 0.1);
+        d.enqueue(Item::new(3, 0, 1.0), 0.1);
         d.dispatch(0.1, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(3, false)]);
         out.clear();
@@ -580,7 +582,7 @@ mod tests {
         let sched = Priority::new(vec![1, 0], vec![vec![]; 2], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 8, low_priority_work: 0.5, ..Limits::default() };
         let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
-        d.enqueue(4, 1, 1.0, 0.0);
+        d.enqueue(Item::new(4, 1, 1.0), 0.0);
         out.clear();
         d.dispatch(0.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(4, false)]);
@@ -592,11 +594,11 @@ mod tests {
         let rows = [(false, 1.0, 0.0), (false, 1.0, 0.0), (false, 1.0, 0.0)];
         let sched = Priority::new(vec![0, 1], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
         let mut d = Dispatcher::new(Limits::default(), Box::new(sched)).unwrap();
-        d.enqueue(0, 0, 1.0, 0.0);
-        d.enqueue(1, 0, 1.0, 0.0);
+        d.enqueue(Item::new(0, 0, 1.0), 0.0);
+        d.enqueue(Item::new(1, 0, 1.0), 0.0);
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
-        d.enqueue(2, 1, 1.0, 0.5);
+        d.enqueue(Item::new(2, 1, 1.0), 0.5);
         d.dispatch(0.5, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(0, false)]);
         out.clear();
@@ -613,7 +615,7 @@ mod tests {
         let batching = Some(WriteBatching { max_requests: 8, gap_bytes: 0.0 });
         let mut d = fifo(Limits { write_mpl: 2, batching, ..Limits::default() });
         for id in 0..4 {
-            d.enqueue(id, 0, 1.0, 0.0);
+            d.enqueue(Item::new(id, 0, 1.0), 0.0);
         }
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
@@ -632,7 +634,7 @@ mod tests {
         let batching = Some(WriteBatching { max_requests: 2, gap_bytes: 0.0 });
         let mut d = fifo(Limits { batching, ..Limits::default() });
         for id in 0..3 {
-            d.enqueue(id, 0, 1.0, 0.0);
+            d.enqueue(Item::new(id, 0, 1.0), 0.0);
         }
         let mut out = Vec::new();
         d.dispatch(0.0, table(&rows), &mut out);
@@ -643,8 +645,8 @@ mod tests {
         let mut s =
             Dispatcher::new(Limits { read_mpl: 4, ..Limits::default() }, Box::new(shaped)).unwrap();
         let reads = [(false, 1.0, 0.0), (false, 1.0, 0.0)];
-        s.enqueue(0, 0, 1.0, 0.0);
-        s.enqueue(1, 0, 1.0, 0.0);
+        s.enqueue(Item::new(0, 0, 1.0), 0.0);
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
         let mut out = Vec::new();
         let wake = s.dispatch(0.0, table(&reads), &mut out);
         assert_eq!(ids(&out), vec![(0, false)]);
@@ -661,7 +663,7 @@ mod tests {
         let req = table(&rows);
         let mut d = fifo(Limits { read_mpl: 2, ..Limits::default() });
         for id in 0..4 {
-            d.enqueue(id, 0, 0.001, 0.0);
+            d.enqueue(Item::new(id, 0, 0.001), 0.0);
         }
         let mut out = Vec::new();
         d.dispatch(0.0, &req, &mut out);
@@ -674,8 +676,8 @@ mod tests {
         d.reconfigure(Limits { read_mpl: 3, ..Limits::default() }, Box::new(Fifo::new())).unwrap();
         assert_eq!(d.queued(), 0);
         assert_eq!(d.slots_in_service(), 2);
-        d.enqueue(2, 0, 0.001, 0.0);
-        d.enqueue(3, 0, 0.001, 0.0);
+        d.enqueue(Item::new(2, 0, 0.001), 0.0);
+        d.enqueue(Item::new(3, 0, 0.001), 0.0);
         out.clear();
         d.dispatch(0.0, &req, &mut out);
         assert_eq!(ids(&out), vec![(2, false)]); // 2 in service already count

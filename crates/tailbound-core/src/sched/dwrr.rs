@@ -1,7 +1,9 @@
 //! Deficit weighted round robin over classes (Shreedhar & Varghese's DRR with per-class quanta),
 //! the practical form of weighted fair queueing used by switches (Aequitas' WFQ classes).
 //!
-//! Each class has a FIFO queue and a deficit counter. A round visits the active classes in turn;
+//! An item is served in its own class when it has one (`Item::class`, set per request by a
+//! policy), else in its workload's class (`class_of`). Each class has a FIFO queue and a deficit
+//! counter. A round visits the active classes in turn;
 //! a visit adds `quantum · weight[c]` seconds of work to the deficit and serves the head while it
 //! fits. A class that empties forfeits its deficit. When a whole pass serves nothing (quanta small
 //! against the heads), the rounds that would serve nothing are skipped arithmetically, so the cost
@@ -75,12 +77,21 @@ impl Dwrr {
 }
 
 impl Scheduler for Dwrr {
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
-        let c = self.class_of[workload as usize] as usize;
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        _now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
+        let c = item.class_or(self.class_of[item.workload as usize]) as usize;
         if self.queues[c].is_empty() {
             self.active.push_back(c);
         }
-        self.queues[c].push_back(Item { id, workload, cost, arrival: now });
+        self.queues[c].push_back(item);
         self.len += 1;
     }
 
@@ -138,7 +149,7 @@ mod tests {
         // two always-backlogged classes with weights 3:1 and equal unit costs
         let mut s = Dwrr::new(vec![0, 1], vec![3.0, 1.0], 0.001).unwrap();
         for i in 0..4000 {
-            s.enqueue(i, (i % 2) as u32, 0.01, 0.0);
+            s.enqueue(Item::new(i, (i % 2) as u32, 0.01), 0.0);
         }
         let mut served = [0usize; 2];
         for _ in 0..2000 {
@@ -147,6 +158,55 @@ mod tests {
         }
         let ratio = served[0] as f64 / served[1] as f64;
         assert!((ratio - 3.0).abs() < 0.05, "ratio {ratio}");
+    }
+
+    #[test]
+    fn dwrr_serves_an_item_in_its_own_class() {
+        // one workload in class 0; its items alternate between class 0 (3/4 of the work) and
+        // class 1 (1/4): backlogged, the classes share 3:1 whoever sent them, and class 1's
+        // items keep their order
+        let mut s = Dwrr::new(vec![0, 0], vec![3.0, 1.0], 0.001).unwrap();
+        for i in 0..4000 {
+            let class = if i % 2 == 0 { 0 } else { 1 };
+            s.enqueue(Item::new(i, 0, 0.01).with_class(class), 0.0);
+        }
+        let mut served = [0usize; 2];
+        let mut last_odd = None;
+        for _ in 0..2000 {
+            let Dequeue::Ready(item) = s.dequeue(0.0) else { panic!() };
+            served[(item.id % 2) as usize] += 1;
+            if item.id % 2 == 1 {
+                assert!(last_odd.is_none_or(|l| l < item.id));
+                last_odd = Some(item.id);
+            }
+        }
+        let ratio = served[0] as f64 / served[1] as f64;
+        assert!((ratio - 3.0).abs() < 0.05, "ratio {ratio}");
+        // by workload (no item classes) everything would be one class: FIFO, 1:1
+        let mut fifo = Dwrr::new(vec![0, 0], vec![3.0, 1.0], 0.001).unwrap();
+        for i in 0..4000 {
+            fifo.enqueue(Item::new(i, 0, 0.01), 0.0);
+        }
+        let ids: Vec<u64> = (0..4)
+            .map(|_| match fifo.dequeue(0.0) {
+                Dequeue::Ready(i) => i.id,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2, 3]);
+        // workload 0 in class 0, workload 1 in class 1; item 2 of workload 1 asks for class 0:
+        // class 0 serves 1 then (next round) 2, between them class 1 serves 3
+        let mut s = Dwrr::new(vec![0, 1], vec![1.0, 1.0], 1.0).unwrap();
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
+        s.enqueue(Item::new(2, 1, 1.0).with_class(0), 0.0);
+        s.enqueue(Item::new(3, 1, 1.0), 0.0);
+        let ids: Vec<u64> = (0..3)
+            .map(|_| match s.dequeue(0.0) {
+                Dequeue::Ready(i) => i.id,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(ids, vec![1, 3, 2], "by workload it would be 1, 2, 3");
     }
 
     #[test]

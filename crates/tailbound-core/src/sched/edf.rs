@@ -1,10 +1,12 @@
-//! Earliest deadline first: an item's deadline is its arrival plus its workload's relative
-//! deadline (the SLO latency); the earliest deadline is served first, ties in arrival order.
+//! Earliest deadline first: an item's deadline is its own absolute deadline when it has one
+//! (`Item::deadline`, set per request by a policy: Nested QoS' arrival + δ of the class), else
+//! its arrival plus its workload's relative deadline (the SLO latency); the earliest deadline is
+//! served first, ties in arrival order.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey};
+use super::{check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey, NO_DEADLINE};
 use crate::error::{Error, Result};
 
 #[derive(Debug)]
@@ -52,9 +54,21 @@ impl Edf {
 }
 
 impl Scheduler for Edf {
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
-        let due = now + self.deadline[workload as usize];
-        let item = Item { id, workload, cost, arrival: now };
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
+        let due = if item.deadline == NO_DEADLINE {
+            now + self.deadline[item.workload as usize]
+        } else {
+            item.deadline
+        };
         self.heap.push(Reverse(Entry(TagKey(due, self.seq), item)));
         self.seq += 1;
     }
@@ -87,9 +101,9 @@ mod tests {
     #[test]
     fn edf_serves_earliest_deadline() {
         let mut s = Edf::new(vec![0.010, 0.001]).unwrap();
-        s.enqueue(1, 0, 1.0, 0.0); // due 0.010
-        s.enqueue(2, 1, 1.0, 0.005); // due 0.006
-        s.enqueue(3, 1, 1.0, 0.0095); // due 0.0105
+        s.enqueue(Item::new(1, 0, 1.0), 0.0); // due 0.010
+        s.enqueue(Item::new(2, 1, 1.0), 0.005); // due 0.006
+        s.enqueue(Item::new(3, 1, 1.0), 0.0095); // due 0.0105
         let order: Vec<u64> = (0..3)
             .map(|_| match s.dequeue(0.01) {
                 Dequeue::Ready(i) => i.id,
@@ -98,5 +112,23 @@ mod tests {
             .collect();
         assert_eq!(order, vec![2, 1, 3]);
         assert!(s.set_param(0, Param::Deadline(-1.0)).is_err());
+    }
+
+    #[test]
+    fn edf_uses_an_items_own_deadline_when_set() {
+        // workload 0's relative deadline is 10 ms, workload 1's 1 ms
+        let mut s = Edf::new(vec![0.010, 0.001]).unwrap();
+        s.enqueue(Item::new(1, 1, 1.0), 0.0); // due 0.001 (workload 1's relative deadline)
+        s.enqueue(Item::new(2, 0, 1.0).with_deadline(0.0005), 0.0); // its own: due 0.0005
+        s.enqueue(Item::new(3, 0, 1.0), 0.0); // due 0.010
+        s.enqueue(Item::new(4, 1, 1.0).with_deadline(0.02), 0.0); // its own: due 0.02, not 0.001
+        s.enqueue(Item::new(5, 0, 1.0).with_deadline(NO_DEADLINE), 0.0); // unset: due 0.010
+        let order: Vec<u64> = (0..5)
+            .map(|_| match s.dequeue(0.0) {
+                Dequeue::Ready(i) => i.id,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(order, vec![2, 1, 3, 5, 4]);
     }
 }

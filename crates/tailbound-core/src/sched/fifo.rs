@@ -19,8 +19,17 @@ impl Fifo {
 }
 
 impl Scheduler for Fifo {
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
-        self.queue.push_back(Item { id, workload, cost, arrival: now });
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        _now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
+        self.queue.push_back(item);
     }
 
     fn dequeue(&mut self, _now: f64) -> Dequeue {
@@ -46,8 +55,8 @@ mod tests {
     #[test]
     fn fifo_serves_in_arrival_order() {
         let mut s = Fifo::new();
-        s.enqueue(7, 1, 0.5, 0.0);
-        s.enqueue(3, 0, 0.1, 1.0);
+        s.enqueue(Item::new(7, 1, 0.5), 0.0);
+        s.enqueue(Item::new(3, 0, 0.1), 1.0);
         assert_eq!(s.len(), 2);
         let Dequeue::Ready(a) = s.dequeue(2.0) else { panic!() };
         let Dequeue::Ready(b) = s.dequeue(2.0) else { panic!() };

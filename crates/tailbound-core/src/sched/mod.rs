@@ -4,18 +4,37 @@
 //! - [`SchedulerConfig`] (`config.rs`): each kind's configuration, defined once (serde, tagged by
 //!   `kind`), which builds the scheduler; it also reads a scenario's queue table keyed by
 //!   workload name;
-//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`: the disciplines;
+//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`, `wfq`: the
+//!   disciplines;
 //! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
 //!   batches of sequential writes) in front of a scheduler, apart from the device's service.
 //!
 //! Every queue (a link's output port or a device's dispatcher) owns one `Box<dyn Scheduler>`.
-//! The queue calls [`Scheduler::enqueue`] when an item arrives and [`Scheduler::dequeue`]
-//! whenever it can serve; the answer is `Ready(item)`, `Future(t)` (nothing is eligible before
-//! virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time is always
-//! passed in, so the same code runs under the simulator's virtual clock and a gateway's real clock.
+//! The queue calls [`Scheduler::enqueue`] with an [`Item`] when one arrives and
+//! [`Scheduler::dequeue`] whenever it can serve; the answer is `Ready(item)`, `Future(t)`
+//! (nothing is eligible before virtual time `t`, e.g. a shaper waits for tokens) or `Empty`. Time
+//! is always passed in (the `now` of both calls), so the same code runs under the simulator's
+//! virtual clock and a gateway's real clock.
+//!
+//! **An item** carries its workload (the index of the scheduler's per-workload settings) and two
+//! per-request tags a policy may set: a **class** (an index into the queue's classes, for the
+//! kinds that have classes; [`NO_CLASS`]: the class the queue's configuration gives the
+//! workload) and an absolute **deadline** in seconds ([`NO_DEADLINE`]: none of its own). Aequitas
+//! sets a class per RPC at issue time, Nested QoS a class and a deadline (arrival + δ of the
+//! class). A kind reads a tag only if it is configured to: `dwrr` (and `wfq`) serve an item in
+//! its own class when it has one, `edf` uses an item's own deadline when it has one (else arrival
+//! plus the workload's relative deadline); `fifo`, `priority` and `sfq` ignore both. Build items
+//! with [`Item::new`] and the `with_*` setters.
+//!
+//! **Speed.** The simulator enqueues an item per packet per link, so `Item` stays `Copy` and 32
+//! bytes (its arrival time is the `now` of the enqueue, not a field), and a discipline implements
+//! [`Scheduler::enqueue_fields`] (the item's fields as arguments, which a virtual call passes in
+//! registers; `enqueue(item, now)` is its wrapper): passing the `Item` itself through the virtual
+//! call cost the simulator ~6% (`benchmarks/README.md`, "Simulator").
 //!
 //! Units: `cost` is the item's work at this queue in seconds of exclusive service (tokens), so
-//! token-bucket rates are utilisations and bucket sizes are seconds of work.
+//! token-bucket rates are utilisations and bucket sizes are seconds of work; `now` and
+//! `deadline` are seconds on the queue's clock.
 
 mod bucket;
 mod config;
@@ -25,6 +44,7 @@ mod edf;
 mod fifo;
 mod priority;
 mod sfq;
+mod wfq;
 
 pub use bucket::{shape, BucketSet, TokenBucket};
 pub use config::{SchedulerConfig, Value, WorkloadInfo, KINDS, TABLE_FIELDS};
@@ -33,8 +53,17 @@ pub use edf::Edf;
 pub use fifo::Fifo;
 pub use priority::{LimitMode, Priority};
 pub use sfq::Sfq;
+pub use wfq::Wfq;
 
 use crate::error::{Error, Result};
+
+/// [`Item::class`] when the item has no class of its own: the queue's configuration gives it
+/// its workload's class.
+pub const NO_CLASS: u32 = u32::MAX;
+
+/// [`Item::deadline`] when the item has no deadline of its own (`+∞`; a deadline-reading kind
+/// then derives one from its configuration).
+pub const NO_DEADLINE: f64 = f64::INFINITY;
 
 /// One unit of work waiting at a queue: a packet at a link, a request at a device.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,10 +72,46 @@ pub struct Item {
     pub id: u64,
     /// The workload the item belongs to (index into the scheduler's per-workload settings).
     pub workload: u32,
+    /// The item's own class (index into the queue's classes), or [`NO_CLASS`].
+    pub class: u32,
     /// Seconds of exclusive service the item needs at this queue (its tokens).
     pub cost: f64,
-    /// The time the item was enqueued.
-    pub arrival: f64,
+    /// The item's own absolute deadline (seconds), or [`NO_DEADLINE`].
+    pub deadline: f64,
+}
+
+// The simulator moves an item per packet per link: keep it small (see the module documentation).
+const _: () = assert!(std::mem::size_of::<Item>() == 32);
+
+impl Item {
+    /// Item `id` of `workload` with `cost` seconds of work, without a class or a deadline of
+    /// its own.
+    #[inline]
+    pub fn new(id: u64, workload: u32, cost: f64) -> Self {
+        Self { id, workload, class: NO_CLASS, cost, deadline: NO_DEADLINE }
+    }
+
+    /// The same item in class `class` ([`NO_CLASS`]: the workload's).
+    #[inline]
+    pub fn with_class(self, class: u32) -> Self {
+        Self { class, ..self }
+    }
+
+    /// The same item with absolute deadline `deadline` seconds ([`NO_DEADLINE`]: none).
+    #[inline]
+    pub fn with_deadline(self, deadline: f64) -> Self {
+        Self { deadline, ..self }
+    }
+
+    /// The item's class: its own, else `default` (its workload's).
+    #[inline]
+    pub fn class_or(&self, default: u32) -> u32 {
+        if self.class == NO_CLASS {
+            default
+        } else {
+            self.class
+        }
+    }
 }
 
 /// The answer of [`Scheduler::dequeue`].
@@ -75,8 +140,28 @@ pub enum Param {
 
 /// A queueing discipline with injected time.
 pub trait Scheduler: Send + Sync {
-    /// Add an item of `workload` with `cost` seconds of work, arriving at `now`.
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64);
+    /// Add `item`, arriving at `now` (the queue's clock). An item's class must be one of the
+    /// queue's classes (`< SchedulerConfig::classes()`) or [`NO_CLASS`]; the simulator and the
+    /// gateway check that when they are configured.
+    #[inline]
+    fn enqueue(&mut self, item: Item, now: f64) {
+        let Item { id, workload, class, cost, deadline } = item;
+        self.enqueue_fields(id, workload, class, cost, deadline, now);
+    }
+    /// [`Scheduler::enqueue`] with the item's fields as arguments: what a discipline implements,
+    /// and what a queue holding a `dyn Scheduler` calls. Through a virtual call the fields
+    /// travel in registers, an `Item` through memory: the discipline's copy of it into its queue
+    /// then waited for the caller's stores of its fields (a store-forwarding stall per packet,
+    /// ~6% of the simulator's time; `benchmarks/README.md`, "Simulator").
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    );
     /// Choose the next item to serve at `now`.
     fn dequeue(&mut self, now: f64) -> Dequeue;
     /// Number of waiting items.

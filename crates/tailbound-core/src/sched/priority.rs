@@ -116,9 +116,17 @@ impl Priority {
 }
 
 impl Scheduler for Priority {
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
-        let w = workload as usize;
-        let item = Item { id, workload, cost, arrival: now };
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
+        let w = item.workload as usize;
         let was_empty = self.classes[w].queue.is_empty();
         self.classes[w].queue.push_back((item, self.seq));
         if was_empty {
@@ -238,18 +246,18 @@ mod tests {
     #[test]
     fn priority_serves_higher_level_first_fifo_within_level() {
         let mut s = Priority::new(vec![0, 5, 5], vec![vec![]; 3], LimitMode::Shaping).unwrap();
-        s.enqueue(1, 0, 1.0, 0.0);
-        s.enqueue(2, 2, 1.0, 0.0);
-        s.enqueue(3, 1, 1.0, 0.0);
-        s.enqueue(4, 2, 1.0, 0.0);
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
+        s.enqueue(Item::new(2, 2, 1.0), 0.0);
+        s.enqueue(Item::new(3, 1, 1.0), 0.0);
+        s.enqueue(Item::new(4, 2, 1.0), 0.0);
         assert_eq!(ids(&mut s, 0.0), vec![2, 3, 4, 1]);
     }
 
     #[test]
     fn priority_shaping_waits_for_tokens() {
         let mut s = Priority::new(vec![1], vec![vec![(0.5, 1.0)]], LimitMode::Shaping).unwrap();
-        s.enqueue(1, 0, 1.0, 0.0);
-        s.enqueue(2, 0, 1.0, 0.0);
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
+        s.enqueue(Item::new(2, 0, 1.0), 0.0);
         assert_eq!(ids(&mut s, 0.0), vec![1]);
         let Dequeue::Future(t) = s.dequeue(0.0) else { panic!() };
         assert!((t - 2.0).abs() < 1e-12);
@@ -260,9 +268,9 @@ mod tests {
     fn priority_demotion_serves_excess_below_everyone() {
         let buckets = vec![vec![(0.5, 1.0)], vec![]];
         let mut s = Priority::new(vec![9, 0], buckets, LimitMode::Demotion).unwrap();
-        s.enqueue(1, 0, 1.0, 0.0);
-        s.enqueue(2, 0, 1.0, 0.0); // outside the limit: demoted below workload 1's level 0
-        s.enqueue(3, 1, 1.0, 0.0);
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
+        s.enqueue(Item::new(2, 0, 1.0), 0.0); // outside the limit: demoted below workload 1's level 0
+        s.enqueue(Item::new(3, 1, 1.0), 0.0);
         assert_eq!(ids(&mut s, 0.0), vec![1, 3, 2]);
     }
 
@@ -270,8 +278,8 @@ mod tests {
     fn priority_control_hook_changes_levels() {
         let mut s = Priority::new(vec![1, 0], vec![vec![]; 2], LimitMode::Shaping).unwrap();
         s.set_param(1, Param::Priority(2)).unwrap();
-        s.enqueue(1, 0, 1.0, 0.0);
-        s.enqueue(2, 1, 1.0, 0.0);
+        s.enqueue(Item::new(1, 0, 1.0), 0.0);
+        s.enqueue(Item::new(2, 1, 1.0), 0.0);
         assert_eq!(ids(&mut s, 0.0), vec![2, 1]);
         assert!(s.set_param(5, Param::Priority(1)).is_err());
         assert!(s.set_param(0, Param::Weight(1.0)).is_err());

@@ -73,12 +73,20 @@ impl Sfq {
 }
 
 impl Scheduler for Sfq {
-    fn enqueue(&mut self, id: u64, workload: u32, cost: f64, now: f64) {
-        let w = workload as usize;
+    fn enqueue_fields(
+        &mut self,
+        id: u64,
+        workload: u32,
+        class: u32,
+        cost: f64,
+        deadline: f64,
+        _now: f64,
+    ) {
+        let item = Item { id, workload, class, cost, deadline };
+        let w = item.workload as usize;
         let start = self.virtual_time.max(self.last_finish[w]);
-        let finish = start + cost / self.weight[w];
+        let finish = start + item.cost / self.weight[w];
         self.last_finish[w] = finish;
-        let item = Item { id, workload, cost, arrival: now };
         self.heap.push(Reverse(Tagged { key: TagKey(start, self.seq), finish, item }));
         self.seq += 1;
     }
@@ -119,7 +127,7 @@ mod tests {
     fn sfq_backlogged_flows_share_by_weight() {
         let mut s = Sfq::new(vec![1.0, 2.0]).unwrap();
         for i in 0..3000 {
-            s.enqueue(i, (i % 2) as u32, 1.0, 0.0);
+            s.enqueue(Item::new(i, (i % 2) as u32, 1.0), 0.0);
         }
         let mut served = [0usize; 2];
         for _ in 0..1500 {
@@ -133,14 +141,14 @@ mod tests {
     fn sfq_new_flow_starts_at_virtual_time_not_zero() {
         let mut s = Sfq::new(vec![1.0, 1.0]).unwrap();
         for i in 0..10 {
-            s.enqueue(i, 0, 1.0, 0.0);
+            s.enqueue(Item::new(i, 0, 1.0), 0.0);
         }
         for _ in 0..5 {
             s.dequeue(0.0);
         }
         // workload 1 arrives late: it must not get 5 items of credit for its idle past
-        s.enqueue(100, 1, 1.0, 5.0);
-        s.enqueue(101, 1, 1.0, 5.0);
+        s.enqueue(Item::new(100, 1, 1.0), 5.0);
+        s.enqueue(Item::new(101, 1, 1.0), 5.0);
         let order: Vec<u64> = (0..4)
             .map(|_| match s.dequeue(5.0) {
                 Dequeue::Ready(i) => i.id,

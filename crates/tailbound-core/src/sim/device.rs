@@ -131,9 +131,10 @@ impl Device {
         self.last = now;
     }
 
-    /// Queue request `id` of `workload` with `work` seconds of device work.
-    pub fn enqueue(&mut self, id: u64, workload: u32, work: f64, now: f64) {
-        self.dispatcher.enqueue(id, workload, work, now);
+    /// Queue a request at `now` (`item.id` its request index, `item.cost` its seconds of work).
+    #[inline]
+    pub fn enqueue(&mut self, item: Item, now: f64) {
+        self.dispatcher.enqueue(item, now);
     }
 
     /// Let in the requests the dispatcher admits now and start their service.

@@ -18,7 +18,7 @@ use super::results::Records;
 use super::topology::{StageRoute, Topology};
 use super::workload::{Issue, Requests, WorkloadSpec};
 use crate::error::{Error, Result};
-use crate::sched::Param;
+use crate::sched::{Item, Param, NO_CLASS, NO_DEADLINE};
 
 /// Packet index bits in a packet identifier `(request << PACKET_BITS) | packet`.
 const PACKET_BITS: u32 = 24;
@@ -75,6 +75,13 @@ pub struct Simulation {
     op: Vec<u8>,
     size: Vec<f64>,
     offset: Vec<f64>,
+    /// Whether any request has a class or a deadline of its own (else `class` and `deadline`
+    /// are empty and items are built without reading them).
+    tagged: bool,
+    /// Each request's own class (`NO_CLASS`: none).
+    class: Vec<u32>,
+    /// Each request's own deadline relative to its issue (`NO_DEADLINE`: none).
+    deadline: Vec<f64>,
     cost: Vec<f64>,
     stage: Vec<u8>,
     packets_left: Vec<u32>,
@@ -110,6 +117,8 @@ impl Simulation {
         if total >= (1usize << (64 - PACKET_BITS)).min(u32::MAX as usize) {
             return Err(Error::Invalid(format!("{total} requests are too many for one run")));
         }
+        let tagged = requests.iter().any(|r| !r.class.is_empty() || !r.deadline.is_empty());
+        let tags = if tagged { total } else { 0 };
         let mut sim = Simulation {
             kernel: Kernel::new(),
             mtu: topology.mtu,
@@ -121,6 +130,9 @@ impl Simulation {
             op: Vec::with_capacity(total),
             size: Vec::with_capacity(total),
             offset: Vec::with_capacity(total),
+            tagged,
+            class: Vec::with_capacity(tags),
+            deadline: Vec::with_capacity(tags),
             cost: vec![0.0; total * stages],
             stage: vec![0; total],
             packets_left: vec![0; total],
@@ -132,6 +144,7 @@ impl Simulation {
         for (w, (spec, reqs)) in specs.into_iter().zip(requests).enumerate() {
             topology.check_route(&spec.route)?;
             reqs.validate(spec.route.len(), &w.to_string())?;
+            check_classes(topology, &spec.route, &reqs.class, w)?;
             if let Issue::Closed { outstanding: 0 } = spec.issue {
                 return Err(Error::Invalid(format!("workload {w}: outstanding must be >= 1")));
             }
@@ -149,6 +162,16 @@ impl Simulation {
                 sim.offset.extend(std::iter::repeat_n(f64::NAN, reqs.len()));
             } else {
                 sim.offset.extend_from_slice(&reqs.offset);
+            }
+            if tagged && reqs.class.is_empty() {
+                sim.class.extend(std::iter::repeat_n(NO_CLASS, reqs.len()));
+            } else {
+                sim.class.extend_from_slice(&reqs.class);
+            }
+            if tagged && reqs.deadline.is_empty() {
+                sim.deadline.extend(std::iter::repeat_n(NO_DEADLINE, reqs.len()));
+            } else {
+                sim.deadline.extend_from_slice(&reqs.deadline);
             }
             let end = sim.arrival.len();
             hops += check_messages(&spec.route, &reqs.cost, topology.mtu, w)?;
@@ -330,15 +353,17 @@ impl Simulation {
                 self.packets_left[r] = packets as u32;
                 let window = packets.min(SEND_WINDOW_PACKETS);
                 self.packets_queued[r] = window as u32;
+                let item = self.item(r);
                 let link = &mut self.links[first as usize];
                 for k in 0..window {
                     let bytes = packet_bytes(cost, self.mtu, k, packets);
-                    link.enqueue(((r as u64) << PACKET_BITS) | k, w as u32, bytes, now);
+                    link.enqueue(Item { id: ((r as u64) << PACKET_BITS) | k, ..item }, bytes, now);
                 }
                 self.serve_link(first, now);
             }
             &StageRoute::Device(d) => {
-                self.devices[d as usize].enqueue(r as u64, w as u32, cost, now);
+                let item = Item { cost, ..self.item(r) };
+                self.devices[d as usize].enqueue(item, now);
                 let next = self.devices[d as usize].dispatch(
                     now,
                     Columns { op: &self.op, size: &self.size, offset: &self.offset },
@@ -346,6 +371,17 @@ impl Simulation {
                 self.follow_device(d, next);
             }
         }
+    }
+
+    /// Request `r`'s item (id `r`, cost 0: the queue's to set) with its tags.
+    #[inline]
+    fn item(&self, r: usize) -> Item {
+        let item = Item::new(r as u64, self.workload_of[r], 0.0);
+        if !self.tagged {
+            return item;
+        }
+        let deadline = self.records.issue[r] + self.deadline[r];
+        item.with_class(self.class[r]).with_deadline(deadline)
     }
 
     fn serve_link(&mut self, l: u32, now: f64) {
@@ -383,7 +419,8 @@ impl Simulation {
             let cost = self.cost[r * self.records.stages + s];
             let packets = packet_count(cost, self.mtu);
             let bytes = packet_bytes(cost, self.mtu, k, packets);
-            self.links[next as usize].enqueue(packet, w as u32, bytes, now);
+            let item = Item { id: packet, ..self.item(r) };
+            self.links[next as usize].enqueue(item, bytes, now);
             self.serve_link(next, now);
             return;
         }
@@ -411,12 +448,8 @@ impl Simulation {
         if k < packets {
             self.packets_queued[r] += 1;
             let bytes = packet_bytes(cost, self.mtu, k, packets);
-            self.links[link as usize].enqueue(
-                ((r as u64) << PACKET_BITS) | k,
-                w as u32,
-                bytes,
-                now,
-            );
+            let item = Item { id: ((r as u64) << PACKET_BITS) | k, ..self.item(r) };
+            self.links[link as usize].enqueue(item, bytes, now);
         }
     }
 
@@ -436,6 +469,36 @@ impl Simulation {
             }
         }
     }
+}
+
+/// Check workload `w`'s per-request classes against every queue of its route whose kind has
+/// classes: each class must be one of them (or `NO_CLASS`).
+fn check_classes(topology: &Topology, route: &[StageRoute], class: &[u32], w: usize) -> Result<()> {
+    let Some((i, &top)) =
+        class.iter().enumerate().filter(|&(_, &c)| c != NO_CLASS).max_by_key(|&(_, &c)| c)
+    else {
+        return Ok(());
+    };
+    let queues = route.iter().flat_map(|stage| match stage {
+        StageRoute::Net(links) => links
+            .iter()
+            .map(|&l| (format!("link {l}"), &topology.links[l as usize].scheduler))
+            .collect::<Vec<_>>(),
+        &StageRoute::Device(d) => {
+            vec![(format!("device {d}"), &topology.devices[d as usize].scheduler)]
+        }
+    });
+    for (queue, config) in queues {
+        let n = config.classes();
+        if n > 0 && top as usize >= n {
+            return Err(Error::Invalid(format!(
+                "workload {w}: request {i} has class {top}, but the {} scheduler of {queue} \
+                 has classes 0..{n}",
+                config.kind()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Packets of a message of `bytes` (at least one, also for an empty message).

@@ -41,9 +41,12 @@ impl Link {
         })
     }
 
-    /// Queue a packet of `bytes`; its tokens are its transmission time in seconds.
-    pub fn enqueue(&mut self, id: u64, workload: u32, bytes: f64, now: f64) {
-        self.scheduler.enqueue(id, workload, bytes / self.bandwidth, now);
+    /// Queue a packet of `bytes` at `now` (`packet` carries its id, workload and tags; its cost
+    /// is set here: its tokens are its transmission time in seconds).
+    #[inline]
+    pub fn enqueue(&mut self, packet: Item, bytes: f64, now: f64) {
+        let Item { id, workload, class, deadline, .. } = packet;
+        self.scheduler.enqueue_fields(id, workload, class, bytes / self.bandwidth, deadline, now);
     }
 
     /// Put the next packet on the wire if the wire is free.

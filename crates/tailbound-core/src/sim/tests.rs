@@ -18,6 +18,7 @@ fn reqs(arrival: &[f64], cost: &[f64]) -> Requests {
         size: vec![0.0; n],
         offset: Vec::new(),
         cost: vec![cost.to_vec()],
+        ..Default::default()
     }
 }
 
@@ -113,6 +114,7 @@ fn sim_is_deterministic() {
             size: vec![100.0; 200],
             offset: Vec::new(),
             cost: vec![vec![1700.0 * k; 200], vec![0.003 * k; 200]],
+            ..Default::default()
         };
         build(config, vec![mk(1.0), mk(1.5)])
     };
@@ -192,6 +194,7 @@ fn disk_reqs(rows: &[(f64, u8, f64, f64)]) -> Requests {
         size: vec![1000.0; rows.len()],
         offset: rows.iter().map(|r| r.2).collect(),
         cost: vec![rows.iter().map(|r| r.3).collect()],
+        ..Default::default()
     }
 }
 
@@ -339,4 +342,64 @@ fn sim_long_message_queues_a_window_and_keeps_its_timing() {
     // 1025 s and the long message ends one packet later than alone
     assert_eq!(sim.records().exit[1], SEND_WINDOW_PACKETS as f64 + 1.0);
     assert_eq!(sim.records().exit[0], packets as f64 + 1.0);
+}
+
+#[test]
+fn sim_requests_carry_their_own_deadline_and_class() {
+    // EDF device, MPL 1, workload deadline 10 s: request 0 goes in at once; request 1 has its
+    // own deadline 5 s after issue, request 2 1 s: request 2 is served before request 1
+    let config = r#"{"topology": {"devices": [{"scheduler": {"kind": "edf", "deadline": [10]}}]},
+        "workloads": [{"route": [{"device": 0}], "issue": "open"}]}"#;
+    let mut r = reqs(&[0.0, 0.0, 0.0], &[1.0, 1.0, 1.0]);
+    r.deadline = vec![f64::INFINITY, 5.0, 1.0];
+    let mut sim = build(config, vec![r.clone()]);
+    sim.run(f64::INFINITY);
+    assert!(close(&sim.records().exit, &[1.0, 3.0, 2.0]), "{:?}", sim.records().exit);
+    // without the per-request deadlines: arrival order
+    r.deadline.clear();
+    let mut sim = build(config, vec![r.clone()]);
+    sim.run(f64::INFINITY);
+    assert!(close(&sim.records().exit, &[1.0, 2.0, 3.0]));
+    // a request's class must be one of the classes of every DWRR queue on its route
+    let dwrr = r#"{"topology": {"devices": [{"scheduler": {"kind": "dwrr", "class": [0],
+        "weight": [1, 3], "quantum": 0.5}}]},
+        "workloads": [{"route": [{"device": 0}], "issue": "open"}]}"#;
+    r.class = vec![crate::sched::NO_CLASS, 1, 2];
+    let c = SimConfig::from_json(dwrr).unwrap();
+    let e = Simulation::new(&c.topology, c.workloads, vec![r.clone()]).err().unwrap();
+    assert!(e.to_string().contains("request 2 has class 2"), "{e}");
+    assert!(e.to_string().contains("classes 0..2"), "{e}");
+    r.class = vec![1, 1];
+    let c = SimConfig::from_json(dwrr).unwrap();
+    assert!(Simulation::new(&c.topology, c.workloads, vec![r.clone()]).is_err());
+    r.deadline = vec![-1.0, 0.0, 0.0];
+    r.class.clear();
+    let c = SimConfig::from_json(dwrr).unwrap();
+    let e = Simulation::new(&c.topology, c.workloads, vec![r]).err().unwrap();
+    assert!(e.to_string().contains("request 0: a deadline"), "{e}");
+}
+
+#[test]
+fn sim_wfq_device_serves_by_virtual_finish_tag() {
+    // A: four requests of 0.5 s, B: one of 1 s, all at time 0, one device (MPL 1) with WFQ;
+    // A's first request goes in at once (nothing else is queued yet)
+    let config = |wa: f64, wb: f64| {
+        format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {{"kind": "wfq", "class": [0, 1],
+            "weight": [{wa}, {wb}]}}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        )
+    };
+    let run = |wa: f64, wb: f64| {
+        let a = reqs(&[0.0; 4], &[0.5; 4]);
+        let b = reqs(&[0.0], &[1.0]);
+        let mut sim = build(&config(wa, wb), vec![a, b]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    // weights 3:1 (Σ 4): A's tags 2/3, 4/3, 2, 8/3, B's 4: B last, at 3 s
+    assert!(close(&run(3.0, 1.0), &[0.5, 1.0, 1.5, 2.0, 3.0]), "{:?}", run(3.0, 1.0));
+    // weights 1:3: A's tags 2, 4, 6, 8, B's 4/3: B right after A's first, A's rest after it
+    assert!(close(&run(1.0, 3.0), &[0.5, 2.0, 2.5, 3.0, 1.5]), "{:?}", run(1.0, 3.0));
 }

@@ -42,6 +42,15 @@ pub struct Requests {
     /// Per stage of the route, one cost per request: message bytes for a network stage, seconds
     /// of work for a device stage.
     pub cost: Vec<Vec<f64>>,
+    /// Each request's own class at every queue it crosses (an index into the queues' classes;
+    /// [`crate::sched::NO_CLASS`]: its workload's class there); empty when the workload sets none.
+    /// Only the kinds with classes read it (`dwrr`, `wfq`); the simulation checks each class
+    /// against the classes of those queues on the route.
+    pub class: Vec<u32>,
+    /// Each request's own relative deadline in seconds after its issue (its items carry the
+    /// absolute deadline issue + deadline at every queue; `edf` serves by it); empty when the
+    /// workload sets none. `+∞` for a request without one.
+    pub deadline: Vec<f64>,
 }
 
 impl Requests {
@@ -88,6 +97,18 @@ impl Requests {
         }
         if self.op.iter().any(|&o| o > 1) {
             return bad("op must be 0 (read) or 1 (write)".into());
+        }
+        if !self.class.is_empty() && self.class.len() != n {
+            return bad(format!("class needs {n} entries (or none)"));
+        }
+        if !self.deadline.is_empty() && self.deadline.len() != n {
+            return bad(format!("deadline needs {n} entries (or none)"));
+        }
+        if let Some(i) = self.deadline.iter().position(|d| d.is_nan() || *d < 0.0) {
+            return bad(format!(
+                "request {i}: a deadline must be >= 0 seconds (or +inf), got {}",
+                self.deadline[i]
+            ));
         }
         Ok(())
     }
