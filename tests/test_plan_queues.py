@@ -249,29 +249,39 @@ def test_exporters_warn_as_before() -> None:
 
 
 # ------------------------------------------------------------------------------ a class kind
-def _dwrr_plan(gold_weight: float) -> Plan:
-    """Two storage tenants on one device in classes ``gold`` and ``bronze`` under DWRR, each
-    able to fill the device alone (the device is the bottleneck)."""
+#: The class kinds: DWRR, and WFQ, which reached the Plan, the simulator and the gateway by its
+#: Rust module and its registration alone (issue 23), with the serde form each one is read into.
+CLASS_KINDS = {
+    "dwrr": {"kind": "dwrr", "class": [1, 0], "weight": [1.0, 3.0], "quantum": 0.002},
+    "wfq": {"kind": "wfq", "class": [1, 0], "weight": [1.0, 3.0]},  # no quantum: ignored
+}
+
+
+def _dwrr_plan(gold_weight: float, kind: str = "dwrr") -> Plan:
+    """Two storage tenants on one device in classes ``gold`` and ``bronze`` under ``kind`` (a
+    class kind: DWRR by default), each able to fill the device alone (the device is the
+    bottleneck)."""
     tenants = [
         dataclasses.replace(_tenant(name, 0, client=f"c{i}"), service_class={Stage.STORAGE: klass})
         for i, (name, klass) in enumerate([("G", "gold"), ("B", "bronze")])
     ]
-    dwrr = Discipline("dwrr", class_weight={"gold": gold_weight}, quantum_s=0.002)
+    dwrr = Discipline(kind, class_weight={"gold": gold_weight}, quantum_s=0.002)
     disciplines = {**dict.fromkeys(STORAGE_PATH, Discipline("fifo")), Stage.STORAGE: dwrr}
     return Plan("test", 1, tenants, disciplines=disciplines)
 
 
-def test_a_class_kind_goes_from_plan_to_simulator_and_gateway(tmp_path: Path) -> None:
-    """DWRR, which no code of the Plan's spelled before: read and written by the plan, its queue
-    table, the simulator's scheduler and the gateway's are the core's."""
-    plan = _dwrr_plan(3.0)
+@pytest.mark.parametrize("kind", CLASS_KINDS)
+def test_a_class_kind_goes_from_plan_to_simulator_and_gateway(tmp_path: Path, kind: str) -> None:
+    """DWRR and WFQ, which no Python code spells: read and written by the plan, its queue table,
+    the simulator's scheduler and the gateway's are the core's."""
+    plan = _dwrr_plan(3.0, kind)
     path = tmp_path / "plan.json"
     plan.save(path)
     assert Plan.load(path) == plan
     tables = queue_tables(plan)
     assert tables["s0.ssd0"]["class"] == {"G": "gold", "B": "bronze"}
     assert tables["s0.ssd0"]["class_weight"] == {"gold": 3.0}
-    expected = {"kind": "dwrr", "class": [1, 0], "weight": [1.0, 3.0], "quantum": 0.002}
+    expected = CLASS_KINDS[kind]
     assert scheduler_config(plan, "s0.ssd0") == expected
     config = gate_config(Plan.load(path), PROFILE, backend_dir="/srv/gate")
     assert config["exports"] == ["G", "B"] and config["scheduler"] == expected
@@ -313,10 +323,10 @@ def test_a_setting_the_core_refuses_names_the_plans_field() -> None:
         scheduler_config(plan, "nowhere")
 
 
-def _saturated_latency(gold_weight: float) -> dict[str, float]:
+def _saturated_latency(gold_weight: float, kind: str) -> dict[str, float]:
     """The mean latency (s) of each tenant when both send 64 KiB writes at 1.5 times the
     device's rate each (the device serves 1.5e8 B/s: ~2289 writes/s)."""
-    plan = _dwrr_plan(gold_weight)
+    plan = _dwrr_plan(gold_weight, kind)
     trace = {"kind": "poisson", "rate": 3400, "duration_s": 0.5, "size_bytes": 65536}
     sources = {
         t.name: {"synthetic": {**trace, "read_fraction": 0.0, "seed": i}}
@@ -330,10 +340,11 @@ def _saturated_latency(gold_weight: float) -> dict[str, float]:
     return {w.name: float(np.mean(w.latency)) for w in sim.results().workloads}
 
 
-def test_class_weights_of_the_plan_reach_the_simulated_device() -> None:
+@pytest.mark.parametrize("kind", CLASS_KINDS)
+def test_class_weights_of_the_plan_reach_the_simulated_device(kind: str) -> None:
     """Backlogged, the heavier class is served more: gold waits less than bronze with weight 3,
     and the two are alike with equal weights."""
-    weighted, equal = _saturated_latency(3.0), _saturated_latency(1.0)
+    weighted, equal = _saturated_latency(3.0, kind), _saturated_latency(1.0, kind)
     assert weighted["G"] < 0.6 * weighted["B"]
     assert equal["G"] == pytest.approx(equal["B"], rel=0.2)
 
