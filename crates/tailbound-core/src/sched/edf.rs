@@ -6,34 +6,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey, NO_DEADLINE};
+use super::{
+    check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey, Tagged, NO_DEADLINE,
+};
 use crate::error::{Error, Result};
-
-#[derive(Debug)]
-struct Entry(TagKey, Item);
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
-    }
-}
 
 /// Earliest deadline first.
 #[derive(Debug)]
 pub struct Edf {
     deadline: Vec<f64>,
-    heap: BinaryHeap<Reverse<Entry>>,
+    heap: BinaryHeap<Reverse<Tagged>>,
     seq: u64,
 }
 
@@ -69,13 +51,13 @@ impl Scheduler for Edf {
         } else {
             item.deadline
         };
-        self.heap.push(Reverse(Entry(TagKey(due, self.seq), item)));
+        self.heap.push(Reverse(Tagged(TagKey(due, self.seq), item)));
         self.seq += 1;
     }
 
     fn dequeue(&mut self, _now: f64) -> Dequeue {
         match self.heap.pop() {
-            Some(Reverse(Entry(_, item))) => Dequeue::Ready(item),
+            Some(Reverse(Tagged(_, item))) => Dequeue::Ready(item),
             None => Dequeue::Empty,
         }
     }

@@ -233,3 +233,27 @@ impl Ord for TagKey {
         self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
     }
 }
+
+/// An item in a heap ordered by its [`TagKey`] alone (EDF's deadlines, WFQ's finish tags).
+#[derive(Debug)]
+pub(crate) struct Tagged(pub TagKey, pub Item);
+
+impl PartialEq for Tagged {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Tagged {}
+
+impl PartialOrd for Tagged {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Tagged {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}

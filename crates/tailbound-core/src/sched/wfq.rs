@@ -30,28 +30,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey};
+use super::{check_workload, unsupported, Dequeue, Item, Param, Scheduler, TagKey, Tagged};
 use crate::error::{Error, Result};
-
-#[derive(Debug)]
-struct Entry(TagKey, Item);
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
-    }
-}
 
 /// Virtual-clock weighted fair queueing over classes.
 #[derive(Debug)]
@@ -62,7 +42,7 @@ pub struct Wfq {
     stretch: Vec<f64>,
     /// The finish tag of each class's latest item (seconds).
     last: Vec<f64>,
-    heap: BinaryHeap<Reverse<Entry>>,
+    heap: BinaryHeap<Reverse<Tagged>>,
     seq: u64,
 }
 
@@ -120,13 +100,13 @@ impl Scheduler for Wfq {
         let c = item.class_or(self.class_of[item.workload as usize]) as usize;
         let finish = now.max(self.last[c]) + item.cost * self.stretch[c];
         self.last[c] = finish;
-        self.heap.push(Reverse(Entry(TagKey(finish, self.seq), item)));
+        self.heap.push(Reverse(Tagged(TagKey(finish, self.seq), item)));
         self.seq += 1;
     }
 
     fn dequeue(&mut self, _now: f64) -> Dequeue {
         match self.heap.pop() {
-            Some(Reverse(Entry(_, item))) => Dequeue::Ready(item),
+            Some(Reverse(Tagged(_, item))) => Dequeue::Ready(item),
             None => Dequeue::Empty,
         }
     }
