@@ -186,6 +186,10 @@ impl TenantLimits {
     }
 }
 
+/// Tenants a dispatcher keeps gates for (indices `0..MAX_GATES`; the gates are a vector by
+/// workload, so a stray index must not allocate billions of them).
+pub const MAX_GATES: usize = 1 << 16;
+
 /// A tenant's gate: its limits, its requests waiting at the gate, its pacing state.
 #[derive(Debug, Default)]
 struct Gate {
@@ -327,6 +331,12 @@ impl Dispatcher {
             other => other,
         })?;
         let w = workload as usize;
+        if w >= MAX_GATES {
+            return Err(Error::Field {
+                field: format!("tenant {workload}"),
+                message: format!("out of range: at most {MAX_GATES} tenants have limits"),
+            });
+        }
         if w >= self.gates.len() {
             if !limits.any() {
                 return Ok(()); // unlimited already
@@ -1022,6 +1032,8 @@ mod tests {
         assert!(e.to_string().contains("tenant 3.rate"), "{e}");
         let e = d.set_tenant_limits(3, Some(f64::INFINITY), None).unwrap_err();
         assert!(e.to_string().contains("tenant 3.rate"), "{e}");
+        let e = d.set_tenant_limits(u32::MAX, Some(1.0), None).unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
         let e = d.set_tenant_limits(3, None, Some(0)).unwrap_err();
         assert!(e.to_string().contains("tenant 3.depth"), "{e}");
         assert_eq!(d.tenant_limits(3), TenantLimits::default());
