@@ -4,6 +4,7 @@
 //! service at a stage ("work"), rates as utilisations of a stage (work-seconds per second).
 //! The Python package reaches these functions through the thin `tailbound-py` binding.
 
+pub mod control;
 pub mod error;
 pub mod mmpp;
 pub mod parse;
