@@ -13,14 +13,16 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Dwrr, Edf, Fifo, LimitMode, Priority, Scheduler, Sfq, Wfq};
+use super::{
+    check_classes, Dwrr, Edf, Fifo, LimitMode, Nested, NestedClass, Priority, Scheduler, Sfq, Wfq,
+};
 use crate::error::{Error, Result};
 
 /// The names of the scheduler kinds, as `kind` spells them.
-pub const KINDS: [&str; 6] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq"];
+pub const KINDS: [&str; 7] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq", "nested"];
 
 /// The fields a queue table may have (any kind; a field another kind reads is ignored).
-pub const TABLE_FIELDS: [&str; 9] = [
+pub const TABLE_FIELDS: [&str; 10] = [
     "kind",
     "mode",
     "priority",
@@ -30,6 +32,7 @@ pub const TABLE_FIELDS: [&str; 9] = [
     "class_weight",
     "quantum_s",
     "deadline_s",
+    "nested",
 ];
 
 /// The scheduler of a queue, one entry per workload index.
@@ -60,6 +63,9 @@ pub enum SchedulerConfig {
     /// Virtual-clock weighted fair queueing over classes (`class[w]` of workload `w`,
     /// `weight[c]` of class `c`; Σ over every class): Aequitas' switches.
     Wfq { class: Vec<u32>, weight: Vec<f64> },
+    /// Nested QoS: per workload its nested classes `(σ seconds of work, ρ utilisation, δ
+    /// seconds)`, innermost first (none: every request best effort), and one EDF over all.
+    Nested { classes: Vec<Vec<NestedClass>> },
 }
 
 impl SchedulerConfig {
@@ -72,6 +78,7 @@ impl SchedulerConfig {
             SchedulerConfig::Sfq { .. } => "sfq",
             SchedulerConfig::Edf { .. } => "edf",
             SchedulerConfig::Wfq { .. } => "wfq",
+            SchedulerConfig::Nested { .. } => "nested",
         }
     }
 
@@ -124,6 +131,10 @@ impl SchedulerConfig {
             SchedulerConfig::Wfq { class, weight } => {
                 len("class", class.len())?;
                 Box::new(Wfq::new(class.clone(), weight.clone())?)
+            }
+            SchedulerConfig::Nested { classes } => {
+                len("classes", classes.len())?;
+                Box::new(Nested::new(classes.clone())?)
             }
         })
     }
@@ -237,6 +248,16 @@ impl SchedulerConfig {
             "wfq" => {
                 let (class, weight) = class_table(&t, &names, classes)?;
                 SchedulerConfig::Wfq { class, weight }
+            }
+            "nested" => {
+                let none = |_| Value::List(Vec::new());
+                let values = t.per_workload("nested", &names, none)?;
+                let classes = names
+                    .iter()
+                    .zip(&values)
+                    .map(|(n, v)| nested_classes(&format!("nested.{n}"), v))
+                    .collect::<Result<_>>()?;
+                SchedulerConfig::Nested { classes }
             }
             _ => {
                 let got = t.get("kind").map_or("None".to_string(), Value::to_string);
@@ -418,6 +439,24 @@ fn bucket(v: &Value) -> Option<(f64, f64)> {
     (rate > 0.0 && size >= 0.0).then_some((rate, size))
 }
 
+/// A workload's Nested QoS classes `[[sigma_s, rho, delta_s], ...]`, innermost first, checked
+/// positive, finite and nested (errors name `key`, e.g. `nested.A`).
+fn nested_classes(key: &str, v: &Value) -> Result<Vec<NestedClass>> {
+    let what = "a list of [sigma_s, rho, delta_s], innermost class first";
+    let triple = |c: &Value| {
+        let Value::List(xs) = c else { return None };
+        let [s, r, d] = xs.as_slice() else { return None };
+        Some((s.number()?, r.number()?, d.number()?))
+    };
+    let classes = match v {
+        Value::List(items) => items.iter().map(triple).collect::<Option<Vec<_>>>(),
+        _ => None,
+    };
+    let Some(classes) = classes else { return Err(field(key, expected(what, v))) };
+    check_classes(&classes).map_err(|e| field(key, e))?;
+    Ok(classes)
+}
+
 /// Numbers > 0 (`strict`) or >= 0.
 fn positive(key: &str, values: &[Value], strict: bool) -> Result<Vec<f64>> {
     values
@@ -461,6 +500,9 @@ mod tests {
             SchedulerConfig::Sfq { weight: vec![1.0] },
             SchedulerConfig::Edf { deadline: vec![0.1] },
             SchedulerConfig::Wfq { class: vec![0], weight: vec![1.0] },
+            SchedulerConfig::Nested {
+                classes: vec![vec![(0.01, 0.1, 0.005), (0.02, 0.11, 0.05), (0.03, 0.12, 0.5)]],
+            },
         ];
         assert_eq!(samples.clone().map(|c| c.kind()), KINDS);
         for c in samples {
@@ -568,7 +610,8 @@ mod tests {
         let e = SchedulerConfig::from_table(&table(&[kind("lottery")]), &ws).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq'], got 'lottery'"
+            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq', 'nested'], \
+             got 'lottery'"
         );
         let b = Value::Table(vec![("A".into(), Value::List(vec![Value::Float(0.5)]))]);
         let e = SchedulerConfig::from_table(&table(&[kind("priority"), ("buckets", b)]), &ws);
@@ -576,6 +619,76 @@ mod tests {
             e.unwrap_err().to_string(),
             "field buckets.A: expected a list of [rate, size_s], got [0.5]"
         );
+    }
+
+    fn class_list(classes: &[[f64; 3]]) -> Value {
+        Value::List(
+            classes
+                .iter()
+                .map(|c| Value::List(c.iter().map(|&x| Value::Float(x)).collect()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn table_nested_classes_per_workload_and_best_effort_default() {
+        let ws = workloads(&["A", "B"]);
+        let sla = [[0.01, 0.1, 0.005], [0.02, 0.11, 0.05], [0.03, 0.12, 0.5]];
+        let t = table(&[
+            kind("nested"),
+            ("nested", Value::Table(vec![("A".into(), class_list(&sla))])),
+        ]);
+        let c = SchedulerConfig::from_table(&t, &ws).unwrap();
+        assert_eq!(
+            c,
+            SchedulerConfig::Nested {
+                classes: vec![sla.iter().map(|&[s, r, d]| (s, r, d)).collect(), vec![]]
+            }
+        );
+        assert_eq!(c.classes(), 0); // it classifies itself: an item's own class is not read
+        assert!(c.build(2).is_ok());
+        assert!(c.build(3).is_err());
+        // integers are numbers too
+        let ints =
+            Value::List(vec![Value::List(vec![Value::Int(1), Value::Int(1), Value::Int(1)])]);
+        let t = table(&[kind("nested"), ("nested", Value::Table(vec![("B".into(), ints)]))]);
+        assert!(SchedulerConfig::from_table(&t, &ws).is_ok());
+    }
+
+    #[test]
+    fn table_nested_errors_name_the_workloads_field() {
+        let ws = workloads(&["A", "B"]);
+        let err = |v: Value| {
+            let t = table(&[kind("nested"), ("nested", Value::Table(vec![("B".into(), v)]))]);
+            SchedulerConfig::from_table(&t, &ws).unwrap_err()
+        };
+        let msg = |v: Value| err(v).to_string();
+        // not nested: σ, ρ or δ decreasing outward
+        assert_eq!(
+            msg(class_list(&[[0.02, 0.1, 0.005], [0.01, 0.2, 0.05]])),
+            "field nested.B: classes must be nested: class 2 has sigma_s 0.01 < 0.02 of class 1"
+        );
+        assert!(msg(class_list(&[[0.01, 0.2, 0.005], [0.02, 0.1, 0.05]])).contains("rho 0.1 < 0.2"));
+        assert!(msg(class_list(&[[0.01, 0.1, 0.05], [0.02, 0.2, 0.005]])).contains("delta_s"));
+        // not positive
+        assert!(msg(class_list(&[[0.0, 0.1, 0.005]])).contains("class 1: sigma_s must be positive"));
+        assert!(msg(class_list(&[[0.01, -1.0, 0.005]])).contains("rho must be positive"));
+        // malformed
+        let two = Value::List(vec![Value::List(vec![Value::Float(0.1), Value::Float(0.1)])]);
+        assert_eq!(
+            msg(two),
+            "field nested.B: expected a list of [sigma_s, rho, delta_s], innermost class first, \
+             got [[0.1, 0.1]]"
+        );
+        assert_eq!(field_of(err(Value::Float(1.0))), "nested.B");
+        let t =
+            table(&[kind("nested"), ("nested", Value::Table(vec![("Z".into(), class_list(&[]))]))]);
+        assert_eq!(field_of(SchedulerConfig::from_table(&t, &ws).unwrap_err()), "nested.Z");
+        let t = table(&[kind("nested"), ("nested", Value::Int(1))]);
+        assert_eq!(field_of(SchedulerConfig::from_table(&t, &ws).unwrap_err()), "nested");
+        // the serde form is checked when built
+        let c = SchedulerConfig::Nested { classes: vec![vec![(0.02, 0.1, 0.1), (0.01, 0.1, 0.1)]] };
+        assert!(c.build(1).is_err());
     }
 
     #[test]

@@ -403,3 +403,26 @@ fn sim_wfq_device_serves_by_virtual_finish_tag() {
     // weights 1:3: A's tags 2, 4, 6, 8, B's 4/3: B right after A's first, A's rest after it
     assert!(close(&run(1.0, 3.0), &[0.5, 2.0, 2.5, 3.0, 1.5]), "{:?}", run(1.0, 3.0));
 }
+
+#[test]
+fn sim_nested_qos_lets_a_steady_request_overtake_a_burst_outside_its_inner_class() {
+    // one device (MPL 1), unit-work requests. A: classes (1, 0.1, 1.5 s), (2, 0.2, 20 s); four
+    // requests at 0: A1 class 1 (due 1.5, in service at once), A2 class 2 (due 20; B_2 now
+    // empty), A3 and A4 best effort. B: class (1, 0.1, 3 s); one request at 0.5, due 3.5.
+    // At 1 s EDF takes B (3.5) before A2 (20), then A3, A4 (best effort, arrival order).
+    let nested = r#"{"kind": "nested", "classes": [[[1, 0.1, 1.5], [2, 0.2, 20]], [[1, 0.1, 3]]]}"#;
+    // EDF with A's innermost deadline for every request serves A's whole burst first
+    let edf = r#"{"kind": "edf", "deadline": [1.5, 3]}"#;
+    let run = |scheduler: &str| {
+        let config = format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        );
+        let mut sim = build(&config, vec![reqs(&[0.0; 4], &[1.0; 4]), reqs(&[0.5], &[1.0])]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    assert!(close(&run(nested), &[1.0, 3.0, 4.0, 5.0, 2.0]), "{:?}", run(nested));
+    assert!(close(&run(edf), &[1.0, 2.0, 3.0, 4.0, 5.0]), "{:?}", run(edf));
+}
