@@ -14,12 +14,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    check_classes, Dwrr, Edf, Fifo, LimitMode, Nested, NestedClass, Priority, Scheduler, Sfq, Wfq,
+    check_classes, Dwrr, Edf, Fifo, LimitMode, Nested, NestedClass, Pclock, Priority, Scheduler,
+    Sfq, Wfq,
 };
 use crate::error::{Error, Result};
 
 /// The names of the scheduler kinds, as `kind` spells them.
-pub const KINDS: [&str; 7] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq", "nested"];
+pub const KINDS: [&str; 8] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq", "nested", "pclock"];
 
 /// The fields a queue table may have (any kind; a field another kind reads is ignored).
 pub const TABLE_FIELDS: [&str; 10] = [
@@ -66,6 +67,14 @@ pub enum SchedulerConfig {
     /// Nested QoS: per workload its nested classes `(σ seconds of work, ρ utilisation, δ
     /// seconds)`, innermost first (none: every request best effort), and one EDF over all.
     Nested { classes: Vec<Vec<NestedClass>> },
+    /// pClock: per workload an arrival curve, token buckets `(rate as utilisation, size in
+    /// seconds of work)` (none listed: every request conforms), and a latency `deadline[w]` in
+    /// seconds; EDF on finish tags.
+    Pclock {
+        #[serde(default)]
+        buckets: Vec<Vec<(f64, f64)>>,
+        deadline: Vec<f64>,
+    },
 }
 
 impl SchedulerConfig {
@@ -79,6 +88,7 @@ impl SchedulerConfig {
             SchedulerConfig::Edf { .. } => "edf",
             SchedulerConfig::Wfq { .. } => "wfq",
             SchedulerConfig::Nested { .. } => "nested",
+            SchedulerConfig::Pclock { .. } => "pclock",
         }
     }
 
@@ -135,6 +145,13 @@ impl SchedulerConfig {
             SchedulerConfig::Nested { classes } => {
                 len("classes", classes.len())?;
                 Box::new(Nested::new(classes.clone())?)
+            }
+            SchedulerConfig::Pclock { buckets, deadline } => {
+                len("deadline", deadline.len())?;
+                let buckets =
+                    if buckets.is_empty() { vec![Vec::new(); n] } else { buckets.clone() };
+                len("buckets", buckets.len())?;
+                Box::new(Pclock::new(buckets, deadline.clone())?)
             }
         })
     }
@@ -193,23 +210,13 @@ impl SchedulerConfig {
             "fifo" => SchedulerConfig::Fifo,
             "priority" => {
                 let priority = t.per_workload("priority", &names, |_| Value::Int(0))?;
-                let buckets = t.per_workload("buckets", &names, |_| Value::List(Vec::new()))?;
+                let limits = bucket_table(&t, &names)?;
                 let mut levels = Vec::with_capacity(names.len());
-                let mut limits = Vec::with_capacity(names.len());
-                for ((n, p), b) in names.iter().zip(&priority).zip(&buckets) {
+                for (n, p) in names.iter().zip(&priority) {
                     let Value::Int(p) = p else {
                         return Err(field(&format!("priority.{n}"), expected("an integer", p)));
                     };
                     levels.push(*p);
-                    let pairs = match b {
-                        Value::List(items) => items.iter().map(bucket).collect::<Option<Vec<_>>>(),
-                        _ => None,
-                    };
-                    let Some(pairs) = pairs else {
-                        let what = "a list of [rate, size_s]";
-                        return Err(field(&format!("buckets.{n}"), expected(what, b)));
-                    };
-                    limits.push(pairs);
                 }
                 let mode = match t.get("mode") {
                     None => "shaping",
@@ -248,6 +255,13 @@ impl SchedulerConfig {
             "wfq" => {
                 let (class, weight) = class_table(&t, &names, classes)?;
                 SchedulerConfig::Wfq { class, weight }
+            }
+            "pclock" => {
+                let buckets = bucket_table(&t, &names)?;
+                let slo = |i: usize| Value::Float(workloads[i].slo_latency.unwrap_or(1.0));
+                let deadline = t.per_workload("deadline_s", &names, slo)?;
+                let deadline = positive("deadline_s", &deadline, false)?;
+                SchedulerConfig::Pclock { buckets, deadline }
             }
             "nested" => {
                 let none = |_| Value::List(Vec::new());
@@ -439,6 +453,25 @@ fn bucket(v: &Value) -> Option<(f64, f64)> {
     (rate > 0.0 && size >= 0.0).then_some((rate, size))
 }
 
+/// Each workload's token buckets (the `buckets` table, none by default), errors naming
+/// `buckets.<workload>`.
+fn bucket_table(t: &Table<'_>, names: &[&str]) -> Result<Vec<Vec<(f64, f64)>>> {
+    let buckets = t.per_workload("buckets", names, |_| Value::List(Vec::new()))?;
+    names
+        .iter()
+        .zip(&buckets)
+        .map(|(n, b)| {
+            let pairs = match b {
+                Value::List(items) => items.iter().map(bucket).collect::<Option<Vec<_>>>(),
+                _ => None,
+            };
+            pairs.ok_or_else(|| {
+                field(&format!("buckets.{n}"), expected("a list of [rate, size_s]", b))
+            })
+        })
+        .collect()
+}
+
 /// A workload's Nested QoS classes `[[sigma_s, rho, delta_s], ...]`, innermost first, checked
 /// positive, finite and nested (errors name `key`, e.g. `nested.A`).
 fn nested_classes(key: &str, v: &Value) -> Result<Vec<NestedClass>> {
@@ -503,6 +536,7 @@ mod tests {
             SchedulerConfig::Nested {
                 classes: vec![vec![(0.01, 0.1, 0.005), (0.02, 0.11, 0.05), (0.03, 0.12, 0.5)]],
             },
+            SchedulerConfig::Pclock { buckets: vec![vec![(0.5, 0.01)]], deadline: vec![0.05] },
         ];
         assert_eq!(samples.clone().map(|c| c.kind()), KINDS);
         for c in samples {
@@ -610,8 +644,8 @@ mod tests {
         let e = SchedulerConfig::from_table(&table(&[kind("lottery")]), &ws).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq', 'nested'], \
-             got 'lottery'"
+            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq', 'nested', \
+             'pclock'], got 'lottery'"
         );
         let b = Value::Table(vec![("A".into(), Value::List(vec![Value::Float(0.5)]))]);
         let e = SchedulerConfig::from_table(&table(&[kind("priority"), ("buckets", b)]), &ws);
@@ -689,6 +723,43 @@ mod tests {
         // the serde form is checked when built
         let c = SchedulerConfig::Nested { classes: vec![vec![(0.02, 0.1, 0.1), (0.01, 0.1, 0.1)]] };
         assert!(c.build(1).is_err());
+    }
+
+    #[test]
+    fn table_pclock_reads_buckets_and_deadlines() {
+        let ws = vec![
+            WorkloadInfo { name: "A".into(), slo_latency: Some(0.01) },
+            WorkloadInfo { name: "B".into(), slo_latency: None },
+        ];
+        let pair = |r: f64, b: f64| Value::List(vec![Value::Float(r), Value::Float(b)]);
+        let t = table(&[
+            kind("pclock"),
+            ("buckets", Value::Table(vec![("A".into(), Value::List(vec![pair(0.5, 0.02)]))])),
+            ("deadline_s", Value::Table(vec![("B".into(), Value::Float(0.2))])),
+        ]);
+        let c = SchedulerConfig::from_table(&t, &ws).unwrap();
+        // B has no curve (every request conforms); A's deadline is its SLO's latency
+        assert_eq!(
+            c,
+            SchedulerConfig::Pclock {
+                buckets: vec![vec![(0.5, 0.02)], vec![]],
+                deadline: vec![0.01, 0.2]
+            }
+        );
+        assert_eq!(c.classes(), 0);
+        assert!(c.build(2).is_ok() && c.build(1).is_err());
+        let bad = |items: &[(&str, Value)]| {
+            field_of(SchedulerConfig::from_table(&table(items), &ws).unwrap_err())
+        };
+        let b = ("buckets", Value::Table(vec![("B".into(), Value::List(vec![pair(0.0, 1.0)]))]));
+        assert_eq!(bad(&[kind("pclock"), b]), "buckets.B");
+        let d = ("deadline_s", Value::Table(vec![("A".into(), Value::Float(-1.0))]));
+        assert_eq!(bad(&[kind("pclock"), d]), "deadline_s");
+        // the serde form: buckets may be left out
+        let json = r#"{"kind": "pclock", "deadline": [0.1]}"#;
+        let c: SchedulerConfig = serde_json::from_str(json).unwrap();
+        assert_eq!(c, SchedulerConfig::Pclock { buckets: vec![], deadline: vec![0.1] });
+        assert!(c.build(1).is_ok());
     }
 
     #[test]

@@ -426,3 +426,26 @@ fn sim_nested_qos_lets_a_steady_request_overtake_a_burst_outside_its_inner_class
     assert!(close(&run(nested), &[1.0, 3.0, 4.0, 5.0, 2.0]), "{:?}", run(nested));
     assert!(close(&run(edf), &[1.0, 2.0, 3.0, 4.0, 5.0]), "{:?}", run(edf));
 }
+
+#[test]
+fn sim_pclock_pushes_a_burst_behind_its_curve_and_synchronises_on_an_arrival() {
+    // one device (MPL 1), unit-work requests. A: curve (ρ 0.25, σ 1), δ 1 s; three requests at
+    // 0: A1 conforms (S 0, in service at once), A2 and A3 conform at 4 and 8 (S pushed, F 5 and
+    // 9). B: no curve, δ 2 s; one request at 0.5. On B's arrival A's oldest start tag (4) is after
+    // 0.5: A's tags move back 3.5 (A2 F 1.5, A3 F 5.5); B gets F 2.5. At 1 s: A2, then B, then A3.
+    let pclock = r#"{"kind": "pclock", "buckets": [[[0.25, 1]], []], "deadline": [1, 2]}"#;
+    // EDF on arrival + δ serves A's burst first (A2, A3 due 1, B due 2.5)
+    let edf = r#"{"kind": "edf", "deadline": [1, 2]}"#;
+    let run = |scheduler: &str| {
+        let config = format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        );
+        let mut sim = build(&config, vec![reqs(&[0.0; 3], &[1.0; 3]), reqs(&[0.5], &[1.0])]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    assert!(close(&run(pclock), &[1.0, 2.0, 4.0, 3.0]), "{:?}", run(pclock));
+    assert!(close(&run(edf), &[1.0, 2.0, 3.0, 4.0]), "{:?}", run(edf));
+}
