@@ -15,12 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     check_classes, Dwrr, Edf, Fifo, LimitMode, Nested, NestedClass, Pclock, Priority, Scheduler,
-    Sfq, Wfq,
+    Sfq, Wf2q, Wfq,
 };
 use crate::error::{Error, Result};
 
 /// The names of the scheduler kinds, as `kind` spells them.
-pub const KINDS: [&str; 8] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq", "nested", "pclock"];
+pub const KINDS: [&str; 9] =
+    ["fifo", "priority", "dwrr", "sfq", "edf", "wfq", "nested", "pclock", "wf2q"];
 
 /// The fields a queue table may have (any kind; a field another kind reads is ignored).
 pub const TABLE_FIELDS: [&str; 10] = [
@@ -75,6 +76,8 @@ pub enum SchedulerConfig {
         buckets: Vec<Vec<(f64, f64)>>,
         deadline: Vec<f64>,
     },
+    /// WF2Q+ (worst-case fair weighted fair queueing) with a weight per workload.
+    Wf2q { weight: Vec<f64> },
 }
 
 impl SchedulerConfig {
@@ -89,6 +92,7 @@ impl SchedulerConfig {
             SchedulerConfig::Wfq { .. } => "wfq",
             SchedulerConfig::Nested { .. } => "nested",
             SchedulerConfig::Pclock { .. } => "pclock",
+            SchedulerConfig::Wf2q { .. } => "wf2q",
         }
     }
 
@@ -152,6 +156,10 @@ impl SchedulerConfig {
                     if buckets.is_empty() { vec![Vec::new(); n] } else { buckets.clone() };
                 len("buckets", buckets.len())?;
                 Box::new(Pclock::new(buckets, deadline.clone())?)
+            }
+            SchedulerConfig::Wf2q { weight } => {
+                len("weight", weight.len())?;
+                Box::new(Wf2q::new(weight.clone())?)
             }
         })
     }
@@ -232,9 +240,14 @@ impl SchedulerConfig {
                     demotion: mode == "demotion",
                 }
             }
-            "sfq" => {
+            "sfq" | "wf2q" => {
                 let weight = t.per_workload("weight", &names, |_| Value::Float(1.0))?;
-                SchedulerConfig::Sfq { weight: positive("weight", &weight, true)? }
+                let weight = positive("weight", &weight, true)?;
+                if kind == "sfq" {
+                    SchedulerConfig::Sfq { weight }
+                } else {
+                    SchedulerConfig::Wf2q { weight }
+                }
             }
             "edf" => {
                 let slo = |i: usize| Value::Float(workloads[i].slo_latency.unwrap_or(1.0));
@@ -537,6 +550,7 @@ mod tests {
                 classes: vec![vec![(0.01, 0.1, 0.005), (0.02, 0.11, 0.05), (0.03, 0.12, 0.5)]],
             },
             SchedulerConfig::Pclock { buckets: vec![vec![(0.5, 0.01)]], deadline: vec![0.05] },
+            SchedulerConfig::Wf2q { weight: vec![2.0] },
         ];
         assert_eq!(samples.clone().map(|c| c.kind()), KINDS);
         for c in samples {
@@ -645,7 +659,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq', 'nested', \
-             'pclock'], got 'lottery'"
+             'pclock', 'wf2q'], got 'lottery'"
         );
         let b = Value::Table(vec![("A".into(), Value::List(vec![Value::Float(0.5)]))]);
         let e = SchedulerConfig::from_table(&table(&[kind("priority"), ("buckets", b)]), &ws);
@@ -760,6 +774,19 @@ mod tests {
         let c: SchedulerConfig = serde_json::from_str(json).unwrap();
         assert_eq!(c, SchedulerConfig::Pclock { buckets: vec![], deadline: vec![0.1] });
         assert!(c.build(1).is_ok());
+    }
+
+    #[test]
+    fn table_wf2q_reads_weights_as_sfq_does() {
+        let ws = workloads(&["A", "B"]);
+        let w = ("weight", Value::Table(vec![("B".into(), Value::Int(3))]));
+        let c = SchedulerConfig::from_table(&table(&[kind("wf2q"), w]), &ws).unwrap();
+        assert_eq!(c, SchedulerConfig::Wf2q { weight: vec![1.0, 3.0] });
+        assert!(c.build(2).is_ok() && c.build(3).is_err());
+        let zero = ("weight", Value::Table(vec![("A".into(), Value::Float(0.0))]));
+        let e = SchedulerConfig::from_table(&table(&[kind("wf2q"), zero]), &ws).unwrap_err();
+        assert_eq!(field_of(e), "weight");
+        assert!(SchedulerConfig::Wf2q { weight: vec![-1.0] }.build(1).is_err());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!   `kind`), which builds the scheduler; it also reads a scenario's queue table keyed by
 //!   workload name;
 //! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`, `wfq`, `nested`
-//!   (Nested QoS: its own classifier, `docs/nested-qos.md`), `pclock`: the disciplines;
+//!   (Nested QoS: its own classifier, `docs/nested-qos.md`), `pclock`,
+//!   `wf2q` (WF2Q+): the disciplines;
 //! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
 //!   batches of sequential writes) in front of a scheduler, apart from the device's service.
 //!
@@ -23,7 +24,7 @@
 //! sets a class per RPC at issue time; a request may carry a deadline of its own. A kind reads a
 //! tag only if it is configured to: `dwrr` (and `wfq`) serve an item in its own class when it
 //! has one, `edf` uses an item's own deadline when it has one (else arrival plus the workload's
-//! relative deadline); `fifo`, `priority`, `sfq`, `nested` and `pclock` ignore both (Nested QoS classifies
+//! relative deadline); `fifo`, `priority`, `sfq`, `nested`, `pclock` and `wf2q` ignore both (Nested QoS classifies
 //! each request itself, at the queue that holds its buckets, and its deadline is its class's).
 //! Build items with [`Item::new`] and the `with_*` setters.
 //!
@@ -47,6 +48,7 @@ mod nested;
 mod pclock;
 mod priority;
 mod sfq;
+mod wf2q;
 mod wfq;
 
 pub use bucket::{shape, BucketSet, TokenBucket};
@@ -58,6 +60,7 @@ pub use nested::{check_classes, Nested, NestedClass};
 pub use pclock::Pclock;
 pub use priority::{LimitMode, Priority};
 pub use sfq::Sfq;
+pub use wf2q::Wf2q;
 pub use wfq::Wfq;
 
 use crate::error::{Error, Result};

@@ -449,3 +449,29 @@ fn sim_pclock_pushes_a_burst_behind_its_curve_and_synchronises_on_an_arrival() {
     assert!(close(&run(pclock), &[1.0, 2.0, 4.0, 3.0]), "{:?}", run(pclock));
     assert!(close(&run(edf), &[1.0, 2.0, 3.0, 4.0]), "{:?}", run(edf));
 }
+
+#[test]
+fn sim_wf2q_serves_a_light_session_before_heavy_heads_that_are_not_eligible() {
+    // one device (MPL 1), unit-work requests; A weight 3, B weight 1 (Σ 4). Issue order at 0:
+    // A1, B1, A2, A3, A4. A1 goes into service at once (S 0, F 4/3; V = 1 after it). B1 arrives
+    // to an empty system: S = max(0, V 1) = 1, F = 5. A2: S = max(F_prev 4/3, V 1) = 4/3,
+    // F = 8/3 (A3, A4 queue behind it). At 1 s V = max(1, min S 1) = 1 and only B1 is eligible
+    // (A2's 4/3 > 1): B1 goes although A2's finish tag is smaller; then A2, A3, A4 (V = 2, 3, 4
+    // ≥ their S 4/3, 8/3, 4).
+    let run = |scheduler: &str| {
+        let config = format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        );
+        let mut sim = build(&config, vec![reqs(&[0.0; 4], &[1.0; 4]), reqs(&[0.0], &[1.0])]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    let wf2q = r#"{"kind": "wf2q", "weight": [3, 1]}"#;
+    assert!(close(&run(wf2q), &[1.0, 3.0, 4.0, 5.0, 2.0]), "{:?}", run(wf2q));
+    // the smallest finish tag alone (wfq's virtual clock: A's tags 8/3, 4, 16/3 after A1, B's 4,
+    // older than A3's) serves A2 first and B1 only at 2 s
+    let wfq = r#"{"kind": "wfq", "class": [0, 1], "weight": [3, 1]}"#;
+    assert!(close(&run(wfq), &[1.0, 2.0, 4.0, 5.0, 3.0]), "{:?}", run(wfq));
+}
