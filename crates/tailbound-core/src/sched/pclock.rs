@@ -26,7 +26,8 @@
 //! are not pushed past those already shifted. Only arrivals synchronise, as in pClock.
 //!
 //! An item's own class and deadline are ignored (its tags are the curve's). A workload is served
-//! in FIFO order (its tags increase), so only each workload's head is compared.
+//! in FIFO order (its tags increase), so only each workload's head is compared. The
+//! synchronisation check looks at every workload's head: O(workloads) per arrival.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -54,6 +55,8 @@ pub struct Pclock {
     /// a backlogged workload).
     offset: f64,
     seq: u64,
+    /// Number of waiting items.
+    len: usize,
 }
 
 fn check_delta(d: f64) -> Result<f64> {
@@ -82,6 +85,7 @@ impl Pclock {
             heads: BinaryHeap::new(),
             offset: 0.0,
             seq: 0,
+            len: 0,
         })
     }
 
@@ -132,6 +136,7 @@ impl Scheduler for Pclock {
             self.heads.push(Reverse(Tagged(key, item)));
         }
         self.queues[w].push_back((start + self.offset, key, item));
+        self.len += 1;
     }
 
     fn dequeue(&mut self, _now: f64) -> Dequeue {
@@ -140,6 +145,7 @@ impl Scheduler for Pclock {
         };
         let q = &mut self.queues[item.workload as usize];
         q.pop_front();
+        self.len -= 1;
         if let Some(&(_, key, next)) = q.front() {
             self.heads.push(Reverse(Tagged(key, next)));
         }
@@ -150,7 +156,7 @@ impl Scheduler for Pclock {
     }
 
     fn len(&self) -> usize {
-        self.queues.iter().map(VecDeque::len).sum()
+        self.len
     }
 
     /// `Deadline` sets the workload's latency `δ`, `Buckets` its arrival curve (fresh buckets),
@@ -197,6 +203,7 @@ mod tests {
         for id in 0..5 {
             s.enqueue(Item::new(id, 0, 1.0), 0.0);
         }
+        assert_eq!(s.len(), 5);
         let expected = [(0.0, 0.5), (0.0, 0.5), (1.0, 1.5), (2.0, 2.5), (3.0, 3.5)];
         assert!(close(&tags(&s, 0), &expected), "{:?}", tags(&s, 0));
         // at 1.5 the buckets still owe 3 tokens (5 taken, 1.5 refilled, 2 held): the next would
@@ -204,6 +211,7 @@ mod tests {
         s.enqueue(Item::new(5, 0, 1.0), 1.5);
         assert!((s.start_tag(0) - 4.0).abs() < 1e-9);
         assert_eq!(ids(&mut s, 6), vec![0, 1, 2, 3, 4, 5]);
+        assert!(s.is_empty());
         // much later the buckets are full again: S = arrival
         s.enqueue(Item::new(6, 0, 1.0), 100.0);
         assert_eq!(s.start_tag(0), 100.0);

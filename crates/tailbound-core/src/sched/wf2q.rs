@@ -57,6 +57,8 @@ pub struct Wf2q {
     /// System virtual time (seconds of work).
     v: f64,
     seq: u64,
+    /// Number of waiting items.
+    len: usize,
 }
 
 fn check_weight(w: f64) -> Result<f64> {
@@ -82,6 +84,7 @@ impl Wf2q {
             start: vec![0.0; n],
             v: 0.0,
             seq: 0,
+            len: 0,
         };
         s.restretch();
         Ok(s)
@@ -130,6 +133,7 @@ impl Scheduler for Wf2q {
         let w = workload as usize;
         self.queues[w].push_back((self.seq, item));
         self.seq += 1;
+        self.len += 1;
         if self.queues[w].len() == 1 {
             self.catch_up();
             let start = self.finish[w].max(self.v);
@@ -153,6 +157,7 @@ impl Scheduler for Wf2q {
         };
         let w = item.workload as usize;
         self.queues[w].pop_front();
+        self.len -= 1;
         self.v += item.cost;
         if !self.queues[w].is_empty() {
             self.push_head(w, self.finish[w]);
@@ -161,7 +166,7 @@ impl Scheduler for Wf2q {
     }
 
     fn len(&self) -> usize {
-        self.queues.iter().map(VecDeque::len).sum()
+        self.len
     }
 
     /// `Weight` changes the workload's weight (and Σφ) for tags computed afterwards.
@@ -200,6 +205,7 @@ mod tests {
             s.enqueue(Item::new(id, 0, 1.0), 0.0);
         }
         s.enqueue(Item::new(10, 1, 1.0), 0.0);
+        assert_eq!(s.len(), 5);
         // heads: A1 (S 0, F 4/3), B (S 0, F 4). V = 0: both eligible, A1 has the smaller F
         assert_eq!(ids(&mut s, 1), vec![0]);
         // V = 1; A2 (S 4/3, F 8/3) is not eligible (4/3 > 1), so B goes although its F (4) is
@@ -209,6 +215,7 @@ mod tests {
         // V = 2: A2 eligible; V = 3: A3 (S 8/3); V = 4: A4 (S 4)
         assert_eq!(ids(&mut s, 3), vec![1, 2, 3]);
         assert_eq!(s.virtual_time(), 5.0);
+        assert!(s.is_empty());
         assert_eq!(s.dequeue(0.0), Dequeue::Empty);
     }
 
