@@ -56,6 +56,13 @@ impl TokenBucket {
         self.level = self.level_at(now) + cost;
         self.last = now;
     }
+
+    /// Leak `seconds` more at `now` than the clock says (pClock's tag shift: the workload is
+    /// treated as if its requests had come `seconds` earlier).
+    pub fn leak(&mut self, seconds: f64, now: f64) {
+        self.level = (self.level_at(now) - self.rate * seconds).max(0.0);
+        self.last = now;
+    }
 }
 
 /// All the buckets of one workload at one queue; empty means unlimited.
@@ -85,6 +92,13 @@ impl BucketSet {
     pub fn charge(&mut self, cost: f64, now: f64) {
         for b in &mut self.buckets {
             b.charge(cost, now);
+        }
+    }
+
+    /// [`TokenBucket::leak`] every bucket.
+    pub fn leak(&mut self, seconds: f64, now: f64) {
+        for b in &mut self.buckets {
+            b.leak(seconds, now);
         }
     }
 }
@@ -145,6 +159,19 @@ mod tests {
         let out = shape(&[0.0, 0.0, 0.0], &[1.0, 1.0, 1.0], &[(0.5, 0.0)]).unwrap();
         assert_eq!(out, vec![0.0, 2.0, 4.0]);
         assert!(TokenBucket::new(0.5, -1.0).is_err());
+    }
+
+    #[test]
+    fn bucket_leak_credits_tokens_down_to_empty() {
+        let mut b = TokenBucket::new(0.5, 2.0).unwrap();
+        b.charge(3.0, 0.0); // 1 over: room for 1 more at (3 + 1 − 2) / 0.5 = 4
+        assert!((b.ready_at(1.0, 0.0) - 4.0).abs() < 1e-12);
+        b.leak(2.0, 0.0); // as if 2 s had passed: level 2, room for 1 at 2
+        assert!((b.ready_at(1.0, 0.0) - 2.0).abs() < 1e-12);
+        b.leak(100.0, 0.0); // never below empty
+        b.charge(2.0, 0.0);
+        assert_eq!(b.ready_at(0.0, 0.0), 0.0);
+        assert!((b.ready_at(1.0, 0.0) - 2.0).abs() < 1e-12);
     }
 
     #[test]

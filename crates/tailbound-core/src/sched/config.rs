@@ -13,14 +13,18 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Dwrr, Edf, Fifo, LimitMode, Priority, Scheduler, Sfq, Wfq};
+use super::{
+    check_classes, Dwrr, Edf, Fifo, LimitMode, Nested, NestedClass, Pclock, Priority, Scheduler,
+    Sfq, Wf2q, Wfq,
+};
 use crate::error::{Error, Result};
 
 /// The names of the scheduler kinds, as `kind` spells them.
-pub const KINDS: [&str; 6] = ["fifo", "priority", "dwrr", "sfq", "edf", "wfq"];
+pub const KINDS: [&str; 9] =
+    ["fifo", "priority", "dwrr", "sfq", "edf", "wfq", "nested", "pclock", "wf2q"];
 
 /// The fields a queue table may have (any kind; a field another kind reads is ignored).
-pub const TABLE_FIELDS: [&str; 9] = [
+pub const TABLE_FIELDS: [&str; 10] = [
     "kind",
     "mode",
     "priority",
@@ -30,6 +34,7 @@ pub const TABLE_FIELDS: [&str; 9] = [
     "class_weight",
     "quantum_s",
     "deadline_s",
+    "nested",
 ];
 
 /// The scheduler of a queue, one entry per workload index.
@@ -60,6 +65,19 @@ pub enum SchedulerConfig {
     /// Virtual-clock weighted fair queueing over classes (`class[w]` of workload `w`,
     /// `weight[c]` of class `c`; Σ over every class): Aequitas' switches.
     Wfq { class: Vec<u32>, weight: Vec<f64> },
+    /// Nested QoS: per workload its nested classes `(σ seconds of work, ρ utilisation, δ
+    /// seconds)`, innermost first (none: every request best effort), and one EDF over all.
+    Nested { classes: Vec<Vec<NestedClass>> },
+    /// pClock: per workload an arrival curve, token buckets `(rate as utilisation, size in
+    /// seconds of work)` (none listed: every request conforms), and a latency `deadline[w]` in
+    /// seconds; EDF on finish tags.
+    Pclock {
+        #[serde(default)]
+        buckets: Vec<Vec<(f64, f64)>>,
+        deadline: Vec<f64>,
+    },
+    /// WF2Q+ (worst-case fair weighted fair queueing) with a weight per workload.
+    Wf2q { weight: Vec<f64> },
 }
 
 impl SchedulerConfig {
@@ -72,6 +90,9 @@ impl SchedulerConfig {
             SchedulerConfig::Sfq { .. } => "sfq",
             SchedulerConfig::Edf { .. } => "edf",
             SchedulerConfig::Wfq { .. } => "wfq",
+            SchedulerConfig::Nested { .. } => "nested",
+            SchedulerConfig::Pclock { .. } => "pclock",
+            SchedulerConfig::Wf2q { .. } => "wf2q",
         }
     }
 
@@ -124,6 +145,21 @@ impl SchedulerConfig {
             SchedulerConfig::Wfq { class, weight } => {
                 len("class", class.len())?;
                 Box::new(Wfq::new(class.clone(), weight.clone())?)
+            }
+            SchedulerConfig::Nested { classes } => {
+                len("classes", classes.len())?;
+                Box::new(Nested::new(classes.clone())?)
+            }
+            SchedulerConfig::Pclock { buckets, deadline } => {
+                len("deadline", deadline.len())?;
+                let buckets =
+                    if buckets.is_empty() { vec![Vec::new(); n] } else { buckets.clone() };
+                len("buckets", buckets.len())?;
+                Box::new(Pclock::new(buckets, deadline.clone())?)
+            }
+            SchedulerConfig::Wf2q { weight } => {
+                len("weight", weight.len())?;
+                Box::new(Wf2q::new(weight.clone())?)
             }
         })
     }
@@ -182,23 +218,13 @@ impl SchedulerConfig {
             "fifo" => SchedulerConfig::Fifo,
             "priority" => {
                 let priority = t.per_workload("priority", &names, |_| Value::Int(0))?;
-                let buckets = t.per_workload("buckets", &names, |_| Value::List(Vec::new()))?;
+                let limits = bucket_table(&t, &names)?;
                 let mut levels = Vec::with_capacity(names.len());
-                let mut limits = Vec::with_capacity(names.len());
-                for ((n, p), b) in names.iter().zip(&priority).zip(&buckets) {
+                for (n, p) in names.iter().zip(&priority) {
                     let Value::Int(p) = p else {
                         return Err(field(&format!("priority.{n}"), expected("an integer", p)));
                     };
                     levels.push(*p);
-                    let pairs = match b {
-                        Value::List(items) => items.iter().map(bucket).collect::<Option<Vec<_>>>(),
-                        _ => None,
-                    };
-                    let Some(pairs) = pairs else {
-                        let what = "a list of [rate, size_s]";
-                        return Err(field(&format!("buckets.{n}"), expected(what, b)));
-                    };
-                    limits.push(pairs);
                 }
                 let mode = match t.get("mode") {
                     None => "shaping",
@@ -214,9 +240,14 @@ impl SchedulerConfig {
                     demotion: mode == "demotion",
                 }
             }
-            "sfq" => {
+            "sfq" | "wf2q" => {
                 let weight = t.per_workload("weight", &names, |_| Value::Float(1.0))?;
-                SchedulerConfig::Sfq { weight: positive("weight", &weight, true)? }
+                let weight = positive("weight", &weight, true)?;
+                if kind == "sfq" {
+                    SchedulerConfig::Sfq { weight }
+                } else {
+                    SchedulerConfig::Wf2q { weight }
+                }
             }
             "edf" => {
                 let slo = |i: usize| Value::Float(workloads[i].slo_latency.unwrap_or(1.0));
@@ -237,6 +268,23 @@ impl SchedulerConfig {
             "wfq" => {
                 let (class, weight) = class_table(&t, &names, classes)?;
                 SchedulerConfig::Wfq { class, weight }
+            }
+            "pclock" => {
+                let buckets = bucket_table(&t, &names)?;
+                let slo = |i: usize| Value::Float(workloads[i].slo_latency.unwrap_or(1.0));
+                let deadline = t.per_workload("deadline_s", &names, slo)?;
+                let deadline = positive("deadline_s", &deadline, false)?;
+                SchedulerConfig::Pclock { buckets, deadline }
+            }
+            "nested" => {
+                let none = |_| Value::List(Vec::new());
+                let values = t.per_workload("nested", &names, none)?;
+                let classes = names
+                    .iter()
+                    .zip(&values)
+                    .map(|(n, v)| nested_classes(&format!("nested.{n}"), v))
+                    .collect::<Result<_>>()?;
+                SchedulerConfig::Nested { classes }
             }
             _ => {
                 let got = t.get("kind").map_or("None".to_string(), Value::to_string);
@@ -418,6 +466,43 @@ fn bucket(v: &Value) -> Option<(f64, f64)> {
     (rate > 0.0 && size >= 0.0).then_some((rate, size))
 }
 
+/// Each workload's token buckets (the `buckets` table, none by default), errors naming
+/// `buckets.<workload>`.
+fn bucket_table(t: &Table<'_>, names: &[&str]) -> Result<Vec<Vec<(f64, f64)>>> {
+    let buckets = t.per_workload("buckets", names, |_| Value::List(Vec::new()))?;
+    names
+        .iter()
+        .zip(&buckets)
+        .map(|(n, b)| {
+            let pairs = match b {
+                Value::List(items) => items.iter().map(bucket).collect::<Option<Vec<_>>>(),
+                _ => None,
+            };
+            pairs.ok_or_else(|| {
+                field(&format!("buckets.{n}"), expected("a list of [rate, size_s]", b))
+            })
+        })
+        .collect()
+}
+
+/// A workload's Nested QoS classes `[[sigma_s, rho, delta_s], ...]`, innermost first, checked
+/// positive, finite and nested (errors name `key`, e.g. `nested.A`).
+fn nested_classes(key: &str, v: &Value) -> Result<Vec<NestedClass>> {
+    let what = "a list of [sigma_s, rho, delta_s], innermost class first";
+    let triple = |c: &Value| {
+        let Value::List(xs) = c else { return None };
+        let [s, r, d] = xs.as_slice() else { return None };
+        Some((s.number()?, r.number()?, d.number()?))
+    };
+    let classes = match v {
+        Value::List(items) => items.iter().map(triple).collect::<Option<Vec<_>>>(),
+        _ => None,
+    };
+    let Some(classes) = classes else { return Err(field(key, expected(what, v))) };
+    check_classes(&classes).map_err(|e| field(key, e))?;
+    Ok(classes)
+}
+
 /// Numbers > 0 (`strict`) or >= 0.
 fn positive(key: &str, values: &[Value], strict: bool) -> Result<Vec<f64>> {
     values
@@ -461,6 +546,11 @@ mod tests {
             SchedulerConfig::Sfq { weight: vec![1.0] },
             SchedulerConfig::Edf { deadline: vec![0.1] },
             SchedulerConfig::Wfq { class: vec![0], weight: vec![1.0] },
+            SchedulerConfig::Nested {
+                classes: vec![vec![(0.01, 0.1, 0.005), (0.02, 0.11, 0.05), (0.03, 0.12, 0.5)]],
+            },
+            SchedulerConfig::Pclock { buckets: vec![vec![(0.5, 0.01)]], deadline: vec![0.05] },
+            SchedulerConfig::Wf2q { weight: vec![2.0] },
         ];
         assert_eq!(samples.clone().map(|c| c.kind()), KINDS);
         for c in samples {
@@ -568,7 +658,8 @@ mod tests {
         let e = SchedulerConfig::from_table(&table(&[kind("lottery")]), &ws).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq'], got 'lottery'"
+            "field kind: expected one of ['fifo', 'priority', 'dwrr', 'sfq', 'edf', 'wfq', 'nested', \
+             'pclock', 'wf2q'], got 'lottery'"
         );
         let b = Value::Table(vec![("A".into(), Value::List(vec![Value::Float(0.5)]))]);
         let e = SchedulerConfig::from_table(&table(&[kind("priority"), ("buckets", b)]), &ws);
@@ -576,6 +667,126 @@ mod tests {
             e.unwrap_err().to_string(),
             "field buckets.A: expected a list of [rate, size_s], got [0.5]"
         );
+    }
+
+    fn class_list(classes: &[[f64; 3]]) -> Value {
+        Value::List(
+            classes
+                .iter()
+                .map(|c| Value::List(c.iter().map(|&x| Value::Float(x)).collect()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn table_nested_classes_per_workload_and_best_effort_default() {
+        let ws = workloads(&["A", "B"]);
+        let sla = [[0.01, 0.1, 0.005], [0.02, 0.11, 0.05], [0.03, 0.12, 0.5]];
+        let t = table(&[
+            kind("nested"),
+            ("nested", Value::Table(vec![("A".into(), class_list(&sla))])),
+        ]);
+        let c = SchedulerConfig::from_table(&t, &ws).unwrap();
+        assert_eq!(
+            c,
+            SchedulerConfig::Nested {
+                classes: vec![sla.iter().map(|&[s, r, d]| (s, r, d)).collect(), vec![]]
+            }
+        );
+        assert_eq!(c.classes(), 0); // it classifies itself: an item's own class is not read
+        assert!(c.build(2).is_ok());
+        assert!(c.build(3).is_err());
+        // integers are numbers too
+        let ints =
+            Value::List(vec![Value::List(vec![Value::Int(1), Value::Int(1), Value::Int(1)])]);
+        let t = table(&[kind("nested"), ("nested", Value::Table(vec![("B".into(), ints)]))]);
+        assert!(SchedulerConfig::from_table(&t, &ws).is_ok());
+    }
+
+    #[test]
+    fn table_nested_errors_name_the_workloads_field() {
+        let ws = workloads(&["A", "B"]);
+        let err = |v: Value| {
+            let t = table(&[kind("nested"), ("nested", Value::Table(vec![("B".into(), v)]))]);
+            SchedulerConfig::from_table(&t, &ws).unwrap_err()
+        };
+        let msg = |v: Value| err(v).to_string();
+        // not nested: σ, ρ or δ decreasing outward
+        assert_eq!(
+            msg(class_list(&[[0.02, 0.1, 0.005], [0.01, 0.2, 0.05]])),
+            "field nested.B: classes must be nested: class 2 has sigma_s 0.01 < 0.02 of class 1"
+        );
+        assert!(msg(class_list(&[[0.01, 0.2, 0.005], [0.02, 0.1, 0.05]])).contains("rho 0.1 < 0.2"));
+        assert!(msg(class_list(&[[0.01, 0.1, 0.05], [0.02, 0.2, 0.005]])).contains("delta_s"));
+        // not positive
+        assert!(msg(class_list(&[[0.0, 0.1, 0.005]])).contains("class 1: sigma_s must be positive"));
+        assert!(msg(class_list(&[[0.01, -1.0, 0.005]])).contains("rho must be positive"));
+        // malformed
+        let two = Value::List(vec![Value::List(vec![Value::Float(0.1), Value::Float(0.1)])]);
+        assert_eq!(
+            msg(two),
+            "field nested.B: expected a list of [sigma_s, rho, delta_s], innermost class first, \
+             got [[0.1, 0.1]]"
+        );
+        assert_eq!(field_of(err(Value::Float(1.0))), "nested.B");
+        let t =
+            table(&[kind("nested"), ("nested", Value::Table(vec![("Z".into(), class_list(&[]))]))]);
+        assert_eq!(field_of(SchedulerConfig::from_table(&t, &ws).unwrap_err()), "nested.Z");
+        let t = table(&[kind("nested"), ("nested", Value::Int(1))]);
+        assert_eq!(field_of(SchedulerConfig::from_table(&t, &ws).unwrap_err()), "nested");
+        // the serde form is checked when built
+        let c = SchedulerConfig::Nested { classes: vec![vec![(0.02, 0.1, 0.1), (0.01, 0.1, 0.1)]] };
+        assert!(c.build(1).is_err());
+    }
+
+    #[test]
+    fn table_pclock_reads_buckets_and_deadlines() {
+        let ws = vec![
+            WorkloadInfo { name: "A".into(), slo_latency: Some(0.01) },
+            WorkloadInfo { name: "B".into(), slo_latency: None },
+        ];
+        let pair = |r: f64, b: f64| Value::List(vec![Value::Float(r), Value::Float(b)]);
+        let t = table(&[
+            kind("pclock"),
+            ("buckets", Value::Table(vec![("A".into(), Value::List(vec![pair(0.5, 0.02)]))])),
+            ("deadline_s", Value::Table(vec![("B".into(), Value::Float(0.2))])),
+        ]);
+        let c = SchedulerConfig::from_table(&t, &ws).unwrap();
+        // B has no curve (every request conforms); A's deadline is its SLO's latency
+        assert_eq!(
+            c,
+            SchedulerConfig::Pclock {
+                buckets: vec![vec![(0.5, 0.02)], vec![]],
+                deadline: vec![0.01, 0.2]
+            }
+        );
+        assert_eq!(c.classes(), 0);
+        assert!(c.build(2).is_ok() && c.build(1).is_err());
+        let bad = |items: &[(&str, Value)]| {
+            field_of(SchedulerConfig::from_table(&table(items), &ws).unwrap_err())
+        };
+        let b = ("buckets", Value::Table(vec![("B".into(), Value::List(vec![pair(0.0, 1.0)]))]));
+        assert_eq!(bad(&[kind("pclock"), b]), "buckets.B");
+        let d = ("deadline_s", Value::Table(vec![("A".into(), Value::Float(-1.0))]));
+        assert_eq!(bad(&[kind("pclock"), d]), "deadline_s");
+        // the serde form: buckets may be left out
+        let json = r#"{"kind": "pclock", "deadline": [0.1]}"#;
+        let c: SchedulerConfig = serde_json::from_str(json).unwrap();
+        assert_eq!(c, SchedulerConfig::Pclock { buckets: vec![], deadline: vec![0.1] });
+        assert!(c.build(1).is_ok());
+    }
+
+    #[test]
+    fn table_wf2q_reads_weights_as_sfq_does() {
+        let ws = workloads(&["A", "B"]);
+        let w = ("weight", Value::Table(vec![("B".into(), Value::Int(3))]));
+        let c = SchedulerConfig::from_table(&table(&[kind("wf2q"), w]), &ws).unwrap();
+        assert_eq!(c, SchedulerConfig::Wf2q { weight: vec![1.0, 3.0] });
+        assert!(c.build(2).is_ok() && c.build(3).is_err());
+        let zero = ("weight", Value::Table(vec![("A".into(), Value::Float(0.0))]));
+        let e = SchedulerConfig::from_table(&table(&[kind("wf2q"), zero]), &ws).unwrap_err();
+        assert_eq!(field_of(e), "weight");
+        assert!(SchedulerConfig::Wf2q { weight: vec![-1.0] }.build(1).is_err());
     }
 
     #[test]

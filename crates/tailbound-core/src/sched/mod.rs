@@ -4,8 +4,9 @@
 //! - [`SchedulerConfig`] (`config.rs`): each kind's configuration, defined once (serde, tagged by
 //!   `kind`), which builds the scheduler; it also reads a scenario's queue table keyed by
 //!   workload name;
-//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`, `wfq`: the
-//!   disciplines;
+//! - `fifo`, `priority` (with `bucket`'s token buckets), `dwrr`, `sfq`, `edf`, `wfq`, `nested`
+//!   (Nested QoS: its own classifier, `docs/nested-qos.md`), `pclock`,
+//!   `wf2q` (WF2Q+): the disciplines;
 //! - [`dispatch`]: a device's dispatcher (MPLs, outstanding bytes, the low-priority rule, a disk's
 //!   batches of sequential writes) in front of a scheduler, apart from the device's service.
 //!
@@ -20,11 +21,12 @@
 //! per-request tags a policy may set: a **class** (an index into the queue's classes, for the
 //! kinds that have classes; [`NO_CLASS`]: the class the queue's configuration gives the
 //! workload) and an absolute **deadline** in seconds ([`NO_DEADLINE`]: none of its own). Aequitas
-//! sets a class per RPC at issue time, Nested QoS a class and a deadline (arrival + δ of the
-//! class). A kind reads a tag only if it is configured to: `dwrr` (and `wfq`) serve an item in
-//! its own class when it has one, `edf` uses an item's own deadline when it has one (else arrival
-//! plus the workload's relative deadline); `fifo`, `priority` and `sfq` ignore both. Build items
-//! with [`Item::new`] and the `with_*` setters.
+//! sets a class per RPC at issue time; a request may carry a deadline of its own. A kind reads a
+//! tag only if it is configured to: `dwrr` (and `wfq`) serve an item in its own class when it
+//! has one, `edf` uses an item's own deadline when it has one (else arrival plus the workload's
+//! relative deadline); `fifo`, `priority`, `sfq`, `nested`, `pclock` and `wf2q` ignore both (Nested QoS classifies
+//! each request itself, at the queue that holds its buckets, and its deadline is its class's).
+//! Build items with [`Item::new`] and the `with_*` setters.
 //!
 //! **Speed.** The simulator enqueues an item per packet per link, so `Item` stays `Copy` and 32
 //! bytes (its arrival time is the `now` of the enqueue, not a field), and a discipline implements
@@ -42,8 +44,11 @@ pub mod dispatch;
 mod dwrr;
 mod edf;
 mod fifo;
+mod nested;
+mod pclock;
 mod priority;
 mod sfq;
+mod wf2q;
 mod wfq;
 
 pub use bucket::{shape, BucketSet, TokenBucket};
@@ -51,8 +56,11 @@ pub use config::{SchedulerConfig, Value, WorkloadInfo, KINDS, TABLE_FIELDS};
 pub use dwrr::Dwrr;
 pub use edf::Edf;
 pub use fifo::Fifo;
+pub use nested::{check_classes, Nested, NestedClass};
+pub use pclock::Pclock;
 pub use priority::{LimitMode, Priority};
 pub use sfq::Sfq;
+pub use wf2q::Wf2q;
 pub use wfq::Wfq;
 
 use crate::error::{Error, Result};

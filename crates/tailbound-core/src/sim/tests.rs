@@ -403,3 +403,75 @@ fn sim_wfq_device_serves_by_virtual_finish_tag() {
     // weights 1:3: A's tags 2, 4, 6, 8, B's 4/3: B right after A's first, A's rest after it
     assert!(close(&run(1.0, 3.0), &[0.5, 2.0, 2.5, 3.0, 1.5]), "{:?}", run(1.0, 3.0));
 }
+
+#[test]
+fn sim_nested_qos_lets_a_steady_request_overtake_a_burst_outside_its_inner_class() {
+    // one device (MPL 1), unit-work requests. A: classes (1, 0.1, 1.5 s), (2, 0.2, 20 s); four
+    // requests at 0: A1 class 1 (due 1.5, in service at once), A2 class 2 (due 20; B_2 now
+    // empty), A3 and A4 best effort. B: class (1, 0.1, 3 s); one request at 0.5, due 3.5.
+    // At 1 s EDF takes B (3.5) before A2 (20), then A3, A4 (best effort, arrival order).
+    let nested = r#"{"kind": "nested", "classes": [[[1, 0.1, 1.5], [2, 0.2, 20]], [[1, 0.1, 3]]]}"#;
+    // EDF with A's innermost deadline for every request serves A's whole burst first
+    let edf = r#"{"kind": "edf", "deadline": [1.5, 3]}"#;
+    let run = |scheduler: &str| {
+        let config = format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        );
+        let mut sim = build(&config, vec![reqs(&[0.0; 4], &[1.0; 4]), reqs(&[0.5], &[1.0])]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    assert!(close(&run(nested), &[1.0, 3.0, 4.0, 5.0, 2.0]), "{:?}", run(nested));
+    assert!(close(&run(edf), &[1.0, 2.0, 3.0, 4.0, 5.0]), "{:?}", run(edf));
+}
+
+#[test]
+fn sim_pclock_pushes_a_burst_behind_its_curve_and_synchronises_on_an_arrival() {
+    // one device (MPL 1), unit-work requests. A: curve (ρ 0.25, σ 1), δ 1 s; three requests at
+    // 0: A1 conforms (S 0, in service at once), A2 and A3 conform at 4 and 8 (S pushed, F 5 and
+    // 9). B: no curve, δ 2 s; one request at 0.5. On B's arrival A's oldest start tag (4) is after
+    // 0.5: A's tags move back 3.5 (A2 F 1.5, A3 F 5.5); B gets F 2.5. At 1 s: A2, then B, then A3.
+    let pclock = r#"{"kind": "pclock", "buckets": [[[0.25, 1]], []], "deadline": [1, 2]}"#;
+    // EDF on arrival + δ serves A's burst first (A2, A3 due 1, B due 2.5)
+    let edf = r#"{"kind": "edf", "deadline": [1, 2]}"#;
+    let run = |scheduler: &str| {
+        let config = format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        );
+        let mut sim = build(&config, vec![reqs(&[0.0; 3], &[1.0; 3]), reqs(&[0.5], &[1.0])]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    assert!(close(&run(pclock), &[1.0, 2.0, 4.0, 3.0]), "{:?}", run(pclock));
+    assert!(close(&run(edf), &[1.0, 2.0, 3.0, 4.0]), "{:?}", run(edf));
+}
+
+#[test]
+fn sim_wf2q_serves_a_light_session_before_heavy_heads_that_are_not_eligible() {
+    // one device (MPL 1), unit-work requests; A weight 3, B weight 1 (Σ 4). Issue order at 0:
+    // A1, B1, A2, A3, A4. A1 goes into service at once (S 0, F 4/3; V = 1 after it). B1 arrives
+    // to an empty system: S = max(0, V 1) = 1, F = 5. A2: S = max(F_prev 4/3, V 1) = 4/3,
+    // F = 8/3 (A3, A4 queue behind it). At 1 s V = max(1, min S 1) = 1 and only B1 is eligible
+    // (A2's 4/3 > 1): B1 goes although A2's finish tag is smaller; then A2, A3, A4 (V = 2, 3, 4
+    // ≥ their S 4/3, 8/3, 4).
+    let run = |scheduler: &str| {
+        let config = format!(
+            r#"{{"topology": {{"devices": [{{"scheduler": {scheduler}}}]}},
+            "workloads": [{{"route": [{{"device": 0}}], "issue": "open"}},
+                          {{"route": [{{"device": 0}}], "issue": "open"}}]}}"#
+        );
+        let mut sim = build(&config, vec![reqs(&[0.0; 4], &[1.0; 4]), reqs(&[0.0], &[1.0])]);
+        sim.run(f64::INFINITY);
+        sim.records().exit.clone()
+    };
+    let wf2q = r#"{"kind": "wf2q", "weight": [3, 1]}"#;
+    assert!(close(&run(wf2q), &[1.0, 3.0, 4.0, 5.0, 2.0]), "{:?}", run(wf2q));
+    // the smallest finish tag alone (wfq's virtual clock: A's tags 8/3, 4, 16/3 after A1, B's 4,
+    // older than A3's) serves A2 first and B1 only at 2 s
+    let wfq = r#"{"kind": "wfq", "class": [0, 1], "weight": [3, 1]}"#;
+    assert!(close(&run(wfq), &[1.0, 2.0, 4.0, 5.0, 3.0]), "{:?}", run(wfq));
+}
