@@ -203,11 +203,20 @@ TENANTS = Schema(
                 "class": "gold",
             },
             {"name": "B", "slo_s": 0.2, "trace": "b.txt"},
+            # a graduated SLO (issue 25): latencies and fractions strictly increasing
+            {"name": "G", "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1]], "trace": "g.txt"},
         ],
     },
-    required=frozenset({"tenants", "tenants[*].name", "tenants[*].slo_s", "tenants[*].trace"}),
-    positive=frozenset({"link_bandwidth_bytes_per_s", "tenants[*].slo_s", "tenants[*].percentile"}),
-    unique=frozenset({"tenants"}),
+    required=frozenset(
+        {"tenants", "tenants[*].name", "tenants[*].slo_s", "tenants[*].slo_grades"}
+        | {"tenants[*].trace"}
+    ),
+    positive=frozenset(
+        {"link_bandwidth_bytes_per_s", "tenants[*].slo_s", "tenants[*].percentile"}
+        | {"tenants[*].slo_grades[*][*]"}
+    ),
+    # a repeated grade is not increasing; a repeated number makes a pair a triple
+    unique=frozenset({"tenants", "tenants[*].slo_grades", "tenants[*].slo_grades[*]"}),
 )
 
 CLUSTER = Schema(
