@@ -3,17 +3,22 @@ on one half of a trace are checked on the other."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tailbound.demo import DEMO_SSD, demo_cluster
 from tailbound.model import Slo, Tenant
-from tailbound.plan import Plan
+from tailbound.plan import Bound, Discipline, DispatchRule, NestedClass, Plan, TenantPlan
 from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.workload import characterize
 from tailbound.policies.workloadcompactor import to_plan
+from tailbound.profiles.tokens import SsdProfile
+from tailbound.sim.results import percentile
+from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.fleet import GeneratedTenant, demo_fleet
 from tailbound.traces.sizes import FixedSize
 from tailbound.traces.synthetic import poisson_trace
@@ -131,3 +136,73 @@ def test_verify_cli_on_wc62_sound_holds_reference_fails(wc62_dir: Path, tmp_path
         assert ("False" in held) == (expected == 1)
         assert (out / "verify.png").stat().st_size > 0
     assert main(["verify", "--plan", str(tmp_path / "nope.json"), *common]) == 2
+
+
+def test_verify_reports_each_grade_of_a_graduated_slo(tmp_path: Path) -> None:
+    """A steady tenant S with a graduated SLO beside a bursty B on a ``nested`` device: S meets
+    every grade, B (its excess best effort) misses, and a single-pair tenant P is checked as
+    before. Each grade's fraction within its latency agrees with the percentile route: a grade
+    is met exactly when the latency at its fraction (inverted CDF) is within its latency."""
+    profile = SsdProfile(
+        sizes=np.array([4096.0]),
+        read_bandwidth=np.array([8e7]),
+        write_bandwidth=np.array([4e7]),
+        read_mpl=1,
+        write_mpl=1,
+    )
+    x = 4096 / 8e7  # seconds of work of one 4 KiB read
+
+    def tenant(name: str, slo: Slo, classes: list[tuple[float, float, float]]) -> TenantPlan:
+        return TenantPlan(
+            name,
+            slo,
+            "s0",
+            "ssd0",
+            dict.fromkeys(STORAGE_PATH, 0),
+            {},
+            Bound(math.inf, "test"),
+            client_host=f"c-{name}",
+            nested={Stage.STORAGE: tuple(NestedClass(*c) for c in classes)} if classes else {},
+        )
+
+    plan = Plan(
+        "test",
+        1,
+        [
+            tenant("S", Slo.graduated([(0.002, 0.99), (0.02, 1.0)]), [(20 * x, 0.3, 0.002)]),
+            tenant("B", Slo.graduated([(0.002, 0.5), (0.02, 0.9)]), [(10 * x, 0.1, 0.002)]),
+            tenant("P", Slo(5.0, 0.5), []),  # no classes: best effort, behind the burst
+        ],
+        disciplines={
+            **dict.fromkeys(STORAGE_PATH, Discipline("fifo")),
+            Stage.STORAGE: Discipline("nested"),
+        },
+        dispatch=DispatchRule(read_mpl=1, write_mpl=1),
+    )
+
+    def poisson(load: float, seed: int) -> Trace:
+        return poisson_trace(load / x, 2.0, seed=seed, sizes=FixedSize(4096), read_fraction=1.0)
+
+    v = replay_plan(
+        plan,
+        {"S": poisson(0.2, 1), "B": poisson(1.2, 2), "P": poisson(0.01, 3)},
+        profile=profile.to_json(),
+        link_bandwidth_bytes_per_s=1e11,
+    )
+    s, b, p = v.checks
+    assert [g.met for g in s.grades] == [True, True] and s.met
+    assert [g.met for g in b.grades] == [False, False] and not b.met
+    assert b.grades[0].within < 0.5 and b.grades[1].within < 0.9
+    assert p.grades == () and p.met and p.achieved_s <= 5.0
+    assert v.violations == ["B"]
+    for c in (s, b):
+        latency = v.results[c.name].latency
+        for g in c.grades:
+            assert g.met == (percentile(latency, g.fraction) <= g.latency_s)
+    table = v.table()
+    assert "| S | 1 | 2 ms | 99% | 100.00% | yes |" in table
+    assert "| B | 2 | 20 ms | 90% |" in table and "| P | 1 |" not in table
+    v.grades_to_csv(tmp_path / "grades.csv")
+    rows = (tmp_path / "grades.csv").read_text().splitlines()
+    assert rows[0] == "tenant,grade,latency_s,fraction,within,met" and len(rows) == 5
+    assert rows[-1].startswith("B,2,0.02,0.9,") and rows[-1].endswith(",False")
