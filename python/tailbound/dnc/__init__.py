@@ -10,6 +10,8 @@
 - :mod:`tailbound.dnc.htb` — the delay at links served as Linux HTB serves them (strict
   priority between levels, round robin within one, several buckets per flow), one queue or a
   feed-forward path of them.
+- :mod:`tailbound.dnc.nested` — the capacity with which EDF meets a Nested QoS workload's
+  nested classes (Wang's thesis §3.2.2, Lemma 1).
 """
 
 from tailbound.dnc.bounds import (
@@ -35,6 +37,7 @@ from tailbound.dnc.curves import (
     token_bucket_min,
 )
 from tailbound.dnc.htb import HtbFlow, path_delays, queue_delays, round_robin_delay
+from tailbound.dnc.nested import single_workload_capacity
 from tailbound.dnc.operators import (
     aggregate,
     convolution,
@@ -73,6 +76,7 @@ __all__ = [
     "relaxed_multi_stage_delay",
     "round_robin_delay",
     "shaper_delay",
+    "single_workload_capacity",
     "static_priority_delay",
     "static_priority_delay_general",
     "tenant_latency",
