@@ -312,11 +312,12 @@ def _show(value: Any) -> str:
 
 def _tenant(path: Path, doc: Any, where: str) -> Tenant:
     f = _Fields(path, doc, where, _TENANT_KEYS)
+    slo = _slo(f)
     name, trace = f.text("name"), f.text("trace")
     assert name is not None and trace is not None
     return Tenant(
         name=name,
-        slo=_slo(f),
+        slo=slo,
         trace=path.parent / trace,
         client_host=f.text("client_host", required=False),
         client_vm=f.text("client_vm", required=False),
