@@ -8,7 +8,12 @@ import heapq
 
 import pytest
 
-from tailbound.dnc.nested import capacity_terms, single_workload_capacity
+from tailbound.dnc.nested import (
+    capacity_terms,
+    demand,
+    many_workload_capacity,
+    single_workload_capacity,
+)
 
 #: The thesis' example SLA: (10, 100 IOPS, 5 ms), (20, 110 IOPS, 50 ms), (30, 120 IOPS, 500 ms).
 SLA = [(10.0, 100.0, 0.005), (20.0, 110.0, 0.05), (30.0, 120.0, 0.5)]
@@ -109,3 +114,35 @@ def test_edf_at_the_capacity_meets_every_deadline_of_the_example(rate: float) ->
 def test_bad_classes_are_refused(classes: list[tuple[float, float, float]], words: str) -> None:
     with pytest.raises(ValueError, match=words):
         single_workload_capacity(classes)
+
+
+def test_demand_at_each_deadline_is_lemma_1s_numerator() -> None:
+    terms = capacity_terms(SLA)
+    for (_, _, delta), term in zip(SLA, terms, strict=True):
+        assert demand(SLA, delta) / delta <= term + 1e-9
+    assert demand(SLA, 0.004) == 0.0
+    assert demand(SLA, 0.005) == pytest.approx(10.0)
+    assert demand(SLA, 0.03) == pytest.approx(10.0 + 100.0 * 0.025)  # class 1 continued
+
+
+def test_many_workloads_reduce_to_one_and_add_up() -> None:
+    other = [(5.0, 50.0, 0.02), (8.0, 60.0, 0.2)]
+    assert many_workload_capacity([SLA]) == pytest.approx(single_workload_capacity(SLA))
+    assert many_workload_capacity([other]) == pytest.approx(single_workload_capacity(other))
+    assert many_workload_capacity([SLA, SLA]) == pytest.approx(4000.0)
+    both = many_workload_capacity([SLA, other])
+    # at 5 ms only SLA's class 1 is due; at 20 ms SLA's 10 + 100·0.015 and other's 5
+    assert both == pytest.approx(max(2000.0, (11.5 + 5.0) / 0.02))
+    assert both <= single_workload_capacity(SLA) + single_workload_capacity(other)
+
+
+@pytest.mark.parametrize("rate", [float("inf"), 400.0])
+def test_edf_at_the_many_workload_capacity_meets_every_deadline(rate: float) -> None:
+    """Two workloads with different deadlines, both bursting at t = 0 (the worst case) or
+    steady: no miss at the capacity, misses at 0.9 of it for the burst."""
+    other = [(15.0, 200.0, 0.02), (25.0, 220.0, 0.2)]
+    arrivals = _greedy_classified(SLA, rate, 200) + _greedy_classified(other, rate, 200)
+    c = many_workload_capacity([SLA, other])
+    assert _edf_misses(arrivals, c * (1 + 1e-9)) == 0
+    if rate == float("inf"):
+        assert _edf_misses(arrivals, 0.9 * c) > 0

@@ -1,4 +1,4 @@
-"""The capacity a Nested QoS workload needs under EDF (Wang's thesis §3.2.2, Lemmas 1 and 2).
+"""The capacity Nested QoS workloads need under EDF (Wang's thesis §3.2.2, Lemmas 1–3).
 
 A workload's nested classes ``(σ_i, ρ_i, δ_i)``, ``i = 1 … n`` innermost first, with ``σ``, ``ρ``
 and ``δ`` non-decreasing outward: class ``i`` is the largest part of the workload fitting a
@@ -25,6 +25,13 @@ measured on (above 1: a faster device is needed).
 2000.0
 >>> single_workload_capacity([(30, 120, 0.005)])  # all of it within 5 ms
 6000.0
+
+Several workloads sharing one EDF server (Lemma 3): with ``N^w(0, t)`` the requests of workload
+``w`` due by ``t`` in a busy period (:func:`demand`, the numerator above continued linearly,
+``σ_j + Σ_{i<j}(1 + ρ_i(δ_{i+1} − δ_i)) + ρ_j (t − δ_j)`` for ``δ_j ≤ t < δ_{j+1}``, 0 before
+``δ_1``), the capacity is ``max{ max_k Σ_w N^w(0, Δ_k) / Δ_k , Σ_w ρ_{w,n} }`` over every class
+deadline ``Δ_k`` of every workload (:func:`many_workload_capacity`). Each ``N^w(0, t) / t`` is
+monotone on each linear piece, so the deadlines and ``t → ∞`` are the only candidates.
 """
 
 from __future__ import annotations
@@ -83,3 +90,40 @@ def _check(classes: Sequence[Class], request: float) -> None:
                         f"classes must be nested: class {k} has {name} {outer} < {inner} "
                         f"of class {k - 1}"
                     )
+
+
+def demand(classes: Sequence[Class], t: float, request: float = 1.0) -> float:
+    """``N(0, t)``: the most requests (in ``σ``'s unit) of one workload with a deadline at most
+    ``t`` after the start of a busy period (thesis §3.2.2, the proof of Lemma 1, Eqs. 2–11 as
+    rebuilt in the notes): ``σ_j + Σ_{i<j}(request + ρ_i(δ_{i+1} − δ_i)) + ρ_j (t − δ_j)`` for
+    the largest ``j`` with ``δ_j ≤ t``, and 0 before ``δ_1``.
+
+    >>> demand([(10, 100, 0.005), (20, 110, 0.05)], 0.05)  # 20 + 1 + 100 · 0.045
+    25.5
+    """
+    _check(classes, request)
+    if t < classes[0][2]:
+        return 0.0
+    carried = 0.0
+    j = 0
+    while j + 1 < len(classes) and classes[j + 1][2] <= t:
+        carried += request + classes[j][1] * (classes[j + 1][2] - classes[j][2])
+        j += 1
+    sigma, rho, delta = classes[j]
+    return sigma + carried + rho * (t - delta)
+
+
+def many_workload_capacity(workloads: Sequence[Sequence[Class]], request: float = 1.0) -> float:
+    """The capacity with which one EDF scheduler meets every deadline of several workloads'
+    nested classes (Lemma 3, module documentation), in the unit of
+    :func:`single_workload_capacity` (of which it is the one-workload case).
+
+    >>> sla = [(10, 100, 0.005), (20, 110, 0.05), (30, 120, 0.5)]
+    >>> many_workload_capacity([sla, sla])
+    4000.0
+    """
+    if not workloads:
+        raise ValueError("expected at least one workload")
+    deadlines = sorted({c[2] for classes in workloads for c in classes})
+    by_deadline = max(sum(demand(w, t, request) for w in workloads) / t for t in deadlines)
+    return max(by_deadline, sum(float(w[-1][1]) for w in workloads))
