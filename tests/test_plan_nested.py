@@ -228,3 +228,21 @@ def test_a_nested_plan_writes_a_gateway_configuration_the_gateway_accepts(tmp_pa
         timeout=60,
     )
     assert check.returncode == 0 and "ok: 2 exports" in check.stdout, check.stderr
+
+
+def test_classes_of_a_plan_built_in_memory_are_checked_by_the_core() -> None:
+    """A plan built in code is not read as a file is: the core's refusal of classes not nested
+    names the plan's field behind the queue table's ``nested.B``."""
+    plan = nested_plan()
+    reversed_b = tuple(reversed(plan.tenants[1].nested[Stage.STORAGE]))
+    bad = dataclasses.replace(
+        plan,
+        tenants=[
+            plan.tenants[0],
+            dataclasses.replace(plan.tenants[1], nested={Stage.STORAGE: reversed_b}),
+        ],
+    )
+    with pytest.raises(ConfigError) as e:
+        scheduler_config(bad, "s0.ssd0", path="p.json")
+    assert e.value.field == "tenants[1].nested.storage", str(e.value)
+    assert "classes must be nested" in e.value.message
