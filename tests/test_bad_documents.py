@@ -203,11 +203,20 @@ TENANTS = Schema(
                 "class": "gold",
             },
             {"name": "B", "slo_s": 0.2, "trace": "b.txt"},
+            # a graduated SLO (issue 25): latencies and fractions strictly increasing
+            {"name": "G", "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1]], "trace": "g.txt"},
         ],
     },
-    required=frozenset({"tenants", "tenants[*].name", "tenants[*].slo_s", "tenants[*].trace"}),
-    positive=frozenset({"link_bandwidth_bytes_per_s", "tenants[*].slo_s", "tenants[*].percentile"}),
-    unique=frozenset({"tenants"}),
+    required=frozenset(
+        {"tenants", "tenants[*].name", "tenants[*].slo_s", "tenants[*].slo_grades"}
+        | {"tenants[*].trace"}
+    ),
+    positive=frozenset(
+        {"link_bandwidth_bytes_per_s", "tenants[*].slo_s", "tenants[*].percentile"}
+        | {"tenants[*].slo_grades[*][*]"}
+    ),
+    # a repeated grade is not increasing; a repeated number makes a pair a triple
+    unique=frozenset({"tenants", "tenants[*].slo_grades", "tenants[*].slo_grades[*]"}),
 )
 
 CLUSTER = Schema(
@@ -534,6 +543,9 @@ def _plan_with_inputs(base: dict[str, Any]) -> dict[str, Any]:
     }
     for i, t in enumerate(doc["tenants"]):
         t["trace"] = {"path": f"traces/{i}.txt", "sha256": "0" * 64, "format": "wc"}
+    # a graduated SLO and Nested QoS classes (issue 25): the first grade is slo_s and percentile
+    doc["tenants"][0]["slo_grades"] = [[0.05, 0.99], [0.5, 1]]
+    doc["tenants"][0]["nested"] = {"storage": [[0.001, 0.1, 0.05], [0.002, 0.2, 0.5]]}
     return doc
 
 
@@ -544,7 +556,13 @@ PLAN3 = dataclasses.replace(
     required=PLAN.required
     | {"inputs", "inputs.link_bandwidth_bytes_per_s", "tenants[*].trace"}
     | {"tenants[*].trace.path", "tenants[*].trace.sha256"},
-    positive=PLAN.positive | {"inputs.link_bandwidth_bytes_per_s"},
+    positive=PLAN.positive
+    | {"inputs.link_bandwidth_bytes_per_s", "tenants[*].slo_grades[*][*]"}
+    | {"tenants[*].nested.storage[*][*]"},
+    # a repeated grade or class is not increasing; a repeated number lengthens a pair or triple
+    unique=PLAN.unique
+    | {"tenants[*].slo_grades", "tenants[*].slo_grades[*]"}
+    | {"tenants[*].nested.storage", "tenants[*].nested.storage[*]"},
     nullable=PLAN.nullable | {"inputs.profile", "tenants[*].trace.format"},
     open=PLAN.open | {"inputs.profile"},
 )

@@ -16,7 +16,14 @@ Tenants file (paths relative to the file)::
      "tenants": [{"name": "C0", "slo_s": 0.2, "percentile": 0.999, "trace": "traces/t0.txt",
                   "client_host": "client000", "client_vm": "0",      # optional
                   "server_host": "server003", "device": "ssd3",      # optional (placement)
-                  "group": "g1", "class": "gold"}, ...]}             # optional
+                  "group": "g1", "class": "gold"},                   # optional
+                 {"name": "C1", "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1.0]],
+                  "trace": "traces/t1.txt"}, ...]}
+
+A tenant gives either ``slo_s`` (with ``percentile``, default 0.999) or ``slo_grades``, a
+**graduated SLO** (Nested QoS, Wang's thesis §3.1): ``[latency_s, fraction]`` pairs, latencies
+and fractions strictly increasing, fractions in (0, 1] — "90% within 5 ms, 95% within 50 ms,
+all within 500 ms". A list of one pair means exactly ``slo_s``/``percentile``.
 
 What each consumer needs beyond name, SLO and trace (client and server hosts for the SNC
 analyses, a device for a storage stage) it checks itself with :meth:`TenantSet.require`, so the
@@ -26,7 +33,7 @@ message names the field and says who needs it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,26 +47,67 @@ DEFAULT_LINK_BYTES_PER_S = 125_000_000.0
 DEFAULT_PERCENTILE = 0.999
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Slo:
     """A tail-latency objective: a fraction ``percentile`` of requests within ``latency_s``.
 
     ``percentile`` is in (0, 1]; 1 asks for the worst case.
 
+    A **graduated** SLO (Nested QoS, Wang's thesis §3.1) promises several fractions at several
+    latencies: ``grades`` is its ``(latency_s, fraction)`` pairs, latencies and fractions strictly
+    increasing, fractions in (0, 1]; build it with :meth:`graduated`. ``latency_s`` and
+    ``percentile`` are then its **innermost grade** (the tightest latency, ``grades[0]``): the
+    one pair every single-pair consumer (an EDF deadline, a percentile check, an admission
+    analysis) reads, and the one the thesis sizes its first class for (``κ_1``, §3.3). ``grades``
+    is empty for a single-pair SLO, so a one-pair list is the single pair itself.
+
     >>> Slo(0.05)
     Slo(latency_s=0.05, percentile=0.999)
     >>> Slo(0.05, 1.0).worst_case
+    True
+    >>> s = Slo.graduated([(0.005, 0.9), (0.05, 0.95), (0.5, 1.0)])
+    >>> s.latency_s, s.percentile, s.is_graduated
+    (0.005, 0.9, True)
+    >>> Slo.graduated([(0.05, 0.99)]) == Slo(0.05, 0.99)
     True
     """
 
     latency_s: float
     percentile: float = DEFAULT_PERCENTILE
+    grades: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.latency_s) and self.latency_s > 0):
             raise ValueError(f"an SLO latency must be positive and finite, got {self.latency_s}")
         if not 0 < self.percentile <= 1:
             raise ValueError(f"an SLO percentile must be in (0, 1], got {self.percentile}")
+        if self.grades:
+            check_grades(self.grades)
+            if self.grades[0] != (self.latency_s, self.percentile):
+                raise ValueError(
+                    f"a graduated SLO's latency_s and percentile are its first grade "
+                    f"{self.grades[0]}, got ({self.latency_s}, {self.percentile})"
+                )
+
+    @classmethod
+    def graduated(cls, grades: Iterable[tuple[float, float]]) -> Slo:
+        """The SLO of ``(latency_s, fraction)`` pairs (checked by :func:`check_grades`); one
+        pair is a single-pair SLO."""
+        pairs = tuple((float(latency), float(fraction)) for latency, fraction in grades)
+        check_grades(pairs)
+        latency, fraction = pairs[0]
+        return cls(latency, fraction, pairs if len(pairs) > 1 else ())
+
+    @property
+    def is_graduated(self) -> bool:
+        """Whether the SLO has more than one grade."""
+        return bool(self.grades)
+
+    @property
+    def pairs(self) -> tuple[tuple[float, float], ...]:
+        """Every ``(latency_s, fraction)`` the SLO promises, the innermost first (one pair for
+        a single-pair SLO)."""
+        return self.grades or ((self.latency_s, self.percentile),)
 
     @property
     def worst_case(self) -> bool:
@@ -69,6 +117,41 @@ class Slo:
     def met_by(self, latency_s: float) -> bool:
         """Whether a latency at this SLO's percentile meets it."""
         return latency_s <= self.latency_s
+
+    def __repr__(self) -> str:
+        grades = f", grades={self.grades!r}" if self.grades else ""
+        return f"Slo(latency_s={self.latency_s!r}, percentile={self.percentile!r}{grades})"
+
+
+def check_grades(grades: Sequence[tuple[float, float]]) -> None:
+    """Raise :class:`ValueError` unless ``grades`` is a non-empty list of ``(latency_s,
+    fraction)`` with positive finite latencies and fractions in (0, 1], both strictly increasing.
+    The message starts with the index of the grade at fault (``grade 2: ...``).
+
+    >>> check_grades([(0.005, 0.9), (0.05, 0.9)])
+    Traceback (most recent call last):
+    ...
+    ValueError: grade 1: fraction 0.9 not above 0.9 of grade 0 (fractions must increase)
+    """
+    if not grades:
+        raise ValueError("a graduated SLO needs at least one (latency_s, fraction) pair")
+    for i, (latency, fraction) in enumerate(grades):
+        if not (math.isfinite(latency) and latency > 0):
+            raise ValueError(f"grade {i}: latency_s must be positive and finite, got {latency}")
+        if not (math.isfinite(fraction) and 0 < fraction <= 1):
+            raise ValueError(f"grade {i}: fraction must be in (0, 1], got {fraction}")
+        if i > 0:
+            last_latency, last_fraction = grades[i - 1]
+            if not latency > last_latency:
+                raise ValueError(
+                    f"grade {i}: latency_s {latency} not above {last_latency} of grade {i - 1} "
+                    "(latencies must increase)"
+                )
+            if not fraction > last_fraction:
+                raise ValueError(
+                    f"grade {i}: fraction {fraction} not above {last_fraction} of grade {i - 1} "
+                    "(fractions must increase)"
+                )
 
 
 @dataclass(frozen=True)
@@ -155,6 +238,7 @@ _TENANT_KEYS = (
     "name",
     "slo_s",
     "percentile",
+    "slo_grades",
     "trace",
     "client_host",
     "client_vm",
@@ -228,15 +312,12 @@ def _show(value: Any) -> str:
 
 def _tenant(path: Path, doc: Any, where: str) -> Tenant:
     f = _Fields(path, doc, where, _TENANT_KEYS)
-    slo_s = f.positive("slo_s")
-    percentile = f.number("percentile", DEFAULT_PERCENTILE)
-    if not 0 < percentile <= 1:
-        raise f.error("percentile", f"expected a number in (0, 1], got {percentile}")
+    slo = _slo(f)
     name, trace = f.text("name"), f.text("trace")
     assert name is not None and trace is not None
     return Tenant(
         name=name,
-        slo=Slo(slo_s, percentile),
+        slo=slo,
         trace=path.parent / trace,
         client_host=f.text("client_host", required=False),
         client_vm=f.text("client_vm", required=False),
@@ -245,6 +326,39 @@ def _tenant(path: Path, doc: Any, where: str) -> Tenant:
         group=f.text("group", required=False),
         service_class=f.text("class", required=False),
     )
+
+
+def _slo(f: _Fields) -> Slo:
+    """``slo_s`` with ``percentile``, or ``slo_grades`` (module docstring), not both."""
+    if "slo_grades" not in f.doc:
+        slo_s = f.positive("slo_s")
+        percentile = f.number("percentile", DEFAULT_PERCENTILE)
+        if not 0 < percentile <= 1:
+            raise f.error("percentile", f"expected a number in (0, 1], got {percentile}")
+        return Slo(slo_s, percentile)
+    for key in ("slo_s", "percentile"):
+        if key in f.doc:
+            raise f.error(key, "give slo_s (with percentile) or slo_grades, not both")
+    pairs = f.doc["slo_grades"]
+    if not isinstance(pairs, list) or not pairs:
+        raise f.error(
+            "slo_grades", f"expected a non-empty list of [latency_s, fraction], got {_show(pairs)}"
+        )
+    grades = []
+    for i, pair in enumerate(pairs):
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair)
+        ):
+            raise f.error(f"slo_grades[{i}]", f"expected [latency_s, fraction], got {_show(pair)}")
+        grades.append((float(pair[0]), float(pair[1])))
+    try:
+        return Slo.graduated(grades)
+    except ValueError as e:
+        index, _, message = str(e).partition(": ")
+        at = f"slo_grades[{index.removeprefix('grade ')}]" if index.startswith("grade ") else ""
+        raise f.error(at or "slo_grades", message if at else str(e)) from None
 
 
 def load_tenants(path: str | Path) -> TenantSet:

@@ -33,7 +33,9 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 3; versions 1 and 2 ar
         "latency_bound_s": 0.187,
         "bound": {"analysis": "workloadcompactor", "percentile": 1.0,
                   "stages": {...}, "alone_s": null, "joint_s": null},
-        "trace": {"path": "traces/t0.txt", "sha256": "3f1c…", "format": "wc"}}],
+        "trace": {"path": "traces/t0.txt", "sha256": "3f1c…", "format": "wc"},
+        "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1.0]],   # optional: graduated SLO
+        "nested": {"storage": [[0.001, 0.1, 0.005], ...]}}],     # optional: Nested QoS classes
      "inputs": {"link_bandwidth_bytes_per_s": 125000000.0, "profile": {...}},
      "rejected": [{"name": "C7", "reason": "...", "violated": ["C7"],
                    "latency_bound_s": 0.4, "bound": {...}}],
@@ -47,6 +49,14 @@ stage (tokens, thesis §2.3.2); network stages also give bytes per second and by
 planned from (:class:`~tailbound.plan_inputs.PlanInputs`: traces with their SHA-256, the device
 profile embedded, the link bandwidth), so its consumers need no tenants file; ``inputs`` is
 ``null`` (and no tenant has a ``trace``) for a plan built in memory, and in versions 1 and 2.
+
+**Graduated SLOs and Nested QoS classes** (version 3, optional, absent when unused; issue 25):
+``slo_grades`` is a tenant's graduated SLO, ``[latency_s, fraction]`` pairs
+(:attr:`tailbound.model.Slo.grades`; ``slo_s`` and ``percentile`` are then its first, innermost
+pair). ``nested`` gives, per stage, the tenant's nested classes ``[sigma_s, rho, delta_s]``,
+innermost first (:class:`NestedClass`): in the plan's units, ``sigma_s`` seconds of work at
+the stage, ``rho`` a utilisation of it, ``delta_s`` the class's deadline in seconds, each
+non-decreasing outward; the ``nested`` scheduler kind reads them (``docs/nested-qos.md``).
 """
 
 from __future__ import annotations
@@ -56,7 +66,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tailbound import _core
 from tailbound.errors import ConfigError
@@ -79,6 +89,44 @@ DISCIPLINE_KINDS: tuple[str, ...] = tuple(_core.SCHEDULER_KINDS)
 #: What a priority queue does with traffic over its buckets: wait (``shaping``) or go on below
 #: every level (``demotion``, PriorityMeister's enforcer, thesis §2.2.1).
 LIMIT_MODES = ("shaping", "demotion")
+
+
+class NestedClass(NamedTuple):
+    """One Nested QoS class of a tenant at a stage (Wang's thesis §3.1, ``(σ_i, ρ_i, δ_i)``):
+    the largest part of the tenant's requests that fits a token bucket of size ``sigma_s``
+    (seconds of work at the stage) filled at ``rho`` (a utilisation of the stage) is promised
+    ``delta_s`` seconds. With ``x`` seconds of work per request, the thesis' ``σ`` requests and
+    ``ρ`` IOPS are ``σ · x`` and ``ρ · x``. A tuple, so a queue table carries it as the core's
+    ``[sigma_s, rho, delta_s]``."""
+
+    sigma_s: float
+    rho: float
+    delta_s: float
+
+
+def check_nested(classes: tuple[NestedClass, ...] | list[NestedClass]) -> None:
+    """Raise :class:`ValueError` unless ``classes`` (innermost first) are non-empty, every
+    ``σ``, ``ρ``, ``δ`` positive and finite and each non-decreasing outward (the message names
+    the class, counted from 1, as the core's ``nested`` kind does).
+
+    >>> check_nested([NestedClass(0.02, 0.1, 0.005), NestedClass(0.01, 0.11, 0.05)])
+    Traceback (most recent call last):
+    ...
+    ValueError: classes must be nested: class 2 has sigma_s 0.01 < 0.02 of class 1
+    """
+    if not classes:
+        raise ValueError("expected at least one class [sigma_s, rho, delta_s]")
+    for k, c in enumerate(classes, start=1):
+        for name, value in zip(NestedClass._fields, c, strict=True):
+            if not _positive(value):
+                raise ValueError(f"class {k}: {name} must be positive and finite, got {value!r}")
+        if k > 1:
+            for name, inner, outer in zip(NestedClass._fields, classes[k - 2], c, strict=True):
+                if outer < inner:
+                    raise ValueError(
+                        f"classes must be nested: class {k} has {name} {outer} < {inner} "
+                        f"of class {k - 1}"
+                    )
 
 
 @dataclass(frozen=True)
@@ -209,6 +257,9 @@ class TenantPlan:
     #: ``"default"``): the tenants file's ``class`` (:attr:`tailbound.model.Tenant.service_class`),
     #: decided per stage.
     service_class: Mapping[Stage, str] = field(default_factory=dict)
+    #: Nested QoS classes per stage where the discipline is ``nested`` (innermost first; none:
+    #: every request of the tenant is best effort there).
+    nested: Mapping[Stage, tuple[NestedClass, ...]] = field(default_factory=dict)
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -263,6 +314,10 @@ class TenantPlan:
             out["deadline_s"] = {str(s): d for s, d in self.deadline_s.items()}
         if self.service_class:
             out["service_class"] = {str(s): c for s, c in self.service_class.items()}
+        if self.slo is not None and self.slo.is_graduated:
+            out["slo_grades"] = [list(g) for g in self.slo.grades]
+        if self.nested:
+            out["nested"] = {str(s): [list(c) for c in cs] for s, cs in self.nested.items()}
         return out
 
 
@@ -530,14 +585,78 @@ class _Reader:
 
     def slo(self, doc: Any, where: str) -> Slo | None:
         if doc.get("slo_s") is None and doc.get("percentile") is None:
+            if "slo_grades" in doc:
+                raise self.error("a graduated SLO needs slo_s and percentile", f"{where}slo_s")
             return None  # best effort
         latency = self.number(doc, "slo_s", where, low=-math.inf)
         percentile = self.number(doc, "percentile", where, low=-math.inf)
         try:
-            return Slo(latency, percentile)
+            slo = Slo(latency, percentile)
         except ValueError as e:
             key = "slo_s" if "latency" in str(e) else "percentile"
             raise self.error(str(e), f"{where}{key}") from None
+        if "slo_grades" not in doc:
+            return slo
+        graded = self.grades(doc["slo_grades"], f"{where}slo_grades")
+        if graded.pairs[0] != (latency, percentile):
+            raise self.error(
+                f"the first grade {list(graded.pairs[0])} must be slo_s and percentile "
+                f"[{latency}, {percentile}]",
+                f"{where}slo_grades[0]",
+            )
+        return graded
+
+    def grades(self, doc: Any, where: str) -> Slo:
+        """A graduated SLO's ``[latency_s, fraction]`` pairs (:meth:`Slo.graduated`)."""
+        if not isinstance(doc, list) or not doc:
+            raise self.error(f"expected a list of [latency_s, fraction], got {doc!r}", where)
+        pairs = [
+            self.numbers(p, 2, "[latency_s, fraction]", f"{where}[{i}]") for i, p in enumerate(doc)
+        ]
+        try:
+            return Slo.graduated((p[0], p[1]) for p in pairs)
+        except ValueError as e:
+            index, _, message = str(e).partition(": ")
+            if not index.startswith("grade "):
+                raise self.error(str(e), where) from None
+            raise self.error(message, f"{where}[{index.removeprefix('grade ')}]") from None
+
+    def numbers(self, doc: Any, n: int, what: str, where: str) -> list[float]:
+        """A list of ``n`` finite numbers."""
+        if not (
+            isinstance(doc, list)
+            and len(doc) == n
+            and all(
+                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                for x in doc
+            )
+        ):
+            raise self.error(f"expected {what} (finite numbers), got {doc!r}", where)
+        return [float(x) for x in doc]
+
+    def nested(self, doc: Any, where: str) -> dict[Stage, tuple[NestedClass, ...]]:
+        """Nested QoS classes per stage, each ``[sigma_s, rho, delta_s]`` (:func:`check_nested`)."""
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", where)
+        out = {}
+        for key, value in doc.items():
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", f"{where}.{key}") from None
+            w = f"{where}.{key}"
+            if not isinstance(value, list):
+                raise self.error(f"expected a list of [sigma_s, rho, delta_s], got {value!r}", w)
+            classes = tuple(
+                NestedClass(*self.numbers(c, 3, "[sigma_s, rho, delta_s]", f"{w}[{i}]"))
+                for i, c in enumerate(value)
+            )
+            try:
+                check_nested(classes)
+            except ValueError as e:
+                raise self.error(str(e), w) from None
+            out[stage] = classes
+        return out
 
     def tenant(self, doc: Any, where: str, version: int) -> TenantPlan:
         if not isinstance(doc, dict):
@@ -587,6 +706,7 @@ class _Reader:
             weight=self.per_stage(doc.get("weight", {}), f"{w}weight"),
             deadline_s=self.per_stage(doc.get("deadline_s", {}), f"{w}deadline_s"),
             service_class=self.per_stage_names(doc.get("service_class", {}), f"{w}service_class"),
+            nested=self.nested(doc.get("nested", {}), f"{w}nested"),
         )
 
     def bound(self, doc: Any, latency: float, where: str, *, policy_default: str) -> Bound:
@@ -749,7 +869,7 @@ _PLAN_KEYS = frozenset(
 )
 #: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
 _V3_PLAN_KEYS = frozenset({"inputs"})
-_V3_TENANT_KEYS = frozenset({"trace"})
+_V3_TENANT_KEYS = frozenset({"trace", "slo_grades", "nested"})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
     | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s", "service_class"}

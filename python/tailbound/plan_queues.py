@@ -13,8 +13,13 @@ is the only place that turns a plan into queue tables, with no branch per kind:
 - per tenant, **every** per-stage parameter the plan has, whatever the kind: ``priority``
   (:func:`~tailbound.plan.enforcer_level`, larger is more important), ``buckets`` (every
   ``(rate, bucket_s)`` of the stage, at its first queue only: the sender shapes, thesis
-  §2.2.1–2.2.2), ``weight``, ``deadline_s`` and ``class`` (:attr:`TenantPlan.weight`,
-  :attr:`~TenantPlan.deadline_s`, :attr:`~TenantPlan.service_class`) where the tenant has one.
+  §2.2.1–2.2.2), ``weight``, ``deadline_s``, ``class`` and ``nested`` (:attr:`TenantPlan.weight`,
+  :attr:`~TenantPlan.deadline_s`, :attr:`~TenantPlan.service_class`, the Nested QoS classes
+  :attr:`~TenantPlan.nested` as ``[[sigma_s, rho, delta_s], ...]``) where the tenant has one.
+
+A kind that does nothing useful without a per-tenant setting names it in
+:data:`REQUIRED_SETTINGS`: a queue of that kind none of whose tenants gives the setting is
+refused (a ``nested`` queue without classes would serve every request as best effort).
 
 A kind reads the fields it needs and ignores the others, and the defaults are the core's: SFQ
 weight 1, EDF deadline the tenant's SLO (1 s without one), DWRR class ``"default"`` of weight 1
@@ -59,16 +64,23 @@ TENANT_SETTINGS: dict[str, str] = {
     "weight": "weight",
     "deadline_s": "deadline_s",
     "class": "service_class",
+    "nested": "nested",
 }
+#: Kinds whose queue needs the setting from at least one of its tenants, by table field.
+REQUIRED_SETTINGS: dict[str, str] = {"nested": "nested"}
 #: Where a queue table's per-tenant field lives in a plan's tenant (for error messages).
 _PLAN_FIELD = {"priority": "priority", "buckets": "stages", **TENANT_SETTINGS}
 
 
-def queue_tables(plan: Plan, *, mode: str | None = None) -> dict[str, dict[str, Any]]:
+def queue_tables(
+    plan: Plan, *, mode: str | None = None, path: str | None = None
+) -> dict[str, dict[str, Any]]:
     """The queue table of every queue ``plan``'s tenants cross, by queue name, in the order the
     tenants first reach them (see the module documentation). ``mode`` (``"shaping"`` or
-    ``"demotion"``) overrides the plan's limit mode at every queue."""
-    return _Tables(plan, mode).tables
+    ``"demotion"``) overrides the plan's limit mode at every queue. A queue missing a setting
+    its kind requires (:data:`REQUIRED_SETTINGS`) is a :class:`~tailbound.errors.ConfigError`
+    naming the discipline in ``path``."""
+    return _Tables(plan, mode, path).tables
 
 
 def workloads(tenants: Sequence[TenantPlan]) -> list[tuple[str, float | None]]:
@@ -89,7 +101,7 @@ def scheduler_config(
 
     A setting the core refuses is a :class:`~tailbound.errors.ConfigError` naming the plan's
     field (``tenants[2].weight.storage``, ``disciplines.storage.quantum_s``) in ``path``."""
-    t = _Tables(plan, mode)
+    t = _Tables(plan, mode, path)
     if queue not in t.tables:
         raise ConfigError(path, f"no tenant of the plan crosses queue {queue!r}")
     if tenants is None:
@@ -107,7 +119,7 @@ class _Tables:
     """The queue tables of a plan, with the stage each queue belongs to and the queues each
     tenant crosses."""
 
-    def __init__(self, plan: Plan, mode: str | None) -> None:
+    def __init__(self, plan: Plan, mode: str | None, path: str | None = None) -> None:
         if mode is not None and mode not in ("shaping", "demotion"):
             raise ValueError(f"mode must be 'shaping' or 'demotion', got {mode!r}")
         self.tables: dict[str, dict[str, Any]] = {}
@@ -133,6 +145,18 @@ class _Tables:
                         values = getattr(t, attribute)
                         if stage in values:
                             table.setdefault(key, {})[t.name] = values[stage]
+        for queue, table in self.tables.items():
+            needed = REQUIRED_SETTINGS.get(table["kind"])
+            if needed is not None and needed not in table:
+                stage = self.stage[queue]
+                who = sorted(name for name, crossed in self.members.items() if queue in crossed)
+                raise ConfigError(
+                    path,
+                    f"queue {queue} is scheduled {table['kind']!r} but none of its tenants "
+                    f"({', '.join(who)}) gives {TENANT_SETTINGS[needed]}.{stage}: every request "
+                    "would be best effort",
+                    field=f"disciplines.{stage}",
+                )
 
 
 def _plan_field(plan: Plan, stage: Stage, field: str) -> str:

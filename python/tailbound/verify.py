@@ -8,6 +8,10 @@ planning traces themselves, where the plan's bounds must hold for every request)
 
 Latency here is end to end from the request's arrival at its own shaper, through the three stages
 (the network-calculus bound of a tenant includes its shaper delay), in seconds.
+
+A tenant with a **graduated SLO** (:attr:`tailbound.model.Slo.grades`, Nested QoS: "90% within
+5 ms, 95% within 50 ms, all within 500 ms") is checked grade by grade: each grade's fraction of
+requests within its latency (:class:`GradeCheck`), and the SLO is met when every grade is.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from tailbound.atomic import atomic_path
 from tailbound.model import Slo
 from tailbound.plan import Plan
@@ -31,6 +38,22 @@ from tailbound.traces.trace import Trace
 
 
 @dataclass(frozen=True)
+class GradeCheck:
+    """One grade of a graduated SLO against a replay: ``within`` is the fraction of the
+    tenant's requests whose latency is at most ``latency_s`` (NaN without requests), which must
+    be at least ``fraction``."""
+
+    latency_s: float
+    fraction: float
+    within: float
+
+    @property
+    def met(self) -> bool:
+        """At least ``fraction`` of the requests finished within ``latency_s``."""
+        return self.within >= self.fraction
+
+
+@dataclass(frozen=True)
 class TenantCheck:
     """One tenant's promise against its replay (seconds).
 
@@ -38,7 +61,9 @@ class TenantCheck:
     ``worst_window_s`` the worst such percentile over sliding windows (SNC-Meister's check),
     ``max_s`` the largest latency; ``bound_s`` the plan's prediction at ``bound_percentile``
     (1 for a worst-case bound) and ``at_bound_s`` the replayed latency at that percentile (the
-    maximum for a worst-case bound), which the bound must not be below.
+    maximum for a worst-case bound), which the bound must not be below. ``grades`` checks each
+    grade of a graduated SLO (empty for a single pair; ``achieved_s`` is then at the innermost
+    grade's percentile).
     """
 
     name: str
@@ -50,10 +75,14 @@ class TenantCheck:
     requests: int
     bound_percentile: float = 1.0
     at_bound_s: float = 0.0
+    grades: tuple[GradeCheck, ...] = ()
 
     @property
     def met(self) -> bool:
-        """The SLO held over the replay."""
+        """The SLO held over the replay: the latency at its percentile within it, or, for a
+        graduated SLO, every grade met."""
+        if self.grades:
+            return all(g.met for g in self.grades)
         return self.slo.met_by(self.achieved_s)
 
     @property
@@ -111,7 +140,30 @@ class Verification:
                 f"| {_ms(c.bound_s)} @ {100 * c.bound_percentile:g}% "
                 f"| {'yes' if c.met else 'NO'} | {held} |"
             )
+        graded = [c for c in self.checks if c.grades]
+        if graded:
+            rows += [
+                "",
+                "| tenant | grade | latency | promised | within | met |",
+                "|---|---|---|---|---|---|",
+            ]
+            for c in graded:
+                for i, g in enumerate(c.grades, start=1):
+                    rows.append(
+                        f"| {c.name} | {i} | {_ms(g.latency_s)} | {100 * g.fraction:g}% "
+                        f"| {100 * g.within:.2f}% | {'yes' if g.met else 'NO'} |"
+                    )
         return "\n".join(rows)
+
+    def grades_to_csv(self, path: str | Path) -> None:
+        """Write one row per grade of every graduated SLO (``tenant, grade, latency_s,
+        fraction, within, met``; grades counted from 1), atomically."""
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["tenant", "grade", "latency_s", "fraction", "within", "met"])
+            for c in self.checks:
+                for i, g in enumerate(c.grades, start=1):
+                    writer.writerow([c.name, i, g.latency_s, g.fraction, g.within, g.met])
 
     def to_csv(self, path: str | Path) -> None:
         """Write the checks as CSV (seconds), atomically."""
@@ -219,6 +271,15 @@ def check_results(plan: Plan, results: SimResults, *, window_s: float = 180.0) -
                 requests=int(w.latency.size),
                 bound_percentile=tenant.bound.percentile,
                 at_bound_s=at_bound,
+                grades=tuple(
+                    GradeCheck(latency, fraction, _within(w.latency, latency))
+                    for latency, fraction in tenant.slo.grades
+                ),
             )
         )
     return Verification(plan, results, tuple(checks))
+
+
+def _within(latency: NDArray[np.float64], latency_s: float) -> float:
+    """The fraction of ``latency`` at most ``latency_s`` (NaN when empty)."""
+    return float(np.mean(latency <= latency_s)) if latency.size else math.nan

@@ -21,7 +21,11 @@ COLUMNS = (
     ("worst window", "the worst such percentile over sliding windows of --window-s"),
     ("max", "the largest replayed latency"),
     ("bound", "the plan's prediction at its percentile (100%: a worst-case bound)"),
-    ("SLO met", "achieved is not above the SLO"),
+    (
+        "SLO met",
+        "achieved is not above the SLO (a graduated SLO: every grade met, in a second "
+        "table giving each grade's fraction of requests within its latency)",
+    ),
     ("bound held", "the replayed latency at the bound's percentile is not above it (× the ratio)"),
 )
 
@@ -75,7 +79,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
     )
-    parser.add_argument("--out", type=Path, help="folder for verify.csv and verify.png")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="folder for verify.csv and verify.png (and verify-grades.csv, one row per grade "
+        "of the graduated SLOs)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -142,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         v.to_csv(args.out / "verify.csv")
         _plot(v, args.out / "verify.png")
         print(f"wrote {args.out / 'verify.csv'} and {args.out / 'verify.png'}")
+        if any(c.grades for c in v.checks):
+            v.grades_to_csv(args.out / "verify-grades.csv")
+            print(f"wrote {args.out / 'verify-grades.csv'}")
     return outcome(v.all_held)
 
 

@@ -10,6 +10,8 @@
 - :mod:`tailbound.dnc.htb` — the delay at links served as Linux HTB serves them (strict
   priority between levels, round robin within one, several buckets per flow), one queue or a
   feed-forward path of them.
+- :mod:`tailbound.dnc.nested` — the capacity with which EDF meets the nested classes of one
+  Nested QoS workload or several (Wang's thesis §3.2.2, Lemmas 1 and 3).
 """
 
 from tailbound.dnc.bounds import (
@@ -35,6 +37,7 @@ from tailbound.dnc.curves import (
     token_bucket_min,
 )
 from tailbound.dnc.htb import HtbFlow, path_delays, queue_delays, round_robin_delay
+from tailbound.dnc.nested import many_workload_capacity, single_workload_capacity
 from tailbound.dnc.operators import (
     aggregate,
     convolution,
@@ -65,6 +68,7 @@ __all__ = [
     "deconvolution",
     "horizontal_deviation",
     "leftover",
+    "many_workload_capacity",
     "multi_stage_delay",
     "output_bound",
     "path_delays",
@@ -73,6 +77,7 @@ __all__ = [
     "relaxed_multi_stage_delay",
     "round_robin_delay",
     "shaper_delay",
+    "single_workload_capacity",
     "static_priority_delay",
     "static_priority_delay_general",
     "tenant_latency",
