@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound import _core
-from tailbound.sim.results import SimResults, Slo, WorkloadResult
+from tailbound.sim.results import ControlLog, SimResults, Slo, WorkloadResult
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,13 @@ class Simulator:
         self.stage_names = [tuple(s) for s in stage_names]
         self.slos = list(slos) if slos is not None else [None] * len(self.names)
         self.queues = dict(queues or {})
+        named = {i: n for n, (kind, i) in self.queues.items() if kind == "device"}
+        #: Devices with a controller, by name (``device <i>`` when unnamed) and index.
+        self.controlled = {
+            named.get(i, f"device {i}"): i
+            for i, d in enumerate(config.get("topology", {}).get("devices", []))
+            if d.get("control")
+        }
         try:
             self._core = _core.Simulation(
                 json.dumps(config),
@@ -173,6 +180,13 @@ class Simulator:
             values = [float(value)]
         self._core.set_param(kind, int(index), w, name, values)
 
+    def control_log(self, device: str | int) -> ControlLog:
+        """The limits device ``device``'s controller applied so far (a name of ``queues`` or
+        an index; empty without a controller)."""
+        index = self.queues[device][1] if isinstance(device, str) else int(device)
+        time, workload, rate, depth = self._core.control_log(index)
+        return ControlLog(time, tuple(self.names[int(w)] for w in workload), rate, depth)
+
     def results(self) -> SimResults:
         """Every workload's records so far."""
         issue, exit_flat, stages = self._core.records()
@@ -188,7 +202,8 @@ class Simulator:
                     slo=self.slos[w],
                 )
             )
-        return SimResults(workloads=tuple(out), events=self.events, now=self.now)
+        control = {name: self.control_log(i) for name, i in self.controlled.items()}
+        return SimResults(workloads=tuple(out), events=self.events, now=self.now, control=control)
 
 
 def shape(
