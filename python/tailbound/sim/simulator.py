@@ -227,18 +227,32 @@ def single_queue(
     mpl: int = 1,
     names: Sequence[str] | None = None,
     slos: Sequence[Slo | None] | None = None,
+    control: Mapping[str, Any] | None = None,
 ) -> Simulator:
     """One device queue shared by several open-loop workloads: the queueing-theory setting.
 
     Workload ``i`` issues requests at ``arrivals[i]`` needing ``work[i]`` seconds of service each;
     the device serves up to ``mpl`` at once (processor sharing) in the order of ``scheduler`` (the
     core's scheduler config, default FIFO). The stage time of each request is its queueing plus
-    service time.
+    service time. ``control`` is the device's controller in the core's form
+    (``tailbound_core::sim::control::ControlSpec``, workloads by index; ``docs/pslo.md``).
 
     >>> sim = single_queue([np.array([0.0, 0.5])], [np.array([1.0, 1.0])])
     >>> sim.run()
     >>> sim.results().workloads[0].latency.tolist()
     [1.0, 1.5]
+
+    PSLO's ``L`` holds a workload with a latency SLO to depth 1: four requests at once at an
+    MPL-4 device run one after the other instead of sharing it.
+
+    >>> pslo = {"kind": "pslo", "policy": "L", "tenants": [{"workload": 0, "latency_s": 0.5,
+    ...         "percentile": 0.99, "throughput_iops": 1.0}]}
+    >>> sim = single_queue([np.zeros(4)], [np.ones(4)], mpl=4, control=pslo)
+    >>> sim.run()
+    >>> sim.results().workloads[0].latency.tolist()
+    [1.0, 2.0, 3.0, 4.0]
+    >>> sim.results().control["device"].depth.tolist()
+    [1.0]
     """
     n = len(arrivals)
     names = list(names) if names is not None else [f"w{i}" for i in range(n)]
@@ -249,6 +263,7 @@ def single_queue(
                     "read_mpl": mpl,
                     "write_mpl": mpl,
                     "scheduler": dict(scheduler or {"kind": "fifo"}),
+                    **({"control": dict(control)} if control is not None else {}),
                 }
             ]
         },
