@@ -108,7 +108,15 @@ class Simulation:
         self, kind: str, index: int, workload: int, name: str, values: list[float]
     ) -> None: ...
     def records(self) -> tuple[NDArray[np.float64], NDArray[np.float64], int]: ...
+    def control_log(
+        self, index: int
+    ) -> tuple[
+        NDArray[np.float64], NDArray[np.uint32], NDArray[np.float64], NDArray[np.float64]
+    ]: ...
     def workload_ranges(self) -> list[tuple[int, int]]: ...
+
+#: PSLO's policies as a device's ``control.policy`` spells them (``control::pslo::Policy``).
+PSLO_POLICIES: tuple[str, ...]
 
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]

@@ -3,6 +3,8 @@
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use tailbound_core::control::pslo::Policy;
 use tailbound_core::sched;
 use tailbound_core::sim::config::param;
 use tailbound_core::sim::workload::Requests;
@@ -119,6 +121,29 @@ impl PySimulation {
         (r.issue.clone().into_pyarray(py), r.exit.clone().into_pyarray(py), r.stages)
     }
 
+    /// The limits device `index`'s controller applied so far, in order, as arrays
+    /// `(time, workload, rate, depth)`: seconds, workload index, requests per second and
+    /// requests, `inf` where unlimited (empty arrays without a controller).
+    #[allow(clippy::type_complexity)]
+    fn control_log<'py>(
+        &self,
+        py: Python<'py>,
+        index: u32,
+    ) -> PyResult<(F64Array<'py>, Bound<'py, PyArray1<u32>>, F64Array<'py>, F64Array<'py>)> {
+        let log = self.inner.control_log(index).map_err(to_py)?;
+        let time: Vec<f64> = log.iter().map(|c| c.time).collect();
+        let workload: Vec<u32> = log.iter().map(|c| c.workload).collect();
+        let rate: Vec<f64> = log.iter().map(|c| c.limits.rate.unwrap_or(f64::INFINITY)).collect();
+        let depth: Vec<f64> =
+            log.iter().map(|c| c.limits.depth.map_or(f64::INFINITY, f64::from)).collect();
+        Ok((
+            time.into_pyarray(py),
+            workload.into_pyarray(py),
+            rate.into_pyarray(py),
+            depth.into_pyarray(py),
+        ))
+    }
+
     /// `(first, end)` index range of each workload's requests in the records.
     fn workload_ranges(&self) -> Vec<(usize, usize)> {
         (0..self.inner.workload_count())
@@ -146,6 +171,7 @@ fn shape<'py>(
 /// Register the simulator's class and functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
+    m.add("PSLO_POLICIES", PyTuple::new(m.py(), Policy::ALL.map(Policy::name))?)?;
     m.add_function(wrap_pyfunction!(shape, m)?)?;
     Ok(())
 }

@@ -8,7 +8,7 @@ at least ``p`` of the requests finished within ``latency_s``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -167,13 +167,33 @@ class WorkloadResult:
         return bool(self.achieved <= self.slo.latency_s)
 
 
+@dataclass(frozen=True, eq=False)
+class ControlLog:
+    """The limits a device's controller applied, one row per workload and decision, in order
+    (the initial ones at time 0): ``time_s`` seconds, ``workload`` names, ``rate_iops`` the
+    pacing rate in requests per second and ``depth`` the IO depth in requests (``inf``:
+    unlimited). ``tailbound_core::sim::control``."""
+
+    time_s: NDArray[np.float64]
+    workload: tuple[str, ...]
+    rate_iops: NDArray[np.float64]
+    depth: NDArray[np.float64]
+
+    def of(self, workload: str) -> tuple[NDArray[np.float64], ...]:
+        """``(time_s, rate_iops, depth)`` of one workload's rows."""
+        mask = np.array([w == workload for w in self.workload], dtype=bool)
+        return self.time_s[mask], self.rate_iops[mask], self.depth[mask]
+
+
 @dataclass(frozen=True)
 class SimResults:
-    """Every workload's result, and the run's event count and simulated time."""
+    """Every workload's result, the run's event count and simulated time, and the log of each
+    controlled device's controller by device name (``control``; empty without one)."""
 
     workloads: tuple[WorkloadResult, ...]
     events: int
     now: float
+    control: dict[str, ControlLog] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> WorkloadResult:
         for w in self.workloads:

@@ -16,6 +16,10 @@ a queue whose kind has classes (``dwrr``) serves the request in that class inste
 workload's. The classes of all queues are then numbered together (the sorted names of every
 queue's classes, ``_core.scheduler_classes``), so a request's class is the same class at each
 queue it crosses; a name that is no queue's class is an error naming the workload's field.
+
+A device may carry a controller (``control``, a table with ``kind = "pslo"``): PSLO's
+(``docs/pslo.md``), told of every completion at the device, sets the pacing rate and IO depth of
+the workloads its ``slo`` table names (:class:`PsloControl`).
 """
 
 from __future__ import annotations
@@ -44,9 +48,51 @@ from tailbound.traces.trace import Trace
 
 
 @dataclass(frozen=True)
+class TenantSlos:
+    """A controlled workload's SLOs: ``latency_s`` seconds at ``percentile`` (a fraction in
+    (0, 1); both ``None``: no latency SLO, paced for its throughput alone) and
+    ``throughput_iops`` requests per second."""
+
+    latency_s: float | None
+    percentile: float | None
+    throughput_iops: float
+
+
+@dataclass(frozen=True)
+class PsloControl:
+    """PSLO's controller at a device (``tailbound_core::sim::control``, ``docs/pslo.md``).
+
+    ``policy`` is one of ``_core.PSLO_POLICIES`` (``LS+T``, ``TS+L``, ``L``, ``LS+U``, ``T``,
+    ``none``); ``params`` the controller's parameters given (``interval_completions`` N,
+    ``threshold`` H, ``window_s``, ``enable_s`` τ, ``sigma`` σ, ``eta`` η, ``raise_at`` U,
+    ``max_depth``; the controller's defaults otherwise); ``slo`` the controlled workloads by name.
+    ``at`` is the table's dotted name in the scenario (for errors).
+    """
+
+    policy: str
+    params: dict[str, float]
+    slo: dict[str, TenantSlos]
+    at: str
+
+    def core_config(self, workload_index: Mapping[str, int]) -> dict[str, Any]:
+        """The core's ``ControlSpec``: the tenants by workload index."""
+        tenants = []
+        for name, t in self.slo.items():
+            tenant: dict[str, Any] = {
+                "workload": workload_index[name],
+                "throughput_iops": t.throughput_iops,
+            }
+            if t.latency_s is not None:
+                tenant |= {"latency_s": t.latency_s, "percentile": t.percentile}
+            tenants.append(tenant)
+        return {"kind": "pslo", "policy": self.policy, **self.params, "tenants": tenants}
+
+
+@dataclass(frozen=True)
 class Device:
     """A device on a server host: its token model gives each request's work in seconds
-    (``SsdModel``, ``DiskModel``), ``None`` for a memory device (no work)."""
+    (``SsdModel``, ``DiskModel``), ``None`` for a memory device (no work); ``control`` its
+    controller, if any."""
 
     name: str
     host: str
@@ -54,6 +100,7 @@ class Device:
     limits: dict[str, float]
     base_latency_s: float
     disk: dict[str, float] | None = None
+    control: PsloControl | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +192,8 @@ class Scenario:
             raise top.error("workloads", "a scenario needs at least one workload")
         if len({w.name for w in workloads}) != len(workloads):
             raise top.error("workloads", "workload names must be unique")
+        for d in devices:
+            _check_controlled(d, workloads, path)
         queue_names = {f"{h}.{d}" for h in hosts for d in ("egress", "ingress")} | set(names)
         queues: dict[str, Fields] = {}
         for q in top.tables("queues"):
@@ -182,12 +231,14 @@ class Scenario:
                     }
                 )
         device_of = {d.name: i for i, d in enumerate(self.devices)}
+        workload_index = {w.name: i for i, w in enumerate(self.workloads)}
         devices = [
             {
                 **d.limits,
                 "base_latency": d.base_latency_s,
                 "scheduler": self._scheduler(d.name, numbering),
                 **({"disk": d.disk} if d.disk is not None else {}),
+                **({"control": d.control.core_config(workload_index)} if d.control else {}),
             }
             for d in self.devices
         ]
@@ -322,6 +373,7 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
             "low_priority_work_s",
             "batch_requests",
             "gap_bytes",
+            "control",
         }
     )
     host = d.string("host")
@@ -367,7 +419,69 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     # the work of levels below the device's most important one in service, at most (seconds)
     if d.has("low_priority_work_s"):
         limits["low_priority_work"] = d.number("low_priority_work_s", low=0.0)
-    return Device(d.string("name"), host, model, limits, d.number("base_latency_s", 0.0), disk)
+    control = _control(d.table("control")) if d.has("control") else None
+    return Device(
+        d.string("name"), host, model, limits, d.number("base_latency_s", 0.0), disk, control
+    )
+
+
+def _control(c: Fields) -> PsloControl:
+    """A device's ``control`` table (PSLO's controller; ``docs/simulator.md``)."""
+    c.check_keys({"kind", "policy", "slo", *_PSLO_NUMBERS, *_PSLO_INTEGERS})
+    c.choice("kind", ("pslo",))
+    policy = c.choice("policy", _core.PSLO_POLICIES)
+    params: dict[str, float] = {}
+    for key in _PSLO_INTEGERS:
+        if c.has(key):
+            params[key] = c.integer(key, low=1)
+    for key, (low, low_open, high) in _PSLO_NUMBERS.items():
+        if c.has(key):
+            params[key] = c.number(key, low=low, low_open=low_open, high=high)
+    slo: dict[str, TenantSlos] = {}
+    table = c.table("slo")
+    if not table.data:
+        raise c.error("slo", "name at least one workload to control")
+    for name in table.data:
+        t = table.table(str(name))
+        t.check_keys({"latency_s", "percentile", "throughput_iops"})
+        latency_s = percentile = None
+        if t.has("latency_s") or t.has("percentile"):
+            latency_s = t.number("latency_s", low_open=True)
+            percentile = t.number("percentile", low_open=True, high=1.0)
+            if percentile >= 1.0:
+                raise t.error("percentile", f"expected a fraction in (0, 1), got {percentile!r}")
+        throughput = t.number("throughput_iops", low_open=True)
+        slo[str(name)] = TenantSlos(latency_s, percentile, throughput)
+    return PsloControl(policy, params, slo, c.where)
+
+
+#: PSLO's real parameters in a ``control`` table: (lowest, lowest excluded, highest).
+_PSLO_NUMBERS: dict[str, tuple[float, bool, float]] = {
+    "threshold": (1.0, True, float("inf")),  # H > 1
+    "window_s": (0.0, True, float("inf")),
+    "enable_s": (0.0, False, float("inf")),
+    "sigma": (0.0, True, float("inf")),
+    "eta": (0.0, True, 1.0),
+    "raise_at": (0.0, True, float("inf")),
+}
+#: PSLO's integer parameters (at least 1).
+_PSLO_INTEGERS = ("interval_completions", "max_depth")
+
+
+def _check_controlled(d: Device, workloads: tuple[Workload, ...], path: str | None) -> None:
+    """Each workload a device's controller names exists and is served by that device."""
+    if d.control is None:
+        return
+    for name in d.control.slo:
+        match = [w for w in workloads if w.name == name]
+        if not match or match[0].device != d.name:
+            reason = "no workload" if not match else "not a workload of this device:"
+            raise ConfigError(
+                path,
+                f"{reason} {name!r} (the device's workloads: "
+                f"{[w.name for w in workloads if w.device == d.name]})",
+                field=f"{d.control.at}.slo.{name}",
+            )
 
 
 #: Most requests in a batch of sequential writes (thesis §2.2.1 limits the batch but gives no

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound import _core
-from tailbound.sim.results import SimResults, Slo, WorkloadResult
+from tailbound.sim.results import ControlLog, SimResults, Slo, WorkloadResult
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,13 @@ class Simulator:
         self.stage_names = [tuple(s) for s in stage_names]
         self.slos = list(slos) if slos is not None else [None] * len(self.names)
         self.queues = dict(queues or {})
+        named = {i: n for n, (kind, i) in self.queues.items() if kind == "device"}
+        #: Devices with a controller, by name (``device <i>`` when unnamed) and index.
+        self.controlled = {
+            named.get(i, f"device {i}"): i
+            for i, d in enumerate(config.get("topology", {}).get("devices", []))
+            if d.get("control")
+        }
         try:
             self._core = _core.Simulation(
                 json.dumps(config),
@@ -173,6 +180,13 @@ class Simulator:
             values = [float(value)]
         self._core.set_param(kind, int(index), w, name, values)
 
+    def control_log(self, device: str | int) -> ControlLog:
+        """The limits device ``device``'s controller applied so far (a name of ``queues`` or
+        an index; empty without a controller)."""
+        index = self.queues[device][1] if isinstance(device, str) else int(device)
+        time, workload, rate, depth = self._core.control_log(index)
+        return ControlLog(time, tuple(self.names[int(w)] for w in workload), rate, depth)
+
     def results(self) -> SimResults:
         """Every workload's records so far."""
         issue, exit_flat, stages = self._core.records()
@@ -188,7 +202,8 @@ class Simulator:
                     slo=self.slos[w],
                 )
             )
-        return SimResults(workloads=tuple(out), events=self.events, now=self.now)
+        control = {name: self.control_log(i) for name, i in self.controlled.items()}
+        return SimResults(workloads=tuple(out), events=self.events, now=self.now, control=control)
 
 
 def shape(
@@ -212,18 +227,32 @@ def single_queue(
     mpl: int = 1,
     names: Sequence[str] | None = None,
     slos: Sequence[Slo | None] | None = None,
+    control: Mapping[str, Any] | None = None,
 ) -> Simulator:
     """One device queue shared by several open-loop workloads: the queueing-theory setting.
 
     Workload ``i`` issues requests at ``arrivals[i]`` needing ``work[i]`` seconds of service each;
     the device serves up to ``mpl`` at once (processor sharing) in the order of ``scheduler`` (the
     core's scheduler config, default FIFO). The stage time of each request is its queueing plus
-    service time.
+    service time. ``control`` is the device's controller in the core's form
+    (``tailbound_core::sim::control::ControlSpec``, workloads by index; ``docs/pslo.md``).
 
     >>> sim = single_queue([np.array([0.0, 0.5])], [np.array([1.0, 1.0])])
     >>> sim.run()
     >>> sim.results().workloads[0].latency.tolist()
     [1.0, 1.5]
+
+    PSLO's ``L`` holds a workload with a latency SLO to depth 1: four requests at once at an
+    MPL-4 device run one after the other instead of sharing it.
+
+    >>> pslo = {"kind": "pslo", "policy": "L", "tenants": [{"workload": 0, "latency_s": 0.5,
+    ...         "percentile": 0.99, "throughput_iops": 1.0}]}
+    >>> sim = single_queue([np.zeros(4)], [np.ones(4)], mpl=4, control=pslo)
+    >>> sim.run()
+    >>> sim.results().workloads[0].latency.tolist()
+    [1.0, 2.0, 3.0, 4.0]
+    >>> sim.results().control["device"].depth.tolist()
+    [1.0]
     """
     n = len(arrivals)
     names = list(names) if names is not None else [f"w{i}" for i in range(n)]
@@ -234,6 +263,7 @@ def single_queue(
                     "read_mpl": mpl,
                     "write_mpl": mpl,
                     "scheduler": dict(scheduler or {"kind": "fifo"}),
+                    **({"control": dict(control)} if control is not None else {}),
                 }
             ]
         },

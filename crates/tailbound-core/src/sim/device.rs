@@ -25,14 +25,19 @@
 //! A disk (`DeviceSpec::disk`) also prices the enforcer's rule for sequential writes: a missed
 //! revolution for a sequential write issued after its predecessor finished, and the members of a
 //! batch (one dispatch slot) written back to back in one pass (`disk.rs`).
+//!
+//! A device may carry a controller (`DeviceSpec::control`, `control.rs`): PSLO, told of every
+//! completion of a controlled tenant, sets the tenants' pacing rates and depths at the
+//! dispatcher. A device without one does exactly what it did before (one branch per call).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::control::{DeviceControl, LimitChange};
 use super::disk::{DiskRules, LastAccess};
 use super::topology::DeviceSpec;
 use crate::error::Result;
-use crate::sched::dispatch::{Dispatched, Dispatcher, Limits, Request};
+use crate::sched::dispatch::{Dispatched, Dispatcher, Limits, Request, TenantLimits};
 use crate::sched::{Item, Param, TagKey};
 
 /// One device's state: its dispatcher (`crate::sched::dispatch`) and the service model of the
@@ -53,6 +58,8 @@ pub struct Device {
     pending: f64,
     /// The disk's last dispatched access (disk rule only).
     last_access: Option<LastAccess>,
+    /// The device's controller, if it has one.
+    control: Option<Box<DeviceControl>>,
 }
 
 /// The request columns the dispatcher reads, indexed by request identifier.
@@ -87,8 +94,9 @@ pub struct Next {
 const FINISH_EPS: f64 = 1e-12;
 
 impl Device {
-    /// A device with its scheduler built for `workloads` workloads.
-    pub fn new(spec: &DeviceSpec, workloads: usize) -> Result<Self> {
+    /// Device `index` (named in errors, `devices[index].control.policy`) with its scheduler
+    /// built for `workloads` workloads and its controller's initial limits set.
+    pub fn new(spec: &DeviceSpec, workloads: usize, index: usize) -> Result<Self> {
         let limits = Limits {
             read_mpl: spec.read_mpl,
             write_mpl: spec.write_mpl,
@@ -99,8 +107,16 @@ impl Device {
             low_priority_work: spec.low_priority_work,
             batching: spec.disk.as_ref().map(DiskRules::batching),
         };
+        let mut dispatcher = Dispatcher::new(limits, spec.scheduler.build(workloads)?)?;
+        let control = match &spec.control {
+            Some(c) => {
+                let at = format!("devices[{index}].control");
+                Some(Box::new(DeviceControl::new(c, workloads, &mut dispatcher, &at)?))
+            }
+            None => None,
+        };
         Ok(Self {
-            dispatcher: Dispatcher::new(limits, spec.scheduler.build(workloads)?)?,
+            dispatcher,
             spec: spec.clone(),
             started: Vec::new(),
             finishing: BinaryHeap::new(),
@@ -109,6 +125,7 @@ impl Device {
             generation: 0,
             pending: f64::INFINITY,
             last_access: None,
+            control,
         })
     }
 
@@ -134,6 +151,9 @@ impl Device {
     /// Queue a request at `now` (`item.id` its request index, `item.cost` its seconds of work).
     #[inline]
     pub fn enqueue(&mut self, item: Item, now: f64) {
+        if let Some(c) = &mut self.control {
+            c.arrived(item.id, item.workload, now);
+        }
         self.dispatcher.enqueue(item, now);
     }
 
@@ -149,6 +169,9 @@ impl Device {
                 self.finishing.push(Reverse(TagKey(self.virtual_time + cost, d.item.id)));
             }
             self.note_access(d.item.id, cols);
+            if let Some(c) = &mut self.control {
+                c.dispatched(d.item.id, now);
+            }
         }
         let changed = !started.is_empty();
         self.started = started;
@@ -236,7 +259,12 @@ impl Device {
                 last.finished = Some(now);
             }
             done.push(id);
-            if let Some(next) = self.dispatcher.complete(id, cols.request(id)) {
+            let batch_next = self.dispatcher.complete(id, cols.request(id));
+            if let Some(c) = &mut self.control {
+                // the decision holds from the dispatch below on
+                c.completed(id, now, &mut self.dispatcher);
+            }
+            if let Some(next) = batch_next {
                 // the batch keeps its slot: the next write follows in the same pass
                 let cost = self.batched_cost(id, next, cols);
                 self.finishing.push(Reverse(TagKey(finish + cost, next)));
@@ -266,6 +294,22 @@ impl Device {
     /// Change a scheduler parameter (the control hook).
     pub fn set_param(&mut self, workload: u32, param: Param) -> Result<()> {
         self.dispatcher.set_param(workload, param)
+    }
+
+    /// Set `workload`'s pacing rate (requests per second) and depth at the dispatcher (`None`:
+    /// unlimited), effective at the next dispatch (`Dispatcher::set_tenant_limits`).
+    pub fn set_tenant_limits(&mut self, workload: u32, limits: TenantLimits) -> Result<()> {
+        self.dispatcher.set_tenant_limits(workload, limits.rate, limits.depth)
+    }
+
+    /// `workload`'s limits at the dispatcher (unlimited unless set).
+    pub fn tenant_limits(&self, workload: u32) -> TenantLimits {
+        self.dispatcher.tenant_limits(workload)
+    }
+
+    /// The limits the device's controller applied so far, in order (empty without one).
+    pub fn control_log(&self) -> &[LimitChange] {
+        self.control.as_ref().map_or(&[], |c| c.log())
     }
 
     /// Requests waiting for dispatch.

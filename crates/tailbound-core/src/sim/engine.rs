@@ -11,6 +11,7 @@
 //! `run(until)` processes every event up to `until` and returns, so a control policy can read the
 //! records, change scheduler parameters with `set_param` and continue (the periodic control hook).
 
+use super::control::LimitChange;
 use super::device::{Columns, Device, Next};
 use super::kernel::{Kernel, Urgency};
 use super::link::{Link, Start};
@@ -18,6 +19,7 @@ use super::results::Records;
 use super::topology::{StageRoute, Topology};
 use super::workload::{Issue, Requests, WorkloadSpec};
 use crate::error::{Error, Result};
+use crate::sched::dispatch::TenantLimits;
 use crate::sched::{Item, Param, NO_CLASS, NO_DEADLINE};
 
 /// Packet index bits in a packet identifier `(request << PACKET_BITS) | packet`.
@@ -107,8 +109,12 @@ impl Simulation {
         }
         let nw = specs.len();
         let links = topology.links.iter().map(|l| Link::new(l, nw)).collect::<Result<Vec<_>>>()?;
-        let devices =
-            topology.devices.iter().map(|d| Device::new(d, nw)).collect::<Result<Vec<_>>>()?;
+        let devices = topology
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Device::new(d, nw, i))
+            .collect::<Result<Vec<_>>>()?;
         let stages = specs.iter().map(|s| s.route.len()).max().unwrap_or(0).max(1);
         if stages > usize::from(u8::MAX) {
             return Err(Error::Invalid(format!("routes of {stages} stages are too long")));
@@ -264,12 +270,35 @@ impl Simulation {
         Ok(())
     }
 
+    /// Set `workload`'s pacing rate and depth at device `d`'s dispatcher (`None`: unlimited),
+    /// effective now (`Dispatcher::set_tenant_limits`; set them before the tenant's traffic
+    /// starts, as a device's controller does).
+    pub fn set_tenant_limits(&mut self, d: u32, workload: u32, limits: TenantLimits) -> Result<()> {
+        if workload as usize >= self.workloads.len() {
+            return Err(Error::Invalid(format!("workload {workload} does not exist")));
+        }
+        self.device_mut(d)?.set_tenant_limits(workload, limits)?;
+        self.handle(Event::Wake { queue: Queue::Device(d) });
+        Ok(())
+    }
+
+    /// `workload`'s pacing rate and depth at device `d` now.
+    pub fn tenant_limits(&self, d: u32, workload: u32) -> Result<TenantLimits> {
+        let device = self.devices.get(d as usize).ok_or_else(|| no_device(d))?;
+        Ok(device.tenant_limits(workload))
+    }
+
+    /// The limits device `d`'s controller applied so far, in order (empty without one).
+    pub fn control_log(&self, d: u32) -> Result<&[LimitChange]> {
+        Ok(self.devices.get(d as usize).ok_or_else(|| no_device(d))?.control_log())
+    }
+
     fn link_mut(&mut self, l: u32) -> Result<&mut Link> {
         self.links.get_mut(l as usize).ok_or_else(|| Error::Invalid(format!("no link {l}")))
     }
 
     fn device_mut(&mut self, d: u32) -> Result<&mut Device> {
-        self.devices.get_mut(d as usize).ok_or_else(|| Error::Invalid(format!("no device {d}")))
+        self.devices.get_mut(d as usize).ok_or_else(|| no_device(d))
     }
 
     fn handle(&mut self, event: Event) {
@@ -499,6 +528,10 @@ fn check_classes(topology: &Topology, route: &[StageRoute], class: &[u32], w: us
         }
     }
     Ok(())
+}
+
+fn no_device(d: u32) -> Error {
+    Error::Invalid(format!("no device {d}"))
 }
 
 /// Packets of a message of `bytes` (at least one, also for an empty message).

@@ -6,10 +6,12 @@
 //! - the schedulers and the device dispatcher live in `crate::sched` (shared with a gateway);
 //! - `link`, `device`: the two kinds of queue; `disk`: the disk rule for sequential writes;
 //! - `topology`, `workload`: what is simulated; `config`: their JSON form;
+//! - `control`: a device's completion-driven controller (PSLO);
 //! - `engine`: the simulation itself with `run(until)` and the control hook;
 //! - `results`: per-request records.
 
 pub mod config;
+pub mod control;
 pub mod device;
 pub mod disk;
 pub mod engine;

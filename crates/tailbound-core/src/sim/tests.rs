@@ -475,3 +475,154 @@ fn sim_wf2q_serves_a_light_session_before_heavy_heads_that_are_not_eligible() {
     let wfq = r#"{"kind": "wfq", "class": [0, 1], "weight": [3, 1]}"#;
     assert!(close(&run(wfq), &[1.0, 2.0, 4.0, 5.0, 3.0]), "{:?}", run(wfq));
 }
+
+/// One device (MPL `mpl`, FIFO) with a PSLO controller `control` (JSON) and `n` workloads.
+fn controlled(mpl: u32, control: &str, n: usize) -> String {
+    let workloads = vec![r#"{"route": [{"device": 0}], "issue": "open"}"#; n].join(", ");
+    format!(
+        r#"{{"topology": {{"devices": [{{"read_mpl": {mpl}, "control": {control}}}]}},
+        "workloads": [{workloads}]}}"#
+    )
+}
+
+#[test]
+fn sim_pslo_rate_follows_eq9_after_n_completions_and_paced_requests_wake_the_device() {
+    use crate::sched::dispatch::TenantLimits;
+    // policy T, one throughput-only tenant: 100 IOPS, N = 10. Ten requests 20 ms apart, then
+    // ten 2 ms apart; 1 ms of work each at an MPL-1 device.
+    let control = r#"{"kind": "pslo", "policy": "T", "interval_completions": 10,
+        "tenants": [{"workload": 0, "throughput_iops": 100}]}"#;
+    let mut arrival: Vec<f64> = (0..10).map(|i| 0.02 * f64::from(i)).collect();
+    arrival.extend((0..10).map(|j| 0.2 + 0.002 * f64::from(j)));
+    let mut sim = build(&controlled(1, control, 1), vec![reqs(&arrival, &[0.001; 20])]);
+    let limits = |sim: &Simulation| sim.tenant_limits(0, 0).unwrap();
+    // R(1) = the SLO, applied before any request (no depth under T)
+    assert_eq!(limits(&sim), TenantLimits { rate: Some(100.0), depth: None });
+    // interval 1: the 10 ms pacing never holds a request 20 ms apart; the 10th completes at
+    // 0.181, so Th = 10 / 0.181 and Eq. 9 gives R(2) = max(100 / Th · 100, 100) = 181
+    sim.run(0.1805);
+    assert_eq!(limits(&sim).rate, Some(100.0));
+    sim.run(0.19);
+    let r2 = limits(&sim).rate.unwrap();
+    assert!((r2 - 181.0).abs() < 1e-9, "{r2}");
+    // interval 2: request 10 + j passes its gate at 0.2 + j / R(2) (later than its arrival
+    // 0.2 + 0.002 j): nothing else happens then, so the gate's wake-up must start it
+    sim.run(f64::INFINITY);
+    let exit = &sim.records().exit;
+    for j in 0..10 {
+        let expected = 0.2 + f64::from(j) / r2 + 0.001;
+        assert!((exit[10 + j as usize] - expected).abs() < 1e-12, "{j}: {}", exit[10 + j as usize]);
+    }
+    // the interval ran from 0.181 to the 20th completion: Th = 10 / L2 > 100, so Eq. 9 cuts the
+    // rate to 100 / Th · R(2) = 10 · L2 · 181
+    let l2 = exit[19] - 0.181;
+    let r3 = limits(&sim).rate.unwrap();
+    assert!((r3 - 10.0 * l2 * 181.0).abs() < 1e-9 && r3 < r2, "{r3}");
+    // the log: the initial limits at 0, then one change per decision
+    let log = sim.control_log(0).unwrap();
+    let times: Vec<f64> = log.iter().map(|c| c.time).collect();
+    assert_eq!(times, vec![0.0, 0.181, exit[19]]);
+    assert_eq!(log[2].limits.rate, Some(r3));
+}
+
+#[test]
+fn sim_pslo_l_holds_each_tenant_to_depth_one_from_the_start() {
+    // policy L: depth 1 for a tenant with a latency SLO, from time 0 on, at an MPL-4 device
+    // (processor sharing): its four simultaneous requests run one after the other, while an
+    // uncontrolled tenant's four share the device as before.
+    let control = r#"{"kind": "pslo", "policy": "L", "tenants": [
+        {"workload": 0, "latency_s": 0.5, "percentile": 0.99, "throughput_iops": 1}]}"#;
+    let mut sim = build(&controlled(4, control, 1), vec![reqs(&[0.0; 4], &[1.0; 4])]);
+    sim.run(f64::INFINITY);
+    assert_eq!(sim.records().exit, vec![1.0, 2.0, 3.0, 4.0]);
+    let control = r#"{"kind": "pslo", "policy": "L", "tenants": [
+        {"workload": 1, "latency_s": 0.5, "percentile": 0.99, "throughput_iops": 1}]}"#;
+    let mut sim =
+        build(&controlled(4, control, 2), vec![reqs(&[0.0; 4], &[1.0; 4]), reqs(&[10.0], &[1.0])]);
+    sim.run(f64::INFINITY);
+    assert_eq!(sim.records().exit, vec![4.0, 4.0, 4.0, 4.0, 11.0]);
+}
+
+#[test]
+fn sim_pslo_lst_explores_the_target_by_eqs_10_to_13() {
+    // LS+T, one tenant: 1 s at 90% (never violated), 100 IOPS, N = 10; a request every 5 ms
+    // (200 IOPS offered), 1 ms of work at an MPL-1 device.
+    let control = r#"{"kind": "pslo", "policy": "LS+T", "interval_completions": 10,
+        "tenants": [{"workload": 0, "latency_s": 1.0, "percentile": 0.9, "throughput_iops": 100}]}"#;
+    let arrival: Vec<f64> = (0..30).map(|i| 0.005 * f64::from(i)).collect();
+    let mut sim = build(&controlled(1, control, 1), vec![reqs(&arrival, &[0.001; 30])]);
+    sim.run(f64::INFINITY);
+    let exit = sim.records().exit.clone();
+    let rates: Vec<(f64, f64)> =
+        sim.control_log(0).unwrap().iter().map(|c| (c.time, c.limits.rate.unwrap())).collect();
+    // interval 1: paced at R(1) = 100, request q passes at 0.01 q; the 10th completes at 0.091:
+    // Th = 10 / 0.091 ≥ Th^G(1) = 100, so every tenant reached its target; no violation, so
+    // e = G = 0.1 · 10 and A = σ e / G = 0.1: Th^G(2) = 1.1 · 100 (Eq. 12). Eq. 13 with the
+    // interval's target: R(2) = max(100 / Th · 100, 100) = 100.
+    assert_eq!(rates[1].0, 0.091);
+    assert!((rates[1].1 - 100.0).abs() < 1e-9, "{rates:?}");
+    // interval 2: paced at 100 again, 10 completions in 0.1 s: Th = 100 < Th^G(2) = 110, so
+    // R(3) = max(110 / 100 · 100, 110) = 110 (and the target decays, Eq. 12's else branch)
+    assert!((rates[2].0 - exit[19]).abs() < 1e-15 && (exit[19] - 0.191).abs() < 1e-12);
+    assert!((rates[2].1 - 110.0).abs() < 1e-9, "{rates:?}");
+    // no forecast (equal service times): no depth ever
+    assert!(sim.control_log(0).unwrap().iter().all(|c| c.limits.depth.is_none()));
+}
+
+#[test]
+fn sim_pslo_forecast_enables_the_depth_for_tau_then_lifts_it() {
+    // LS+T, one tenant, N large (no interval ends): a request every 2 ms, 1 ms of work, except
+    // request 10 (arriving at 0.020) with 5 ms at an MPL-1 device. Its service time is 5 times
+    // the window's mean (≥ H = 2): at its completion, 0.025, the depth controllers are enabled
+    // (D(1) = 1) until 0.025 + τ = 0.0755; the first completion after that (request 38 at
+    // 0.077) lifts them.
+    let control = r#"{"kind": "pslo", "policy": "LS+T", "enable_s": 0.0505, "tenants": [
+        {"workload": 0, "latency_s": 1.0, "percentile": 0.99, "throughput_iops": 1000}]}"#;
+    let arrival: Vec<f64> = (0..60).map(|i| 0.002 * f64::from(i)).collect();
+    let mut work = vec![0.001; 60];
+    work[10] = 0.005;
+    let mut sim = build(&controlled(1, control, 1), vec![reqs(&arrival, &work)]);
+    sim.run(f64::INFINITY);
+    let log: Vec<(f64, Option<u32>)> =
+        sim.control_log(0).unwrap().iter().map(|c| (c.time, c.limits.depth)).collect();
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert_eq!(log[0], (0.0, None));
+    assert!((log[1].0 - 0.025).abs() < 1e-12 && log[1].1 == Some(1), "{log:?}");
+    assert!((log[2].0 - 0.077).abs() < 1e-12 && log[2].1.is_none(), "{log:?}");
+}
+
+#[test]
+fn sim_pslo_refuses_bad_configurations_naming_the_field() {
+    let tenant = r#"{"workload": 0, "latency_s": 0.1, "percentile": 0.99, "throughput_iops": 10}"#;
+    let cases = [
+        (r#""policy": "LS+X""#.to_string(), tenant.to_string(), "devices[0].control.policy"),
+        (
+            r#""policy": "LS+T""#.into(),
+            tenant.replace("0.99", "1.0"),
+            "devices[0].control.tenants[0].percentile",
+        ),
+        (
+            r#""policy": "LS+T""#.into(),
+            tenant.replace("\"workload\": 0", "\"workload\": 3"),
+            "devices[0].control.tenants[0].workload",
+        ),
+        (
+            r#""policy": "T", "interval_completions": 0"#.into(),
+            tenant.into(),
+            "devices[0].control.interval_completions",
+        ),
+        (
+            r#""policy": "T", "threshold": 1.0"#.into(),
+            tenant.into(),
+            "devices[0].control.threshold",
+        ),
+    ];
+    for (head, tenant, expected) in cases {
+        let control = format!(r#"{{"kind": "pslo", {head}, "tenants": [{tenant}]}}"#);
+        match try_build(&controlled(1, &control, 1), vec![reqs(&[0.0], &[1.0])]) {
+            Err(crate::Error::Field { field, .. }) => assert_eq!(field, expected),
+            Err(e) => panic!("{expected}: {e}"),
+            Ok(_) => panic!("{expected}: accepted"),
+        }
+    }
+}

@@ -9,6 +9,7 @@
 
 use serde::Deserialize;
 
+use super::control::ControlSpec;
 use super::disk::DiskRules;
 use crate::error::{Error, Result};
 use crate::sched::SchedulerConfig;
@@ -64,6 +65,10 @@ pub struct DeviceSpec {
     /// The discipline of the dispatcher's queue.
     #[serde(default)]
     pub scheduler: SchedulerConfig,
+    /// A controller of the tenants' pacing and depth driven by the device's completions
+    /// (`control.rs`); none by default.
+    #[serde(default)]
+    pub control: Option<ControlSpec>,
 }
 
 fn default_mpl() -> u32 {
