@@ -251,3 +251,42 @@ class SncTree:
     ) -> NDArray[np.float64]: ...
     def search(self) -> tuple[float, float, NDArray[np.float64], int]:
         """``(latency_steps, theta, x, evaluations)`` of the deterministic search."""
+
+# --- Aequitas' admission control and RNL (crates/tailbound-py/src/aequitas.rs) -----------------
+
+@final
+class AequitasAdmission:
+    """Per-(src, dst, class) admit probabilities by AIMD; downgrades to the lowest class."""
+
+    def __new__(
+        cls,
+        latency_target_s: list[float],
+        target_percentile: list[float] | None = None,
+        increment_window_s: list[float] | None = None,
+        alpha: float = 0.01,
+        beta: float = 0.01,
+        floor: float = 0.1,
+        per_mtu: bool = True,
+        rules: str = "paper",
+        start_s: float = 0.0,
+    ) -> AequitasAdmission: ...
+    @property
+    def classes(self) -> int: ...
+    def admit(self, src: int, dst: int, cls: int, u: float) -> tuple[int, bool]:
+        """``(class_run, downgraded)`` for the draw ``u`` in [0, 1)."""
+    def complete(
+        self, src: int, dst: int, class_run: int, latency_s: float, size_mtus: float, now: float
+    ) -> str:
+        """``increased``, ``held``, ``decreased`` or ``uncontrolled``."""
+    def p_admit(self, src: int, dst: int, cls: int) -> float: ...
+
+#: The payload of a packet in the authors' simulator, bytes (MTU 5120 − header 40).
+AEQUITAS_ARTIFACT_MSS_BYTES: float
+
+def rpc_size_mtus(size_bytes: float, mss_bytes: float) -> float:
+    """``⌈size / mss⌉``: an RPC's size in MTUs."""
+
+def rnl_tail(
+    start_s: NDArray[np.float64], values: NDArray[np.float64], p: float, keep: float = 0.8
+) -> float:
+    """The ``p``-percentile of ``values`` over the middle ``keep`` of the RPCs by start time."""

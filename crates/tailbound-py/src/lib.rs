@@ -5,6 +5,7 @@
 
 use pyo3::prelude::*;
 
+mod aequitas;
 mod error;
 mod mmpp;
 mod parse;
@@ -24,5 +25,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     snc::register(m)?;
     mmpp::register(m)?;
+    aequitas::register(m)?;
     Ok(())
 }
