@@ -102,7 +102,7 @@ def test_the_plan_meets_the_grades_on_the_second_half(tmp_path: Path) -> None:
 
 
 def test_a_tenant_beyond_the_device_is_rejected(tmp_path: Path) -> None:
-    """Ten copies of S's 30% load cannot share one device: the later ones are rejected with the
+    """Five copies of S's 30% load cannot share one device: the later ones are rejected with the
     capacity they would need, and the plan lists them."""
     _fleet(tmp_path)
     doc = json.loads((tmp_path / "first.json").read_text())
