@@ -241,6 +241,7 @@ def test_the_verbs_offer_the_registered_admission_policies() -> None:
     assert names("admission") == (
         *("snc-meister", "snc-hop-by-hop", "snc-convolution"),
         *("dnc", "silo", "qjump"),
+        "nested-qos",
     )
     assert names("admission", "snc") == ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 

@@ -14,6 +14,7 @@ from tailbound.plan import Plan
 from tailbound.policies.admission import SncPolicy
 from tailbound.policies.dnc_baselines import DncPolicy, QJumpPolicy, SiloPolicy
 from tailbound.policies.floors import AloneFloor, JointFloor
+from tailbound.policies.nested_qos import NestedQosPolicy
 from tailbound.policies.placement import FixedPolicy, WorkloadCompactorPolicy
 from tailbound.policies.pm_placement import PriorityMeisterPolicy
 from tailbound.policies.policing import Policed
@@ -43,9 +44,9 @@ def test_every_kind_has_policies_and_names_are_unique() -> None:
     every = [e.name for e in REGISTRY]
     assert len(set(every)) == len(every)  # unique across kinds too: `find` needs it
     assert {e.kind for e in REGISTRY} == set(KINDS)
-    assert set(names("admission", "snc")) | set(names("admission", "dnc")) == set(
-        names("admission")
-    )
+    families = ("snc", "dnc", "nested")  # nested: Nested QoS, admit only (not bound)
+    assert {n for f in families for n in names("admission", f)} == set(names("admission"))
+    assert names("admission", "nested") == ("nested-qos",)
 
 
 #: What each entry builds, with the arguments its kind's factories take.
@@ -61,6 +62,7 @@ EXPECTED = {
     "dnc": DncPolicy,
     "silo": SiloPolicy,
     "qjump": QJumpPolicy,
+    "nested-qos": NestedQosPolicy,
     "ps": ProportionalShare,
     "edf": EarliestDeadlineFirst,
     "cake": Cake,
@@ -162,7 +164,9 @@ def _option(verb: str, option: str) -> argparse.Action:
 
 def test_the_cli_offers_exactly_the_registered_names() -> None:
     assert tuple(_option("admit", "--policy").choices) == names("admission")
-    assert tuple(_option("bound", "--analysis").choices) == names("admission")
+    # bound: the analyses with bounds per tenant (Nested QoS' Lemma 3 is a device's capacity)
+    analyses = names("admission", "snc") + names("admission", "dnc")
+    assert tuple(_option("bound", "--analysis").choices) == analyses
     assert tuple(_option("prioritize", "--policy").choices) == names("prioritization")
     # place takes a parameterised name: its help lists the registry, the registry validates it
     assert _option("place", "--policy").help == (

@@ -121,10 +121,14 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import admission_plan, admit_in_order
     from tailbound.policies.admission_policies import SncRule
+    from tailbound.policies.nested_qos import refuse_graduated
     from tailbound.policies.registry import build, entry
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
+    if entry(args.policy, "admission").family == "nested":
+        return run_nested(args, tset)
+    refuse_graduated(tset, args.policy)
     floor = not args.no_alone_floor
     rule = SncRule(
         alone_floor=floor,
@@ -172,4 +176,46 @@ def run(args: argparse.Namespace) -> int:
             },
         )
         with_inputs(plan, tset).save(args.out)
+    return Exit.OK
+
+
+def run_nested(args: argparse.Namespace, tset: Any) -> int:
+    """``admit --policy nested-qos``: each tenant's classes chosen from its trace's storage
+    work (the tenants file's ``ssd_profile``), admitted by Lemma 3 per device, written as a
+    Plan scheduling the storage stage ``nested`` (:mod:`tailbound.policies.nested_qos`)."""
+    from tailbound.errors import ConfigError
+    from tailbound.plan_inputs import with_inputs
+    from tailbound.policies.nested_qos import NestedQosPolicy
+    from tailbound.profiles.tokens import SsdModel, SsdProfile
+    from tailbound.tables import fmt_ms, markdown_table
+    from tailbound.traces.readers import read_trace
+
+    if tset.ssd_profile is None:
+        raise ConfigError(tset.path, f"missing ({args.policy} needs it)", field="ssd_profile")
+    tset.require("server_host", args.policy)
+    tset.require("device", args.policy)
+    model = SsdModel(SsdProfile.load(tset.ssd_profile))
+    traces = []
+    for t in tset.tenants:
+        trace = read_trace(t.trace)
+        traces.append((trace.time, model.tokens(trace)))
+    policy = NestedQosPolicy(tset)
+    decisions = policy.decide(traces)
+    rows = [
+        [
+            d.tenant.name,
+            "admitted" if d.admitted else "rejected",
+            f"{d.capacity:.3f}",
+            "; ".join(
+                f"{c.sigma_s * 1e3:.3g} ms, {c.rho:.3g}, {fmt_ms(c.delta_s)} ms" for c in d.classes
+            ),
+        ]
+        for d in decisions
+    ]
+    print(markdown_table(["tenant", "decision", "device capacity", "classes (σ, ρ, δ)"], rows))
+    admitted = sum(d.admitted for d in decisions)
+    print(f"\n{args.policy}: admitted {admitted} of {len(decisions)} tenants")
+    if args.out:
+        plan = policy.plan(decisions, meta={"verb": "admit", "tenants": str(tset.path)})
+        with_inputs(plan, tset, profile=tset.ssd_profile).save(args.out)
     return Exit.OK

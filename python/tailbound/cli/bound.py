@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--analysis",
         default="snc-meister",
-        choices=names("admission"),
+        choices=names("admission", "snc") + names("admission", "dnc"),  # not nested-qos
         help=(
             "network analysis (default snc-meister); dnc, silo and qjump are the worst-case "
             "(100th percentile) bounds of the DNC baselines of thesis §4.3.1"

@@ -15,7 +15,8 @@ Kinds (each a small protocol of :mod:`tailbound.policies`) and what their factor
 - ``admission``: whether each arriving tenant is admitted, with the priorities and rate limits
   enforced (:class:`~tailbound.policies.admission.AdmissionPolicy`: SNC-Meister and the SNC
   analyses, family ``snc``, which run an :class:`~tailbound.policies.admission_policies.SncRule`;
-  the DNC baselines, family ``dnc``, worst case; ``tailbound admit`` and ``tailbound bound``);
+  the DNC baselines, family ``dnc``, worst case; ``tailbound admit`` and ``tailbound bound``;
+  Nested QoS, family ``nested``, graduated SLOs on the storage stage, ``tailbound admit`` only);
   factories of :mod:`tailbound.policies.admission_policies`, taking the tenant set;
 - ``prioritization``: per-stage priorities and buckets of placed tenants (PriorityMeister,
   bySLO; ``tailbound prioritize``); factories of :mod:`tailbound.policies.pm_plan`, giving the
@@ -146,6 +147,13 @@ REGISTRY: tuple[Entry, ...] = (
         "QJump++: fixed class throughputs (§4.3.1)",
         _ADMIT + "qjump",
         "dnc",
+    ),
+    Entry(
+        "nested-qos",
+        "admission",
+        "Nested QoS: graduated SLOs as nested classes from the trace, Lemma 3 (Wang §3.2)",
+        "tailbound.policies.nested_qos:nested_qos",
+        "nested",
     ),
     Entry(
         "prioritymeister",

@@ -1,0 +1,128 @@
+"""The ``nested-qos`` policy (issue 25, :mod:`tailbound.policies.nested_qos`): classes selected
+from a hand trace (exact ``σ``, ``ρ``), the plan ``tailbound admit --policy nested-qos`` writes
+replayed by ``tailbound verify`` on the second half of the traces meeting every grade, and a
+graduated SLO refused by a single-pair policy (exit 2, naming the tenant's field)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tailbound.cli.main import main
+from tailbound.plan import Plan
+from tailbound.policies.nested_qos import NestedClass, fifo_within, min_rate, select_classes
+from tailbound.profiles.tokens import SsdProfile
+from tailbound.stages import Stage
+from tailbound.traces.sizes import FixedSize
+from tailbound.traces.synthetic import poisson_trace
+from tailbound.traces.tabular import write_parquet
+
+#: A burst of four 1 ms requests at 0 and one alone at 1 s.
+TIME = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+WORK = np.full(5, 1e-3)
+
+
+def test_classes_of_a_hand_trace() -> None:
+    """80% within 2 ms: four of five requests, the lone one and three of the burst, whose third
+    finishes at 3 ms / κ, so κ_1 = 1.5, σ_1 = 1.5 × 2 ms; all within 4 ms needs κ = 1 (4 ms of
+    work in 4 ms), below κ_1: ρ_2 keeps 1.5 (nested), σ_2 = max(3 ms, 1 × 4 ms)."""
+    classes = select_classes(TIME, WORK, [(0.002, 0.8), (0.004, 1.0)])
+    expected = [NestedClass(0.003, 1.5, 0.002), NestedClass(0.004, 1.5, 0.004)]
+    for got, want in zip(classes, expected, strict=True):
+        assert got == pytest.approx(want, rel=1e-9)
+    # the rate is the smallest: a little less and only three requests are within 2 ms
+    assert fifo_within(TIME, WORK, 1.5, 0.002) == 4
+    assert fifo_within(TIME, WORK, 1.5 * (1 - 1e-6), 0.002) == 3
+    assert min_rate(TIME, WORK, 0.002, 0.6) == pytest.approx(1.0, rel=1e-9)
+    with pytest.raises(ValueError, match="positive"):
+        select_classes(TIME, np.zeros(5), [(0.002, 0.8)])
+
+
+X = 4096 / 8e7  # one 4 KiB read: 51.2 µs of device work
+PROFILE = SsdProfile(
+    sizes=np.array([4096.0]),
+    read_bandwidth=np.array([8e7]),
+    write_bandwidth=np.array([4e7]),
+    read_mpl=1,
+    write_mpl=1,
+)
+GRADES = {"S": [[0.002, 0.9], [0.02, 0.99]], "T": [[0.001, 0.8], [0.01, 0.95], [0.1, 1.0]]}
+LOADS = {"S": 0.3, "T": 0.2}
+
+
+def _fleet(tmp_path: Path) -> None:
+    """Two Poisson tenants of 4 KiB reads on one SSD: the full traces (``tenants.json``) and
+    their first halves (``first.json``), from which the classes are selected."""
+    (tmp_path / "profile.json").write_text(json.dumps(PROFILE.to_json()))
+    files: dict[str, list[dict[str, object]]] = {"tenants.json": [], "first.json": []}
+    for seed, (name, grades) in enumerate(GRADES.items()):
+        trace = poisson_trace(
+            LOADS[name] / X, 20.0, seed=seed, sizes=FixedSize(4096), read_fraction=1.0
+        )
+        write_parquet(trace, tmp_path / f"{name}.parquet")
+        write_parquet(trace.first_half(), tmp_path / f"{name}-first.parquet")
+        for file, suffix in (("tenants.json", ""), ("first.json", "-first")):
+            files[file].append(
+                {
+                    "name": name,
+                    "slo_grades": grades,
+                    "trace": f"{name}{suffix}.parquet",
+                    "server_host": "s0",
+                    "device": "ssd0",
+                    "client_host": f"c{seed}",
+                }
+            )
+    for file, entries in files.items():
+        doc = {"tenants": entries, "ssd_profile": "profile.json"}
+        (tmp_path / file).write_text(json.dumps(doc))
+
+
+def test_the_plan_meets_the_grades_on_the_second_half(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    plan_path = tmp_path / "plan.json"
+    args = ["admit", "--tenants", str(tmp_path / "first.json"), "--policy", "nested-qos"]
+    assert main([*args, "--out", str(plan_path), "--quiet"]) == 0
+    plan = Plan.load(plan_path)
+    assert plan.discipline(Stage.STORAGE).kind == "nested" and not plan.rejected
+    assert [len(t.nested[Stage.STORAGE]) for t in plan.tenants] == [2, 3]
+    for t in plan.tenants:
+        classes = t.nested[Stage.STORAGE]
+        assert [c.delta_s for c in classes] == [g[0] for g in GRADES[t.name]]
+        # at least the tenant's mean load (its outer classes cover its rate)
+        assert classes[-1].rho >= LOADS[t.name] * 0.9
+    out = tmp_path / "out"
+    verify = ["verify", "--plan", str(plan_path), "--tenants", str(tmp_path / "tenants.json")]
+    assert main([*verify, "--half", "second", "--out", str(out)]) == 0
+    rows = [r.split(",") for r in (out / "verify-grades.csv").read_text().splitlines()[1:]]
+    assert [r[:2] for r in rows] == [["S", "1"], ["S", "2"], ["T", "1"], ["T", "2"], ["T", "3"]]
+    assert all(r[-1] == "True" for r in rows), rows
+
+
+def test_a_tenant_beyond_the_device_is_rejected(tmp_path: Path) -> None:
+    """Five copies of S's 30% load cannot share one device: the later ones are rejected with the
+    capacity they would need, and the plan lists them."""
+    _fleet(tmp_path)
+    doc = json.loads((tmp_path / "first.json").read_text())
+    s = doc["tenants"][0]
+    doc["tenants"] = [{**s, "name": f"S{k}"} for k in range(5)]
+    (tmp_path / "many.json").write_text(json.dumps(doc))
+    plan_path = tmp_path / "plan.json"
+    args = ["admit", "--tenants", str(tmp_path / "many.json"), "--policy", "nested-qos"]
+    assert main([*args, "--out", str(plan_path), "--quiet"]) == 0
+    plan = Plan.load(plan_path)
+    assert 1 <= len(plan.tenants) < 5 and plan.rejected
+    assert "times its capacity" in plan.rejected[0].reason
+
+
+def test_a_single_pair_policy_refuses_a_graduated_slo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fleet(tmp_path)
+    capsys.readouterr()
+    assert main(["admit", "--tenants", str(tmp_path / "tenants.json"), "--policy", "dnc"]) == 2
+    err = capsys.readouterr().err
+    assert "tenants.json, field tenants[0].slo_grades: tenant S has a graduated SLO" in err, err
+    assert "dnc cannot honour" in err
