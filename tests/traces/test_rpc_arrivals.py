@@ -12,6 +12,7 @@ import pytest
 from tailbound.errors import ConfigError
 from tailbound.traces.rpc_arrivals import (
     OnOffRpcs,
+    PairOnOffRpcs,
     Pattern,
     RpcArrivals,
     all_to_all,
@@ -177,3 +178,40 @@ def test_bad_generate_pattern_and_azure_arguments(tmp_path: Path) -> None:
         azure_llm_rpcs(path, all_to_all(2), seed=0, load=2.0)
     with pytest.raises(ConfigError, match="load"):
         azure_llm_rpcs(path, all_to_all(2), seed=0, load=0.5)  # one request spans no time
+
+
+def test_pair_on_off_loads_as_the_authors_simulator() -> None:
+    """Per pair: bursts of 4 RPCs at ρ / (senders) each, the next burst ρ/μ busy times later."""
+    rho, mu, n = 1.4, 0.8, 6
+    gen = PairOnOffRpcs(rho, mu, FixedSize(32768), (0.6, 0.3, 0.1), rpcs_per_burst=4)
+    a = gen.generate(all_to_all(n), duration_s=0.5, seed=4)
+    assert np.all(np.abs(a.offered_load(RATE) - mu) < 0.02 * mu)
+    mean_gap = 8.0 * 32768 * (n - 1) / (rho * RATE)
+    for s, d in [(0, 1), (3, 2), (5, 4)]:
+        t = a.time_s[(a.src == s) & (a.dst == d)]
+        m = t.size // 4 * 4
+        bursts = t[:m].reshape(-1, 4)
+        assert t[0] == 0.0  # synchronised first bursts
+        # the 3 gaps inside each burst are the busy-time gaps: mean 1 / (per-pair rate at ρ)
+        assert np.diff(bursts, axis=1).mean() == pytest.approx(mean_gap, rel=0.03)
+        # burst starts are ρ/μ busy times apart: 4 gaps · ρ/μ on average
+        assert np.diff(bursts[:, 0]).mean() == pytest.approx(4 * mean_gap * rho / mu, rel=0.03)
+    assert np.allclose(np.bincount(a.cls) / len(a), [0.6, 0.3, 0.1], atol=0.01)
+    b = gen.generate(all_to_all(n), duration_s=0.5, seed=4)
+    assert np.array_equal(a.time_s, b.time_s) and np.array_equal(a.src, b.src)
+
+
+def test_pair_on_off_constant_gaps_and_incast() -> None:
+    gen = PairOnOffRpcs(2.0, 0.5, FixedSize(32768), rpcs_per_burst=3, poisson=False)
+    a = gen.generate(incast(5, dst=4), duration_s=0.01, seed=0)
+    assert np.all(a.dst == 4) and set(a.src.tolist()) == {0, 1, 2, 3}
+    gap = 8.0 * 32768 * 4 / (2.0 * RATE)
+    t = a.time_s[a.src == 2]
+    expected = (np.arange(t.size) // 3) * 3 * gap * 4 + (np.arange(t.size) % 3) * gap
+    assert np.allclose(t, expected, rtol=1e-9)
+    # every sender's bursts coincide: a synchronised incast
+    assert np.array_equal(t, a.time_s[a.src == 0])
+    with pytest.raises(ConfigError, match="load"):
+        PairOnOffRpcs(0.5, 0.9, FixedSize(1))
+    with pytest.raises(ConfigError, match="rpcs_per_burst"):
+        PairOnOffRpcs(1.0, 0.5, FixedSize(1), rpcs_per_burst=0)

@@ -189,6 +189,30 @@ def _sorted(
     )
 
 
+def _check_on_off(gen: OnOffRpcs | PairOnOffRpcs) -> None:
+    """Refuse bad fields shared by the two on/off processes, naming the field."""
+    if not (0 < gen.load <= 1):
+        raise _bad(f"the average load μ must be in (0, 1], got {gen.load}", "load")
+    if not (math.isfinite(gen.burst_load) and gen.burst_load > 0):
+        raise _bad(f"the burst load ρ must be finite and > 0, got {gen.burst_load}", "burst_load")
+    if gen.load > gen.burst_load:
+        raise _bad(
+            f"the average load μ={gen.load} exceeds the burst load ρ={gen.burst_load}", "load"
+        )
+    if not (math.isfinite(gen.link_rate_bps) and gen.link_rate_bps > 0):
+        raise _bad(f"expected a link rate > 0, got {gen.link_rate_bps}", "link_rate_bps")
+    if int(gen.rpcs_per_burst) != gen.rpcs_per_burst or gen.rpcs_per_burst < 1:
+        raise _bad(f"expected an integer >= 1, got {gen.rpcs_per_burst}", "rpcs_per_burst")
+    if not (gen.sizes.mean_bytes > 0):
+        raise _bad(f"expected a mean RPC size > 0, got {gen.sizes.mean_bytes}", "sizes")
+    _check_class_mix(gen.class_mix)
+
+
+def _check_duration(duration_s: float) -> None:
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise _bad(f"expected a finite duration > 0, got {duration_s}", "duration_s")
+
+
 # ---------------------------------------------------------------------------------- on / off
 @dataclass(frozen=True)
 class OnOffRpcs:
@@ -222,31 +246,13 @@ class OnOffRpcs:
     link_rate_bps: float = DEFAULT_LINK_RATE_BPS
 
     def __post_init__(self) -> None:
-        if not (0 < self.load <= 1):
-            raise _bad(f"the average load μ must be in (0, 1], got {self.load}", "load")
-        if not (math.isfinite(self.burst_load) and self.burst_load > 0):
-            raise _bad(
-                f"the burst load ρ must be finite and > 0, got {self.burst_load}", "burst_load"
-            )
-        if self.load > self.burst_load:
-            raise _bad(
-                f"the average load μ={self.load} exceeds the burst load ρ={self.burst_load}",
-                "load",
-            )
-        if not (math.isfinite(self.link_rate_bps) and self.link_rate_bps > 0):
-            raise _bad(f"expected a link rate > 0, got {self.link_rate_bps}", "link_rate_bps")
-        if int(self.rpcs_per_burst) != self.rpcs_per_burst or self.rpcs_per_burst < 1:
-            raise _bad(f"expected an integer >= 1, got {self.rpcs_per_burst}", "rpcs_per_burst")
+        _check_on_off(self)
         if int(self.bursts_per_on) != self.bursts_per_on or self.bursts_per_on < 1:
             raise _bad(f"expected an integer >= 1, got {self.bursts_per_on}", "bursts_per_on")
-        if not (self.sizes.mean_bytes > 0):
-            raise _bad(f"expected a mean RPC size > 0, got {self.sizes.mean_bytes}", "sizes")
-        _check_class_mix(self.class_mix)
 
     def generate(self, pattern: Pattern, duration_s: float, seed: int) -> RpcArrivals:
         """Every RPC issued in ``[0, duration_s)`` to every destination of ``pattern``."""
-        if not (math.isfinite(duration_s) and duration_s > 0):
-            raise _bad(f"expected a finite duration > 0, got {duration_s}", "duration_s")
+        _check_duration(duration_s)
         for d, s in zip(pattern.dests, pattern.senders, strict=True):
             if self.bursts_per_on > len(s):
                 raise _bad(
@@ -312,6 +318,88 @@ class OnOffRpcs:
         src_all = np.concatenate(srcs) if srcs else np.empty(0, dtype=np.int64)
         size_all = np.concatenate(sizes) if sizes else np.empty(0, dtype=np.int64)
         return time[keep], src_all[keep], size_all[keep]
+
+
+@dataclass(frozen=True)
+class PairOnOffRpcs:
+    """On/off RPC arrivals per (src, dst) pair, as the authors' simulator's "dynamic load".
+
+    SymbioticLab/Aequitas, ``coresim/event.cpp`` (``FlowCreationForInitializationEvent`` with
+    ``use_dynamic_load``) and ``run/flow_generator.cpp`` (``FlowBytesGenerator``): every pair of
+    the pattern runs its own process. A *busy* period issues ``rpcs_per_burst`` RPCs (their
+    ``burst_size``, in RPCs) with independent gaps, exponential (``poisson=True``) or constant
+    (their ``disable_poisson_arrival``), of mean ``8 · mean_size / (ρ · link_rate / n_senders)``:
+    the senders of a destination together offer ρ while busy. The busy time ``T`` is the sum of
+    its ``rpcs_per_burst`` gaps (the gap after the last RPC included); the next busy period starts
+    ``(ρ/μ) · T`` after the start of this one (their ``t_idle = ρT/μ − T``), so the long-run load
+    of a destination is μ. All pairs start at time 0, as theirs do at 1.0 (synchronised first
+    bursts). Their load counts the packet headers (``sizeWithHeader``); here the size
+    distribution's bytes are the load: pass the sizes on the wire to count headers. Vectorised per
+    pair (one loop over pairs).
+
+    Parameters are those of :class:`OnOffRpcs` without ``bursts_per_on``.
+    """
+
+    burst_load: float
+    load: float
+    sizes: SizeDistribution
+    class_mix: tuple[float, ...] = (1.0,)
+    rpcs_per_burst: int = 4
+    poisson: bool = True
+    link_rate_bps: float = DEFAULT_LINK_RATE_BPS
+
+    def __post_init__(self) -> None:
+        _check_on_off(self)
+
+    def generate(self, pattern: Pattern, duration_s: float, seed: int) -> RpcArrivals:
+        """Every RPC issued in ``[0, duration_s)`` on every pair of ``pattern``."""
+        _check_duration(duration_s)
+        rng = np.random.default_rng(seed)
+        mix = _check_class_mix(self.class_mix)
+        r = int(self.rpcs_per_burst)
+        stretch = self.burst_load / self.load  # period / busy time
+        times, srcs, dsts = [], [], []
+        for d, senders in zip(pattern.dests, pattern.senders, strict=True):
+            mean_gap = (
+                8.0 * self.sizes.mean_bytes * len(senders) / (self.burst_load * self.link_rate_bps)
+            )
+            n_bursts = math.ceil(duration_s / (stretch * r * mean_gap) * 1.2) + 8
+            for s in senders:
+                t = self._pair(rng, mean_gap, r, stretch, n_bursts, duration_s)
+                times.append(t)
+                srcs.append(np.full(t.size, s, dtype=np.int64))
+                dsts.append(np.full(t.size, d, dtype=np.int64))
+        time = np.concatenate(times)
+        size = self.sizes.sample(rng, time.size)
+        cls = _draw_classes(rng, mix, time.size)
+        return _sorted(
+            time, np.concatenate(srcs), np.concatenate(dsts), size, cls, pattern.n_hosts, duration_s
+        )
+
+    def _pair(
+        self,
+        rng: np.random.Generator,
+        mean_gap: float,
+        r: int,
+        stretch: float,
+        n_bursts: int,
+        duration_s: float,
+    ) -> NDArray[np.float64]:
+        """Issue times of one pair in ``[0, duration_s)``."""
+        out = []
+        origin = 0.0
+        while origin < duration_s:
+            if self.poisson:
+                gaps = rng.exponential(mean_gap, (n_bursts, r))
+            else:
+                gaps = np.full((n_bursts, r), mean_gap)
+            within = np.cumsum(gaps, axis=1) - gaps  # RPC i after the first i gaps
+            period = stretch * gaps.sum(axis=1)
+            starts = origin + np.cumsum(period) - period
+            out.append((starts[:, None] + within).ravel())
+            origin = float(starts[-1] + period[-1])
+        t = np.concatenate(out)
+        return t[t < duration_s]
 
 
 # ------------------------------------------------------------------------------- Azure LLM
