@@ -20,6 +20,10 @@ exponential OFF (no synchronised start). Sizes come from any
 is drawn with numpy over whole ON periods (Python loops only per destination and per chunk of ON
 periods), from one seeded generator.
 
+**Per pair, as the authors' simulator** (:class:`PairOnOffRpcs`): each (src, dst) pair alternates
+busy bursts at its share of ρ and idle times ``(ρ/μ − 1)`` × the busy time, all pairs starting
+together; see the class.
+
 **Patterns**: :func:`all_to_all` (every host sends to every other) and :func:`incast` (``fan_in``
 senders to one destination; with ``bursts_per_on = fan_in`` every ON period is a synchronised
 incast of all of them).
