@@ -79,6 +79,9 @@ impl ArrayModel {
     }
 
     /// `s(n)`: seconds of work per second each of `n >= 1` requests in service receives.
+    /// Non-increasing in `n` (tested), which the device's rescheduling relies on: dispatching
+    /// more requests never brings a finish forward, so the pending completion event may only
+    /// fire early (`Device::reschedule`).
     pub fn speed(&self, n: u32) -> f64 {
         let k = self.channels;
         let below = |n: u32| 1.0 / (1.0 + self.interference * f64::from(n.saturating_sub(1)));
@@ -135,6 +138,9 @@ mod tests {
         // hand-computed: X(4) = 4 / 1.3, X(8) = X(4) / (1 + 0.25·4)
         assert!((m.throughput(4) - 4.0 / 1.3).abs() < 1e-12);
         assert!((m.throughput(8) - 4.0 / 1.3 / 2.0).abs() < 1e-12);
+        for n in 1..64 {
+            assert!(m.speed(n + 1) <= m.speed(n), "n = {n}");
+        }
         let flat = ArrayModel { thrash: 0.0, ..model() };
         assert!((flat.throughput(12) - flat.throughput(4)).abs() < 1e-12);
     }
