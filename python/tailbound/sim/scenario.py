@@ -101,6 +101,7 @@ class Device:
     base_latency_s: float
     disk: dict[str, float] | None = None
     control: PsloControl | None = None
+    array: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ class Scenario:
                 "base_latency": d.base_latency_s,
                 "scheduler": self._scheduler(d.name, numbering),
                 **({"disk": d.disk} if d.disk is not None else {}),
+                **({"array": d.array} if d.array is not None else {}),
                 **({"control": d.control.core_config(workload_index)} if d.control else {}),
             }
             for d in self.devices
@@ -374,6 +376,7 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
             "batch_requests",
             "gap_bytes",
             "control",
+            "array",
         }
     )
     host = d.string("host")
@@ -420,9 +423,34 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     if d.has("low_priority_work_s"):
         limits["low_priority_work"] = d.number("low_priority_work_s", low=0.0)
     control = _control(d.table("control")) if d.has("control") else None
+    array = _array(d.table("array")) if d.has("array") else None
     return Device(
-        d.string("name"), host, model, limits, d.number("base_latency_s", 0.0), disk, control
+        d.string("name"),
+        host,
+        model,
+        limits,
+        d.number("base_latency_s", 0.0),
+        disk,
+        control,
+        array,
     )
+
+
+def _array(a: Fields) -> dict[str, float]:
+    """A device's ``array`` table: a disk array's service model in place of processor sharing
+    (``sim/array.rs``, ``docs/simulator.md``): ``channels`` K (the knee, >= 1), ``interference``
+    β in [0, 1), ``thrash`` α >= 0, ``tail_shape`` a > 1 (optional), ``seed``."""
+    a.check_keys({"channels", "interference", "thrash", "tail_shape", "seed"})
+    out: dict[str, float] = {"channels": a.integer("channels", low=1)}
+    interference = a.number("interference", 0.0, low=0.0)
+    if interference >= 1.0:
+        raise a.error("interference", f"expected a number in [0, 1), got {interference!r}")
+    out["interference"] = interference
+    out["thrash"] = a.number("thrash", 0.0, low=0.0)
+    if a.has("tail_shape"):
+        out["tail_shape"] = a.number("tail_shape", low=1.0, low_open=True)
+    out["seed"] = a.integer("seed", 0, low=0)
+    return out
 
 
 def _control(c: Fields) -> PsloControl:

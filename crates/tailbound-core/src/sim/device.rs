@@ -26,6 +26,11 @@
 //! revolution for a sequential write issued after its predecessor finished, and the members of a
 //! batch (one dispatch slot) written back to back in one pass (`disk.rs`).
 //!
+//! An array (`DeviceSpec::array`, `array.rs`) replaces the unit rate: each of the `n` dispatched
+//! requests progresses at the model's speed `s(n)` (so the virtual clock advances at `s(n)`),
+//! and a request's work is multiplied at dispatch by its per-request tail factor. A device
+//! without one takes exactly the processor-sharing branch it always did.
+//!
 //! A device may carry a controller (`DeviceSpec::control`, `control.rs`): PSLO, told of every
 //! completion of a controlled tenant, sets the tenants' pacing rates and depths at the
 //! dispatcher. A device without one does exactly what it did before (one branch per call).
@@ -143,9 +148,21 @@ impl Device {
     fn advance(&mut self, now: f64) {
         let n = self.dispatched();
         if n > 0 {
-            self.virtual_time += (now - self.last) / f64::from(n);
+            match &self.spec.array {
+                None => self.virtual_time += (now - self.last) / f64::from(n),
+                Some(a) => self.virtual_time += (now - self.last) * a.speed(n),
+            }
         }
         self.last = now;
+    }
+
+    /// Seconds of wall-clock time for `work` seconds of virtual time with `n` requests in
+    /// service (`work · n` under processor sharing, `work / s(n)` for an array).
+    fn wall(&self, work: f64, n: u32) -> f64 {
+        match &self.spec.array {
+            None => work * f64::from(n),
+            Some(a) => work / a.speed(n),
+        }
     }
 
     /// Queue a request at `now` (`item.id` its request index, `item.cost` its seconds of work).
@@ -165,7 +182,10 @@ impl Device {
         let wake = self.dispatcher.dispatch(now, |id| cols.request(id), &mut started);
         for d in &started {
             if !d.batched {
-                let cost = self.cost_at_dispatch(&d.item, cols, now);
+                let mut cost = self.cost_at_dispatch(&d.item, cols, now);
+                if let Some(a) = &self.spec.array {
+                    cost *= a.factor(d.item.id);
+                }
                 self.finishing.push(Reverse(TagKey(self.virtual_time + cost, d.item.id)));
             }
             self.note_access(d.item.id, cols);
@@ -222,8 +242,7 @@ impl Device {
     /// rescheduling on every dispatch.
     fn reschedule(&mut self, now: f64) -> Option<(f64, u64)> {
         let Reverse(TagKey(finish, _)) = *self.finishing.peek()?;
-        let n = f64::from(self.dispatched());
-        let at = now + ((finish - self.virtual_time) * n).max(0.0);
+        let at = now + self.wall(finish - self.virtual_time, self.dispatched()).max(0.0);
         if at < self.pending {
             self.generation += 1;
             self.pending = at;
@@ -246,11 +265,11 @@ impl Device {
         }
         self.pending = f64::INFINITY;
         self.advance(now);
-        let n = f64::from(self.dispatched());
+        let n = self.dispatched();
         while let Some(&Reverse(TagKey(finish, id))) = self.finishing.peek() {
             // due, or so close that the clock cannot advance to it (rounding must not stall)
             let due = finish <= self.virtual_time + FINISH_EPS
-                || now + (finish - self.virtual_time) * n <= now;
+                || now + self.wall(finish - self.virtual_time, n) <= now;
             if !due {
                 break;
             }

@@ -5,11 +5,13 @@
 //! - `kernel`: the event heap ordered by (time, urgency, sequence number);
 //! - the schedulers and the device dispatcher live in `crate::sched` (shared with a gateway);
 //! - `link`, `device`: the two kinds of queue; `disk`: the disk rule for sequential writes;
+//!   `array`: a disk array's service model, whose throughput and tail depend on depth;
 //! - `topology`, `workload`: what is simulated; `config`: their JSON form;
 //! - `control`: a device's completion-driven controller (PSLO);
 //! - `engine`: the simulation itself with `run(until)` and the control hook;
 //! - `results`: per-request records.
 
+pub mod array;
 pub mod config;
 pub mod control;
 pub mod device;

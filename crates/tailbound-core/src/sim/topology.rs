@@ -9,6 +9,7 @@
 
 use serde::Deserialize;
 
+use super::array::ArrayModel;
 use super::control::ControlSpec;
 use super::disk::DiskRules;
 use crate::error::{Error, Result};
@@ -28,8 +29,9 @@ pub struct LinkSpec {
     pub scheduler: SchedulerConfig,
 }
 
-/// A storage device: processor sharing of a unit service rate among the dispatched requests,
-/// with dispatch limits per operation (see `device.rs`).
+/// A storage device: processor sharing of a unit service rate among the dispatched requests
+/// (or a disk array's depth-dependent model, `array`), with dispatch limits per operation (see
+/// `device.rs`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpec {
@@ -62,6 +64,10 @@ pub struct DeviceSpec {
     /// A disk's rule for sequential writes (thesis §2.2.1, `disk.rs`); none for SSDs and memory.
     #[serde(default)]
     pub disk: Option<DiskRules>,
+    /// A disk array's service model in place of processor sharing at unit rate (`array.rs`);
+    /// none by default.
+    #[serde(default)]
+    pub array: Option<ArrayModel>,
     /// The discipline of the dispatcher's queue.
     #[serde(default)]
     pub scheduler: SchedulerConfig,
@@ -154,6 +160,9 @@ impl Topology {
             non_negative(&format!("devices[{i}].base_latency"), d.base_latency)?;
             if let Some(rules) = &d.disk {
                 rules.validate(&format!("devices[{i}]"))?;
+            }
+            if let Some(array) = &d.array {
+                array.validate(&format!("devices[{i}]"))?;
             }
         }
         Ok(())
