@@ -48,6 +48,8 @@ mod nested;
 mod pclock;
 mod priority;
 mod sfq;
+#[cfg(test)]
+mod testing;
 mod wf2q;
 mod wfq;
 

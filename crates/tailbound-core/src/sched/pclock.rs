@@ -175,6 +175,7 @@ impl Scheduler for Pclock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::testing::ids;
 
     /// The true (start, finish) tags of workload `w`'s waiting requests.
     fn tags(s: &Pclock, w: usize) -> Vec<(f64, f64)> {
@@ -184,15 +185,6 @@ mod tests {
     fn close(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
         a.len() == b.len()
             && a.iter().zip(b).all(|(x, y)| (x.0 - y.0).abs() < 1e-9 && (x.1 - y.1).abs() < 1e-9)
-    }
-
-    fn ids(s: &mut Pclock, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| match s.dequeue(0.0) {
-                Dequeue::Ready(i) => i.id,
-                other => panic!("{other:?}"),
-            })
-            .collect()
     }
 
     #[test]

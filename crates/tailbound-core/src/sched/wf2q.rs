@@ -186,15 +186,7 @@ impl Scheduler for Wf2q {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(s: &mut Wf2q, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| match s.dequeue(0.0) {
-                Dequeue::Ready(i) => i.id,
-                other => panic!("{other:?}"),
-            })
-            .collect()
-    }
+    use crate::sched::testing::ids;
 
     #[test]
     fn wf2q_serves_only_eligible_heads() {

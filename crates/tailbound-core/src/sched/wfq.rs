@@ -132,15 +132,7 @@ impl Scheduler for Wfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(s: &mut Wfq, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| match s.dequeue(0.0) {
-                Dequeue::Ready(i) => i.id,
-                other => panic!("{other:?}"),
-            })
-            .collect()
-    }
+    use crate::sched::testing::ids;
 
     #[test]
     fn wfq_finish_tags_on_a_hand_sequence() {
