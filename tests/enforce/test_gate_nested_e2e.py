@@ -21,7 +21,9 @@ order). ``tailbound-replay client --nbd`` replays both traces open loop through 
 once under each plan, and :func:`tailbound.verify.replay_plan` simulates both plans.
 
 What is judged, with the live tolerance rule (:func:`tests.enforce.live_tolerance.tolerance`,
-plus the replayer's largest lateness beyond 1 ms, a host stall): a grade ``(δ, f)`` is **met
+plus the replayer's largest lateness beyond 1 ms, a host stall, 1 ms for the spread one run
+cannot measure, and :data:`RELATIVE` of the prediction for the device's idle time between
+dispatches): a grade ``(δ, f)`` is **met
 live** when the live ``f``-th percentile is at most ``δ + tolerance``, and **missed live** when
 it is above ``δ + tolerance``. Under nested QoS every grade of both tenants is met live, and
 each live percentile lies within the tolerance of the simulator's; under single-class EDF the
@@ -78,6 +80,13 @@ PARTS = {
 GRADES = {"S": [[0.02, 0.95], [0.1, 0.999]], "B": [[0.02, 0.7], [0.2, 0.78]]}
 #: Links fast enough that only the device queues (the plan's network stages are FIFO).
 LINK = 1.25e10
+#: The emulated device idles between a completion and the next dispatch (the dispatcher task's
+#: reaction and the blocking thread's wake-up, one request at the device), which the simulator
+#: does not model: measured at about 0.25 ms a dispatch on this loaded 2-core machine (single-
+#: class EDF: S's live p95 89-102 ms against 73 ms simulated, over about 100 dispatches). A
+#: request waiting ``w`` seconds waits for at most ``w / X`` dispatches, so live may exceed the
+#: simulator by ``0.25 ms / X`` = 25 % of the prediction; 30 % is allowed.
+RELATIVE = 0.3
 #: The floor probe: lone 4 KiB reads this far apart (s), this many.
 PROBE_GAP_S, PROBE_N = 0.005, 100
 
@@ -244,7 +253,8 @@ def _judge(plan: Plan, sim: Verification, run: replay.LiveRun, floor: float) -> 
                     float(np.mean(live_lat <= delta)),
                     simulated.percentile(fraction),
                     live,
-                    tol + stall + 1e-3,  # + 1 ms: one run, no spread measured (test_gate_e2e)
+                    # + 1 ms: one run, no spread measured (as test_gate_e2e_short)
+                    tol + stall + 1e-3 + RELATIVE * simulated.percentile(fraction),
                 )
             )
     return out
