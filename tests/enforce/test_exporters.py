@@ -33,7 +33,16 @@ from tailbound.enforce.exporters import (
 )
 from tailbound.errors import ConfigError
 from tailbound.model import Slo
-from tailbound.plan import Bound, Discipline, DispatchRule, Plan, Rejection, StageLimit, TenantPlan
+from tailbound.plan import (
+    Bound,
+    Discipline,
+    DispatchRule,
+    NestedClass,
+    Plan,
+    Rejection,
+    StageLimit,
+    TenantPlan,
+)
 from tailbound.profiles.tokens import SsdModel, SsdProfile
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces import Trace
@@ -281,6 +290,61 @@ def test_a_scheduler_that_tells_tenants_apart_is_warned_about_whatever_its_kind(
         assert not e.exact
 
 
+def _nested_plan(*names: str) -> Plan:
+    """``names`` on one device scheduled ``nested`` (what ``tailbound admit --policy
+    nested-qos`` writes): the first with two classes and a graduated SLO, the others with a
+    single-pair SLO, one class and a storage bucket."""
+    tenants = []
+    for i, name in enumerate(names):
+        t = _tenant(name, [] if i == 0 else [StageLimit(0.5, 2.0)])
+        if i == 0:
+            classes = (NestedClass(0.002, 0.3, 0.005), NestedClass(0.004, 0.4, 0.05))
+            slo = Slo.graduated([(0.005, 0.9), (0.05, 0.99)])
+        else:
+            classes, slo = (NestedClass(0.001, 0.1, 0.01),), Slo(0.01, 0.99)
+        tenants.append(dataclasses.replace(t, slo=slo, nested={Stage.STORAGE: classes}))
+    storage = {
+        **dict.fromkeys(STORAGE_PATH, Discipline("fifo")),
+        Stage.STORAGE: Discipline("nested"),
+    }
+    return _plan(*tenants, disciplines=storage)
+
+
+EXPORT_CALLS = [
+    lambda plan: export_qemu(plan, PROFILE),
+    lambda plan: export_libvirt(plan, PROFILE),
+    lambda plan: export_cgroup(plan, PROFILE, device="8:0"),
+    lambda plan: export_ceph(plan, PROFILE),
+    lambda plan: export_nbdkit(plan, PROFILE),
+]
+
+
+@pytest.mark.parametrize(
+    "export", EXPORT_CALLS, ids=["qemu", "libvirt", "cgroup", "ceph", "nbdkit"]
+)
+def test_nested_classes_and_graduated_slos_are_warned_per_tenant(export: Any) -> None:
+    """No target has a per-request classifier or deadlines: each tenant's classes are a warning
+    naming them (even a tenant alone on its device, where no scheduler setting tells tenants
+    apart), and so is a graduated SLO, naming its grades; no limit is made of the classes."""
+    e = export(_nested_plan("G"))
+    assert not e.exact and e.config == []
+    lost = [w for w in e.warnings if w.tenant == "G" and w.inexact]
+    assert len(lost) == 2, e.warnings
+    classes, grades = (str(w) for w in lost)
+    assert classes.startswith("warning: G: its 2 Nested QoS storage classes")
+    assert "(0.002 s, 0.3, 5 ms); (0.004 s, 0.4, 50 ms) lost" in classes
+    assert "no per-request classifier and no deadlines" in classes
+    assert "0.9 within 5 ms, 0.99 within 50 ms" in grades and "graduated SLO" in grades
+    # two tenants: the single-pair one with a bucket gets its limit and its classes' warning
+    e = export(_nested_plan("G", "P"))
+    assert [c["tenant"] for c in e.config] == ["P"]
+    per_tenant = [w for w in e.warnings if w.inexact and "Nested QoS storage class" in str(w)]
+    assert [w.tenant for w in per_tenant] == ["G", "P"]
+    assert not any(w.tenant == "P" and "graduated" in w.message for w in e.warnings)
+    assert any(w.tenant is None and "Nested QoS classes (nested scheduling)" in w.message
+               for w in e.warnings)  # fmt: skip
+
+
 def test_several_buckets_become_the_smallest_rate_and_bucket() -> None:
     plan = _plan(_tenant("A", [StageLimit(0.2, 3.0), StageLimit(0.6, 1.5)]))
     e = export_ceph(plan, PROFILE, conversion="bytes")
@@ -403,6 +467,22 @@ def test_export_exits_1_with_one_line_per_warning(
     assert "throttling.bps-total=10000000,throttling.group=A" in captured.out
     (line,) = captured.err.splitlines()
     assert line.startswith("tailbound export qemu: warning: A: bucket 0.01 s")
+
+
+def test_export_of_a_nested_plan_exits_1_naming_each_tenants_classes(
+    tmp_path: Path, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "nested.json"
+    _nested_plan("G", "P").save(path)
+    code = main(["export", "libvirt", str(path), "--profile", str(files["profile"])])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1
+    for line in (
+        "tailbound export libvirt: warning: G: its 2 Nested QoS storage classes",
+        "tailbound export libvirt: warning: G: its graduated SLO (0.9 within 5 ms, 0.99 within",
+        "tailbound export libvirt: warning: P: its 1 Nested QoS storage class (sigma_s, rho",
+    ):
+        assert any(e.startswith(line) for e in err), (line, err)
 
 
 def test_export_reads_traces_from_the_tenants_file(

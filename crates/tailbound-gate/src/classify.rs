@@ -6,9 +6,11 @@
 //! checks the names and the range); an export not listed, and every export when the field is
 //! absent, has no class of its own ([`NO_CLASS`]): the scheduler's configuration gives it its
 //! workload's class (`dwrr`'s `class[w]`), and the kinds without classes ignore it. A
-//! per-request classifier (Nested QoS: the innermost class whose envelope the request conforms
-//! to) replaces the body of [`Classifier::class`], which sees the request's export, operation,
-//! offset, length and arrival time.
+//! per-request classifier replaces the body of [`Classifier::class`], which sees the request's
+//! export, operation, offset, length and arrival time. Nested QoS does not need one: its
+//! classifier (the innermost class whose envelope the request conforms to) is part of the
+//! core's `nested` scheduler, which classifies each request on its cost and arrival as the
+//! simulator's does and ignores the item's class (`docs/nested-qos.md`).
 
 use tailbound_core::sched::NO_CLASS;
 

@@ -102,11 +102,13 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_tenants
     from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import bounds_plan
+    from tailbound.policies.graduated import refuse_graduated
     from tailbound.policies.registry import build
     from tailbound.snc.tenants import FitCache, default_cache_dir
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
+    refuse_graduated(tset, args.analysis)
     disk = None if args.no_cache else Path(args.cache) if args.cache else default_cache_dir()
     search = "reference" if args.arrival_model == "reference" else "deterministic"
     with progress(args, desc="MMPP fits", unit="fit") as bar:

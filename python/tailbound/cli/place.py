@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.model import load_cluster, load_tenants
     from tailbound.plan_inputs import with_inputs
     from tailbound.policies.events import load_events
+    from tailbound.policies.graduated import refuse_graduated
     from tailbound.policies.placement import place
     from tailbound.policies.registry import build
     from tailbound.policies.server import REFERENCE
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.traces.readers import read_trace
 
     tset = load_tenants(args.tenants)
+    refuse_graduated(tset, args.policy)
     tenants = tset.tenants
     cluster = load_cluster(args.cluster)
     profile = SsdProfile.load(args.profile)

@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tailbound.plan import Plan
     from tailbound.plan_inputs import resolve_inputs
+    from tailbound.policies.graduated import refuse_graduated_tenants
     from tailbound.policies.pm_plan import (
         plan_devices,
         plan_tenant,
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.traces.readers import read_trace
 
     plan = Plan.load(args.plan)
+    refuse_graduated_tenants(plan.tenants, args.plan, args.policy)
     inputs = resolve_inputs(
         plan,
         args.plan,

@@ -24,7 +24,11 @@ kind: a per-tenant setting with several values on one device (priorities: QEMU s
 throttle group's members round-robin, blk-throttle, librbd and nbdkit have no priority either;
 EDF deadlines, DWRR service classes, ...) or weights (shares of the device, even equal ones) —,
 the plan's dispatch rule (:class:`~tailbound.plan.DispatchRule`: MPLs, the low-priority rule),
-demotion (traffic over its buckets is delayed, not demoted).
+demotion (traffic over its buckets is delayed, not demoted). **Nested QoS** (issue 25,
+``docs/nested-qos.md``) is warned per tenant: its storage classes ``(σ, ρ, δ)`` (no target has a
+per-request classifier or deadlines; no limit is made of them, since Nested QoS never delays a
+request and a limit would) and a graduated SLO (its grades, which one bucket per tenant does not
+enforce), each named.
 
 Per target:
 
@@ -213,6 +217,7 @@ def _walk(
     for i, t in enumerate(plan.tenants):
         if t.device is None:
             continue
+        out.warnings.extend(_graduated(t, target))
         buckets = t.buckets(Stage.STORAGE)
         if not buckets:
             note = ExportWarning(t.name, "no storage limit in the plan: none set", False)
@@ -242,9 +247,48 @@ def _walk(
     return out
 
 
+def _graduated(t: TenantPlan, target: str) -> list[ExportWarning]:
+    """The per-tenant warnings of Nested QoS (``docs/nested-qos.md``): a target here has one
+    token bucket per tenant and no per-request classifier or deadline, so a tenant's storage
+    classes ``(σ, ρ, δ)`` are lost (and no limit is made of them: Nested QoS never delays a
+    request, a limit would), and a graduated SLO's grades are enforced by nothing the target
+    runs (at most the tenant's bucket, planned for one latency)."""
+    out = []
+    classes = t.nested.get(Stage.STORAGE, ())
+    if classes:
+        listed = "; ".join(
+            f"({_g(c.sigma_s)} s, {_g(c.rho)}, {_g(1e3 * c.delta_s)} ms)" for c in classes
+        )
+        out.append(
+            ExportWarning(
+                t.name,
+                f"its {len(classes)} Nested QoS storage class{'es' if len(classes) > 1 else ''} "
+                f"(sigma_s, rho, delta) = {listed} lost: {target} has no per-request "
+                "classifier and no deadlines, so no request is served by its class's deadline, "
+                "and no limit is set from them (Nested QoS never delays a request, a limit "
+                "would); the plan needs tailbound gate",
+            )
+        )
+    if t.slo is not None and t.slo.is_graduated:
+        grades = ", ".join(f"{f:.4g} within {_g(1e3 * d)} ms" for d, f in t.slo.grades)
+        out.append(
+            ExportWarning(
+                t.name,
+                f"its graduated SLO ({grades}) is not enforced grade by grade: {target} "
+                "expresses at most one token bucket per tenant",
+            )
+        )
+    return out
+
+
 #: What a scheduler's per-workload setting is called in a warning (the core's serde field names;
 #: any other field is called by its name).
-_SETTING_NAMES = {"weight": "weights", "deadline": "deadlines", "class": "service classes"}
+_SETTING_NAMES = {
+    "weight": "weights",
+    "deadline": "deadlines",
+    "class": "service classes",
+    "classes": "Nested QoS classes",
+}
 
 
 def _distinctions(scheduler: dict[str, Any], tenants: int) -> list[tuple[str, int]]:

@@ -15,6 +15,9 @@ The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gatewa
   ``(rate, bucket_s)`` in device-seconds (the limit mode's ``demotion`` flag), FIFO, DWRR over
   the tenants' storage service classes, SFQ (storage weights), EDF (storage deadlines, else the
   SLO, else 1 s), ...;
+- a tenant's Nested QoS classes (``docs/nested-qos.md``) are the ``nested`` kind's
+  ``classes``; a tenant giving classes on a device whose scheduler does not read them (any
+  other kind) is refused, naming ``tenants[i].nested.storage``, rather than served without them;
 - each request costs ``size / bandwidth(op, size)`` seconds, the profile's bandwidth table
   interpolated as :class:`~tailbound.profiles.tokens.SsdModel` does (the gateway computes it);
 - the dispatch limits are the profile's (MPLs, outstanding bytes) overridden by the plan's
@@ -54,6 +57,7 @@ from tailbound.errors import ConfigError
 from tailbound.plan import Plan, device_name
 from tailbound.plan_queues import scheduler_config
 from tailbound.profiles.tokens import SsdProfile
+from tailbound.stages import Stage
 
 #: Export names the gateway accepts (they are file names in the backend directory too).
 EXPORT_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$")
@@ -144,6 +148,16 @@ def gate_config(
         if fifo
         else scheduler_config(plan, dev, tenants, path=plan_path)  # the simulator's queue
     )
+    for i, t in enumerate(plan.tenants):
+        if not fifo and t in tenants and t.nested.get(Stage.STORAGE) and "classes" not in scheduler:
+            raise ConfigError(
+                plan_path,
+                f"tenant {t.name} has Nested QoS classes but device {dev} is scheduled "
+                f"{scheduler['kind']!r}, which ignores them: its classes would not be enforced "
+                "(schedule the storage stage 'nested', as tailbound admit --policy nested-qos "
+                "does)",
+                field=f"tenants[{i}].nested.storage",
+            )
     rule = plan.dispatch
     limits = {
         "read_mpl": rule.read_mpl if rule.read_mpl is not None else profile.read_mpl,

@@ -46,7 +46,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.dnc.nested import many_workload_capacity
-from tailbound.errors import ConfigError
 from tailbound.model import Tenant, TenantSet
 from tailbound.plan import (
     Bound,
@@ -57,9 +56,11 @@ from tailbound.plan import (
     Rejection,
     TenantPlan,
 )
+from tailbound.policies.graduated import HONOURED_BY
+from tailbound.policies.graduated import refuse_graduated as refuse_graduated
 from tailbound.stages import STORAGE_PATH, Stage
 
-NAME = "nested-qos"
+NAME = HONOURED_BY
 #: Relative precision of the bisection on ``κ``.
 RTOL = 1e-12
 
@@ -223,16 +224,3 @@ def nested_qos(tset: TenantSet, **rule: object) -> NestedQosPolicy:
     if rule:
         raise TypeError(f"nested-qos got unexpected keywords {', '.join(sorted(rule))}")
     return NestedQosPolicy(tset)
-
-
-def refuse_graduated(tset: TenantSet, policy: str) -> None:
-    """Raise :class:`ConfigError` naming the first tenant with a graduated SLO, which
-    ``policy`` (one that plans for a single latency and percentile) cannot honour."""
-    for i, t in enumerate(tset.tenants):
-        if t.slo.is_graduated:
-            raise ConfigError(
-                tset.path,
-                f"tenant {t.name} has a graduated SLO, which {policy} cannot honour "
-                f"(it plans for one latency and percentile); use --policy {NAME}",
-                field=f"tenants[{i}].slo_grades",
-            )
