@@ -201,8 +201,9 @@ TENANTS = Schema(
                 "device": "ssd0",
                 "group": "g",
                 "class": "gold",
+                "throughput_iops": 150,  # a throughput SLO (issue 26)
             },
-            {"name": "B", "slo_s": 0.2, "trace": "b.txt"},
+            {"name": "B", "slo_s": 0.2, "trace": "b.txt", "throughput_bytes_per_s": 1e6},
             # a graduated SLO (issue 25): latencies and fractions strictly increasing
             {"name": "G", "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1]], "trace": "g.txt"},
         ],
@@ -214,6 +215,7 @@ TENANTS = Schema(
     positive=frozenset(
         {"link_bandwidth_bytes_per_s", "tenants[*].slo_s", "tenants[*].percentile"}
         | {"tenants[*].slo_grades[*][*]"}
+        | {"tenants[*].throughput_iops", "tenants[*].throughput_bytes_per_s"}
     ),
     # a repeated grade is not increasing; a repeated number makes a pair a triple
     unique=frozenset({"tenants", "tenants[*].slo_grades", "tenants[*].slo_grades[*]"}),
@@ -546,7 +548,23 @@ def _plan_with_inputs(base: dict[str, Any]) -> dict[str, Any]:
     # a graduated SLO and Nested QoS classes (issue 25): the first grade is slo_s and percentile
     doc["tenants"][0]["slo_grades"] = [[0.05, 0.99], [0.5, 1]]
     doc["tenants"][0]["nested"] = {"storage": [[0.001, 0.1, 0.05], [0.002, 0.2, 0.5]]}
+    # a throughput SLO and PSLO's controller at the storage stage (issue 26)
+    doc["tenants"][0]["throughput_iops"] = 150.0
+    doc["control"] = {"storage": {"kind": "pslo", "policy": "LS+T", **PSLO_PARAMETERS}}
     return doc
+
+
+#: Every parameter of PSLO's controller, as a plan writes them (``plan.StageControl``).
+PSLO_PARAMETERS = {
+    "interval_completions": 1000,
+    "threshold": 2.0,
+    "window_s": 0.02,
+    "enable_s": 0.1,
+    "sigma": 0.1,
+    "eta": 0.95,
+    "raise_at": 5.0,
+    "max_depth": 64,
+}
 
 
 #: A version 3 plan: the inputs are read strictly, the embedded profile when it is used.
@@ -555,10 +573,13 @@ PLAN3 = dataclasses.replace(
     base=_plan_with_inputs(PLAN.base),
     required=PLAN.required
     | {"inputs", "inputs.link_bandwidth_bytes_per_s", "tenants[*].trace"}
-    | {"tenants[*].trace.path", "tenants[*].trace.sha256"},
+    | {"tenants[*].trace.path", "tenants[*].trace.sha256"}
+    | {"control.storage.kind", "control.storage.policy"},
     positive=PLAN.positive
     | {"inputs.link_bandwidth_bytes_per_s", "tenants[*].slo_grades[*][*]"}
-    | {"tenants[*].nested.storage[*][*]"},
+    | {"tenants[*].nested.storage[*][*]", "tenants[*].throughput_iops"}
+    | {f"control.storage.{k}" for k in PSLO_PARAMETERS if k != "enable_s"},
+    nonnegative=PLAN.nonnegative | {"control.storage.enable_s"},
     # a repeated grade or class is not increasing; a repeated number lengthens a pair or triple
     unique=PLAN.unique
     | {"tenants[*].slo_grades", "tenants[*].slo_grades[*]"}

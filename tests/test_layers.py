@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "tailbound.plan": 4,
     "tailbound.plan_inputs": 4,
     "tailbound.plan_queues": 4,
+    "tailbound.plan_control": 4,
     "tailbound.sim": 5,
     "tailbound.policies": 6,
     "tailbound.verify": 7,

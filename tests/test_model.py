@@ -186,3 +186,34 @@ def test_load_tenants_duplicate_names(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="duplicate") as info:
         load_tenants(p)
     assert info.value.field == "tenants[1].name"
+
+
+def test_throughput_slo_from_the_tenants_file(tmp_path: Path) -> None:
+    base = {"name": "A", "slo_s": 0.3, "percentile": 0.999, "trace": "a.txt"}
+    path = tmp_path / "tenants.json"
+    for extra, expected in (
+        ({"throughput_iops": 150}, (150.0, "iops")),
+        ({"throughput_bytes_per_s": 2e6}, (2e6, "bytes_per_s")),
+        ({}, None),
+    ):
+        path.write_text(json.dumps({"tenants": [{**base, **extra}]}))
+        slo = load_tenants(path).tenants[0].slo
+        assert slo.throughput == expected
+        assert (slo.latency_s, slo.percentile) == (0.3, 0.999)
+    for extra, field in (
+        ({"throughput_iops": 1, "throughput_bytes_per_s": 1}, "tenants[0].throughput_bytes_per_s"),
+        ({"throughput_iops": 0}, "tenants[0].throughput_iops"),
+        ({"throughput_bytes_per_s": -1}, "tenants[0].throughput_bytes_per_s"),
+        ({"throughput_iops": "150"}, "tenants[0].throughput_iops"),
+    ):
+        path.write_text(json.dumps({"tenants": [{**base, **extra}]}))
+        with pytest.raises(ConfigError) as e:
+            load_tenants(path)
+        assert e.value.field == field
+    with pytest.raises(ValueError, match="not both"):
+        Slo(0.1, 0.9, throughput_iops=1.0, throughput_bytes_per_s=1.0)
+    with pytest.raises(ValueError, match="positive"):
+        Slo(0.1, 0.9, throughput_iops=float("inf"))
+    graded = Slo.graduated([(0.01, 0.9), (0.1, 0.99)]).with_throughput((5.0, "iops"))
+    assert graded.grades and graded.throughput_iops == 5.0
+    assert repr(Slo(0.3, 0.999, throughput_iops=150.0)).endswith("throughput_iops=150.0)")

@@ -118,6 +118,10 @@ class Simulation:
 #: PSLO's policies as a device's ``control.policy`` spells them (``control::pslo::Policy``).
 PSLO_POLICIES: tuple[str, ...]
 
+def control_config(spec: str) -> str:
+    """A device's controller (``sim::control::ControlSpec``, JSON) checked and with every
+    default written out (JSON); raises ``FieldError(field, message)``."""
+
 def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...

@@ -18,12 +18,21 @@ Tenants file (paths relative to the file)::
                   "server_host": "server003", "device": "ssd3",      # optional (placement)
                   "group": "g1", "class": "gold"},                   # optional
                  {"name": "C1", "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1.0]],
-                  "trace": "traces/t1.txt"}, ...]}
+                  "trace": "traces/t1.txt"},
+                 {"name": "C2", "slo_s": 0.3, "percentile": 0.999, "trace": "traces/t2.txt",
+                  "throughput_iops": 150}, ...]}             # optional throughput SLO
 
 A tenant gives either ``slo_s`` (with ``percentile``, default 0.999) or ``slo_grades``, a
 **graduated SLO** (Nested QoS, Wang's thesis §3.1): ``[latency_s, fraction]`` pairs, latencies
 and fractions strictly increasing, fractions in (0, 1] — "90% within 5 ms, 95% within 50 ms,
 all within 500 ms". A list of one pair means exactly ``slo_s``/``percentile``.
+
+A tenant may also give a **throughput SLO** (PSLO, Li et al., EuroSys 2016, §2: "at least
+``Th`` IOPS"), beside its latency SLO: ``throughput_iops`` (requests per second) or
+``throughput_bytes_per_s`` (bytes per second), not both, positive and finite. It is
+:attr:`Slo.throughput_iops` / :attr:`Slo.throughput_bytes_per_s`; every policy carries it into
+its Plan, ``tailbound verify`` and ``tailbound enforce replay`` report the throughput achieved
+against it, and the ``pslo`` policy enforces it (``docs/pslo.md``).
 
 What each consumer needs beyond name, SLO and trace (client and server hosts for the SNC
 analyses, a device for a storage stage) it checks itself with :meth:`TenantSet.require`, so the
@@ -32,6 +41,7 @@ message names the field and says who needs it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,11 +80,19 @@ class Slo:
     (0.005, 0.9, True)
     >>> Slo.graduated([(0.05, 0.99)]) == Slo(0.05, 0.99)
     True
+    >>> Slo(0.3, 0.999, throughput_iops=150.0).throughput
+    (150.0, 'iops')
+
+    A **throughput SLO** (PSLO, Li et al., EuroSys 2016) may come with the latency SLO: at least
+    ``throughput_iops`` requests per second, or ``throughput_bytes_per_s`` bytes per second
+    (at most one of the two; ``None``: no throughput SLO), achieved over the tenant's run.
     """
 
     latency_s: float
     percentile: float = DEFAULT_PERCENTILE
     grades: tuple[tuple[float, float], ...] = ()
+    throughput_iops: float | None = None
+    throughput_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.latency_s) and self.latency_s > 0):
@@ -88,6 +106,14 @@ class Slo:
                     f"a graduated SLO's latency_s and percentile are its first grade "
                     f"{self.grades[0]}, got ({self.latency_s}, {self.percentile})"
                 )
+        for name in THROUGHPUT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not (
+                isinstance(value, int | float) and math.isfinite(value) and value > 0
+            ):
+                raise ValueError(f"{name} must be positive and finite, got {value!r}")
+        if self.throughput_iops is not None and self.throughput_bytes_per_s is not None:
+            raise ValueError("give throughput_iops or throughput_bytes_per_s, not both")
 
     @classmethod
     def graduated(cls, grades: Iterable[tuple[float, float]]) -> Slo:
@@ -110,6 +136,27 @@ class Slo:
         return self.grades or ((self.latency_s, self.percentile),)
 
     @property
+    def throughput(self) -> tuple[float, str] | None:
+        """The throughput SLO as ``(value, unit)``, the unit ``"iops"`` (requests per second) or
+        ``"bytes_per_s"``; ``None`` without one."""
+        if self.throughput_iops is not None:
+            return (self.throughput_iops, "iops")
+        if self.throughput_bytes_per_s is not None:
+            return (self.throughput_bytes_per_s, "bytes_per_s")
+        return None
+
+    def with_throughput(self, throughput: tuple[float, str] | None) -> Slo:
+        """This SLO with the throughput SLO ``(value, unit)`` (:attr:`throughput`'s form;
+        ``None``: none)."""
+        iops = bytes_per_s = None
+        if throughput is not None:
+            value, unit = throughput
+            if unit not in ("iops", "bytes_per_s"):
+                raise ValueError(f"unknown throughput unit {unit!r} (iops or bytes_per_s)")
+            iops, bytes_per_s = (value, None) if unit == "iops" else (None, value)
+        return dataclasses.replace(self, throughput_iops=iops, throughput_bytes_per_s=bytes_per_s)
+
+    @property
     def worst_case(self) -> bool:
         """Whether every request must meet the latency (percentile 1)."""
         return self.percentile == 1.0
@@ -120,7 +167,15 @@ class Slo:
 
     def __repr__(self) -> str:
         grades = f", grades={self.grades!r}" if self.grades else ""
+        if self.throughput is not None:
+            value, unit = self.throughput
+            grades += f", throughput_{unit}={value!r}"
         return f"Slo(latency_s={self.latency_s!r}, percentile={self.percentile!r}{grades})"
+
+
+#: The fields of a throughput SLO, one per unit (:attr:`Slo.throughput`), as the tenants file
+#: and the Plan spell them.
+THROUGHPUT_FIELDS = ("throughput_iops", "throughput_bytes_per_s")
 
 
 def check_grades(grades: Sequence[tuple[float, float]]) -> None:
@@ -246,6 +301,8 @@ _TENANT_KEYS = (
     "device",
     "group",
     "class",
+    "throughput_iops",
+    "throughput_bytes_per_s",
 )
 _ATTRIBUTE = {"server_host": "server", "class": "service_class"}
 _TENANTS_FILE_KEYS = ("tenants", "link_bandwidth_bytes_per_s", "ssd_profile")
@@ -312,7 +369,7 @@ def _show(value: Any) -> str:
 
 def _tenant(path: Path, doc: Any, where: str) -> Tenant:
     f = _Fields(path, doc, where, _TENANT_KEYS)
-    slo = _slo(f)
+    slo = _slo(f).with_throughput(_throughput(f))
     name, trace = f.text("name"), f.text("trace")
     assert name is not None and trace is not None
     return Tenant(
@@ -359,6 +416,17 @@ def _slo(f: _Fields) -> Slo:
         index, _, message = str(e).partition(": ")
         at = f"slo_grades[{index.removeprefix('grade ')}]" if index.startswith("grade ") else ""
         raise f.error(at or "slo_grades", message if at else str(e)) from None
+
+
+def _throughput(f: _Fields) -> tuple[float, str] | None:
+    """``throughput_iops`` or ``throughput_bytes_per_s`` (positive, not both), as
+    ``(value, unit)``; ``None`` without either."""
+    given = [key for key in THROUGHPUT_FIELDS if key in f.doc]
+    if len(given) > 1:
+        raise f.error(given[1], "give throughput_iops or throughput_bytes_per_s, not both")
+    if not given:
+        return None
+    return (f.positive(given[0]), given[0].removeprefix("throughput_"))
 
 
 def load_tenants(path: str | Path) -> TenantSet:

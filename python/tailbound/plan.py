@@ -35,7 +35,9 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 3; versions 1 and 2 ar
                   "stages": {...}, "alone_s": null, "joint_s": null},
         "trace": {"path": "traces/t0.txt", "sha256": "3f1c…", "format": "wc"},
         "slo_grades": [[0.005, 0.9], [0.05, 0.95], [0.5, 1.0]],   # optional: graduated SLO
-        "nested": {"storage": [[0.001, 0.1, 0.005], ...]}}],     # optional: Nested QoS classes
+        "nested": {"storage": [[0.001, 0.1, 0.005], ...]},       # optional: Nested QoS classes
+        "throughput_iops": 150.0}],          # optional: throughput SLO (or throughput_bytes_per_s)
+     "control": {"storage": {"kind": "pslo", "policy": "LS+T", ...}},  # optional: a controller
      "inputs": {"link_bandwidth_bytes_per_s": 125000000.0, "profile": {...}},
      "rejected": [{"name": "C7", "reason": "...", "violated": ["C7"],
                    "latency_bound_s": 0.4, "bound": {...}}],
@@ -57,11 +59,25 @@ pair). ``nested`` gives, per stage, the tenant's nested classes ``[sigma_s, rho,
 innermost first (:class:`NestedClass`): in the plan's units, ``sigma_s`` seconds of work at
 the stage, ``rho`` a utilisation of it, ``delta_s`` the class's deadline in seconds, each
 non-decreasing outward; the ``nested`` scheduler kind reads them (``docs/nested-qos.md``).
+
+**Throughput SLOs and controllers** (version 3, optional, absent when unused; issue 26): a
+tenant's ``throughput_iops`` (requests per second) or ``throughput_bytes_per_s`` (bytes per
+second) is its SLO's throughput part (:attr:`tailbound.model.Slo.throughput`; only beside a
+latency SLO). ``control`` gives a stage a controller that adjusts its queues from their
+completions (:class:`StageControl`; only ``storage``, where PSLO's acts at the device):
+``{"kind": "pslo", "policy", "interval_completions", "threshold", "window_s", "enable_s",
+"sigma", "eta", "raise_at", "max_depth"}`` — the policy as ``_core.PSLO_POLICIES`` spells it,
+``N`` completions per decision, ``H`` a ratio of service times (> 1), the forecast window and
+``τ`` in seconds, ``σ``, ``η`` and ``U`` dimensionless, the largest depth in requests
+(``docs/pslo.md``). The controlled tenants are the device's tenants with a throughput SLO, their
+SLOs their own (``slo_s``, ``percentile``, ``throughput_iops``);
+:mod:`tailbound.plan_control` turns this into the simulator's and the gateway's controller.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -71,7 +87,7 @@ from typing import Any, NamedTuple
 from tailbound import _core
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json, write_json_atomic
-from tailbound.model import Slo
+from tailbound.model import THROUGHPUT_FIELDS, Slo
 from tailbound.plan_inputs import PlanInputs, read_inputs
 from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
@@ -127,6 +143,56 @@ def check_nested(classes: tuple[NestedClass, ...] | list[NestedClass]) -> None:
                         f"classes must be nested: class {k} has {name} {outer} < {inner} "
                         f"of class {k - 1}"
                     )
+
+
+#: Controller kinds a plan's stage may carry (``tailbound_core::sim::control::ControlSpec``).
+CONTROL_KINDS = ("pslo",)
+#: Stages a controller may act at: PSLO's sets per-tenant limits at a device's dispatcher.
+CONTROL_STAGES = (Stage.STORAGE,)
+
+
+@dataclass(frozen=True)
+class StageControl:
+    """A controller of a stage's queues (``kind``, :data:`CONTROL_KINDS`): PSLO's (Li et al.,
+    EuroSys 2016; ``docs/pslo.md``), ``policy`` one of ``_core.PSLO_POLICIES`` and ``params``
+    every parameter of the controller by its core name (``interval_completions`` N,
+    ``threshold`` H, ``window_s`` and ``enable_s`` τ in seconds, ``sigma`` σ, ``eta`` η,
+    ``raise_at`` U, ``max_depth`` in requests). Build it with :meth:`pslo`, which checks the
+    parameters as the core does and writes out its defaults.
+
+    >>> c = StageControl.pslo("LS+T", interval_completions=500)
+    >>> c.params["interval_completions"], c.params["threshold"], c.params["enable_s"]
+    (500, 2.0, 0.1)
+    >>> StageControl.pslo("LS+T", threshold=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: threshold: H must be > 1
+    """
+
+    kind: str
+    policy: str
+    params: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def pslo(cls, policy: str, **params: float) -> StageControl:
+        """PSLO's controller with ``params`` (the core's defaults for the others); a
+        :class:`ValueError` ``"<field>: <message>"`` names a parameter out of its domain."""
+        return cls("pslo", policy, dict(params)).filled()
+
+    def filled(self) -> StageControl:
+        """This controller checked by the core, every parameter written out."""
+        probe = {"workload": 0, "throughput_iops": 1.0}  # the tenants are the plan's
+        spec = {"kind": self.kind, "policy": self.policy, **self.params, "tenants": [probe]}
+        try:
+            doc = json.loads(_core.control_config(json.dumps(spec)))
+        except _core.FieldError as e:
+            raise ValueError(f"{e.args[0]}: {e.args[1]}") from None
+        kind, policy = doc.pop("kind"), doc.pop("policy")
+        doc.pop("tenants")
+        return StageControl(kind, policy, doc)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "policy": self.policy, **self.params}
 
 
 @dataclass(frozen=True)
@@ -318,6 +384,9 @@ class TenantPlan:
             out["slo_grades"] = [list(g) for g in self.slo.grades]
         if self.nested:
             out["nested"] = {str(s): [list(c) for c in cs] for s, cs in self.nested.items()}
+        if self.slo is not None and self.slo.throughput is not None:
+            value, unit = self.slo.throughput
+            out[f"throughput_{unit}"] = value
         return out
 
 
@@ -358,6 +427,8 @@ class Plan:
     priority_levels: int = PRIORITY_LEVELS
     #: What the plan was decided from (traces, profile, link bandwidth); ``None``: not recorded.
     inputs: PlanInputs | None = None
+    #: A controller per stage (:class:`StageControl`; only ``storage``), none by default.
+    control: Mapping[Stage, StageControl] = field(default_factory=dict)
     #: The format version the plan was read from (:data:`VERSION` for a plan made here).
     version: int = field(default=VERSION, compare=False)
 
@@ -387,7 +458,7 @@ class Plan:
                 if doc["name"] not in self.inputs.traces:
                     raise ValueError(f"the plan's inputs record no trace of {doc['name']!r}")
                 doc["trace"] = self.inputs.traces[doc["name"]].to_json(folder)
-        return {
+        out = {
             "format": FORMAT,
             "version": VERSION,
             "policy": self.policy,
@@ -402,6 +473,9 @@ class Plan:
             "inputs": None if self.inputs is None else self.inputs.to_json(),
             "meta": self.meta,
         }
+        if self.control:
+            out["control"] = {str(s): c.to_json() for s, c in self.control.items()}
+        return out
 
     def save(self, path: str | Path) -> None:
         """Write the plan as JSON atomically (temporary file in the same folder, then rename);
@@ -458,6 +532,7 @@ class Plan:
                 reader.get(document, "priority_levels", int) if version >= 2 else PRIORITY_LEVELS
             ),
             inputs=inputs,
+            control=reader.control(document.get("control", {})),
             version=version,
         )
         plan.check(path)
@@ -584,6 +659,60 @@ class _Reader:
         return value
 
     def slo(self, doc: Any, where: str) -> Slo | None:
+        """The tenant's SLO: latency and percentile, graduated grades, throughput."""
+        slo = self.latency_slo(doc, where)
+        given = [key for key in THROUGHPUT_FIELDS if key in doc]
+        if not given:
+            return slo
+        if slo is None:
+            raise self.error(
+                "a throughput SLO needs a latency SLO (slo_s, percentile)", f"{where}{given[0]}"
+            )
+        if len(given) > 1:
+            raise self.error(
+                "give throughput_iops or throughput_bytes_per_s, not both", f"{where}{given[1]}"
+            )
+        value = self.positive(doc, given[0], where)
+        return slo.with_throughput((value, given[0].removeprefix("throughput_")))
+
+    def control(self, doc: Any) -> dict[Stage, StageControl]:
+        """The plan's controllers per stage (:class:`StageControl`), checked by the core."""
+        if not isinstance(doc, dict):
+            raise self.error(f"expected an object, got {doc!r}", "control")
+        out = {}
+        for key, value in doc.items():
+            where = f"control.{key}"
+            try:
+                stage = Stage(key)
+            except ValueError:
+                raise self.error("unknown stage", where) from None
+            if stage not in CONTROL_STAGES:
+                raise self.error(
+                    f"a controller acts at {', '.join(map(str, CONTROL_STAGES))} only", where
+                )
+            if not isinstance(value, dict):
+                raise self.error(f"expected an object, got {value!r}", where)
+            kind = value.get("kind")
+            if kind not in CONTROL_KINDS:
+                raise self.error(f"expected one of {CONTROL_KINDS}, got {kind!r}", f"{where}.kind")
+            policy = value.get("policy")
+            if not isinstance(policy, str):
+                raise self.error(f"expected a policy name, got {policy!r}", f"{where}.policy")
+            params = {k: v for k, v in value.items() if k not in ("kind", "policy")}
+            for k, v in params.items():
+                if k == "tenants":  # the plan's tenants are the controlled ones
+                    raise self.error("unknown key (the tenants are the plan's)", f"{where}.{k}")
+                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                    raise self.error(f"expected a finite number, got {v!r}", f"{where}.{k}")
+            try:
+                out[stage] = StageControl(kind, policy, params).filled()
+            except ValueError as e:
+                name, _, message = str(e).partition(": ")
+                at = where if name == "control" else f"{where}.{name}"  # serde: no field
+                raise self.error(message, at) from None
+        return out
+
+    def latency_slo(self, doc: Any, where: str) -> Slo | None:
         if doc.get("slo_s") is None and doc.get("percentile") is None:
             if "slo_grades" in doc:
                 raise self.error("a graduated SLO needs slo_s and percentile", f"{where}slo_s")
@@ -868,8 +997,8 @@ _PLAN_KEYS = frozenset(
     | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta"}
 )
 #: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
-_V3_PLAN_KEYS = frozenset({"inputs"})
-_V3_TENANT_KEYS = frozenset({"trace", "slo_grades", "nested"})
+_V3_PLAN_KEYS = frozenset({"inputs", "control"})
+_V3_TENANT_KEYS = frozenset({"trace", "slo_grades", "nested", *THROUGHPUT_FIELDS})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
     | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s", "service_class"}

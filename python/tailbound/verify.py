@@ -12,6 +12,15 @@ Latency here is end to end from the request's arrival at its own shaper, through
 A tenant with a **graduated SLO** (:attr:`tailbound.model.Slo.grades`, Nested QoS: "90% within
 5 ms, 95% within 50 ms, all within 500 ms") is checked grade by grade: each grade's fraction of
 requests within its latency (:class:`GradeCheck`), and the SLO is met when every grade is.
+
+A tenant with a **throughput SLO** (:attr:`tailbound.model.Slo.throughput`, PSLO: "at least
+150 IOPS") is checked for the throughput it achieved (:class:`ThroughputCheck`): its completions
+per second between its first and its last completion, ``(C − 1) / (t_C − t_1)`` — PSLO's
+``Th`` (completions in an interval over its length, Eq. 8) over the whole run, which a stream
+served at a steady rate ``r`` achieves exactly — in requests per second, or the bytes of those
+``C − 1`` completions per second for a bytes-per-second SLO. It is reported beside the latency
+verdict (``met`` stays the latency SLO's) and a throughput missed fails the verification too
+(:attr:`Verification.all_held`).
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from tailbound.model import Slo
 from tailbound.plan import Plan
 from tailbound.profiles.tokens import MessageSizes
 from tailbound.sim.plan import scenario_from_plan
-from tailbound.sim.results import SimResults
+from tailbound.sim.results import SimResults, WorkloadResult
 from tailbound.sim.scenario import Scenario
 from tailbound.traces.trace import Trace
 
@@ -53,6 +62,62 @@ class GradeCheck:
         return self.within >= self.fraction
 
 
+#: The CSV columns of a throughput SLO (:meth:`Verification.to_csv`): the SLO, its unit
+#: (``iops`` or ``bytes_per_s``), the throughput achieved in that unit, and whether it was met.
+THROUGHPUT_COLUMNS = ("throughput_slo", "throughput_unit", "throughput", "throughput_met")
+
+
+@dataclass(frozen=True)
+class ThroughputCheck:
+    """A throughput SLO against a replay: ``slo`` in ``unit`` (``"iops"``, requests per second,
+    or ``"bytes_per_s"``) and the throughput ``achieved`` in the same unit (module
+    documentation; NaN with fewer than two completions)."""
+
+    slo: float
+    unit: str
+    achieved: float
+
+    @property
+    def met(self) -> bool:
+        """The achieved throughput is at least the SLO."""
+        return self.achieved >= self.slo
+
+    def text(self) -> str:
+        """``"152 / 150 IOPS"`` (achieved / SLO), bytes per second in MB/s."""
+        if self.unit == "iops":
+            return f"{self.achieved:.4g} / {self.slo:.4g} IOPS"
+        return f"{self.achieved / 1e6:.4g} / {self.slo / 1e6:.4g} MB/s"
+
+
+def achieved_throughput(
+    exit_s: NDArray[np.float64], size: NDArray[np.float64] | None, unit: str
+) -> float:
+    """The throughput of completions at ``exit_s`` (s, NaN: not finished) in ``unit``
+    (module documentation): ``(C − 1) / (t_C − t_1)`` requests per second, or the bytes
+    (``size``, one per request, in the same order) of the completions after the first per
+    second; NaN with fewer than two completions or no time between them.
+
+    >>> round(achieved_throughput(np.array([0.5, 0.6, 0.7, np.nan]), None, "iops"), 9)
+    10.0
+    >>> exits, sizes = np.array([0.5, 0.6, 0.7]), np.array([1e3, 2e3, 4e3])
+    >>> round(achieved_throughput(exits, sizes, "bytes_per_s"), 6)  # 6 kB in 0.2 s
+    30000.0
+    """
+    done = np.isfinite(exit_s)
+    if done.sum() < 2:
+        return math.nan
+    t = exit_s[done]
+    order = np.argsort(t, kind="stable")
+    span = float(t[order[-1]] - t[order[0]])
+    if not span > 0:
+        return math.nan
+    if unit == "iops":
+        return (len(t) - 1) / span
+    if size is None:
+        raise ValueError("a throughput SLO in bytes per second needs the requests' sizes")
+    return float(np.sum(np.asarray(size, dtype=np.float64)[done][order[1:]])) / span
+
+
 @dataclass(frozen=True)
 class TenantCheck:
     """One tenant's promise against its replay (seconds).
@@ -63,7 +128,7 @@ class TenantCheck:
     (1 for a worst-case bound) and ``at_bound_s`` the replayed latency at that percentile (the
     maximum for a worst-case bound), which the bound must not be below. ``grades`` checks each
     grade of a graduated SLO (empty for a single pair; ``achieved_s`` is then at the innermost
-    grade's percentile).
+    grade's percentile). ``throughput`` checks the throughput SLO (``None`` without one).
     """
 
     name: str
@@ -76,6 +141,7 @@ class TenantCheck:
     bound_percentile: float = 1.0
     at_bound_s: float = 0.0
     grades: tuple[GradeCheck, ...] = ()
+    throughput: ThroughputCheck | None = None
 
     @property
     def met(self) -> bool:
@@ -120,26 +186,38 @@ class Verification:
         return [c.name for c in self.checks if not c.bound_held]
 
     @property
+    def throughput_missed(self) -> list[str]:
+        """The tenants that did not achieve their throughput SLO."""
+        return [c.name for c in self.checks if c.throughput is not None and not c.throughput.met]
+
+    @property
     def all_held(self) -> bool:
-        """Every SLO met and every bound held."""
-        return self.all_met and not self.exceeded
+        """Every SLO met (latency and throughput) and every bound held."""
+        return self.all_met and not self.exceeded and not self.throughput_missed
 
     def table(self) -> str:
-        """A Markdown table: server, SLO, predicted bound, achieved percentile, met."""
+        """A Markdown table: server, SLO, predicted bound, achieved percentile, met (and, when a
+        tenant has a throughput SLO, the throughput achieved against it)."""
+        with_throughput = any(c.throughput is not None for c in self.checks)
+        extra = " throughput | throughput met |" if with_throughput else ""
         rows = [
             "| tenant | server | SLO | achieved | worst window | max | bound | SLO met "
-            "| bound held |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| bound held |" + extra,
+            "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_throughput else ""),
         ]
         for c in self.checks:
             server = self.plan.tenant(c.name).server
             held = "yes" if c.bound_held else f"NO ({c.ratio:.2f}×)"
-            rows.append(
+            row = (
                 f"| {c.name} | {server} | {_ms(c.slo.latency_s)} @ {100 * c.slo.percentile:g}% "
                 f"| {_ms(c.achieved_s)} | {_ms(c.worst_window_s)} | {_ms(c.max_s)} "
                 f"| {_ms(c.bound_s)} @ {100 * c.bound_percentile:g}% "
                 f"| {'yes' if c.met else 'NO'} | {held} |"
             )
+            if with_throughput:
+                t = c.throughput
+                row += " - | - |" if t is None else f" {t.text()} | {'yes' if t.met else 'NO'} |"
+            rows.append(row)
         graded = [c for c in self.checks if c.grades]
         if graded:
             rows += [
@@ -166,7 +244,9 @@ class Verification:
                     writer.writerow([c.name, i, g.latency_s, g.fraction, g.within, g.met])
 
     def to_csv(self, path: str | Path) -> None:
-        """Write the checks as CSV (seconds), atomically."""
+        """Write the checks as CSV (seconds), atomically; when a tenant has a throughput SLO,
+        :data:`THROUGHPUT_COLUMNS` follow the others (empty for a tenant without one)."""
+        with_throughput = any(c.throughput is not None for c in self.checks)
         with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(
@@ -184,6 +264,7 @@ class Verification:
                     "bound_percentile",
                     "at_bound_s",
                     "bound_held",
+                    *(THROUGHPUT_COLUMNS if with_throughput else ()),
                 ]
             )
             for c in self.checks:
@@ -202,6 +283,18 @@ class Verification:
                         c.bound_percentile,
                         c.at_bound_s,
                         c.bound_held,
+                        *(
+                            ()
+                            if not with_throughput
+                            else ("", "", "", "")
+                            if c.throughput is None
+                            else (
+                                c.throughput.slo,
+                                c.throughput.unit,
+                                c.throughput.achieved,
+                                c.throughput.met,
+                            )
+                        ),
                     ]
                 )
 
@@ -243,14 +336,24 @@ def replay_plan(
     )
     if messages is not None:
         doc["network"]["messages"] = dataclasses.asdict(messages)
-    simulator = Scenario.from_dict(doc).simulator()
+    scenario = Scenario.from_dict(doc)
+    simulator = scenario.simulator()
     simulator.run()
-    return check_results(plan, simulator.results(), window_s=window_s)
+    sizes = {w.name: np.asarray(w.trace.size, dtype=np.float64) for w in scenario.workloads}
+    return check_results(plan, simulator.results(), window_s=window_s, sizes=sizes)
 
 
-def check_results(plan: Plan, results: SimResults, *, window_s: float = 180.0) -> Verification:
+def check_results(
+    plan: Plan,
+    results: SimResults,
+    *,
+    window_s: float = 180.0,
+    sizes: Mapping[str, NDArray[np.float64]] | None = None,
+) -> Verification:
     """Check every planned tenant with an SLO against ``results`` (a simulation, or a live
-    replay's measurements in the same form: ``tailbound.enforce.replay``)."""
+    replay's measurements in the same form: ``tailbound.enforce.replay``). ``sizes`` gives each
+    tenant's request sizes in bytes, in the order of its results' requests (needed for a
+    throughput SLO in bytes per second)."""
     checks = []
     for tenant in plan.tenants:
         if tenant.slo is None:  # best effort: nothing was promised
@@ -275,9 +378,21 @@ def check_results(plan: Plan, results: SimResults, *, window_s: float = 180.0) -
                     GradeCheck(latency, fraction, _within(w.latency, latency))
                     for latency, fraction in tenant.slo.grades
                 ),
+                throughput=_throughput(tenant.slo, w, (sizes or {}).get(tenant.name)),
             )
         )
     return Verification(plan, results, tuple(checks))
+
+
+def _throughput(
+    slo: Slo, w: WorkloadResult, size: NDArray[np.float64] | None
+) -> ThroughputCheck | None:
+    """The throughput SLO of ``slo`` checked against ``w``'s completions."""
+    if slo.throughput is None:
+        return None
+    value, unit = slo.throughput
+    exit_s = w.exit[:, len(w.stages) - 1] if w.stages else w.issue
+    return ThroughputCheck(value, unit, achieved_throughput(exit_s, size, unit))
 
 
 def _within(latency: NDArray[np.float64], latency_s: float) -> float:

@@ -242,6 +242,7 @@ def test_the_verbs_offer_the_registered_admission_policies() -> None:
         *("snc-meister", "snc-hop-by-hop", "snc-convolution"),
         *("dnc", "silo", "qjump"),
         "nested-qos",
+        "pslo",
     )
     assert names("admission", "snc") == ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 

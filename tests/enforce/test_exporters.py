@@ -747,3 +747,22 @@ def test_qemu_refuses_a_max_below_the_average_live(tmp_path: Path) -> None:
         tmp_path, {"qom-type": "throttle-group", "id": "A", "limits": limits}, 1
     )
     assert code != 0 and "cannot be lower than" in err
+
+
+def test_every_exporter_warns_it_cannot_run_a_pslo_controller() -> None:
+    from tailbound.plan import StageControl
+
+    t = dataclasses.replace(
+        _tenant("A", [StageLimit(0.5, 0.01)]), slo=Slo(0.05, 0.99, throughput_iops=100.0)
+    )
+    plan = _plan(t, control={Stage.STORAGE: StageControl.pslo("LS+T")})
+    for name, export in (
+        ("qemu", lambda p: export_qemu(p, PROFILE)),
+        ("cgroup", lambda p: export_cgroup(p, PROFILE, device="8:0")),
+        ("nbdkit", lambda p: export_nbdkit(p, PROFILE)),
+    ):
+        e = export(plan)
+        warned = [w for w in e.warnings if "pslo controller" in w.message]
+        assert len(warned) == 1 and warned[0].inexact, name
+        assert "policy LS+T" in warned[0].message and not e.exact
+        assert not any("controller" in w.message for w in export(_plan(t)).warnings)

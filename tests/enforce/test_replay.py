@@ -4,6 +4,7 @@ message sizes and latency CSV, bad input, the deadline, and ``tailbound enforce 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import socket
@@ -373,3 +374,37 @@ def test_clients_started_apart_share_a_wall_clock_start(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.communicate(timeout=10)
+
+
+def test_live_replay_reports_throughput_against_the_slo() -> None:
+    """A tenant's throughput SLO in requests or bytes per second, checked on the live
+    measurements as verify checks it (``size`` from the client's CSV)."""
+    server, bound = replay.serve([0, 0], 30, address="127.0.0.1")
+    try:
+        traces = {
+            "A": Trace.from_arrays(time=np.arange(200) * 0.005, op=[0] * 200, size=[4096] * 200),
+            "B": Trace.from_arrays(time=np.arange(50) * 0.02, op=[1] * 50, size=[65536] * 50),
+        }
+        args = [f"{n}={b},tos=0" for n, b in zip(traces, bound, strict=True)]
+        base = _plan(1.0)
+        slos = {
+            "A": Slo(1.0, 0.99, throughput_iops=150.0),  # offers 200/s: met
+            "B": Slo(1.0, 0.99, throughput_bytes_per_s=4e6),  # offers 50 × 64 KiB/s: missed
+        }
+        plan = dataclasses.replace(
+            base,
+            tenants=[dataclasses.replace(t, slo=slos[t.name]) for t in base.tenants],
+        )
+        live = replay.replay(plan, traces, args, drain_s=3)
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+    assert live.lost == 0
+    m = live.measured["B"]
+    assert m.size is not None and np.all(m.size == 65536)
+    a, b = (c.throughput for c in live.verification.checks)
+    assert a is not None and a.unit == "iops" and a.met
+    assert a.achieved == pytest.approx(200, rel=0.1)
+    assert b is not None and b.unit == "bytes_per_s" and not b.met
+    assert b.achieved == pytest.approx(50 * 65536, rel=0.1)
+    assert live.verification.throughput_missed == ["B"] and not live.all_held

@@ -19,6 +19,7 @@ from tailbound.policies.placement import FixedPolicy, WorkloadCompactorPolicy
 from tailbound.policies.pm_placement import PriorityMeisterPolicy
 from tailbound.policies.policing import Policed
 from tailbound.policies.prioritymeister import by_slo, prioritize
+from tailbound.policies.pslo import PsloPolicy
 from tailbound.policies.registry import (
     KINDS,
     REGISTRY,
@@ -44,9 +45,10 @@ def test_every_kind_has_policies_and_names_are_unique() -> None:
     every = [e.name for e in REGISTRY]
     assert len(set(every)) == len(every)  # unique across kinds too: `find` needs it
     assert {e.kind for e in REGISTRY} == set(KINDS)
-    families = ("snc", "dnc", "nested")  # nested: Nested QoS, admit only (not bound)
+    families = ("snc", "dnc", "nested", "control")  # nested, control: admit only (not bound)
     assert {n for f in families for n in names("admission", f)} == set(names("admission"))
     assert names("admission", "nested") == ("nested-qos",)
+    assert names("admission", "control") == ("pslo",)
 
 
 #: What each entry builds, with the arguments its kind's factories take.
@@ -63,6 +65,7 @@ EXPECTED = {
     "silo": SiloPolicy,
     "qjump": QJumpPolicy,
     "nested-qos": NestedQosPolicy,
+    "pslo": PsloPolicy,
     "ps": ProportionalShare,
     "edf": EarliestDeadlineFirst,
     "cake": Cake,

@@ -7,6 +7,7 @@ use pyo3::types::PyTuple;
 use tailbound_core::control::pslo::Policy;
 use tailbound_core::sched;
 use tailbound_core::sim::config::param;
+use tailbound_core::sim::control::ControlSpec;
 use tailbound_core::sim::workload::Requests;
 use tailbound_core::sim::{Queue, SimConfig, Simulation};
 use tailbound_core::Error;
@@ -168,10 +169,19 @@ fn shape<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// A device's controller (`tailbound_core::sim::control::ControlSpec`, JSON) checked as the
+/// simulator checks it, with every parameter the controller defaults written out (JSON); raises
+/// `FieldError(field, message)` naming the field at fault.
+#[pyfunction]
+fn control_config(spec: &str) -> PyResult<String> {
+    ControlSpec::filled_json(spec).map_err(to_py)
+}
+
 /// Register the simulator's class and functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
     m.add("PSLO_POLICIES", PyTuple::new(m.py(), Policy::ALL.map(Policy::name))?)?;
     m.add_function(wrap_pyfunction!(shape, m)?)?;
+    m.add_function(wrap_pyfunction!(control_config, m)?)?;
     Ok(())
 }

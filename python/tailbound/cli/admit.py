@@ -6,8 +6,17 @@ import argparse
 from typing import Any
 
 from tailbound.cli.exitcodes import Exit, epilog
-from tailbound.cli.options import add_quiet, progress
+from tailbound.cli.options import add_quiet, integer, number, progress
 from tailbound.policies.registry import names
+
+#: ``--pslo-*`` options: the controller parameter each sets (``policies.pslo.PARAMETERS``).
+PSLO_OPTIONS = {
+    "pslo_interval": "interval_completions",
+    "pslo_threshold": "threshold",
+    "pslo_enable_s": "enable_s",
+    "pslo_sigma": "sigma",
+    "pslo_max_depth": "max_depth",
+}
 
 #: The legend of the table ``admit`` prints (in ``--help``).
 COLUMNS = (
@@ -89,6 +98,46 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "policies; one replay per arrival)"
         ),
     )
+    pslo = parser.add_argument_group(
+        "PSLO (--policy pslo)",
+        "the controller the plan's storage stage carries (docs/pslo.md); the core's defaults "
+        "where not given",
+    )
+    pslo.add_argument(
+        "--pslo-policy",
+        choices=_pslo_policies(),
+        help="PSLO's policy (Table 1; default LS+T)",
+    )
+    pslo.add_argument(
+        "--pslo-interval",
+        type=integer(low=1),
+        metavar="N",
+        help="completions per decision interval, all controlled tenants' together (default 1000)",
+    )
+    pslo.add_argument(
+        "--pslo-threshold",
+        type=number(low=1.0, low_open=True),
+        metavar="H",
+        help="the forecast's threshold on a service time over its 20 ms mean, > 1 (default 2)",
+    )
+    pslo.add_argument(
+        "--pslo-enable-s",
+        type=number(low=0.0),
+        metavar="SECONDS",
+        help="τ: how long a forecast keeps the depth controllers enabled (default 0.1 s)",
+    )
+    pslo.add_argument(
+        "--pslo-sigma",
+        type=number(low=0.0, low_open=True),
+        metavar="SIGMA",
+        help="σ: the exploration gain of Eq. 10, > 0 (default 0.1)",
+    )
+    pslo.add_argument(
+        "--pslo-max-depth",
+        type=integer(low=1),
+        metavar="REQUESTS",
+        help="the largest IO depth a tenant is given (default 64)",
+    )
     parser.add_argument("--out", help="write the plan (admitted and rejected tenants) as JSON")
     add_quiet(parser)
     parser.set_defaults(run=run)
@@ -117,6 +166,7 @@ class Ticking:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tailbound.errors import ConfigError
     from tailbound.model import load_tenants
     from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import admission_plan, admit_in_order
@@ -126,7 +176,14 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.tables import fmt_ms, markdown_table
 
     tset = load_tenants(args.tenants)
-    if entry(args.policy, "admission").family == "nested":
+    family = entry(args.policy, "admission").family
+    given = [k for k in ("pslo_policy", *PSLO_OPTIONS) if getattr(args, k, None) is not None]
+    if given and family != "control":
+        option = "--" + given[0].replace("_", "-")
+        raise ConfigError(None, f"only with --policy pslo, not {args.policy}", field=option)
+    if family == "control":
+        return run_pslo(args, tset)
+    if family == "nested":
         return run_nested(args, tset)
     refuse_graduated(tset, args.policy)
     floor = not args.no_alone_floor
@@ -217,5 +274,60 @@ def run_nested(args: argparse.Namespace, tset: Any) -> int:
     print(f"\n{args.policy}: admitted {admitted} of {len(decisions)} tenants")
     if args.out:
         plan = policy.plan(decisions, meta={"verb": "admit", "tenants": str(tset.path)})
+        with_inputs(plan, tset, profile=tset.ssd_profile).save(args.out)
+    return Exit.OK
+
+
+def _pslo_policies() -> tuple[str, ...]:
+    from tailbound import _core
+
+    return tuple(_core.PSLO_POLICIES)
+
+
+def run_pslo(args: argparse.Namespace, tset: Any) -> int:
+    """``admit --policy pslo``: every tenant admitted, the plan's storage stage carrying PSLO's
+    controller with each tenant's latency and throughput SLOs (:mod:`tailbound.policies.pslo`)."""
+    from tailbound.errors import ConfigError
+    from tailbound.plan_inputs import with_inputs
+    from tailbound.policies.registry import build
+    from tailbound.tables import fmt_ms, markdown_table
+
+    params = {
+        name: getattr(args, option)
+        for option, name in PSLO_OPTIONS.items()
+        if getattr(args, option) is not None
+    }
+    try:
+        policy = build(
+            args.policy, "admission", tset, pslo_policy=args.pslo_policy or "LS+T", **params
+        )
+    except ValueError as e:  # a parameter the core refuses, named by its core name
+        name, _, message = str(e).partition(": ")
+        option = next((o for o, p in PSLO_OPTIONS.items() if p == name), "pslo_policy")
+        raise ConfigError(None, message, field="--" + option.replace("_", "-")) from None
+    plan = policy.plan(meta={"verb": "admit", "tenants": str(tset.path)})
+    c = plan.control[next(iter(plan.control))]
+    rows = [
+        [
+            t.name,
+            "admitted",
+            f"{t.server}.{t.device}",
+            fmt_ms(t.slo.latency_s),
+            t.slo.percentile,
+            f"{t.slo.throughput_iops:g}",
+        ]
+        for t in plan.tenants
+        if t.slo is not None
+    ]
+    print(
+        markdown_table(["tenant", "decision", "device", "SLO ms", "pct", "throughput IOPS"], rows)
+    )
+    p = c.params
+    print(
+        f"\n{args.policy}: admitted {len(rows)} of {len(rows)} tenants; controller {c.policy}, "
+        f"N = {p['interval_completions']:g}, H = {p['threshold']:g}, "
+        f"τ = {p['enable_s']:g} s, σ = {p['sigma']:g}"
+    )
+    if args.out:
         with_inputs(plan, tset, profile=tset.ssd_profile).save(args.out)
     return Exit.OK

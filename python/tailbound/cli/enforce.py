@@ -204,6 +204,11 @@ def run_replay(args: argparse.Namespace) -> int:
     print(
         f"\n{len(v.checks)} tenants replayed live: {len(v.violations)} SLOs missed, "
         f"{len(v.exceeded)} bounds exceeded, {run.lost} requests unanswered"
+        + (
+            f", {len(v.throughput_missed)} throughput SLOs missed"
+            if any(c.throughput is not None for c in v.checks)
+            else ""
+        )
     )
     return outcome(run.all_held)
 

@@ -6,6 +6,13 @@ Examples::
 
     tailbound profile --target /mnt/ssd/tailbound.scratch --threads 8 --out profile_ssd.json
     tailbound profile --nbd nbd://127.0.0.1:10809/scratch --threads 2 --out profile_gate.json
+    tailbound profile --target /mnt/raid/tailbound.scratch --depth-sweep 16 --out profile_raid.json
+
+``--depth-sweep D`` (a file only) also measures 4 KiB reads (``--sweep-size``) at depths
+1, 2, 4, …, D — throughput and latency quantiles per depth — and fits the simulator's array model
+to them (``tailbound.profiles.depth_sweep``, ``docs/simulator.md`` "Arrays"): the profile then
+has its bandwidth table at depth 1, MPLs of D, an ``array`` section the simulator uses for every
+device the profile serves, and the sweep itself (``depthSweep``).
 """
 
 from __future__ import annotations
@@ -98,6 +105,22 @@ def add_parser(subparsers: Any) -> None:
         metavar="SECONDS",
         help="with --nbd: seconds per size and operation at queue depth 1 (default 1)",
     )
+    parser.add_argument(
+        "--depth-sweep",
+        type=integer(low=1, high=256),
+        metavar="D",
+        help=(
+            "with --target: also sweep depths 1, 2, 4, ..., D and fit the simulator's array "
+            "model (knee, interference, thrash, tail shape); the bandwidth table is then "
+            "measured at depth 1"
+        ),
+    )
+    parser.add_argument(
+        "--sweep-size",
+        type=parse_bytes,
+        default=4096,
+        help="request size of the depth sweep, bytes (default 4K)",
+    )
     parser.add_argument("--out", default="profile.json", help="output JSON (default profile.json)")
     parser.add_argument(
         "--seed", type=integer(low=0), default=0, help="seed of the random offsets (default 0)"
@@ -108,7 +131,13 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.nbd is not None:
+        if args.depth_sweep is not None:
+            from tailbound.errors import ConfigError
+
+            raise ConfigError(None, "only with --target (a file)", field="--depth-sweep")
         return _run_nbd(args)
+    if args.depth_sweep is not None:
+        return _run_sweep(args)
     from tailbound.jsonio import write_json_atomic
     from tailbound.profiles.profiler import DEFAULT_SIZES, ProfileSettings, profile_file
 
@@ -169,5 +198,44 @@ def _run_nbd(args: argparse.Namespace) -> int:
                 f"{u['readP50'] * 1e6:.0f}/{u['readP99'] * 1e6:.0f} µs | "
                 f"{u['writeP50'] * 1e6:.0f}/{u['writeP99'] * 1e6:.0f} µs |"
             )
+    print(f"wrote {args.out}")
+    return Exit.OK
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    """``--depth-sweep``: the profile at depth 1, the sweep and the array model's fit."""
+    from tailbound.jsonio import write_json_atomic
+    from tailbound.profiles.depth_sweep import sweep_profile
+    from tailbound.profiles.profiler import DEFAULT_SIZES
+
+    result = sweep_profile(
+        args.target,
+        args.depth_sweep,
+        sizes=args.sizes or DEFAULT_SIZES,
+        sweep_size=args.sweep_size,
+        seconds_per_point=args.seconds_per_point,
+        file_size=args.file_size,
+        seed=args.seed,
+        progress=not args.quiet,
+        on_note=lambda m: print(f"tailbound profile: note: {m}", file=sys.stderr),
+    )
+    write_json_atomic(args.out, result.to_json(), indent=2)
+    if not args.quiet:
+        s, f = result.sweep, result.fit
+        print(f"{args.target}: depth sweep of {s.size}-byte {s.op}s")
+        print("| depth | IOPS | p50 ms | p99 ms | p99.9 ms |")
+        print("|---:|---:|---:|---:|---:|")
+        at = {q: s.quantiles.index(q) for q in (0.5, 0.99, 0.999)}
+        for d, x, row in zip(s.depths, s.iops, s.latency_s, strict=True):
+            print(
+                f"| {d} | {x:.0f} | {row[at[0.5]] * 1e3:.3f} | {row[at[0.99]] * 1e3:.3f} "
+                f"| {row[at[0.999]] * 1e3:.3f} |"
+            )
+        tail = "none" if f.tail_shape is None else f"{f.tail_shape:.3g}"
+        print(
+            f"array model: channels (knee) {f.channels}, interference {f.interference:.3g}, "
+            f"thrash {f.thrash:.3g}, tail shape {tail}; rms log-throughput error "
+            f"{f.residual:.3g}"
+        )
     print(f"wrote {args.out}")
     return Exit.OK

@@ -27,6 +27,12 @@ COLUMNS = (
         "table giving each grade's fraction of requests within its latency)",
     ),
     ("bound held", "the replayed latency at the bound's percentile is not above it (× the ratio)"),
+    (
+        "throughput",
+        "with a throughput SLO: completions per second between the tenant's first and last "
+        "completion (or their bytes per second) / the SLO",
+    ),
+    ("throughput met", "the throughput achieved is at least the SLO"),
 )
 
 
@@ -43,7 +49,11 @@ def add_parser(subparsers: Any) -> None:
             "since planning is refused); --tenants, --profile and --link-bandwidth override them."
         ),
         epilog=(
-            epilog("a tenant missed its SLO or a bound was exceeded in the replay", COLUMNS)
+            epilog(
+                "a tenant missed its SLO (latency or throughput) or a bound was exceeded in the "
+                "replay",
+                COLUMNS,
+            )
             + " A bound holds when the replayed latency at the bound's percentile (the maximum "
             "for a worst-case bound) is not above it."
         ),
@@ -145,6 +155,11 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"\n{len(v.checks)} tenants: {len(v.violations)} SLOs missed, {len(v.exceeded)} bounds "
         f"exceeded; replayed/bound median {median:.3f}, worst {max(ratios, default=math.nan):.3f}"
+        + (
+            f"; {len(v.throughput_missed)} throughput SLOs missed"
+            if any(c.throughput is not None for c in v.checks)
+            else ""
+        )
     )
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,9 @@ kind: a per-tenant setting with several values on one device (priorities: QEMU s
 throttle group's members round-robin, blk-throttle, librbd and nbdkit have no priority either;
 EDF deadlines, DWRR service classes, ...) or weights (shares of the device, even equal ones) —,
 the plan's dispatch rule (:class:`~tailbound.plan.DispatchRule`: MPLs, the low-priority rule),
-demotion (traffic over its buckets is delayed, not demoted). **Nested QoS** (issue 25,
+demotion (traffic over its buckets is delayed, not demoted), a device's controller (PSLO's,
+the plan's ``control.storage``, :func:`tailbound.plan_control.control_config`: its per-tenant
+rates and depths change as the system runs; only ``tailbound-gate`` runs it). **Nested QoS** (issue 25,
 ``docs/nested-qos.md``) is warned per tenant: its storage classes ``(σ, ρ, δ)`` (no target has a
 per-request classifier or deadlines; no limit is made of them, since Nested QoS never delays a
 request and a limit would) and a graduated SLO (its grades, which one bucket per tenant does not
@@ -94,6 +96,7 @@ from typing import Any
 from tailbound.enforce.byte_limits import CONVERSIONS, ByteLimit, RequestMix, convert, usable_share
 from tailbound.errors import ConfigError
 from tailbound.plan import Plan, TenantPlan, device_name
+from tailbound.plan_control import control_config
 from tailbound.plan_queues import scheduler_config
 from tailbound.profiles.tokens import SsdProfile
 from tailbound.stages import Stage
@@ -206,6 +209,17 @@ def _walk(
         out.warnings.append(
             ExportWarning(None, f"{target} delays traffic over its limit; the plan demotes it")
         )
+    for dev, ts in sorted(by_device.items()):
+        control = control_config(plan, dev, ts, path=plan_path)
+        if control is not None:
+            out.warnings.append(
+                ExportWarning(
+                    None,
+                    f"{dev}: {target} cannot run the plan's {control['kind']} controller "
+                    f"(policy {control['policy']}: each tenant's rate and depth set from its "
+                    "completions); only tailbound-gate does",
+                )
+            )
     rule = plan.dispatch
     set_fields = [k for k, v in rule.to_json().items() if v is not None]
     if storage and set_fields:

@@ -9,8 +9,10 @@ TCP connection per tenant to its server's address and port (the hosts file of ``
 enforce net``). A request's latency runs from its trace timestamp to the last byte of its
 response, as the simulator's runs from the request's arrival to its response's delivery.
 The measurements become :class:`~tailbound.sim.results.SimResults` (one stage, ``net``) and are
-checked by :func:`tailbound.verify.check_results`, so the table is ``tailbound verify``'s.
-``docs/enforcement.md`` ("The replayer") has the design and the measured comparison.
+checked by :func:`tailbound.verify.check_results`, so the table is ``tailbound verify``'s (a
+tenant's throughput SLO against its completions per second, or the bytes per second of the
+requests' sizes, which the client's CSV records). ``docs/enforcement.md`` ("The replayer")
+has the design and the measured comparison.
 """
 
 from __future__ import annotations
@@ -96,13 +98,15 @@ def write_requests(
 class Measured:
     """One tenant's requests in a live run (seconds): trace times, issue lags (the pacer's
     lateness: time from the trace timestamp to the start of the request's write), latencies
-    (NaN: not answered before the deadline) and the bytes each message had on the wire."""
+    (NaN: not answered before the deadline), the bytes each message had on the wire and each
+    request's size in bytes (the trace's; ``None`` for a CSV without the column)."""
 
     time: NDArray[np.float64]
     issue_lag: NDArray[np.float64]
     latency: NDArray[np.float64]
     request_bytes: NDArray[np.int64]
     response_bytes: NDArray[np.int64]
+    size: NDArray[np.float64] | None = None
 
     @property
     def lost(self) -> int:
@@ -115,8 +119,12 @@ def read_latencies(path: str | Path) -> dict[str, Measured]:
     import pyarrow as pa
     from pyarrow import csv as pa_csv
 
-    types = {name: pa.float64() for name in ("time_s", "issue_lag_s", "latency_s")}
+    types = {name: pa.float64() for name in ("time_s", "issue_lag_s", "latency_s", "size")}
     types |= {"tenant": pa.string(), "request_bytes": pa.int64(), "response_bytes": pa.int64()}
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    if "size" not in header:  # written before the column was read: no bytes/s throughput
+        del types["size"]
     table = pa_csv.read_csv(
         path,
         convert_options=pa_csv.ConvertOptions(column_types=types, include_columns=list(types)),
@@ -133,6 +141,7 @@ def read_latencies(path: str | Path) -> dict[str, Measured]:
             latency=cols["latency_s"][rows].astype(np.float64),
             request_bytes=cols["request_bytes"][rows].astype(np.int64),
             response_bytes=cols["response_bytes"][rows].astype(np.int64),
+            size=cols["size"][rows].astype(np.float64) if "size" in cols else None,
         )
     return out
 
@@ -307,4 +316,5 @@ def replay(
             write_text_atomic(out_csv, out.read_text())
     replayed = dataclasses.replace(plan, tenants=[t for t in plan.tenants if t.name in measured])
     results = results_of(measured, plan, stage="storage" if nbd else "net")
-    return LiveRun(measured, check_results(replayed, results, window_s=window_s))
+    sizes = {name: m.size for name, m in measured.items() if m.size is not None}
+    return LiveRun(measured, check_results(replayed, results, window_s=window_s, sizes=sizes))

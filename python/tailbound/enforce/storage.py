@@ -22,7 +22,12 @@ The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gatewa
   interpolated as :class:`~tailbound.profiles.tokens.SsdModel` does (the gateway computes it);
 - the dispatch limits are the profile's (MPLs, outstanding bytes) overridden by the plan's
   :class:`~tailbound.plan.DispatchRule` (read/write MPL, ``low_priority_mpl``,
-  ``low_priority_work_s``), as :func:`tailbound.sim.plan.scenario_from_plan` does.
+  ``low_priority_work_s``), as :func:`tailbound.sim.plan.scenario_from_plan` does;
+- a plan whose storage stage has a controller (PSLO's, ``control.storage``) gives the
+  configuration a ``control``: :func:`tailbound.plan_control.control_config` of the device, the
+  core's ``sim::control::ControlSpec`` in its serde form with the workloads in export order —
+  the same serde the simulator reads for a device's ``control`` (absent without a controller,
+  and with ``fifo``, the unenforced baseline).
 
 >>> import numpy as np
 >>> from tailbound.model import Slo
@@ -55,6 +60,7 @@ from typing import Any
 
 from tailbound.errors import ConfigError
 from tailbound.plan import Plan, device_name
+from tailbound.plan_control import control_config
 from tailbound.plan_queues import scheduler_config
 from tailbound.profiles.tokens import SsdProfile
 from tailbound.stages import Stage
@@ -167,7 +173,8 @@ def gate_config(
         "low_priority_mpl": rule.low_priority_mpl,
         "low_priority_work": rule.low_priority_work_s,
     }
-    return {
+    control = None if fifo else control_config(plan, dev, tenants, path=plan_path)
+    config = {
         "listen": listen,
         "backend_dir": str(backend_dir),
         "export_size": int(export_size),
@@ -186,6 +193,9 @@ def gate_config(
         "direct": direct,
         "drain_timeout_s": float(drain_timeout_s),
     }
+    if control is not None:
+        config["control"] = control
+    return config
 
 
 #: What a hot reload keeps from the running gateway's configuration (the gateway refuses a

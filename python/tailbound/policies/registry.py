@@ -16,7 +16,9 @@ Kinds (each a small protocol of :mod:`tailbound.policies`) and what their factor
   enforced (:class:`~tailbound.policies.admission.AdmissionPolicy`: SNC-Meister and the SNC
   analyses, family ``snc``, which run an :class:`~tailbound.policies.admission_policies.SncRule`;
   the DNC baselines, family ``dnc``, worst case; ``tailbound admit`` and ``tailbound bound``;
-  Nested QoS, family ``nested``, graduated SLOs on the storage stage, ``tailbound admit`` only);
+  Nested QoS, family ``nested``, graduated SLOs on the storage stage, ``tailbound admit`` only;
+  PSLO, family ``control``, a controller of each tenant's rate and depth at its device, every
+  tenant admitted, ``tailbound admit`` only);
   factories of :mod:`tailbound.policies.admission_policies`, taking the tenant set;
 - ``prioritization``: per-stage priorities and buckets of placed tenants (PriorityMeister,
   bySLO; ``tailbound prioritize``); factories of :mod:`tailbound.policies.pm_plan`, giving the
@@ -154,6 +156,14 @@ REGISTRY: tuple[Entry, ...] = (
         "Nested QoS: graduated SLOs as nested classes from the trace, Lemma 3 (Wang §3.2)",
         "tailbound.policies.nested_qos:nested_qos",
         "nested",
+    ),
+    Entry(
+        "pslo",
+        "admission",
+        "PSLO: percentile-latency and throughput SLOs by per-tenant rate and depth control "
+        "(Li et al. 2016)",
+        "tailbound.policies.pslo:pslo",
+        "control",
     ),
     Entry(
         "prioritymeister",

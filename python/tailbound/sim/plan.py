@@ -20,7 +20,13 @@ plan's own conventions (:func:`~tailbound.plan.stage_queues`,
   which the storage gateway's configuration uses too (strict priority with the plan's limit
   mode — ``"shaping"``: traffic over its buckets waits; ``"demotion"``: it goes on below every
   level —, FIFO, DWRR over the tenants' service classes, SFQ with their weights, EDF with their
-  deadlines, else their SLOs, ...).
+  deadlines, else their SLOs, ...);
+- a device whose tenants the plan's storage controller controls (PSLO's, the plan's
+  ``control.storage``) carries it as its ``control`` table, the one translation
+  :func:`tailbound.plan_control.control_table` (the gateway's configuration uses the same);
+- a profile with an ``array`` section (``tailbound profile --depth-sweep``: a device whose
+  throughput and tail depend on the requests outstanding, ``docs/simulator.md`` "Arrays") gives
+  every device it serves that service model.
 
 Everything that replays a plan (``tailbound simulate`` of a plan, :mod:`tailbound.verify`, the
 measured floors of admission, the experiments) builds its scenario here.
@@ -36,7 +42,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.errors import ConfigError
+from tailbound.jsonio import read_json
 from tailbound.plan import Plan, TenantPlan, client_name, device_name
+from tailbound.plan_control import control_table
 from tailbound.plan_queues import queue_tables
 from tailbound.sim.results import WorkloadResult
 from tailbound.traces.trace import Trace
@@ -122,8 +130,23 @@ def _devices(
         else:
             doc = str(profile) if isinstance(profile, str | Path) else dict(profile)
             table = {"name": name, "host": host, "profile": doc, "base_latency_s": base_latency_s}
+            array = profile_array(profile)
+            if array is not None:
+                table["array"] = array
+        control = control_table(plan, name)
+        if control is not None:
+            table["control"] = control
         out.append({**table, **rule})
     return out
+
+
+def profile_array(profile: str | Path | Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``array`` section of a device profile (a path or its document), the array service
+    model ``tailbound profile --depth-sweep`` fits (``docs/simulator.md``, "Arrays"); ``None``
+    without one. The scenario's reader checks it."""
+    doc = read_json(profile, what="the profile") if isinstance(profile, str | Path) else profile
+    array = doc.get("array") if isinstance(doc, Mapping) else None
+    return None if array is None else dict(array)
 
 
 def _workload(

@@ -23,14 +23,14 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::control::pslo::{Config, Controller, LatencySlo, Policy, TenantSlo};
 use crate::error::{Error, Result};
 use crate::sched::dispatch::{Dispatcher, TenantLimits};
 
 /// A device's controller, as the scenario configures it (`kind` names the controller).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ControlSpec {
     /// PSLO's controller.
@@ -39,7 +39,7 @@ pub enum ControlSpec {
 
 /// PSLO's configuration at a device (`control::pslo::Config`; a parameter left out takes the
 /// controller's default, `Config::new`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PsloSpec {
     /// The policy's spelling (`LS+T`, `TS+L`, `L`, `LS+U`, `T`, `none`).
@@ -73,22 +73,56 @@ pub struct PsloSpec {
 }
 
 /// One controlled tenant: a workload and its SLOs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PsloTenantSpec {
     /// The workload's index.
     pub workload: u32,
     /// Its latency bound `L_k`, seconds (with `percentile`; both absent: no latency SLO).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_s: Option<f64>,
     /// Its percentile `X_k`, a fraction in (0, 1).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentile: Option<f64>,
     /// Its throughput SLO, requests per second.
     pub throughput_iops: f64,
 }
 
+impl ControlSpec {
+    /// `json` (a `ControlSpec`) checked as the simulator checks it and with every parameter the
+    /// controller defaults written out (`Config::new`), as JSON: what a Plan records of a
+    /// device's controller (`python/tailbound/plan_control.py`). Errors name the field
+    /// (`tenants[0].percentile`, `threshold`; a serde error names none).
+    pub fn filled_json(json: &str) -> Result<String> {
+        let spec: ControlSpec = serde_json::from_str(json)
+            .map_err(|e| Error::Field { field: "control".into(), message: e.to_string() })?;
+        let filled = match spec {
+            ControlSpec::Pslo(p) => ControlSpec::Pslo(p.filled()?),
+        };
+        serde_json::to_string(&filled)
+            .map_err(|e| Error::Field { field: "control".into(), message: e.to_string() })
+    }
+}
+
 impl PsloSpec {
+    /// The same configuration with every parameter given (the controller's defaults where
+    /// this one leaves them out), checked by [`PsloSpec::config`].
+    pub fn filled(&self) -> Result<PsloSpec> {
+        let c = self.config()?;
+        Ok(PsloSpec {
+            policy: c.policy.name().to_string(),
+            tenants: self.tenants.clone(),
+            interval_completions: Some(c.interval_completions),
+            threshold: Some(c.threshold),
+            window_s: Some(c.window_s),
+            enable_s: Some(c.enable_s),
+            sigma: Some(c.sigma),
+            eta: Some(c.eta),
+            raise_at: Some(c.raise_at),
+            max_depth: Some(c.max_depth),
+        })
+    }
+
     /// The controller's configuration; errors name the field (`tenants[1].percentile`).
     pub fn config(&self) -> Result<Config> {
         let policy: Policy = self.policy.parse()?;
@@ -255,5 +289,59 @@ impl DeviceControl {
     /// Every set of limits applied so far, in order (the initial ones at time 0).
     pub fn log(&self) -> &[LimitChange] {
         &self.log
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ControlSpec;
+    use crate::error::Error;
+
+    #[test]
+    fn filled_json_writes_every_default_and_keeps_the_tenants() {
+        let spec = r#"{"kind": "pslo", "policy": "LS+T", "sigma": 0.2,
+            "tenants": [{"workload": 1, "latency_s": 0.3, "percentile": 0.999,
+                         "throughput_iops": 150}, {"workload": 0, "throughput_iops": 50}]}"#;
+        let out: serde_json::Value =
+            serde_json::from_str(&ControlSpec::filled_json(spec).unwrap()).unwrap();
+        let expected: serde_json::Value = serde_json::from_str(
+            r#"{"kind": "pslo", "policy": "LS+T", "interval_completions": 1000,
+            "threshold": 2.0, "window_s": 0.02, "enable_s": 0.1, "sigma": 0.2, "eta": 0.95,
+            "raise_at": 5.0, "max_depth": 64,
+            "tenants": [{"workload": 1, "latency_s": 0.3, "percentile": 0.999,
+                         "throughput_iops": 150.0}, {"workload": 0, "throughput_iops": 50.0}]}"#,
+        )
+        .unwrap();
+        assert_eq!(out, expected);
+        // written out, it reads back to the same configuration
+        let back: ControlSpec = serde_json::from_str(&out.to_string()).unwrap();
+        let ControlSpec::Pslo(p) = back;
+        assert_eq!(p.config().unwrap().sigma, 0.2);
+    }
+
+    #[test]
+    fn filled_json_names_the_field_at_fault() {
+        let field = |spec: &str| match ControlSpec::filled_json(spec) {
+            Err(Error::Field { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let tenant = r#""tenants": [{"workload": 0, "latency_s": 0.1, "percentile": 1.0,
+            "throughput_iops": 10}]"#;
+        assert_eq!(
+            field(&format!(r#"{{"kind": "pslo", "policy": "L", {tenant}}}"#)),
+            "tenants[0].percentile"
+        );
+        let ok = r#""tenants": [{"workload": 0, "throughput_iops": 10}]"#;
+        assert_eq!(
+            field(&format!(r#"{{"kind": "pslo", "policy": "L", "threshold": 1.0, {ok}}}"#)),
+            "threshold"
+        );
+        assert_eq!(
+            field(&format!(
+                r#"{{"kind": "pslo", "policy": "L", "interval_completions": 0, {ok}}}"#
+            )),
+            "interval_completions"
+        );
+        assert_eq!(field(r#"{"kind": "pslo", "policy": "X", "tenants": []}"#), "policy");
     }
 }
