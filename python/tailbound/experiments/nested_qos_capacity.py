@@ -1,4 +1,6 @@
-"""Nested QoS thesis §4.4 (Fig. 4.9(a)): two Exchange workloads (deadlines 50 and 100 ms) on
+"""Nested QoS §4.4 (Fig. 4.9(a)): capacity two Exchange workloads need for 90% within deadline.
+
+Nested QoS thesis §4.4 (Fig. 4.9(a)): two Exchange workloads (deadlines 50 and 100 ms) on
 servers of 2000–6000 IOPS; fraction of all requests within their workload's deadline under
 Nested QoS, pClock and WF2Q+ (thesis: 90% needs ~2500, ~3500 and ~4000 IOPS).
 
@@ -12,7 +14,8 @@ the thesis' §3.2.3 rule with the decomposition it cites). pClock: each workload
 envelope with its ``δ_1``; WF2Q+: equal weights (910 IOPS each). Every request is judged by its
 workload's ``δ_1``. A server serves uniform requests, one at a time.
 
-Run: ``tailbound experiment nested_qos_capacity --out DIR [--capacities 2000:6000:250]``
+Run: ``tailbound experiment nested_qos_capacity --out DIR [--capacities 2000:6000:250]
+[--profile decomposition|policy]``
 (writes ``nested_qos_capacity.csv``, ``.md``, ``.png``).
 """
 
@@ -28,6 +31,7 @@ import numpy as np
 from tailbound.cli.options import progress
 from tailbound.experiments.nested_qos_common import (
     POLICIES,
+    Klass,
     Workload,
     at_rate,
     classes_text,
@@ -38,6 +42,7 @@ from tailbound.experiments.nested_qos_common import (
     standin,
 )
 from tailbound.experiments.wc_common import save_plot, write_table
+from tailbound.policies.nested_qos import select_classes
 
 #: Exchange's long-term rate (IOPS), §4.4.
 EXCHANGE_IOPS = 910.0
@@ -50,7 +55,24 @@ OUTER = (1.0, 10.0, 100.0)
 TARGET = 0.9
 
 
-def workloads(data: Path) -> list[Workload]:
+#: How the classes are profiled: the thesis' decomposition (default), or the ``nested-qos``
+#: policy's rule (a FIFO server serving every request; ``docs/results-nested-qos.md``, §4.4).
+PROFILES = ("decomposition", "policy")
+
+
+def classes_of(
+    arrival: np.ndarray, grades: Sequence[tuple[float, float]], profile: str
+) -> tuple[Klass, ...]:
+    """A workload's classes (requests, IOPS, s) for ``grades`` by ``profile``."""
+    if profile == "decomposition":
+        return profile_classes(arrival, grades)
+    if profile == "policy":
+        picked = select_classes(arrival, np.ones(len(arrival)), grades)  # in requests and IOPS
+        return tuple(Klass(c.sigma_s, c.rho, c.delta_s) for c in picked)
+    raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+
+
+def workloads(data: Path, profile: str = "decomposition") -> list[Workload]:
     """E1 and E2: the halves of the Exchange stand-in at 910 IOPS, classes profiled."""
     t = standin(data, "exchange").time
     half = len(t) // 2
@@ -58,7 +80,8 @@ def workloads(data: Path) -> list[Workload]:
     for i, (part, d1) in enumerate(zip((t[:half], t[half:]), DEADLINES_S, strict=True)):
         arrival = at_rate(part, EXCHANGE_IOPS)
         grades = [(m * d1, f) for m, f in zip(OUTER, FRACTIONS, strict=True)]
-        out.append(Workload(f"E{i + 1}", arrival, profile_classes(arrival, grades), EXCHANGE_IOPS))
+        classes = classes_of(arrival, grades, profile)
+        out.append(Workload(f"E{i + 1}", arrival, classes, EXCHANGE_IOPS))
     return out
 
 
@@ -143,8 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=capacities("2000:6000:250"),
         help="START:STOP:STEP or a list of IOPS (default 2000:6000:250)",
     )
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="decomposition",
+        help="how classes are profiled (default: the thesis' decomposition)",
+    )
     args = p.parse_args(argv)
-    ws = workloads(find_data(args.data))
+    ws = workloads(find_data(args.data), args.profile)
     for w in ws:
         print(
             f"{w.name}: {len(w.arrival)} requests, classes {classes_text(w.classes)}",

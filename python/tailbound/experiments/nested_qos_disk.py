@@ -1,4 +1,6 @@
-"""Nested QoS thesis §4.5.1 (Fig. 4.11) on the simulator's disk model: a prxy workload on a
+"""Nested QoS §4.5.1 (Fig. 4.11) on the disk model: prxy within 20 ms, Nested QoS and pClock.
+
+Nested QoS thesis §4.5.1 (Fig. 4.11) on the simulator's disk model: a prxy workload on a
 hard disk of ~100 random 4 KiB IOPS; fraction within 20 ms under Nested QoS and pClock (thesis,
 its Linux prototype: 76% vs 27%).
 

@@ -1,4 +1,6 @@
-"""Nested QoS thesis §4.2–4.3 (Figs. 4.4, 4.6, 4.7): a WebSearch W1 bursts to ~700 IOPS
+"""Nested QoS §4.2–4.3 (Figs. 4.6, 4.7): a bursty WebSearch W1 beside W2, within 50 ms per policy.
+
+Nested QoS thesis §4.2–4.3 (Figs. 4.4, 4.6, 4.7): a WebSearch W1 bursts to ~700 IOPS
 during 600–700 s beside a Financial W2; fraction of each within its 50 ms deadline under
 Nested QoS, pClock and WF2Q+ (thesis, W1: 94% vs 75.4% vs 75.3%).
 
