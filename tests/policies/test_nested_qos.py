@@ -1,7 +1,8 @@
 """The ``nested-qos`` policy (issue 25, :mod:`tailbound.policies.nested_qos`): classes selected
-from a hand trace (exact ``σ``, ``ρ``), the plan ``tailbound admit --policy nested-qos`` writes
-replayed by ``tailbound verify`` on the second half of the traces meeting every grade, and a
-graduated SLO refused by a single-pair policy (exit 2, naming the tenant's field)."""
+from hand traces by the thesis' decomposition (exact ``σ``, ``ρ``), the plan ``tailbound admit
+--policy nested-qos`` writes replayed by ``tailbound verify`` on the second half of the traces
+meeting every grade, and a graduated SLO refused by a single-pair policy (exit 2, naming the
+tenant's field)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tailbound.characterize.decompose import kept
 from tailbound.cli.main import main
 from tailbound.plan import Plan
-from tailbound.policies.nested_qos import NestedClass, fifo_within, min_rate, select_classes
+from tailbound.policies.nested_qos import NestedClass, select_classes
 from tailbound.profiles.tokens import SsdProfile
 from tailbound.stages import Stage
 from tailbound.traces.sizes import FixedSize
@@ -34,11 +36,24 @@ def test_classes_of_a_hand_trace() -> None:
     for got, want in zip(classes, expected, strict=True):
         assert got == pytest.approx(want, rel=1e-9)
     # the rate is the smallest: a little less and only three requests are within 2 ms
-    assert fifo_within(TIME, WORK, 1.5, 0.002) == 4
-    assert fifo_within(TIME, WORK, 1.5 * (1 - 1e-6), 0.002) == 3
-    assert min_rate(TIME, WORK, 0.002, 0.6) == pytest.approx(1.0, rel=1e-9)
+    assert kept(TIME, WORK, 1.5, 0.002) == 4
+    assert kept(TIME, WORK, 1.5 * (1 - 1e-6), 0.002) == 3
     with pytest.raises(ValueError, match="positive"):
         select_classes(TIME, np.zeros(5), [(0.002, 0.8)])
+
+
+def test_classes_take_the_burst_out() -> None:
+    """The decomposition of thesis §3.2.3 (ref. [31]), not a FIFO server of every request: six
+    1 ms requests at once and one at each of 4, 5, 6, 7 ms, 60% within 2 ms. At rate 1 two of
+    the burst and the four lone ones fit, the rest of the burst is moved out: ``κ_1 = 1`` (a
+    FIFO server of all ten is busy with the burst until 6 ms and needs 7/6). All within 20 ms:
+    the last request, at 7 ms, finishes at 10 ms / κ: 10/27, below κ_1, so ``ρ_2 = 1`` and
+    ``σ_2 = 10/27 × 20`` ms."""
+    t = np.array([0.0] * 6 + [0.004, 0.005, 0.006, 0.007])
+    classes = select_classes(t, np.full(10, 1e-3), [(0.002, 0.6), (0.02, 1.0)])
+    expected = [NestedClass(0.002, 1.0, 0.002), NestedClass(0.02 * 10 / 27, 1.0, 0.02)]
+    for got, want in zip(classes, expected, strict=True):
+        assert got == pytest.approx(want, rel=1e-9)
 
 
 X = 4096 / 8e7  # one 4 KiB read: 51.2 µs of device work

@@ -9,13 +9,13 @@ of ``msnfs/MSN-FS-30s-ms.txt`` (MSN-FS, a Microsoft production file server at 10
 each), each time-scaled to 910 IOPS (~82 s). Deadlines ``δ_1`` 50 ms (E1) and 100 ms (E2); the
 SLA of §4.4 (90% within ``δ_1``, 95% within ``δ_2``, all within ``δ_3``) with ``δ_2 = 10 δ_1``
 and ``δ_3 = 100 δ_1`` (the ratios of §4.2; §4.4 gives no outer deadlines). The classes are
-profiled from each trace (the thesis: "by profiling"; ``nested_qos_common.profile_classes``:
-the thesis' §3.2.3 rule with the decomposition it cites). pClock: each workload's outermost
-envelope with its ``δ_1``; WF2Q+: equal weights (910 IOPS each). Every request is judged by its
-workload's ``δ_1``. A server serves uniform requests, one at a time.
+profiled from each trace (the thesis: "by profiling") by the ``nested-qos`` policy's parameter
+selection (``policies.nested_qos.select_classes``: the thesis' §3.2.3 rule with the
+decomposition it cites, through ``nested_qos_common.profile_classes``). pClock: each
+workload's outermost envelope with its ``δ_1``; WF2Q+: equal weights (910 IOPS each). Every
+request is judged by its workload's ``δ_1``. A server serves uniform requests, one at a time.
 
-Run: ``tailbound experiment nested_qos_capacity --out DIR [--capacities 2000:6000:250]
-[--profile decomposition|policy]``
+Run: ``tailbound experiment nested_qos_capacity --out DIR [--capacities 2000:6000:250]``
 (writes ``nested_qos_capacity.csv``, ``.md``, ``.png``).
 """
 
@@ -31,7 +31,6 @@ import numpy as np
 from tailbound.cli.options import progress
 from tailbound.experiments.nested_qos_common import (
     POLICIES,
-    Klass,
     Workload,
     at_rate,
     classes_text,
@@ -42,7 +41,6 @@ from tailbound.experiments.nested_qos_common import (
     standin,
 )
 from tailbound.experiments.wc_common import save_plot, write_table
-from tailbound.policies.nested_qos import select_classes
 
 #: Exchange's long-term rate (IOPS), §4.4.
 EXCHANGE_IOPS = 910.0
@@ -55,24 +53,7 @@ OUTER = (1.0, 10.0, 100.0)
 TARGET = 0.9
 
 
-#: How the classes are profiled: the thesis' decomposition (default), or the ``nested-qos``
-#: policy's rule (a FIFO server serving every request; ``docs/results-nested-qos.md``, §4.4).
-PROFILES = ("decomposition", "policy")
-
-
-def classes_of(
-    arrival: np.ndarray, grades: Sequence[tuple[float, float]], profile: str
-) -> tuple[Klass, ...]:
-    """A workload's classes (requests, IOPS, s) for ``grades`` by ``profile``."""
-    if profile == "decomposition":
-        return profile_classes(arrival, grades)
-    if profile == "policy":
-        picked = select_classes(arrival, np.ones(len(arrival)), grades)  # in requests and IOPS
-        return tuple(Klass(c.sigma_s, c.rho, c.delta_s) for c in picked)
-    raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
-
-
-def workloads(data: Path, profile: str = "decomposition") -> list[Workload]:
+def workloads(data: Path) -> list[Workload]:
     """E1 and E2: the halves of the Exchange stand-in at 910 IOPS, classes profiled."""
     t = standin(data, "exchange").time
     half = len(t) // 2
@@ -80,7 +61,7 @@ def workloads(data: Path, profile: str = "decomposition") -> list[Workload]:
     for i, (part, d1) in enumerate(zip((t[:half], t[half:]), DEADLINES_S, strict=True)):
         arrival = at_rate(part, EXCHANGE_IOPS)
         grades = [(m * d1, f) for m, f in zip(OUTER, FRACTIONS, strict=True)]
-        classes = classes_of(arrival, grades, profile)
+        classes = profile_classes(arrival, grades)
         out.append(Workload(f"E{i + 1}", arrival, classes, EXCHANGE_IOPS))
     return out
 
@@ -166,14 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=capacities("2000:6000:250"),
         help="START:STOP:STEP or a list of IOPS (default 2000:6000:250)",
     )
-    p.add_argument(
-        "--profile",
-        choices=PROFILES,
-        default="decomposition",
-        help="how classes are profiled (default: the thesis' decomposition)",
-    )
     args = p.parse_args(argv)
-    ws = workloads(find_data(args.data), args.profile)
+    ws = workloads(find_data(args.data))
     for w in ws:
         print(
             f"{w.name}: {len(w.arrival)} requests, classes {classes_text(w.classes)}",

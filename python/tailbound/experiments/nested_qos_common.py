@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from tailbound.cli.options import add_quiet
 from tailbound.errors import ConfigError
+from tailbound.policies.nested_qos import select_classes
 from tailbound.sim import single_queue
 from tailbound.traces import Trace
 from tailbound.traces.readers import read_trace
@@ -248,61 +249,13 @@ def rows_by(
     ]
 
 
-def decomposed_within(time_s: Sequence[float], rate_iops: float, delta_s: float) -> int:
-    """How many requests the decomposition keeps in the primary stream at ``rate_iops``: in
-    arrival order, a request joins the primary FIFO queue (served at ``rate_iops``, uniform
-    requests) when it would finish there within ``delta_s`` of its arrival, else it is moved
-    out of the stream (and takes no service from it).
-
-    This is the decomposition the thesis cites for its profiling (§3.2.3, its ref. [31]: Lu,
-    Jin and Varman's RTT, "Graduated QoS by decomposing bursts", ICDCS 2009): the excess of a
-    burst is taken out, so it does not make every later request late, as it does under a FIFO
-    server that serves all of them (``tailbound.policies.nested_qos.fifo_within``).
-
-    >>> decomposed_within([0.0, 0.0, 0.0, 0.0, 1.0], 1000.0, 0.002)
-    3
-    """
-    x, limit = 1.0 / rate_iops, delta_s * (1 + 1e-12)
-    finish, kept = -math.inf, 0
-    for a in time_s:
-        start = finish if finish > a else a
-        if start + x - a <= limit:
-            finish, kept = start + x, kept + 1
-    return kept
-
-
-def decomposed_rate(time_s: NDArray[np.float64], delta_s: float, fraction: float) -> float:
-    """``κ``: the smallest rate (IOPS) at which the decomposition keeps ``⌈fraction · N⌉`` of
-    the ``N`` requests within ``delta_s`` (bisection to a relative 1e-6).
-
-    >>> round(decomposed_rate(np.zeros(4), 0.002, 0.75), 3)
-    1500.0
-    """
-    arrivals = np.asarray(time_s, dtype=np.float64).tolist()
-    need = math.ceil(fraction * len(arrivals) - 1e-9)
-    hi = 1.0 / delta_s
-    while decomposed_within(arrivals, hi, delta_s) < need:
-        hi *= 2
-    lo = hi / 2
-    while lo > 0 and decomposed_within(arrivals, lo, delta_s) >= need:
-        hi, lo = lo, lo / 2
-    while hi - lo > 1e-6 * hi:
-        mid = (lo + hi) / 2
-        if decomposed_within(arrivals, mid, delta_s) >= need:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def profile_classes(
     time_s: NDArray[np.float64], grades: Sequence[tuple[float, float]]
 ) -> tuple[Klass, ...]:
-    """Nested classes for grades ``(δ_i, f_i)`` by the thesis' profiling (§3.2.3): ``κ_i`` the
-    decomposition's rate for ``f_i`` within ``δ_i`` (:func:`decomposed_rate`),
-    ``ρ_i = max_{l ≤ i} κ_l``, ``σ_i = max_{l ≤ i} κ_l δ_l`` (requests): the rule of the
-    ``nested-qos`` policy (``select_classes``) with the decomposition in place of a FIFO server
-    that serves every request.
+    """Nested classes for grades ``(δ_i, f_i)`` of a workload of uniform requests, by the
+    ``nested-qos`` policy's parameter selection (:func:`tailbound.policies.nested_qos.
+    select_classes`: the thesis' §3.2.3 profiling with the decomposition it cites) with one
+    unit of work per request, so ``σ`` comes out in requests and ``ρ`` in IOPS.
 
     Four requests at once and one a second later: at 1000 IOPS two of the four finish within
     2 ms and the last one is alone (3 of 5, 60%), all four within 4 ms.
@@ -310,10 +263,5 @@ def profile_classes(
     >>> classes_text(profile_classes(np.array([0.0] * 4 + [1.0]), [(0.002, 0.6), (0.004, 1.0)]))
     '(2, 1000, 2 ms) (4, 1000, 4 ms)'
     """
-    out: list[Klass] = []
-    sigma = rho = 0.0
-    for delta, fraction in grades:
-        kappa = decomposed_rate(time_s, delta, fraction)
-        rho, sigma = max(rho, kappa), max(sigma, kappa * delta)
-        out.append(Klass(sigma, rho, delta))
-    return tuple(out)
+    picked = select_classes(time_s, np.ones(len(time_s)), grades)
+    return tuple(Klass(c.sigma_s, c.rho, c.delta_s) for c in picked)
