@@ -115,7 +115,12 @@ def needed(rows: Sequence[dict[str, object]], target: float = TARGET) -> dict[st
     return out
 
 
-def plot(rows: Sequence[dict[str, object]], path: Path) -> None:
+def plot(
+    rows: Sequence[dict[str, object]],
+    path: Path,
+    title: str = "Nested QoS thesis Fig. 4.9(a): two Exchange workloads (50 and 100 ms)",
+) -> None:
+    """Fraction within deadline against capacity, one line per policy, the target marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,7 +140,7 @@ def plot(rows: Sequence[dict[str, object]], path: Path) -> None:
     ax.set_xlabel("capacity (IOPS)")
     ax.set_ylabel("fraction within deadline")
     ax.legend(fontsize=8)
-    ax.set_title("Nested QoS thesis Fig. 4.9(a): two Exchange workloads (50 and 100 ms)")
+    ax.set_title(title)
     save_plot(fig, path)
 
 
