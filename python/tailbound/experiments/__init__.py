@@ -17,6 +17,7 @@ PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
 permutations), ``pm_fig512`` (against WorkloadCompactor's placement).
 Nested QoS (Wang's thesis ch. 4; harness :mod:`~tailbound.experiments.nested_qos_common`):
 :mod:`~tailbound.experiments.nested_qos_fig43` (a bursty workload, §4.2–4.3),
+``nested_qos_bandwidth`` (the bandwidth of well-behaved workloads, Fig. 4.3),
 ``nested_qos_capacity`` (capacity for 90% within deadline, §4.4, Fig. 4.9(a)),
 ``nested_qos_mixed`` (the same for dissimilar workloads, Fig. 4.9(b)), ``nested_qos_fig48``
 (one workload's capacity, graduated against single-level, Fig. 4.8), ``nested_qos_disk``
