@@ -33,15 +33,16 @@ from numpy.typing import NDArray
 
 from tailbound.cli.options import add_quiet
 from tailbound.errors import ConfigError
+from tailbound.policies.nested_qos import NAME as NESTED_QOS
 from tailbound.policies.nested_qos import select_classes
 from tailbound.sim import single_queue
 from tailbound.traces import Trace
 from tailbound.traces.readers import read_trace
 
 #: The policies compared, in the issue's spelling (the algorithm of ``wf2q`` is WF2Q+).
-POLICIES = ("nested-qos", "pclock", "wf2q")
+POLICIES = (NESTED_QOS, "pclock", "wf2q")
 #: The core's scheduler kind of each policy.
-KINDS = {"nested-qos": "nested", "pclock": "pclock", "wf2q": "wf2q"}
+KINDS = {NESTED_QOS: "nested", "pclock": "pclock", "wf2q": "wf2q"}
 
 #: The stand-ins for the thesis' traces (``../shared/data``; none is copied into the project):
 #: thesis name → (file under the data folder, its reader's format).
@@ -164,7 +165,7 @@ def scheduler(policy: str, workloads: Sequence[Workload], capacity_iops: float) 
     {'kind': 'pclock', 'buckets': [[[0.12, 0.03]]], 'deadline': [0.005]}
     """
     x = 1.0 / capacity_iops
-    if policy == "nested-qos":
+    if policy == NESTED_QOS:
         classes = [[[k.sigma * x, k.rho * x, k.delta_s] for k in w.classes] for w in workloads]
         return {"kind": "nested", "classes": classes}
     if policy == "pclock":
