@@ -27,10 +27,13 @@ checks each grade (``tests/policies/test_nested_qos.py`` replays the second half
 selected on its first).
 
 An earlier rule took ``κ_i`` from a FIFO server that serves *every* request; it is no sounder
-(the requests such a server finishes within ``δ_i`` conform to the same envelope) and, on a
-bursty trace, the excess of a burst delays every request after it, pushing ``κ`` toward the
-burst rate (``docs/results-nested-qos.md``: 2385 and 4424 IOPS against 1665 and 2835 for the
-two Exchange stand-ins of §4.4).
+(the requests such a server finishes within ``δ_i`` conform to the same envelope), and never
+cheaper: the primary queue's backlog never exceeds that server's, so the decomposition keeps
+every request it finishes in time and its ``κ`` is at most the FIFO rule's
+(``tests/characterize/test_decompose.py``). On a bursty trace the FIFO server lets the excess
+of a burst delay every request after it, pushing ``κ`` toward the burst rate
+(``docs/results-nested-qos.md``: 2385 and 4424 IOPS against 1665 and 2835 for the two
+Exchange stand-ins of §4.4).
 
 **Admission** (:class:`NestedQosPolicy`, ``tailbound admit --policy nested-qos``): tenants
 arrive in file order; a tenant is admitted on its ``(server, device)`` if the many-workload
