@@ -126,6 +126,19 @@ def shape(
     arrival: NDArray[np.float64], cost: NDArray[np.float64], buckets: list[tuple[float, float]]
 ) -> NDArray[np.float64]: ...
 
+# --- decomposition (crates/tailbound-py/src/decompose.rs) ----------------------------------------
+
+def decompose_primary(
+    time: NDArray[np.float64], work: NDArray[np.float64], rate: float, delta: float
+) -> NDArray[np.bool_]:
+    """Which requests stay in the primary stream of the response-time-threshold decomposition
+    (``tailbound_core::decompose``); raises ``ValueError`` for bad input."""
+
+def decompose_count(
+    time: NDArray[np.float64], work: NDArray[np.float64], rate: float, delta: float
+) -> int:
+    """How many requests stay in the primary stream (the count of ``decompose_primary``)."""
+
 # --- sched: the scheduler kinds, defined once (crates/tailbound-py/src/sched.rs) ---------------
 
 #: The scheduler kinds, as a queue table's ``kind`` spells them (``tailbound_core::sched::KINDS``).

@@ -5,6 +5,7 @@
 //! The Python package reaches these functions through the thin `tailbound-py` binding.
 
 pub mod control;
+pub mod decompose;
 pub mod error;
 pub mod mmpp;
 pub mod parse;

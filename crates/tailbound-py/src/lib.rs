@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 mod aequitas;
+mod decompose;
 mod error;
 mod mmpp;
 mod parse;
@@ -20,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     error::register(m)?;
     rb::register(m)?;
+    decompose::register(m)?;
     parse::register(m)?;
     sched::register(m)?;
     sim::register(m)?;

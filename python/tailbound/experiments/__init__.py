@@ -14,6 +14,13 @@ SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency aga
 PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
 :mod:`~tailbound.experiments.pm_fig33` (policies at the tail), ``pm_fig35`` (burstiness),
 ``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck), ``pm_fig39`` (SLO
-permutations), ``pm_fig512`` (against WorkloadCompactor's placement). ``tailbound experiment
-LIST`` lists every module here with a ``main(argv)``.
+permutations), ``pm_fig512`` (against WorkloadCompactor's placement).
+Nested QoS (Wang's thesis ch. 4; harness :mod:`~tailbound.experiments.nested_qos_common`):
+:mod:`~tailbound.experiments.nested_qos_fig43` (a bursty workload, §4.2–4.3),
+``nested_qos_bandwidth`` (the bandwidth of well-behaved workloads, Fig. 4.3),
+``nested_qos_capacity`` (capacity for 90% within deadline, §4.4, Fig. 4.9(a)),
+``nested_qos_mixed`` (the same for dissimilar workloads, Fig. 4.9(b)), ``nested_qos_fig48``
+(one workload's capacity, graduated against single-level, Fig. 4.8), ``nested_qos_disk``
+(§4.5.1 on the disk model). ``tailbound experiment LIST`` lists every module here with a
+``main(argv)``.
 """
