@@ -14,6 +14,9 @@ SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency aga
 PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
 :mod:`~tailbound.experiments.pm_fig33` (policies at the tail), ``pm_fig35`` (burstiness),
 ``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck), ``pm_fig39`` (SLO
-permutations), ``pm_fig512`` (against WorkloadCompactor's placement). ``tailbound experiment
+permutations), ``pm_fig512`` (against WorkloadCompactor's placement).
+PSLO (EuroSys 2016; harness :mod:`~tailbound.experiments.pslo_common`):
+:mod:`~tailbound.experiments.pslo_fig4` (depth sweep), ``pslo_fig5`` (policies, uniform SLOs),
+``pslo_fig6`` (mixed per-VM SLOs). ``tailbound experiment
 LIST`` lists every module here with a ``main(argv)``.
 """
