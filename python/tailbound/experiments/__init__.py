@@ -21,6 +21,9 @@ Nested QoS (Wang's thesis ch. 4; harness :mod:`~tailbound.experiments.nested_qos
 ``nested_qos_capacity`` (capacity for 90% within deadline, §4.4, Fig. 4.9(a)),
 ``nested_qos_mixed`` (the same for dissimilar workloads, Fig. 4.9(b)), ``nested_qos_fig48``
 (one workload's capacity, graduated against single-level, Fig. 4.8), ``nested_qos_disk``
-(§4.5.1 on the disk model). ``tailbound experiment LIST`` lists every module here with a
-``main(argv)``.
+(§4.5.1 on the disk model).
+PSLO (EuroSys 2016; harness :mod:`~tailbound.experiments.pslo_common`):
+:mod:`~tailbound.experiments.pslo_fig4` (depth sweep), ``pslo_fig5`` (policies, uniform SLOs),
+``pslo_fig6`` (mixed per-VM SLOs). ``tailbound experiment
+LIST`` lists every module here with a ``main(argv)``.
 """

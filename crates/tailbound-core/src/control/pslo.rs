@@ -54,6 +54,16 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::sched::dispatch::TenantLimits;
 
+/// Anti-windup of the integral rate control (Eqs. 9 and 13): the correction
+/// `R(t+1) = goal / Th(t) · R(t)` is applied to `min(R(t), RATE_HEADROOM · Th(t))`, the rate the
+/// tenant effectively had. While the pacing binds (`Th ≈ R`) this is Eq. 9/13 as printed; while
+/// something else holds the tenant below its rate (its depth, the device, its own offered load)
+/// a larger `R` cannot raise `Th`, and as printed `R` would grow by `goal / Th` every interval
+/// without bound (measured: 3.4·10⁷ IOPS after 300 s for a depth-limited tenant with a
+/// 150 IOPS target), so the tenant was effectively unpaced whenever its depth was lifted; with
+/// this `R(t+1) ≤ RATE_HEADROOM · goal` then. Not in the paper (`docs/pslo.md`).
+pub const RATE_HEADROOM: f64 = 2.0;
+
 /// A PSLO policy (paper Table 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Policy {
@@ -492,12 +502,15 @@ impl Controller {
             let slo = t.slo.throughput_iops;
             let has_latency = t.slo.latency.is_some();
             if policy != Policy::NoControl && s.in_interval > 0 {
+                // the rate the tenant effectively had: its limit, or a little above what it
+                // achieved when something else held it back (anti-windup, see RATE_HEADROOM)
+                let effective = s.rate.min(RATE_HEADROOM * th);
                 if has_latency && policy == Policy::LsT {
                     // Eq. 13 with this interval's target
-                    s.rate = (s.target / th * s.rate).max(s.target);
+                    s.rate = (s.target / th * effective).max(s.target);
                 } else if !has_latency || policy.limits_rate() {
                     // Eq. 9
-                    s.rate = (slo / th * s.rate).max(slo);
+                    s.rate = (slo / th * effective).max(slo);
                 }
             }
             if has_latency && policy.forecast_depth() {
@@ -511,7 +524,9 @@ impl Controller {
                 s.depth = if any_negative {
                     1
                 } else if th > target {
-                    (s.depth - 1).max(1)
+                    // the second branch, stepping down only to a depth expected to still
+                    // meet the target (see `step_down`)
+                    step_down(s.depth, th, target)
                 } else if normalised[k] >= cfg.raise_at {
                     (s.depth + 1).min(cfg.max_depth)
                 } else {
@@ -527,6 +542,35 @@ impl Controller {
         self.interval += 1;
         self.in_interval = 0;
         self.interval_start = now;
+    }
+}
+
+/// Eq. 14's second branch (`Th_k(t) > Th^G_k(t)`: "the level of IO concurrency is higher
+/// than necessary") for a tenant at depth `depth` with throughput `th` and target `target`:
+/// `depth − 1` when the smaller depth is expected to still meet the target, taking the
+/// throughput as proportional to the depth (`th · (D − 1) / D ≥ target`, as below the knee of
+/// a striped array), else `depth` unchanged (at least 1).
+///
+/// *Deviation from the printed rule* (`max(D − 1, 1)` whenever `Th > Th^G`): when the depth
+/// `D` meets the target and `D − 1` does not, the printed rule alternates between them (`D`
+/// exceeds the target, so the next interval is at `D − 1`, which misses it, so the third
+/// branch raises it again), and the tenant averages `(X(D − 1) + X(D)) / 2`, below its target
+/// whenever `X(D − 1)` is far below it — measured in `pslo_fig5` (a VM at 131 IOPS against
+/// a 150 IOPS SLO; `docs/results-pslo.md`). With this step the lowest depth meeting the target
+/// is a fixed point, which is what the rule is for (TS+L's "lowest depth meeting the throughput
+/// SLO").
+///
+/// ```
+/// use tailbound_core::control::pslo::step_down;
+/// assert_eq!(step_down(3, 16.0, 10.0), 2); // 16 · 2/3 ≥ 10
+/// assert_eq!(step_down(2, 16.0, 10.0), 2); // 16 · 1/2 < 10: depth 1 would miss it
+/// assert_eq!(step_down(1, 16.0, 10.0), 1);
+/// ```
+pub fn step_down(depth: u32, th: f64, target: f64) -> u32 {
+    if depth > 1 && th * f64::from(depth - 1) >= target * f64::from(depth) {
+        depth - 1
+    } else {
+        depth.max(1)
     }
 }
 

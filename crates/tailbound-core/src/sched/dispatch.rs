@@ -509,6 +509,19 @@ impl Dispatcher {
         self.wake_at = f64::INFINITY;
     }
 
+    /// A wake-up scheduled for `now` fired (call `dispatch` next). Unlike [`Self::woken`], a
+    /// wake-up that is not the pending one — scheduled before a rate change or a control-hook
+    /// change forgot it ([`Self::set_tenant_limits`] and [`Self::set_param`] reset the pending
+    /// time) — leaves the pending one in place, so the caller does not schedule it twice. A
+    /// caller with an event queue (the simulator) must use this: with `woken`, every such
+    /// stale wake-up started a chain of duplicates that never merged again (one more wake-up
+    /// per pacing time for each decision of a controller, so the events grew quadratically).
+    pub fn woken_at(&mut self, now: f64) {
+        if now >= self.wake_at {
+            self.wake_at = f64::INFINITY;
+        }
+    }
+
     /// Change a scheduler parameter (the control hook); the pending wake-up no longer holds.
     pub fn set_param(&mut self, workload: u32, param: Param) -> Result<()> {
         self.wake_at = f64::INFINITY;
@@ -955,6 +968,31 @@ mod tests {
         d.woken();
         assert_eq!(d.dispatch(0.5, table(&rows), &mut out), None);
         assert_eq!(ids(&out).last(), Some(&(3, false)));
+    }
+
+    #[test]
+    fn a_stale_wake_up_does_not_duplicate_the_pending_one() {
+        let rows = [(false, 1.0, 0.0); 4];
+        let mut d = wide();
+        d.set_tenant_limits(0, Some(10.0), None).unwrap();
+        for id in 0..3 {
+            d.enqueue(Item::new(id, 0, 0.001), 0.0);
+        }
+        let mut out = Vec::new();
+        assert_eq!(d.dispatch(0.0, table(&rows), &mut out), Some(0.1)); // the caller schedules
+                                                                        // a new rate forgets the pending wake-up: the caller schedules 0.1 a second time
+        d.set_tenant_limits(0, Some(10.0), None).unwrap();
+        assert_eq!(d.dispatch(0.0, table(&rows), &mut out), Some(0.1));
+        // the first wake-up at 0.1 is the pending one: 0.2 is asked for (and scheduled)
+        d.woken_at(0.1);
+        assert_eq!(d.dispatch(0.1, table(&rows), &mut out), Some(0.2));
+        // the duplicate at 0.1 is stale: 0.2 is pending already, not asked for again (with
+        // `woken` it would be, and every later pacing time would get two wake-ups)
+        d.woken_at(0.1);
+        assert_eq!(d.dispatch(0.1, table(&rows), &mut out), None);
+        d.woken_at(0.2);
+        assert_eq!(d.dispatch(0.2, table(&rows), &mut out), None, "the gate is empty");
+        assert_eq!(ids(&out), vec![(0, false), (1, false), (2, false)]);
     }
 
     #[test]

@@ -306,7 +306,7 @@ impl Device {
 
     /// A scheduled wake-up fired: dispatch what became eligible.
     pub fn woken(&mut self, now: f64, cols: Columns<'_>) -> Next {
-        self.dispatcher.woken();
+        self.dispatcher.woken_at(now);
         self.dispatch(now, cols)
     }
 

@@ -154,22 +154,23 @@ fn exploration_eqs10_to_12_and_rate_eq13() {
     // LS+T, X = 0.5, σ = 0.1, SLO 10 IOPS each; tenant 1 completes twice as many as tenant 0
     let mut c = controller(Policy::LsT, vec![slo(0.5, 10.0), slo(0.5, 10.0)], 6, |_| {});
     // slow: Th = (2, 4) < 10, not every target reached: Th^G = max(0.95 * 10, 10) = 10;
-    // Eq. 13: R = max(10 / 2 * 10, 10) = 50 and max(10 / 4 * 10, 10) = 25
+    // Eq. 13 on the effective rate min(R, 2 Th) (anti-windup): R = max(10 / 2 * min(10, 4), 10)
+    // = 20 and max(10 / 4 * min(10, 8), 10) = 20
     interval(&mut c, &[(2, 0), (4, 1)], 0.0, 1.0, 0.001);
     assert_eq!((c.state(0).target, c.state(1).target), (10.0, 10.0));
-    assert_eq!((c.state(0).rate, c.state(1).rate), (50.0, 25.0));
+    assert_eq!((c.state(0).rate, c.state(1).rate), (20.0, 20.0));
     // fast: Th = (16, 32) >= 10 for both. e/G: tenant 0 = 2 / 2 = 1, tenant 1 = 3 / 4;
     // A = (0.1, 0.075), P = 1.075: Th^G = 10.75 for both. Eq. 13 uses this interval's target
-    // (10): R = max(10 / 16 * 50, 10) = 31.25, max(10 / 32 * 25, 10) = 10
+    // (10): R = max(10 / 16 * 20, 10) = 12.5, max(10 / 32 * 20, 10) = 10
     interval(&mut c, &[(2, 0), (4, 0)], 1.0, 0.125, 0.001);
     assert!((c.state(0).target - 10.75).abs() < 1e-12 && (c.state(1).target - 10.75).abs() < 1e-12);
-    assert_eq!((c.state(0).rate, c.state(1).rate), (31.25, 10.0));
+    assert_eq!((c.state(0).rate, c.state(1).rate), (12.5, 10.0));
     // a tenant below its target: Th^G = max(0.95 * 10.75, 10) = 10.2125
     interval(&mut c, &[(2, 0), (4, 0)], 1.125, 1.0, 0.001);
     assert!((c.state(0).target - 10.2125).abs() < 1e-12, "{}", c.state(0).target);
-    // Eq. 13 with the explored target (not the SLO, Eq. 9's): max(10.75 / 2 * 31.25, 10.75)
-    // and max(10.75 / 4 * 10, 10.75)
-    assert_eq!((c.state(0).rate, c.state(1).rate), (167.96875, 26.875));
+    // Eq. 13 with the explored target (not the SLO, Eq. 9's): max(10.75 / 2 * min(12.5, 4),
+    // 10.75) and max(10.75 / 4 * min(10, 8), 10.75)
+    assert_eq!((c.state(0).rate, c.state(1).rate), (21.5, 21.5));
     // and never below the SLO
     for i in 0..5 {
         interval(&mut c, &[(2, 0), (4, 0)], 2.125 + f64::from(i), 1.0, 0.001);
@@ -256,16 +257,19 @@ fn each_policy_on_one_sequence() {
         }
         (pick(first), pick(second), c)
     };
-    let (r50, r3125) = (Some(50.0), Some(31.25));
-    // LS+T: Eq. 13 then Eq. 14 with the target; the target explores (P = 1.1) once reached
+    // Th = 2 then 16: R = max(10 / 2 * min(10, 2 * 2), 10) = 20 (anti-windup), then
+    // max(10 / 16 * min(20, 2 * 16), 10) = 12.5
+    let (r50, r3125) = (Some(20.0), Some(12.5));
+    // LS+T: Eq. 13 then Eq. 14 with the target; the target explores (P = 1.1) once reached;
+    // at D = 2 with Th = 16 > 10 the depth stays (D = 1 would give about 8 < 10, `step_down`)
     let (a, b, c) = run(Policy::LsT);
     assert_eq!(a.unwrap(), vec![(r50, Some(2)), (r50, Some(2)), (r50, None)]);
-    assert_eq!(b.unwrap(), vec![(r3125, Some(1)), (r3125, Some(1)), (r3125, None)]);
+    assert_eq!(b.unwrap(), vec![(r3125, Some(2)), (r3125, Some(2)), (r3125, None)]);
     assert!((c.state(0).target - 11.0).abs() < 1e-12);
     // TS+L: Eq. 9, Eq. 14 with the SLO as target; no exploration
     let (a, b, c) = run(Policy::TsL);
     assert_eq!(a.unwrap(), vec![(r50, Some(2)), (r50, Some(2)), (r50, None)]);
-    assert_eq!(b.unwrap(), vec![(r3125, Some(1)), (r3125, Some(1)), (r3125, None)]);
+    assert_eq!(b.unwrap(), vec![(r3125, Some(2)), (r3125, Some(2)), (r3125, None)]);
     assert_eq!(c.state(0).target, 10.0);
     // L: depth 1, no rate (the file copy is under T)
     let (a, b, _) = run(Policy::L);
@@ -343,4 +347,40 @@ fn fanout_percentile_reproduces_section_2_1() {
     assert!(0.999f64.powi(100) > 0.9);
     let r = |n| (fanout_percentile(0.9, n) * 1000.0).round() / 10.0;
     assert_eq!((r(100), r(25), r(15)), (99.9, 99.6, 99.3));
+}
+
+#[test]
+fn rate_anti_windup_bounds_a_tenant_held_back_by_something_else() {
+    // T, SLO 100 IOPS; the tenant achieves 10 IOPS every interval (its depth or the device
+    // holds it, not its rate). As printed, Eq. 9 multiplies R by 100 / 10 every interval
+    // (1000, 10^4, 10^5, ...); on the effective rate min(R, 2 Th) = 20 it is
+    // max(100 / 10 * 20, 100) = 200 = RATE_HEADROOM * SLO, every interval
+    let mut c = controller(Policy::T, vec![slo(0.9, 100.0)], 10, |_| {});
+    for i in 0..4 {
+        interval(&mut c, &[(10, 0)], f64::from(i), 1.0, 0.001);
+        assert_eq!(c.state(0).rate, 200.0, "interval {i}");
+    }
+    // the pacing binds again (Th = R = 200): Eq. 9 as printed, max(100 / 200 * 200, 100) = 100
+    interval(&mut c, &[(10, 0)], 4.0, 0.05, 0.001);
+    assert_eq!(c.state(0).rate, 100.0);
+}
+
+#[test]
+fn depth_steps_down_only_to_a_depth_meeting_the_target() {
+    // TS+L (target = SLO = 10 IOPS), X = 0.75, U = 0.5, as in depth_rule_eq14_in_its_order
+    let mut c = controller(Policy::TsL, vec![slo(0.75, 10.0)], 2, |f| f.raise_at = 0.5);
+    // slow (Th = 2): +1, then at D = 2 (E = 1 / 2 >= U) +1 again: D = 3
+    interval(&mut c, &[(2, 0)], 0.0, 1.0, 0.001);
+    interval(&mut c, &[(2, 0)], 1.0, 1.0, 0.001);
+    assert_eq!(c.state(0).depth, 3);
+    // Th = 2 / 0.125 = 16 > 10 at D = 3: 16 * 2/3 = 10.7 >= 10, down to 2
+    interval(&mut c, &[(2, 0)], 2.0, 0.125, 0.001);
+    assert_eq!(c.state(0).depth, 2);
+    // Th = 16 > 10 at D = 2: 16 * 1/2 = 8 < 10, D = 1 would miss the target: stays 2 (the
+    // printed rule's max(D - 1, 1) = 1 would alternate between 1 and 2)
+    interval(&mut c, &[(2, 0)], 2.125, 0.125, 0.001);
+    assert_eq!(c.state(0).depth, 2);
+    // Th = 2 / 0.08 = 25 at D = 2: 25 * 1/2 = 12.5 >= 10, down to 1
+    interval(&mut c, &[(2, 0)], 2.25, 0.08, 0.001);
+    assert_eq!(c.state(0).depth, 1);
 }
