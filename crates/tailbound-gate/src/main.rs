@@ -12,8 +12,10 @@
 //! drain timeout cut requests off; a second SIGINT/SIGTERM exits at once (status 1).
 //! Exit status 2 for a bad configuration or an address it cannot listen on.
 
+mod array;
 mod classify;
 mod config;
+mod control;
 mod file;
 mod metrics;
 mod proto;
