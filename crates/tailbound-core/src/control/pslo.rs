@@ -54,6 +54,13 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::sched::dispatch::TenantLimits;
 
+/// The largest rate Eqs. 9 and 13 set (requests per second; a pacing gap of 1 ns, no limit on
+/// any device). Their integral control multiplies the rate by `target / Th` every interval in
+/// which the tenant stays below its target — forever for a closed-loop tenant the device
+/// cannot serve that fast — so without a ceiling the rate overflows to infinity after a few
+/// thousand intervals (minutes in a gateway), which no dispatcher accepts.
+pub const MAX_RATE: f64 = 1e9;
+
 /// A PSLO policy (paper Table 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Policy {
@@ -494,10 +501,10 @@ impl Controller {
             if policy != Policy::NoControl && s.in_interval > 0 {
                 if has_latency && policy == Policy::LsT {
                     // Eq. 13 with this interval's target
-                    s.rate = (s.target / th * s.rate).max(s.target);
+                    s.rate = (s.target / th * s.rate).max(s.target).min(MAX_RATE);
                 } else if !has_latency || policy.limits_rate() {
                     // Eq. 9
-                    s.rate = (slo / th * s.rate).max(slo);
+                    s.rate = (slo / th * s.rate).max(slo).min(MAX_RATE);
                 }
             }
             if has_latency && policy.forecast_depth() {
