@@ -665,7 +665,7 @@ impl DispatchTask {
                 {
                     let rt = self.runtime.clone();
                     let io = move || {
-                        rt.spawn(run_io(id, job, shared, tx, None));
+                        rt.spawn_blocking(move || serve_file(id, job, &shared, &tx, None));
                     };
                     device.enter(model, id, d.item.cost, Box::new(io));
                     continue;
@@ -683,8 +683,12 @@ impl DispatchTask {
                     let up = up.clone();
                     submit_upstream(id, job, &up, shared, tx);
                 }
-                _ => {
-                    tokio::spawn(run_io(id, job, shared, tx, finish));
+                (Backend::Upstream(_), Some(_)) => {
+                    tokio::spawn(run_upstream(id, job, shared, tx, finish));
+                }
+                // straight to the blocking pool: no task of its own
+                (Backend::File(_), _) => {
+                    tokio::task::spawn_blocking(move || serve_file(id, job, &shared, &tx, finish));
                 }
             }
         }
@@ -852,8 +856,41 @@ fn submit_upstream(
     up.submit(command, flags, offset, length, &payload, done);
 }
 
-/// Serve one dispatched request on the blocking pool, then free its slot and reply.
-async fn run_io(
+/// Serve one dispatched request of a file backend on this (blocking) thread — positioned
+/// I/O, then with an emulated device a sleep until `finish` (a thread's sleep is precise to tens
+/// of microseconds, tokio's timer to 1 ms) — then free its slot and reply. Called on tokio's
+/// blocking pool straight from the dispatcher task (no async task in between: one wake-up fewer
+/// per request). A panic in the I/O answers `EIO`.
+fn serve_file(
+    id: u64,
+    job: Job,
+    shared: &Shared,
+    tx: &mpsc::UnboundedSender<Msg>,
+    finish: Option<Instant>,
+) {
+    let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
+    let Backend::File(file) = &export.backend else {
+        unreachable!("serve_file is only called for file backends")
+    };
+    let io = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if write {
+            let ok = file.write(offset, &payload, fua);
+            proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
+        } else {
+            file.read(handle, offset, length)
+        }
+    }))
+    .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec());
+    if let Some(f) = finish {
+        std::thread::sleep(f.saturating_duration_since(Instant::now()));
+    }
+    finished(id, &export, write, length, arrived, io, &reply, shared, tx);
+    drop(permit);
+}
+
+/// Forward one dispatched request upstream and hold its reply until the emulated device's
+/// `finish`, then free its slot and reply.
+async fn run_upstream(
     id: u64,
     job: Job,
     shared: Arc<Shared>,
@@ -861,44 +898,25 @@ async fn run_io(
     finish: Option<Instant>,
 ) {
     let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
-    let io = match &export.backend {
-        Backend::File(file) => {
-            let file = file.clone();
-            tokio::task::spawn_blocking(move || -> Vec<u8> {
-                let reply = if write {
-                    let ok = file.write(offset, &payload, fua);
-                    proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
-                } else {
-                    file.read(handle, offset, length)
-                };
-                if let Some(f) = finish {
-                    // a thread's sleep is precise to tens of microseconds, tokio's timer to 1 ms
-                    std::thread::sleep(f.saturating_duration_since(Instant::now()));
-                }
-                reply
-            })
-            .await
-            .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec())
+    let Backend::Upstream(up) = &export.backend else {
+        unreachable!("run_upstream is only called for upstream backends")
+    };
+    let (command, flags) = if write {
+        (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
+    } else {
+        (proto::CMD_READ, 0)
+    };
+    let answer = up.request(command, flags, offset, length, &payload).await;
+    if let Some(f) = finish {
+        tokio::time::sleep_until(f.into()).await;
+    }
+    let io = match answer {
+        Ok(data) => {
+            let mut buf = proto::simple_reply(0, handle).to_vec();
+            buf.extend_from_slice(&data);
+            buf
         }
-        Backend::Upstream(up) => {
-            let (command, flags) = if write {
-                (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
-            } else {
-                (proto::CMD_READ, 0)
-            };
-            let answer = up.request(command, flags, offset, length, &payload).await;
-            if let Some(f) = finish {
-                tokio::time::sleep_until(f.into()).await;
-            }
-            match answer {
-                Ok(data) => {
-                    let mut buf = proto::simple_reply(0, handle).to_vec();
-                    buf.extend_from_slice(&data);
-                    buf
-                }
-                Err(errno) => proto::simple_reply(errno, handle).to_vec(),
-            }
-        }
+        Err(errno) => proto::simple_reply(errno, handle).to_vec(),
     };
     finished(id, &export, write, length, arrived, io, &reply, &shared, &tx);
     drop(permit);
