@@ -686,6 +686,23 @@ impl DispatchTask {
                 (Backend::Upstream(_), Some(_)) => {
                     tokio::spawn(run_upstream(id, job, shared, tx, finish));
                 }
+                // a page-cached read, served here: no thread woken for it
+                (Backend::File(f), None) if !job.write => {
+                    match f.read_cached(job.handle, job.offset, job.length) {
+                        Some(answer) => {
+                            let Job { export, write, length, arrived, reply, permit, .. } = job;
+                            finished(
+                                id, &export, write, length, arrived, answer, &reply, &shared, &tx,
+                            );
+                            drop(permit);
+                        }
+                        None => {
+                            tokio::task::spawn_blocking(move || {
+                                serve_file(id, job, &shared, &tx, None)
+                            });
+                        }
+                    }
+                }
                 // straight to the blocking pool: no task of its own
                 (Backend::File(_), _) => {
                     tokio::task::spawn_blocking(move || serve_file(id, job, &shared, &tx, finish));
