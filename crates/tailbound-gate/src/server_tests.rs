@@ -19,6 +19,7 @@ struct Running {
     http: String,
     control: mpsc::UnboundedSender<Control>,
     served: tokio::task::JoinHandle<Result<super::Outcome, String>>,
+    dir: std::path::PathBuf,
 }
 
 impl Running {
@@ -29,15 +30,18 @@ impl Running {
     }
 }
 
-/// Start a gateway of `extra` fields on top of two exports A and B, FIFO, an emulated device
-/// serving a 4 KiB read in `read_s` seconds, MPL 8.
-async fn start(extra: &str, read_s: f64) -> Running {
-    let dir = std::env::temp_dir().join(format!(
+/// A fresh directory for a gateway's backends and configuration.
+fn fresh_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
         "tbgate-srv-{}-{}",
         std::process::id(),
         super::NEXT_EXPORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let text = format!(
+    ))
+}
+
+/// The configuration of [`start`] with its backends in `dir`.
+fn config_text(dir: &std::path::Path, extra: &str, read_s: f64) -> String {
+    format!(
         r#"{{"listen": "127.0.0.1:0", "backend_dir": {dir:?}, "export_size": 1048576,
             "exports": ["A", "B"], "scheduler": {{"kind": "fifo"}},
             "limits": {{"read_mpl": 8, "write_mpl": 8}},
@@ -45,15 +49,24 @@ async fn start(extra: &str, read_s: f64) -> Running {
             "emulate_device": true, "metrics_listen": "127.0.0.1:0" {extra}}}"#,
         dir = dir.display().to_string(),
         bw = 4096.0 / read_s,
-    );
+    )
+}
+
+/// Start a gateway of `extra` fields on top of two exports A and B, FIFO, an emulated device
+/// serving a 4 KiB read in `read_s` seconds, MPL 8; its configuration file is `dir/gate.json`.
+async fn start(extra: &str, read_s: f64) -> Running {
+    let dir = fresh_dir();
+    let text = config_text(&dir, extra, read_s);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gate.json"), &text).unwrap();
     let cfg = Config::from_json(&text).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let nbd = listener.local_addr().unwrap().to_string();
     let http = metrics.local_addr().unwrap().to_string();
     let (control, rx) = mpsc::unbounded_channel();
-    let served = tokio::spawn(serve(cfg, dir.join("none.json"), listener, Some(metrics), rx));
-    Running { nbd, http, control, served }
+    let served = tokio::spawn(serve(cfg, dir.join("gate.json"), listener, Some(metrics), rx));
+    Running { nbd, http, control, served, dir }
 }
 
 /// One HTTP request; the status code and the body.
@@ -179,5 +192,41 @@ async fn pslo_controller_decides_on_completions_and_sets_the_limits() {
     assert!((5..=100).contains(&decisions), "{decisions} decisions\n{metrics}");
     assert!(metrics.contains("tailbound_gate_tenant_rate{export=\"B\"} +Inf"), "{metrics}");
     assert!(!metrics.contains("tailbound_gate_tenant_rate{export=\"A\"} +Inf"), "{metrics}");
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_moves_the_controller_to_its_new_tenants() {
+    let tenant_spec = |w: u32, iops: f64| {
+        format!(
+            r#", "control": {{"kind": "pslo", "policy": "T",
+                "tenants": [{{"workload": {w}, "throughput_iops": {iops}}}]}}"#
+        )
+    };
+    let g = start(&tenant_spec(0, 100.0), 0.0002).await;
+    let (_, limits) = http(&g.http, "GET", "/limits", "").await;
+    assert_eq!(tenant(&limits, "A")["rate"].as_f64(), Some(100.0), "{limits}");
+    // the same control: the controller (and A's rate) stays
+    std::fs::write(g.dir.join("gate.json"), config_text(&g.dir, &tenant_spec(0, 100.0), 0.0002))
+        .unwrap();
+    g.control.send(Control::Reload).unwrap();
+    // B controlled instead: A unlimited again, B at its SLO
+    std::fs::write(g.dir.join("gate.json"), config_text(&g.dir, &tenant_spec(1, 50.0), 0.0002))
+        .unwrap();
+    g.control.send(Control::Reload).unwrap();
+    let mut after = String::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        after = http(&g.http, "GET", "/limits", "").await.1;
+        if tenant(&after, "B")["rate"].as_f64() == Some(50.0) {
+            break;
+        }
+    }
+    assert!(tenant(&after, "A")["rate"].is_null(), "{after}");
+    assert_eq!(tenant(&after, "B")["rate"].as_f64(), Some(50.0), "{after}");
+    // B's reads are paced by the new controller: 10 reads at 50/s take about 0.18 s
+    let t0 = Instant::now();
+    reads(g.nbd.clone(), "B", 10).await;
+    assert!(t0.elapsed().as_secs_f64() > 0.15, "{:?}", t0.elapsed());
     g.stop().await;
 }
