@@ -11,10 +11,10 @@ throughput SLOs where plain FIFO does not (``docs/pslo.md``, "In the gateway").
   closed loop: PSLO's applications wait for their IOs), SLO 99% within ``SLO_S`` and
   ``SLO_IOPS`` reads/s each.
 - **FIFO** (no controller; one FIFO queue, MPL 64): both tenants' 8 requests are in the array at
-  once, beyond its knee: at most ``X(8) / 2`` ≈ 192 reads/s each (measured 185-194), below the
-  throughput SLO; its p99 is 66-73 ms.
+  once, beyond its knee: at most ``X(8) / 2`` ≈ 192 reads/s each (measured 184-194), below the
+  throughput SLO; its p99 is 66-78 ms.
 - The SLO of 210 reads/s sits between: FIFO cannot reach ``0.98 ×`` it (by the model), while
-  LS+T measured 240-279 reads/s per tenant with p99 31-36 ms over five runs on the loaded
+  LS+T measured 230-279 reads/s per tenant with p99 30-40 ms over seven runs on the loaded
   machine (load 5-8).
 - **LS+T** (the configuration's ``control``: the simulator's ``devices[i].control`` table, the
   core's controller on the gateway's completions): rates and depths from the violation budget
