@@ -28,3 +28,21 @@ def tolerance(
         predicted - simulated.percentile(max(p - d, 0.0)),
     )
     return median, spread, 2 * spread + floor + 0.03 * predicted + rank
+
+
+def rank_band(p: float, n: int) -> float:
+    """``3·sqrt(p(1 − p)/n)``: how far (as a fraction) the rank of a ``p``-th percentile of ``n``
+    requests moves between runs of one distribution, at 3 σ (:func:`tolerance`'s rank term)."""
+    return 3 * math.sqrt(p * (1 - p) / max(n, 1))
+
+
+def slo_tolerance(
+    slo: float, live: Sequence[float], rank: float, floor: float
+) -> tuple[float, float, float]:
+    """The same rule against an SLO where no simulation predicts the live run (a controller
+    on closed-loop clients): ``(median, spread, tolerance)`` of the live percentiles over the
+    runs, the tolerance ``2 · spread + floor + 3 %`` of the SLO ``+ rank``, ``rank`` the
+    sampling error measured on the live runs themselves (the largest distance, over the runs,
+    between the percentile and the percentiles :func:`rank_band` away from it)."""
+    median, spread = float(np.median(live)), max(live) - min(live)
+    return median, spread, 2 * spread + floor + 0.03 * slo + rank

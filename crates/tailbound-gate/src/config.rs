@@ -15,6 +15,15 @@
 //! Optional `"export_class": {"A": 1}` gives an export's requests a class of their own (an index
 //! of the scheduler's classes; `classify.rs`); unset, a request is in its workload's class.
 //!
+//! Optional `"control"` runs a controller in the gateway on its device's completions (PSLO,
+//! `docs/pslo.md`): the same table and serde as a simulated device's `devices[i].control`
+//! (`tailbound_core::sim::control::ControlSpec`, its tenants by workload index = position in
+//! `exports`), e.g. `{"kind": "pslo", "policy": "LS+T", "interval_completions": 200,
+//! "tenants": [{"workload": 0, "latency_s": 0.05, "percentile": 0.99, "throughput_iops": 250}]}`.
+//! Optional `"array"` (with `emulate_device`, a file backend) makes the emulated device the
+//! simulator's disk array with a knee (`tailbound_core::sim::array::ArrayModel`, the same serde
+//! as `devices[i].array`; `array.rs` here).
+//!
 //! `exports[w]` is workload `w` of the scheduler (`tailbound_core::sched::SchedulerConfig`, the
 //! simulator's own serde form); `limits` are the dispatcher's (`sched::dispatch::Limits`; `null`
 //! is unlimited); `profile` prices each request in device-seconds exactly as the analysis does
@@ -24,8 +33,10 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use tailbound_core::sched::dispatch::Limits;
+use tailbound_core::sched::dispatch::{Dispatcher, Limits};
 use tailbound_core::sched::SchedulerConfig;
+use tailbound_core::sim::array::ArrayModel;
+use tailbound_core::sim::control::{ControlSpec, DeviceControl};
 
 /// The largest request the gateway serves when the configuration does not say (32 MiB, the
 /// largest request Linux's nbd driver and libnbd send by default).
@@ -79,6 +90,14 @@ pub struct Config {
     /// (`classify.rs`); an export not listed has no class of its own (its workload's class).
     #[serde(default)]
     pub export_class: BTreeMap<String, u32>,
+    /// A controller on the device's completions (PSLO), the simulator's `devices[i].control`.
+    #[serde(default)]
+    pub control: Option<ControlSpec>,
+    /// The emulated device's service model: the simulator's array with a knee
+    /// (`devices[i].array`) instead of one request after another; needs `emulate_device` and a
+    /// file backend.
+    #[serde(default)]
+    pub array: Option<ArrayModel>,
 }
 
 fn default_drain_timeout() -> f64 {
@@ -216,11 +235,30 @@ impl Config {
         if !(c.drain_timeout_s.is_finite() && c.drain_timeout_s >= 0.0) {
             return Err("drain_timeout_s must be finite and non-negative".into());
         }
+        if let Some(a) = &c.array {
+            a.validate("").map_err(|e| match e {
+                tailbound_core::Error::Invalid(m) => m.trim_start_matches('.').to_string(),
+                other => other.to_string(),
+            })?;
+            if !c.emulate_device || c.upstream.is_some() {
+                return Err("array: the emulated array needs emulate_device and a file backend \
+                            (no upstream)"
+                    .into());
+            }
+        }
+        if let Some(spec) = &c.control {
+            // the controller as the gateway will build it: every field checked, named
+            let scheduler = c.scheduler.build(c.exports.len()).map_err(|e| e.to_string())?;
+            let mut d = Dispatcher::new(c.limits.limits(), scheduler).map_err(|e| e.to_string())?;
+            DeviceControl::new(spec, c.exports.len(), &mut d, "control")
+                .map_err(|e| e.to_string())?;
+        }
         Ok(c)
     }
 
     /// Whether `new` may replace `self` in a running gateway (hot reload): the exports, the
-    /// scheduler, the limits, the profile, `emulate_device` and `drain_timeout_s` may change;
+    /// scheduler, the limits, the profile, `emulate_device`, `array`, `control` and
+    /// `drain_timeout_s` may change;
     /// the listening addresses, the backend (directory, size, upstream, direct I/O) and the
     /// largest request may not (they need a restart).
     pub fn reload_compatible(&self, new: &Config) -> Result<(), String> {
@@ -299,6 +337,39 @@ mod tests {
         let direct =
             Config::from_json(&ok.replace("\"exports\"", "\"direct\": true, \"exports\"")).unwrap();
         assert!(c.reload_compatible(&direct).unwrap_err().contains("direct"));
+    }
+
+    #[test]
+    fn control_and_array_are_the_simulator_s_tables_checked_naming_the_field() {
+        let base = r#"{"listen": "127.0.0.1:0", "backend_dir": "/tmp", "export_size": 1048576,
+            "exports": ["A", "B"], "scheduler": {"kind": "fifo"},
+            "limits": {"read_mpl": 64, "write_mpl": 64}, "emulate_device": true,
+            "profile": {"sizes": [4096], "read_bandwidth": [1e6], "write_bandwidth": [1e6]},
+            "array": {"channels": 4, "interference": 0.1, "thrash": 0.25, "tail_shape": 3},
+            "control": {"kind": "pslo", "policy": "LS+T", "interval_completions": 200,
+              "tenants": [{"workload": 0, "latency_s": 0.05, "percentile": 0.99,
+                           "throughput_iops": 250},
+                          {"workload": 1, "throughput_iops": 100}]}}"#;
+        let c = Config::from_json(base).unwrap();
+        assert_eq!(c.array.as_ref().map(|a| a.channels), Some(4));
+        assert!(c.control.is_some());
+        let cases = [
+            (base.replace("0.99", "1.5"), "control.tenants[0].percentile"),
+            (base.replace("\"workload\": 1", "\"workload\": 2"), "control.tenants[1].workload"),
+            (base.replace("\"LS+T\"", "\"LS+X\""), "policy"),
+            (
+                base.replace("\"interval_completions\": 200", "\"interval_completions\": 0"),
+                "control.interval_completions",
+            ),
+            (base.replace("250", "-1"), "control.tenants[0].throughput_iops"),
+            (base.replace("\"channels\": 4", "\"channels\": 0"), "array.channels"),
+            (base.replace("\"emulate_device\": true", "\"emulate_device\": false"), "array"),
+            (base.replace("\"thrash\"", "\"typo\""), "typo"),
+        ];
+        for (bad, field) in cases {
+            let e = Config::from_json(&bad).unwrap_err();
+            assert!(e.contains(field), "{field}: {e}");
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! Usage: `tailbound-gate --config CONFIG.json` (the document `tailbound gate` writes; see
 //! `config.rs`), or `tailbound-gate --check CONFIG.json` to validate it and exit. Prints
 //! `listening on HOST:PORT` on stdout once it accepts connections (port 0 picks a free port),
-//! then `metrics on http://HOST:PORT/metrics` if the configuration has `metrics_listen`.
+//! then `metrics on http://HOST:PORT/metrics` if the configuration has `metrics_listen`; that
+//! address also serves the control channel (`GET /limits`, `PUT /limits/<export>`: one tenant's
+//! pacing rate and depth, live; `control.rs`).
 //! On SIGHUP it reads CONFIG.json again and applies it (hot reload, `server.rs`; a bad document
 //! is refused with a line on stderr and the running configuration stays). On SIGINT or SIGTERM
 //! it stops accepting, drains the requests in the gateway (at most `drain_timeout_s`), flushes
@@ -12,8 +14,10 @@
 //! drain timeout cut requests off; a second SIGINT/SIGTERM exits at once (status 1).
 //! Exit status 2 for a bad configuration or an address it cannot listen on.
 
+mod array;
 mod classify;
 mod config;
+mod control;
 mod file;
 mod metrics;
 mod proto;

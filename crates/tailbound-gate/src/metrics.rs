@@ -1,4 +1,5 @@
-//! Per-export counters and latency histograms, and their Prometheus text endpoint.
+//! Per-export counters and latency histograms, their Prometheus text, and the gateway's HTTP
+//! endpoint (`GET /metrics`, and the control channel's routes: `server.rs`, `control.rs`).
 //!
 //! Latency is the gateway's: from a request's arrival (its header and payload read) to its
 //! completion (the backend answered, and with an emulated device its service time passed); the
@@ -115,52 +116,111 @@ pub fn render_reloads(applied: u64, refused: u64) -> String {
     )
 }
 
-/// Serve `GET /metrics` (any other path: 404) with `body()` on `listener`, forever. Each
-/// connection gets one answer and is closed; a client has 5 s and 8 KiB for its request.
-pub async fn serve<F>(listener: TcpListener, body: F)
+/// One HTTP request to the gateway's endpoint (`server.rs` routes it).
+pub struct HttpRequest {
+    /// `GET`, `PUT`, ...
+    pub method: String,
+    /// The request target (`/metrics`, `/limits/A`).
+    pub path: String,
+    /// The body (`Content-Length` bytes).
+    pub body: Vec<u8>,
+}
+
+/// The answer to an [`HttpRequest`].
+pub struct HttpResponse {
+    /// Status line's code and reason, e.g. `200 OK`.
+    pub status: &'static str,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+impl HttpResponse {
+    /// A plain-text answer.
+    pub fn text(status: &'static str, body: String) -> Self {
+        Self { status, content_type: "text/plain; version=0.0.4", body }
+    }
+
+    /// A JSON answer.
+    pub fn json(status: &'static str, body: String) -> Self {
+        Self { status, content_type: "application/json", body }
+    }
+}
+
+/// Most bytes of one HTTP request (head and body).
+pub const HTTP_MAX_BYTES: usize = 16 * 1024;
+
+/// Serve HTTP/1.1 on `listener` forever, answering each request with `handler`: one request per
+/// connection, then the connection is closed; a client has 5 s and [`HTTP_MAX_BYTES`] for its
+/// request (head, and a body of `Content-Length` bytes).
+pub async fn serve<F, Fut>(listener: TcpListener, handler: F)
 where
-    F: Fn() -> String + Send + Sync + Clone + 'static,
+    F: Fn(HttpRequest) -> Fut + Send + Sync + Clone + 'static,
+    Fut: std::future::Future<Output = HttpResponse> + Send,
 {
     loop {
         let Ok((mut stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
-        let body = body.clone();
+        let handler = handler.clone();
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            let mut got = 0;
-            let read = tokio::time::timeout(Duration::from_secs(5), async {
-                while got < buf.len() {
-                    match stream.read(&mut buf[got..]).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => got += n,
-                    }
-                    if buf[..got].windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
-                    }
-                }
-            })
-            .await;
-            if read.is_err() {
-                return;
-            }
-            let line = String::from_utf8_lossy(&buf[..got]);
-            let path = line.split_whitespace().nth(1).unwrap_or("");
-            let (status, text) = if line.starts_with("GET ") && path == "/metrics" {
-                ("200 OK", body())
-            } else {
-                ("404 Not Found", "see /metrics\n".to_string())
+            let read = tokio::time::timeout(Duration::from_secs(5), read_request(&mut stream));
+            let answer = match read.await {
+                Err(_) => return,
+                Ok(Err(why)) => HttpResponse::text("400 Bad Request", format!("{why}\n")),
+                Ok(Ok(request)) => handler(request).await,
             };
             let reply = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
+                "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                answer.status,
+                answer.content_type,
+                answer.body.len(),
+                answer.body
             );
             let _ = stream.write_all(reply.as_bytes()).await;
             let _ = stream.shutdown().await;
         });
     }
+}
+
+/// Read one request: its head up to the blank line, then `Content-Length` bytes of body.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> Result<HttpRequest, String> {
+    let mut buf = vec![0u8; HTTP_MAX_BYTES];
+    let mut got = 0;
+    let head_end = loop {
+        if let Some(i) = buf[..got].windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if got == buf.len() {
+            return Err("request head too large".into());
+        }
+        match stream.read(&mut buf[got..]).await {
+            Ok(0) | Err(_) => return Err("incomplete request".into()),
+            Ok(n) => got += n,
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut words = head.split_whitespace();
+    let method = words.next().unwrap_or("").to_string();
+    let path = words.next().unwrap_or("").to_string();
+    let length = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.trim().parse::<usize>().map_err(|_| "bad Content-Length".to_string()))
+        .transpose()?
+        .unwrap_or(0);
+    if head_end + length > buf.len() {
+        return Err(format!("request larger than {HTTP_MAX_BYTES} bytes"));
+    }
+    while got < head_end + length {
+        match stream.read(&mut buf[got..head_end + length]).await {
+            Ok(0) | Err(_) => return Err("incomplete body".into()),
+            Ok(n) => got += n,
+        }
+    }
+    Ok(HttpRequest { method, path, body: buf[head_end..head_end + length].to_vec() })
 }
 
 #[cfg(test)]

@@ -37,18 +37,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use tailbound_core::sched::dispatch::{Dispatched, Dispatcher, Limits, Request as DispatchRequest};
+use tailbound_core::sched::dispatch::{
+    Dispatched, Dispatcher, Limits, Request as DispatchRequest, TenantLimits,
+};
 use tailbound_core::sched::{Item, Scheduler};
+use tailbound_core::sim::array::ArrayModel;
+use tailbound_core::sim::control::{ControlSpec, DeviceControl};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::array::ArrayDevice;
 use crate::classify::{Classifier, Seen};
 use crate::config::{Config, CostTable};
+use crate::control::{self, TenantState};
 use crate::file::FileBackend;
-use crate::metrics::{self, Stats};
+use crate::metrics::{self, HttpRequest, HttpResponse, Stats};
 use crate::proto::{self, Action};
 use crate::upstream::{Completion, Upstream, REPLY_ROOM};
 
@@ -65,7 +71,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const RELOAD_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Identifiers of exports, unique over the gateway's life (a reload keeps an export's).
-static NEXT_EXPORT: AtomicU64 = AtomicU64::new(0);
+pub(crate) static NEXT_EXPORT: AtomicU64 = AtomicU64::new(0);
 
 /// One export: a tenant's volume.
 pub struct Export {
@@ -112,12 +118,22 @@ struct Generation {
     workloads: HashMap<u64, u32>,
     /// Each request's class (`classify.rs`).
     classes: Classifier,
+    /// The controller on the device's completions (PSLO), if any.
+    control: Option<ControlSpec>,
+    /// The emulated device's array model (with `emulate`), if any.
+    array: Option<ArrayModel>,
 }
 
 enum Msg {
     Enqueue(Job),
-    Done(u64),
+    /// Request `id` completed at that instant.
+    Done(u64, Instant),
     Reload(Box<Generation>, oneshot::Sender<Result<(), String>>),
+    /// The control channel: set the limits of the export with that id (its workload in the
+    /// dispatcher's current generation); the answer is its state after the change.
+    SetLimits(u64, TenantLimits, oneshot::Sender<Result<TenantState, String>>),
+    /// Every export's limits and gate, in workload order.
+    Snapshot(oneshot::Sender<Vec<TenantState>>),
 }
 
 /// What the gateway is told from outside (signals, in `main.rs`).
@@ -148,6 +164,10 @@ struct Shared {
     inflight: AtomicU64,
     reloads: AtomicU64,
     reload_failures: AtomicU64,
+    /// Decisions of the controller (`control`) applied.
+    decisions: AtomicU64,
+    /// Limits set through the control channel.
+    limit_changes: AtomicU64,
 }
 
 impl Shared {
@@ -215,6 +235,8 @@ fn generation(cfg: &Config, exports: &[Arc<Export>]) -> Result<Generation, Strin
         emulate: cfg.emulate_device,
         workloads: exports.iter().enumerate().map(|(i, e)| (e.id, i as u32)).collect(),
         classes: Classifier::new(cfg),
+        control: cfg.control.clone(),
+        array: if cfg.emulate_device { cfg.array.clone() } else { None },
     })
 }
 
@@ -230,9 +252,7 @@ pub async fn serve(
     for name in &cfg.exports {
         exports.push(Arc::new(open_export(&cfg, name).await?));
     }
-    let Generation { limits, scheduler, costs, emulate, workloads, classes } =
-        generation(&cfg, &exports)?;
-    let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
+    let first = generation(&cfg, &exports)?;
     let (tx, rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
@@ -243,26 +263,14 @@ pub async fn serve(
         inflight: AtomicU64::new(0),
         reloads: AtomicU64::new(0),
         reload_failures: AtomicU64::new(0),
+        decisions: AtomicU64::new(0),
+        limit_changes: AtomicU64::new(0),
     });
-    tokio::spawn(dispatch_loop(
-        dispatcher,
-        (costs, emulate, workloads, classes),
-        shared.clone(),
-        rx,
-        tx,
-    ));
+    let dispatcher = DispatchTask::new(first, shared.clone(), tx)?;
+    tokio::spawn(dispatcher.run(rx));
     if let Some(l) = metrics_listener {
         let s = shared.clone();
-        let body = move || {
-            let exports = s.exports();
-            let mut text = metrics::render(exports.iter().map(|e| (e.name.as_str(), &e.stats)));
-            text.push_str(&metrics::render_reloads(
-                s.reloads.load(Ordering::Relaxed),
-                s.reload_failures.load(Ordering::Relaxed),
-            ));
-            text
-        };
-        tokio::spawn(metrics::serve(l, body));
+        tokio::spawn(metrics::serve(l, move |r| route(s.clone(), r)));
     }
     let mut cfg = cfg;
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -423,102 +431,249 @@ struct Entry {
     job: Option<Job>,
 }
 
-/// The dispatcher task (see the module documentation).
-async fn dispatch_loop(
-    mut dispatcher: Dispatcher,
-    first: (CostTable, bool, HashMap<u64, u32>, Classifier),
+/// The dispatcher task (see the module documentation): the dispatcher, the requests it holds,
+/// the generation's settings, the emulated device and the controller.
+struct DispatchTask {
+    dispatcher: Dispatcher,
+    costs: CostTable,
+    emulate: bool,
+    workloads: HashMap<u64, u32>,
+    classes: Classifier,
+    array: Option<ArrayModel>,
+    /// The emulated array's thread (started when a generation first has an array).
+    array_device: Option<ArrayDevice>,
+    control_spec: Option<ControlSpec>,
+    control: Option<DeviceControl>,
+    table: HashMap<u64, Entry>,
+    next_id: u64,
+    start: Instant,
+    /// The controller's clock (seconds since `start`), never going back: completions are
+    /// reported from several threads.
+    control_now: f64,
+    device_free: f64, // the emulated one-at-a-time device's clock
     shared: Arc<Shared>,
-    mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
-) {
-    let start = Instant::now();
-    let now = || start.elapsed().as_secs_f64();
-    let (mut costs, mut emulate, mut workloads, mut classes) = first;
-    let mut table: HashMap<u64, Entry> = HashMap::new();
-    let mut next_id: u64 = 0;
-    let mut wake: Option<f64> = None;
-    let mut device_free = 0.0f64; // the emulated device's clock
-    let mut out: Vec<Dispatched> = Vec::new();
-    loop {
-        let sleep = wake.map(|t| tokio::time::sleep_until((start + secs(t)).into()));
-        tokio::select! {
-            msg = rx.recv() => match msg {
-                None => return,
-                Some(Msg::Enqueue(job)) => {
-                    let Some(&workload) = workloads.get(&job.export.id) else {
-                        job.fail(proto::ESHUTDOWN, &shared); // its export was just removed
-                        continue;
-                    };
-                    let size = f64::from(job.length);
-                    let cost = costs.cost(job.write, size);
-                    let id = next_id;
-                    next_id += 1;
-                    let req = DispatchRequest { write: job.write, size, offset: job.offset as f64 };
-                    let t = now();
-                    let item = request_item(id, workload, &job, cost, t, &classes);
-                    table.insert(id, Entry { req, job: Some(job) });
-                    dispatcher.enqueue(item, t);
-                }
-                Some(Msg::Done(id)) => {
-                    if let Some(e) = table.remove(&id) {
-                        dispatcher.complete(id, e.req);
-                    }
-                }
-                Some(Msg::Reload(g, answer)) => {
-                    let Generation {
-                        limits,
-                        scheduler,
-                        costs: c,
-                        emulate: em,
-                        workloads: w,
-                        classes: cl,
-                    } = *g;
-                    if let Err(e) = dispatcher.reconfigure(limits, scheduler) {
-                        let _ = answer.send(Err(format!("limits: {e}")));
-                        continue;
-                    }
-                    (costs, emulate, workloads, classes) = (c, em, w, cl);
-                    wake = None;
-                    // every request not yet dispatched, again, in arrival order
-                    let mut waiting: Vec<u64> =
-                        table.iter().filter(|(_, e)| e.job.is_some()).map(|(&id, _)| id).collect();
-                    waiting.sort_unstable();
-                    let t = now();
-                    for id in waiting {
-                        let Some(entry) = table.get(&id) else { continue };
-                        let Some(job) = &entry.job else { continue };
-                        match workloads.get(&job.export.id) {
-                            Some(&w) => {
-                                let cost = costs.cost(job.write, f64::from(job.length));
-                                let item = request_item(id, w, job, cost, t, &classes);
-                                dispatcher.enqueue(item, t);
-                            }
-                            None => {
-                                if let Some(job) = table.remove(&id).and_then(|e| e.job) {
-                                    job.fail(proto::ESHUTDOWN, &shared);
-                                }
-                            }
-                        }
-                    }
-                    let _ = answer.send(Ok(()));
-                }
-            },
-            _ = async { match sleep { Some(s) => s.await, None => std::future::pending().await } } => {
-                dispatcher.woken();
-                wake = None;
+    runtime: tokio::runtime::Handle,
+}
+
+impl DispatchTask {
+    fn new(
+        g: Generation,
+        shared: Arc<Shared>,
+        tx: mpsc::UnboundedSender<Msg>,
+    ) -> Result<Self, String> {
+        let Generation { limits, scheduler, costs, emulate, workloads, classes, control, array } =
+            g;
+        let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
+        let mut task = Self {
+            dispatcher,
+            costs,
+            emulate,
+            workloads,
+            classes,
+            array: None,
+            array_device: None,
+            control_spec: None,
+            control: None,
+            table: HashMap::new(),
+            next_id: 0,
+            start: Instant::now(),
+            control_now: 0.0,
+            device_free: 0.0,
+            shared,
+            tx,
+            runtime: tokio::runtime::Handle::current(),
+        };
+        task.set_array(array)?;
+        task.set_control(control)?;
+        Ok(task)
+    }
+
+    fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Use `array` as the emulated device from now on (starting its thread if needed).
+    fn set_array(&mut self, array: Option<ArrayModel>) -> Result<(), String> {
+        if let Some(m) = &array {
+            match &self.array_device {
+                Some(d) => d.set_model(m.clone()),
+                None => self.array_device = Some(ArrayDevice::start(m.clone())?),
             }
         }
-        out.clear();
-        let t = now();
-        if let Some(w) = dispatcher.dispatch(t, |id| request_of(&table, id), &mut out) {
-            wake = Some(wake.map_or(w, |old| old.min(w)));
+        self.array = array;
+        Ok(())
+    }
+
+    /// Run the controller of `spec` from now on. The same controller as before goes on (its
+    /// state kept) when the spec and the export-to-workload map did not change; otherwise the
+    /// old one's tenants lose their limits and a new one starts with its initial limits.
+    fn set_control(&mut self, spec: Option<ControlSpec>) -> Result<(), String> {
+        if spec.is_some() && spec == self.control_spec && self.control.is_some() {
+            return Ok(());
         }
-        for d in &out {
+        let workloads = self.workloads.len();
+        let mut fresh = match &spec {
+            Some(s) => Some(
+                DeviceControl::new(s, workloads, &mut self.dispatcher, "control")
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        // the old controller's tenants not controlled by the new one: unlimited again
+        if let Some(old) = &self.control_spec {
+            let kept: Vec<u32> = match &spec {
+                Some(ControlSpec::Pslo(p)) => p.tenants.iter().map(|t| t.workload).collect(),
+                None => Vec::new(),
+            };
+            let ControlSpec::Pslo(p) = old;
+            for t in &p.tenants {
+                if !kept.contains(&t.workload) && (t.workload as usize) < workloads {
+                    let _ = self.dispatcher.set_tenant_limits(t.workload, None, None);
+                }
+            }
+        }
+        if let Some(c) = &mut fresh {
+            c.take_log(); // the initial limits: not a decision
+        }
+        self.control = fresh;
+        self.control_spec = spec;
+        Ok(())
+    }
+
+    /// The state of every export the dispatcher knows, in workload order.
+    fn snapshot(&self) -> Vec<TenantState> {
+        let mut states: Vec<(u32, TenantState)> = self
+            .shared
+            .exports()
+            .iter()
+            .filter_map(|e| {
+                let &w = self.workloads.get(&e.id)?;
+                Some((w, self.state(w, &e.name)))
+            })
+            .collect();
+        states.sort_by_key(|(w, _)| *w);
+        states.into_iter().map(|(_, s)| s).collect()
+    }
+
+    fn state(&self, w: u32, name: &str) -> TenantState {
+        TenantState {
+            export: name.to_string(),
+            limits: self.dispatcher.tenant_limits(w),
+            outstanding: self.dispatcher.tenant_outstanding(w),
+            held: self.dispatcher.tenant_held(w),
+        }
+    }
+
+    /// The control channel: set export `export`'s limits; nothing else changes.
+    fn set_limits(&mut self, export: u64, l: TenantLimits) -> Result<TenantState, String> {
+        let &w = self.workloads.get(&export).ok_or("the export was removed")?;
+        self.dispatcher.set_tenant_limits(w, l.rate, l.depth).map_err(|e| e.to_string())?;
+        self.shared.limit_changes.fetch_add(1, Ordering::Relaxed);
+        let name = self.shared.exports().iter().find(|e| e.id == export).map(|e| e.name.clone());
+        Ok(self.state(w, &name.unwrap_or_default()))
+    }
+
+    fn enqueue(&mut self, job: Job) {
+        let Some(&workload) = self.workloads.get(&job.export.id) else {
+            job.fail(proto::ESHUTDOWN, &self.shared); // its export was just removed
+            return;
+        };
+        let size = f64::from(job.length);
+        let cost = self.costs.cost(job.write, size);
+        let id = self.next_id;
+        self.next_id += 1;
+        let req = DispatchRequest { write: job.write, size, offset: job.offset as f64 };
+        let t = self.now();
+        let item = request_item(id, workload, &job, cost, t, &self.classes);
+        self.table.insert(id, Entry { req, job: Some(job) });
+        if let Some(c) = &mut self.control {
+            c.arrived(id, workload, t);
+        }
+        self.dispatcher.enqueue(item, t);
+    }
+
+    fn done(&mut self, id: u64, at: Instant) {
+        let Some(e) = self.table.remove(&id) else { return };
+        self.dispatcher.complete(id, e.req);
+        if let Some(c) = &mut self.control {
+            let t = at.saturating_duration_since(self.start).as_secs_f64().max(self.control_now);
+            self.control_now = t;
+            c.completed(id, t, &mut self.dispatcher);
+            if !c.take_log().is_empty() {
+                self.shared.decisions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn reload(&mut self, g: Generation) -> Result<(), String> {
+        let Generation { limits, scheduler, costs, emulate, workloads, classes, control, array } =
+            g;
+        self.dispatcher.reconfigure(limits, scheduler).map_err(|e| format!("limits: {e}"))?;
+        let moved = workloads != self.workloads;
+        (self.costs, self.emulate, self.workloads, self.classes) =
+            (costs, emulate, workloads, classes);
+        if moved {
+            self.control = None; // its tenants' indices changed: a new controller
+        }
+        if let Err(e) = self.set_array(array) {
+            eprintln!("tailbound-gate: reload: {e}");
+        }
+        if let Err(e) = self.set_control(control) {
+            eprintln!("tailbound-gate: reload: control: {e}");
+        }
+        // every request not yet dispatched, again, in arrival order
+        let mut waiting: Vec<u64> =
+            self.table.iter().filter(|(_, e)| e.job.is_some()).map(|(&id, _)| id).collect();
+        waiting.sort_unstable();
+        let t = self.now();
+        for id in waiting {
+            let Some(entry) = self.table.get(&id) else { continue };
+            let Some(job) = &entry.job else { continue };
+            match self.workloads.get(&job.export.id) {
+                Some(&w) => {
+                    let cost = self.costs.cost(job.write, f64::from(job.length));
+                    let item = request_item(id, w, job, cost, t, &self.classes);
+                    self.dispatcher.enqueue(item, t);
+                }
+                None => {
+                    if let Some(job) = self.table.remove(&id).and_then(|e| e.job) {
+                        job.fail(proto::ESHUTDOWN, &self.shared);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Start every request the dispatcher lets in at `t`; the next wake-up it asks for.
+    fn dispatch(&mut self, out: &mut Vec<Dispatched>) -> Option<f64> {
+        out.clear();
+        let t = self.now();
+        let table = &self.table;
+        let wake = self.dispatcher.dispatch(t, |id| request_of(table, id), out);
+        for d in out.iter() {
             let id = d.item.id;
-            let Some(job) = table.get_mut(&id).and_then(|e| e.job.take()) else { continue };
-            let finish = if emulate {
-                device_free = device_free.max(t) + d.item.cost;
-                Some(start + secs(device_free))
+            let Some(job) = self.table.get_mut(&id).and_then(|e| e.job.take()) else { continue };
+            if let Some(c) = &mut self.control {
+                c.dispatched(id, t);
+            }
+            let (shared, tx) = (self.shared.clone(), self.tx.clone());
+            if self.emulate {
+                if let (Some(model), Some(device), Backend::File(_)) =
+                    (&self.array, &self.array_device, &job.export.backend)
+                {
+                    let rt = self.runtime.clone();
+                    let io = move || {
+                        rt.spawn_blocking(move || serve_file(id, job, &shared, &tx, None));
+                    };
+                    device.enter(model, id, d.item.cost, Box::new(io));
+                    continue;
+                }
+            }
+            let finish = if self.emulate {
+                self.device_free = self.device_free.max(t) + d.item.cost;
+                Some(self.start + secs(self.device_free))
             } else {
                 None
             };
@@ -526,13 +681,129 @@ async fn dispatch_loop(
                 // straight to the upstream connection's writer: no task of its own
                 (Backend::Upstream(up), None) => {
                     let up = up.clone();
-                    submit_upstream(id, job, &up, shared.clone(), tx.clone());
+                    submit_upstream(id, job, &up, shared, tx);
                 }
-                _ => {
-                    tokio::spawn(run_io(id, job, shared.clone(), tx.clone(), finish));
+                (Backend::Upstream(_), Some(_)) => {
+                    tokio::spawn(run_upstream(id, job, shared, tx, finish));
+                }
+                // a page-cached read, served here: no thread woken for it
+                (Backend::File(f), None) if !job.write => {
+                    match f.read_cached(job.handle, job.offset, job.length) {
+                        Some(answer) => {
+                            let Job { export, write, length, arrived, reply, permit, .. } = job;
+                            finished(
+                                id, &export, write, length, arrived, answer, &reply, &shared, &tx,
+                            );
+                            drop(permit);
+                        }
+                        None => {
+                            tokio::task::spawn_blocking(move || {
+                                serve_file(id, job, &shared, &tx, None)
+                            });
+                        }
+                    }
+                }
+                // straight to the blocking pool: no task of its own
+                (Backend::File(_), _) => {
+                    tokio::task::spawn_blocking(move || serve_file(id, job, &shared, &tx, finish));
                 }
             }
         }
+        wake
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        let mut wake: Option<f64> = None;
+        let mut out: Vec<Dispatched> = Vec::new();
+        loop {
+            let sleep = wake.map(|t| tokio::time::sleep_until((self.start + secs(t)).into()));
+            tokio::select! {
+                msg = rx.recv() => match msg {
+                    None => return,
+                    Some(Msg::Enqueue(job)) => self.enqueue(job),
+                    Some(Msg::Done(id, at)) => self.done(id, at),
+                    Some(Msg::Reload(g, answer)) => {
+                        let r = self.reload(*g);
+                        if r.is_ok() {
+                            wake = None;
+                        }
+                        let _ = answer.send(r);
+                    }
+                    Some(Msg::SetLimits(export, l, answer)) => {
+                        let _ = answer.send(self.set_limits(export, l));
+                    }
+                    Some(Msg::Snapshot(answer)) => {
+                        let _ = answer.send(self.snapshot());
+                        continue; // nothing changed
+                    }
+                },
+                _ = async { match sleep { Some(s) => s.await, None => std::future::pending().await } } => {
+                    self.dispatcher.woken();
+                    wake = None;
+                }
+            }
+            if let Some(w) = self.dispatch(&mut out) {
+                wake = Some(wake.map_or(w, |old| old.min(w)));
+            }
+        }
+    }
+}
+
+/// The HTTP endpoint's routes: `GET /metrics`, and the control channel (`control.rs`).
+async fn route(shared: Arc<Shared>, r: HttpRequest) -> HttpResponse {
+    let snapshot = || async {
+        let (tx, rx) = oneshot::channel();
+        shared.to_dispatcher.send(Msg::Snapshot(tx)).ok()?;
+        rx.await.ok()
+    };
+    let stopped =
+        || HttpResponse::text("503 Service Unavailable", "the dispatcher stopped\n".into());
+    match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/metrics") => {
+            let exports = shared.exports();
+            let mut text = metrics::render(exports.iter().map(|e| (e.name.as_str(), &e.stats)));
+            text.push_str(&metrics::render_reloads(
+                shared.reloads.load(Ordering::Relaxed),
+                shared.reload_failures.load(Ordering::Relaxed),
+            ));
+            let Some(states) = snapshot().await else { return stopped() };
+            text.push_str(&control::render(
+                &states,
+                shared.decisions.load(Ordering::Relaxed),
+                shared.limit_changes.load(Ordering::Relaxed),
+            ));
+            HttpResponse::text("200 OK", text)
+        }
+        ("GET", "/limits") => {
+            let Some(states) = snapshot().await else { return stopped() };
+            let all: Vec<_> = states.iter().map(control::state_json).collect();
+            HttpResponse::json("200 OK", serde_json::Value::from(all).to_string() + "\n")
+        }
+        ("PUT" | "POST", path) if path.starts_with("/limits/") => {
+            let name = &path["/limits/".len()..];
+            let Some(export) = shared.exports().into_iter().find(|e| e.name == name) else {
+                return HttpResponse::text("404 Not Found", format!("no export {name:?}\n"));
+            };
+            let limits = match control::parse_limits(&r.body) {
+                Ok(l) => l,
+                Err(e) => return HttpResponse::text("400 Bad Request", format!("{e}\n")),
+            };
+            let (tx, rx) = oneshot::channel();
+            if shared.to_dispatcher.send(Msg::SetLimits(export.id, limits, tx)).is_err() {
+                return stopped();
+            }
+            match rx.await {
+                Ok(Ok(state)) => {
+                    HttpResponse::json("200 OK", control::state_json(&state).to_string() + "\n")
+                }
+                Ok(Err(e)) => HttpResponse::text("400 Bad Request", format!("{e}\n")),
+                Err(_) => stopped(),
+            }
+        }
+        _ => HttpResponse::text(
+            "404 Not Found",
+            "see GET /metrics, GET /limits, PUT /limits/<export>\n".into(),
+        ),
     }
 }
 
@@ -567,7 +838,7 @@ fn finished(
     shared: &Shared,
     tx: &mpsc::UnboundedSender<Msg>,
 ) {
-    let _ = tx.send(Msg::Done(id));
+    let _ = tx.send(Msg::Done(id, Instant::now()));
     export.stats.record(write, u64::from(length), arrived.elapsed());
     let _ = reply.send(answer);
     shared.inflight.fetch_sub(1, Ordering::Relaxed);
@@ -602,8 +873,41 @@ fn submit_upstream(
     up.submit(command, flags, offset, length, &payload, done);
 }
 
-/// Serve one dispatched request on the blocking pool, then free its slot and reply.
-async fn run_io(
+/// Serve one dispatched request of a file backend on this (blocking) thread — positioned
+/// I/O, then with an emulated device a sleep until `finish` (a thread's sleep is precise to tens
+/// of microseconds, tokio's timer to 1 ms) — then free its slot and reply. Called on tokio's
+/// blocking pool straight from the dispatcher task (no async task in between: one wake-up fewer
+/// per request). A panic in the I/O answers `EIO`.
+fn serve_file(
+    id: u64,
+    job: Job,
+    shared: &Shared,
+    tx: &mpsc::UnboundedSender<Msg>,
+    finish: Option<Instant>,
+) {
+    let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
+    let Backend::File(file) = &export.backend else {
+        unreachable!("serve_file is only called for file backends")
+    };
+    let io = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if write {
+            let ok = file.write(offset, &payload, fua);
+            proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
+        } else {
+            file.read(handle, offset, length)
+        }
+    }))
+    .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec());
+    if let Some(f) = finish {
+        std::thread::sleep(f.saturating_duration_since(Instant::now()));
+    }
+    finished(id, &export, write, length, arrived, io, &reply, shared, tx);
+    drop(permit);
+}
+
+/// Forward one dispatched request upstream and hold its reply until the emulated device's
+/// `finish`, then free its slot and reply.
+async fn run_upstream(
     id: u64,
     job: Job,
     shared: Arc<Shared>,
@@ -611,44 +915,25 @@ async fn run_io(
     finish: Option<Instant>,
 ) {
     let Job { export, write, fua, handle, offset, length, payload, arrived, reply, permit } = job;
-    let io = match &export.backend {
-        Backend::File(file) => {
-            let file = file.clone();
-            tokio::task::spawn_blocking(move || -> Vec<u8> {
-                let reply = if write {
-                    let ok = file.write(offset, &payload, fua);
-                    proto::simple_reply(if ok { 0 } else { proto::EIO }, handle).to_vec()
-                } else {
-                    file.read(handle, offset, length)
-                };
-                if let Some(f) = finish {
-                    // a thread's sleep is precise to tens of microseconds, tokio's timer to 1 ms
-                    std::thread::sleep(f.saturating_duration_since(Instant::now()));
-                }
-                reply
-            })
-            .await
-            .unwrap_or_else(|_| proto::simple_reply(proto::EIO, handle).to_vec())
+    let Backend::Upstream(up) = &export.backend else {
+        unreachable!("run_upstream is only called for upstream backends")
+    };
+    let (command, flags) = if write {
+        (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
+    } else {
+        (proto::CMD_READ, 0)
+    };
+    let answer = up.request(command, flags, offset, length, &payload).await;
+    if let Some(f) = finish {
+        tokio::time::sleep_until(f.into()).await;
+    }
+    let io = match answer {
+        Ok(data) => {
+            let mut buf = proto::simple_reply(0, handle).to_vec();
+            buf.extend_from_slice(&data);
+            buf
         }
-        Backend::Upstream(up) => {
-            let (command, flags) = if write {
-                (proto::CMD_WRITE, if fua { proto::CMD_FLAG_FUA } else { 0 })
-            } else {
-                (proto::CMD_READ, 0)
-            };
-            let answer = up.request(command, flags, offset, length, &payload).await;
-            if let Some(f) = finish {
-                tokio::time::sleep_until(f.into()).await;
-            }
-            match answer {
-                Ok(data) => {
-                    let mut buf = proto::simple_reply(0, handle).to_vec();
-                    buf.extend_from_slice(&data);
-                    buf
-                }
-                Err(errno) => proto::simple_reply(errno, handle).to_vec(),
-            }
-        }
+        Err(errno) => proto::simple_reply(errno, handle).to_vec(),
     };
     finished(id, &export, write, length, arrived, io, &reply, &shared, &tx);
     drop(permit);
@@ -899,3 +1184,7 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) -> Result<(), String
     let _ = writer.await;
     result
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

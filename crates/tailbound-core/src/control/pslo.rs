@@ -63,6 +63,12 @@ use crate::sched::dispatch::TenantLimits;
 /// 150 IOPS target), so the tenant was effectively unpaced whenever its depth was lifted; with
 /// this `R(t+1) ≤ RATE_HEADROOM · goal` then. Not in the paper (`docs/pslo.md`).
 pub const RATE_HEADROOM: f64 = 2.0;
+/// The largest rate Eqs. 9 and 13 ever set (requests per second; a pacing gap of 1 ns, no limit on
+/// any device). Their integral control multiplies the rate by `target / Th` every interval in
+/// which the tenant stays below its target — forever for a closed-loop tenant the device
+/// cannot serve that fast — so without a ceiling (and before [`RATE_HEADROOM`] bounded the growth) the rate overflows to infinity after a few
+/// thousand intervals (minutes in a gateway), which no dispatcher accepts.
+pub const MAX_RATE: f64 = 1e9;
 
 /// A PSLO policy (paper Table 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -507,10 +513,10 @@ impl Controller {
                 let effective = s.rate.min(RATE_HEADROOM * th);
                 if has_latency && policy == Policy::LsT {
                     // Eq. 13 with this interval's target
-                    s.rate = (s.target / th * effective).max(s.target);
+                    s.rate = (s.target / th * effective).max(s.target).min(MAX_RATE);
                 } else if !has_latency || policy.limits_rate() {
                     // Eq. 9
-                    s.rate = (slo / th * effective).max(slo);
+                    s.rate = (slo / th * effective).max(slo).min(MAX_RATE);
                 }
             }
             if has_latency && policy.forecast_depth() {

@@ -358,6 +358,11 @@ impl Dispatcher {
         self.gates.get(workload as usize).map_or(0, |g| g.outstanding)
     }
 
+    /// Requests of tenant `workload` waiting at its gate (held by its pacing or its depth).
+    pub fn tenant_held(&self, workload: u32) -> usize {
+        self.gates.get(workload as usize).map_or(0, |g| g.held.len())
+    }
+
     /// Let through the gates, in order of their pacing times, every request whose time has
     /// come and whose tenant has depth to spare; ask to be woken at the next pacing time.
     fn open_gates(&mut self, now: f64, wake: &mut Option<f64>) {

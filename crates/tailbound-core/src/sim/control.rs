@@ -290,6 +290,12 @@ impl DeviceControl {
     pub fn log(&self) -> &[LimitChange] {
         &self.log
     }
+
+    /// Take the log (leaving it empty): a long-running caller (the gateway) reads each
+    /// decision once instead of keeping them all.
+    pub fn take_log(&mut self) -> Vec<LimitChange> {
+        std::mem::take(&mut self.log)
+    }
 }
 
 #[cfg(test)]

@@ -150,6 +150,21 @@ fn rate_rule_eq9() {
 }
 
 #[test]
+fn rate_integral_stays_bounded_for_a_tenant_held_below_its_slo() {
+    // a tenant held at half its SLO for ever (Th = 50 against 100): as printed, Eq. 9 doubles
+    // R every interval until it overflows to infinity (which no dispatcher accepts); with the
+    // anti-windup R(t+1) = SLO / Th · min(R, RATE_HEADROOM · Th) = 100 / 50 · 100 = 200 from the
+    // second interval on, and never above MAX_RATE
+    let mut c = controller(Policy::T, vec![slo(0.9, 100.0)], 10, |_| {});
+    for i in 0..100 {
+        interval(&mut c, &[(10, 0)], 0.2 * f64::from(i), 0.2, 0.001);
+    }
+    assert_eq!(c.state(0).rate, 200.0);
+    assert!(c.state(0).rate <= MAX_RATE);
+    assert!(c.limits()[0].validate().is_ok());
+}
+
+#[test]
 fn exploration_eqs10_to_12_and_rate_eq13() {
     // LS+T, X = 0.5, σ = 0.1, SLO 10 IOPS each; tenant 1 completes twice as many as tenant 0
     let mut c = controller(Policy::LsT, vec![slo(0.5, 10.0), slo(0.5, 10.0)], 6, |_| {});

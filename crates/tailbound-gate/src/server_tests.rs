@@ -1,0 +1,232 @@
+//! The gateway in-process: the control channel (`PUT /limits/<export>`) changes one tenant's
+//! limits while another's requests wait at their gate, untouched; a PSLO controller in the
+//! configuration decides on completions and its limits show on `/metrics`.
+
+use std::time::{Duration, Instant};
+
+use tailbound_nbd::client;
+use tailbound_nbd::wire::{encode_request, Request, CMD_READ};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use super::{serve, Control};
+use crate::config::Config;
+
+/// A running gateway: its NBD and HTTP addresses, and the sender that shuts it down.
+struct Running {
+    nbd: String,
+    http: String,
+    control: mpsc::UnboundedSender<Control>,
+    served: tokio::task::JoinHandle<Result<super::Outcome, String>>,
+    dir: std::path::PathBuf,
+}
+
+impl Running {
+    async fn stop(self) {
+        let _ = self.control.send(Control::Shutdown);
+        let outcome = self.served.await.unwrap().unwrap();
+        assert_eq!(outcome.abandoned, 0);
+    }
+}
+
+/// A fresh directory for a gateway's backends and configuration.
+fn fresh_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "tbgate-srv-{}-{}",
+        std::process::id(),
+        super::NEXT_EXPORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ))
+}
+
+/// The configuration of [`start`] with its backends in `dir`.
+fn config_text(dir: &std::path::Path, extra: &str, read_s: f64) -> String {
+    format!(
+        r#"{{"listen": "127.0.0.1:0", "backend_dir": {dir:?}, "export_size": 1048576,
+            "exports": ["A", "B"], "scheduler": {{"kind": "fifo"}},
+            "limits": {{"read_mpl": 8, "write_mpl": 8}},
+            "profile": {{"sizes": [4096], "read_bandwidth": [{bw}], "write_bandwidth": [{bw}]}},
+            "emulate_device": true, "metrics_listen": "127.0.0.1:0" {extra}}}"#,
+        dir = dir.display().to_string(),
+        bw = 4096.0 / read_s,
+    )
+}
+
+/// Start a gateway of `extra` fields on top of two exports A and B, FIFO, an emulated device
+/// serving a 4 KiB read in `read_s` seconds, MPL 8; its configuration file is `dir/gate.json`.
+async fn start(extra: &str, read_s: f64) -> Running {
+    let dir = fresh_dir();
+    let text = config_text(&dir, extra, read_s);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gate.json"), &text).unwrap();
+    let cfg = Config::from_json(&text).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nbd = listener.local_addr().unwrap().to_string();
+    let http = metrics.local_addr().unwrap().to_string();
+    let (control, rx) = mpsc::unbounded_channel();
+    let served = tokio::spawn(serve(cfg, dir.join("gate.json"), listener, Some(metrics), rx));
+    Running { nbd, http, control, served, dir }
+}
+
+/// One HTTP request; the status code and the body.
+async fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let code = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").unwrap().1.to_string();
+    (code, body)
+}
+
+fn tenant(limits: &str, export: &str) -> serde_json::Value {
+    let all: serde_json::Value = serde_json::from_str(limits).unwrap();
+    all.as_array().unwrap().iter().find(|t| t["export"] == export).unwrap().clone()
+}
+
+/// Send `n` 4 KiB reads on a new connection to `export` at once; the instants their replies
+/// arrived, in order.
+async fn reads(nbd: String, export: &'static str, n: u64) -> Vec<Instant> {
+    let (stream, _) = client::connect(&nbd, export).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    for h in 0..n {
+        let r = Request { flags: 0, command: CMD_READ, handle: h, offset: h * 4096, length: 4096 };
+        wr.write_all(&encode_request(&r)).await.unwrap();
+    }
+    let mut at = Vec::new();
+    let mut data = vec![0u8; 4096];
+    for _ in 0..n {
+        let reply = client::read_reply(&mut rd).await.unwrap();
+        assert_eq!(reply.error, 0);
+        rd.read_exact(&mut data).await.unwrap();
+        at.push(Instant::now());
+    }
+    at
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_channel_changes_one_tenant_and_leaves_the_others_gate_alone() {
+    let g = start("", 0.0005).await;
+    // B paced at 4 requests/s: its first read passes, the other five wait at its gate
+    let (code, body) = http(&g.http, "PUT", "/limits/B", r#"{"rate": 4}"#).await;
+    assert_eq!(code, 200, "{body}");
+    let b = tokio::spawn(reads(g.nbd.clone(), "B", 6));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_, before) = http(&g.http, "GET", "/limits", "").await;
+    assert_eq!(tenant(&before, "B")["held"], 5, "{before}");
+    // A: depth 1 and a rate, live; B's gate, limits and pacing do not move
+    let (code, body) = http(&g.http, "PUT", "/limits/A", r#"{"rate": 1000, "depth": 1}"#).await;
+    assert_eq!(code, 200, "{body}");
+    let a: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((a["rate"].as_f64(), a["depth"].as_u64()), (Some(1000.0), Some(1)));
+    let (_, after) = http(&g.http, "GET", "/limits", "").await;
+    assert_eq!(tenant(&after, "B"), tenant(&before, "B"), "{before} -> {after}");
+    // A's reads flow at its new limits while B's still wait
+    let a_done = reads(g.nbd.clone(), "A", 20).await;
+    assert_eq!(a_done.len(), 20);
+    let (_, during) = http(&g.http, "GET", "/limits", "").await;
+    assert!(tenant(&during, "B")["held"].as_u64().unwrap() >= 4, "{during}");
+    // B keeps its pacing: one read every 250 ms (a reload would have let them all through)
+    let b_done = b.await.unwrap();
+    for w in b_done.windows(2) {
+        let gap = w[1].duration_since(w[0]).as_secs_f64();
+        assert!(gap > 0.2, "B's reads {gap} s apart");
+    }
+    // lifting B's limits: gauges back to unlimited, one change counted per PUT
+    let (code, _) = http(&g.http, "PUT", "/limits/B", "{}").await;
+    assert_eq!(code, 200);
+    let (_, metrics) = http(&g.http, "GET", "/metrics", "").await;
+    for line in [
+        "tailbound_gate_tenant_rate{export=\"B\"} +Inf",
+        "tailbound_gate_tenant_rate{export=\"A\"} 1000",
+        "tailbound_gate_tenant_depth{export=\"A\"} 1",
+        "tailbound_gate_limit_changes_total 3",
+        "tailbound_gate_control_decisions_total 0",
+        "tailbound_gate_requests_total{export=\"B\",op=\"read\"} 6",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    // bad input: named field, unknown export, unknown route
+    let (code, body) = http(&g.http, "PUT", "/limits/A", r#"{"depth": 0}"#).await;
+    assert_eq!(code, 400);
+    assert!(body.contains("depth"), "{body}");
+    let (code, _) = http(&g.http, "PUT", "/limits/Z", "{}").await;
+    assert_eq!(code, 404);
+    let (code, _) = http(&g.http, "DELETE", "/limits/A", "").await;
+    assert_eq!(code, 404);
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pslo_controller_decides_on_completions_and_sets_the_limits() {
+    // LS+T for A (latency 50 ms at the 99th percentile, 100 IOPS), a decision every 20
+    // completions; B is not controlled
+    let control = r#", "control": {"kind": "pslo", "policy": "LS+T", "interval_completions": 20,
+        "tenants": [{"workload": 0, "latency_s": 0.05, "percentile": 0.99,
+                     "throughput_iops": 100}]}"#;
+    let g = start(control, 0.0002).await;
+    // the initial limits are in force before any request: rate at the throughput SLO
+    let (_, limits) = http(&g.http, "GET", "/limits", "").await;
+    assert_eq!(tenant(&limits, "A")["rate"].as_f64(), Some(100.0), "{limits}");
+    assert!(tenant(&limits, "B")["rate"].is_null());
+    // 100 reads at once: paced at 100/s, so they take about a second, 5 decisions
+    let t0 = Instant::now();
+    let a = reads(g.nbd.clone(), "A", 100).await;
+    let took = a.last().unwrap().duration_since(t0).as_secs_f64();
+    assert!(took > 0.5, "A's reads were not paced: {took} s");
+    let b = reads(g.nbd.clone(), "B", 50).await;
+    assert_eq!(b.len(), 50);
+    let (_, metrics) = http(&g.http, "GET", "/metrics", "").await;
+    let decisions: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("tailbound_gate_control_decisions_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // one per interval of 20 completions, and the forecast's enabling and lifting of depths
+    assert!((5..=100).contains(&decisions), "{decisions} decisions\n{metrics}");
+    assert!(metrics.contains("tailbound_gate_tenant_rate{export=\"B\"} +Inf"), "{metrics}");
+    assert!(!metrics.contains("tailbound_gate_tenant_rate{export=\"A\"} +Inf"), "{metrics}");
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_moves_the_controller_to_its_new_tenants() {
+    let tenant_spec = |w: u32, iops: f64| {
+        format!(
+            r#", "control": {{"kind": "pslo", "policy": "T",
+                "tenants": [{{"workload": {w}, "throughput_iops": {iops}}}]}}"#
+        )
+    };
+    let g = start(&tenant_spec(0, 100.0), 0.0002).await;
+    let (_, limits) = http(&g.http, "GET", "/limits", "").await;
+    assert_eq!(tenant(&limits, "A")["rate"].as_f64(), Some(100.0), "{limits}");
+    // the same control: the controller (and A's rate) stays
+    std::fs::write(g.dir.join("gate.json"), config_text(&g.dir, &tenant_spec(0, 100.0), 0.0002))
+        .unwrap();
+    g.control.send(Control::Reload).unwrap();
+    // B controlled instead: A unlimited again, B at its SLO
+    std::fs::write(g.dir.join("gate.json"), config_text(&g.dir, &tenant_spec(1, 50.0), 0.0002))
+        .unwrap();
+    g.control.send(Control::Reload).unwrap();
+    let mut after = String::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        after = http(&g.http, "GET", "/limits", "").await.1;
+        if tenant(&after, "B")["rate"].as_f64() == Some(50.0) {
+            break;
+        }
+    }
+    assert!(tenant(&after, "A")["rate"].is_null(), "{after}");
+    assert_eq!(tenant(&after, "B")["rate"].as_f64(), Some(50.0), "{after}");
+    // B's reads are paced by the new controller: 10 reads at 50/s take about 0.18 s
+    let t0 = Instant::now();
+    reads(g.nbd.clone(), "B", 10).await;
+    assert!(t0.elapsed().as_secs_f64() > 0.15, "{:?}", t0.elapsed());
+    g.stop().await;
+}
