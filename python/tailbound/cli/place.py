@@ -65,6 +65,15 @@ def add_parser(subparsers: Any) -> None:
             "smaller blocking for the more important tenants, so fewer servers; docs/dnc.md)"
         ),
     )
+    parser.add_argument(
+        "--share-levels",
+        action="store_true",
+        help=(
+            "let the requests of one priority level share the device (no limit of one request "
+            "per level in service); the sound bounds then count a level's own rates, so more "
+            "servers (docs/dnc.md)"
+        ),
+    )
     parser.add_argument("--events", type=Path, help="arrivals/departures CSV (index,addClient)")
     parser.add_argument(
         "--half",
@@ -93,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.policies.registry import build
     from tailbound.policies.server import REFERENCE
     from tailbound.policies.workload import characterize_all
-    from tailbound.policies.workloadcompactor import server_model, to_plan
+    from tailbound.policies.workloadcompactor import LEVEL_MPL, server_model, to_plan
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
 
@@ -107,7 +116,13 @@ def run(args: argparse.Namespace) -> int:
         if cap is not None and not (math.isfinite(cap) and cap >= 0):
             raise ConfigError(None, f"--low-priority-work-ms must be >= 0, got {cap * 1e3}")
         model = (
-            server_model(profile, cluster.link_bytes_per_s, args.mtu, cap)
+            server_model(
+                profile,
+                cluster.link_bytes_per_s,
+                args.mtu,
+                cap,
+                None if args.share_levels else LEVEL_MPL,
+            )
             if args.server_model == "sound"
             else REFERENCE
         )

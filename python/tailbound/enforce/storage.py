@@ -19,7 +19,7 @@ The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gatewa
   interpolated as :class:`~tailbound.profiles.tokens.SsdModel` does (the gateway computes it);
 - the dispatch limits are the profile's (MPLs, outstanding bytes) overridden by the plan's
   :class:`~tailbound.plan.DispatchRule` (read/write MPL, ``low_priority_mpl``,
-  ``low_priority_work_s``), as :func:`tailbound.sim.plan.scenario_from_plan` does.
+  ``low_priority_work_s``, ``level_mpl``), as :func:`tailbound.sim.plan.scenario_from_plan` does.
 
 >>> import numpy as np
 >>> from tailbound.model import Slo
@@ -153,6 +153,8 @@ def gate_config(
         "low_priority_mpl": rule.low_priority_mpl,
         "low_priority_work": rule.low_priority_work_s,
     }
+    if rule.level_mpl is not None:  # older gateway configurations have no such key
+        limits["level_mpl"] = rule.level_mpl
     return {
         "listen": listen,
         "backend_dir": str(backend_dir),

@@ -61,8 +61,9 @@ class ServerModel:
 
     @property
     def shares_levels(self) -> bool:
-        """Whether equal levels share the device (processor sharing) rather than queue FIFO."""
-        return self.device is not None
+        """Whether equal levels share the device (processor sharing) rather than queue FIFO:
+        a device model whose dispatcher lets several requests of a level in service at once."""
+        return self.device is not None and not self.device.level_fifo
 
     def network_terms(self) -> float:
         """Seconds added to a network stage's numerator: a less important tenant's packet in
@@ -77,15 +78,12 @@ class ServerModel:
             return out
         slo = slos(tenants)
         for j, t in enumerate(tenants):
-            lower = [
-                k.workload.largest
-                for i, k in enumerate(tenants)
-                if k.device == t.device and slo[i] > slo[j]
-            ]
+            lower = [i for i, k in enumerate(tenants) if k.device == t.device and slo[i] > slo[j]]
             if lower:
-                largest_read = max(r for r, _ in lower)
-                largest_write = max(w for _, w in lower)
-                out[j] = self.device.blocking(largest_read, largest_write)
+                largest_read = max(tenants[i].workload.largest[0] for i in lower)
+                largest_write = max(tenants[i].workload.largest[1] for i in lower)
+                levels = len({float(slo[i]) for i in lower})
+                out[j] = self.device.blocking(largest_read, largest_write, levels)
         return out
 
     def constants(self, tenants: Sequence[Placed]) -> NDArray[np.float64]:
