@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
         f"{' + fast-first-fit' if args.fast_first_fit else ''}; "
         f"{len(plan.rejected)} rejected"
     )
+    for rejection in plan.rejected:
+        print(f"rejected {rejection.name}: {rejection.reason}")
     print(
         f"time: {total_s:.2f} s ({curves_s:.2f} s r-b curves, {result.seconds:.2f} s placement, "
         f"{result.configure_calls} configurations tried); plan written to {args.out}"

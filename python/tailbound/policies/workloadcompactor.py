@@ -146,7 +146,10 @@ def to_plan(
         dispatch=dispatch_rule(result.model),
         servers_used=result.servers_used,
         tenants=tenants,
-        rejected=[Rejection(name, "fits on no server") for name in result.rejected],
+        rejected=[
+            Rejection(name, result.reasons.get(name, "fits on no server"))
+            for name in result.rejected
+        ],
         safety_margin=safety_margin,
         meta=dict(meta or {}),
     )
