@@ -34,15 +34,17 @@ blocking, the more important work arriving before it completes and the level's w
 before ``t``; later requests of its level wait for it. With work conservation at rate 1:
 ``d <= (B_p + Σ_{k ≤ p} b_k) / (1 − Σ_{k < p} r_k)`` — Eq. 5.1 plus the blocking, the level's own
 rates no longer in the denominator. The blocking shrinks too: each less important level (and the
-demoted requests, one level below every other) has at most one request in service, so ``B_p`` is
-also at most ``(L + 1) w + w`` for ``L`` less important levels on the device and ``w`` their
-largest request's work (:meth:`DeviceLimits.blocking` takes the smaller bound). On the simulator's
-device (processor sharing of a unit rate, work measured with the device's parallelism inside)
-this costs no throughput; on a real SSD a level with one request in service may see less than
-the profile's bandwidth, which the profile would have to be measured for.
+demoted requests of any tenant, one level below every other) has at most one request in service,
+so ``B_p`` is also at most ``L w + 2 w_d`` for ``L`` less important levels on the device, ``w``
+their largest request's work and ``w_d >= w`` the largest of any tenant on the device (the demoted
+one in service and the one held; :meth:`DeviceLimits.blocking` takes the smaller bound). On the
+simulator's device (processor sharing of a unit rate, work measured with the device's parallelism
+inside) this costs no throughput; on a real SSD a level with one request in service may see less
+than the profile's bandwidth, which the profile would have to be measured for.
 
 What stays is the device's service model; what the analysis needs from the dispatcher is in
-:class:`~tailbound.plan.DispatchRule` (``low_priority_mpl = 0``), which every enforcer applies.
+:class:`~tailbound.plan.DispatchRule` (``low_priority_mpl = 0``, and ``level_mpl = 1`` for the
+first come first served bound), which every enforcer applies.
 """
 
 from __future__ import annotations
@@ -121,7 +123,11 @@ class DeviceLimits:
         return self.level_mpl == 1
 
     def blocking(
-        self, largest_read: float, largest_write: float, lower_levels: int | None = None
+        self,
+        largest_read: float,
+        largest_write: float,
+        lower_levels: int | None = None,
+        demoted_work: float = 0.0,
     ) -> float:
         """The most work (s) of less important requests a level's busy period can have to share
         the device with, when the largest of them is ``largest_read`` bytes for reads and
@@ -133,10 +139,11 @@ class DeviceLimits:
         least one request of the largest size (one request is always let in, even past the
         byte limit); with the dispatcher's work cap, at most ``max(cap, one largest request)``.
         With the dispatcher's limit of ``level_mpl`` requests per level, also at most
-        ``level_mpl`` requests of each less important level and of the demoted requests (one
-        level below every other), each at most the largest request's work. Plus one largest
-        request: one less important request the dispatcher took before the busy period began
-        and holds, head of line, for a free slot enters after it began.
+        ``level_mpl`` requests of each less important level, each at most the largest request's
+        work, and ``level_mpl`` demoted requests (one level below every other, of any tenant on
+        the device: each at most ``demoted_work`` seconds or the largest less important one).
+        Plus one largest request: one less important request the dispatcher took before the
+        busy period began and holds, head of line, for a free slot enters after it began.
 
         >>> p = SsdProfile.from_spec(read_overhead_s=1e-4, read_bytes_per_s=1e8,
         ...                          write_overhead_s=1e-4, write_bytes_per_s=1e8)
@@ -154,7 +161,9 @@ class DeviceLimits:
                 self.work(False, largest_read) if largest_read > 0 else 0.0,
                 self.work(True, largest_write) if largest_write > 0 else 0.0,
             )
-            out = min(out, (lower_levels + 1) * self.level_mpl * one + one)
+            demoted = max(one, demoted_work)
+            by_level = lower_levels * self.level_mpl * one + self.level_mpl * demoted + demoted
+            out = min(out, by_level)
         return out
 
     def slots(self) -> int:

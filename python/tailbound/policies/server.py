@@ -22,6 +22,7 @@ kept to reproduce the paper's figures, and unsound against the simulator's devic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,13 +78,23 @@ class ServerModel:
         if self.device is None:
             return out
         slo = slos(tenants)
+        device = self.device
+        # any tenant's request may be demoted below every level (a rate limiter's demotion)
+        demoted: dict[int, float] = {}
+        if device.level_mpl is not None:
+            for t in tenants:
+                for write, size in zip((False, True), t.workload.largest, strict=True):
+                    work = device.work(write, size) if math.isfinite(size) else math.inf
+                    demoted[t.device] = max(demoted.get(t.device, 0.0), work)
         for j, t in enumerate(tenants):
             lower = [i for i, k in enumerate(tenants) if k.device == t.device and slo[i] > slo[j]]
             if lower:
                 largest_read = max(tenants[i].workload.largest[0] for i in lower)
                 largest_write = max(tenants[i].workload.largest[1] for i in lower)
                 levels = len({float(slo[i]) for i in lower})
-                out[j] = self.device.blocking(largest_read, largest_write, levels)
+                out[j] = device.blocking(
+                    largest_read, largest_write, levels, demoted_work=demoted.get(t.device, 0.0)
+                )
         return out
 
     def constants(self, tenants: Sequence[Placed]) -> NDArray[np.float64]:
