@@ -15,7 +15,9 @@ Two cases, told apart by trying the tenant alone on an empty server like the clu
   constraint that failed there. For WorkloadCompactor: the LP of that server with the newcomer,
   each Eq. 5.7 row given the same slack ``t`` seconds and ``t`` minimised
   (:func:`shortfall`), so ``t`` is how many seconds of buckets, blocking and packets too many
-  the tightest level and device carry; the closest server is the one with the smallest ``t``.
+  the tightest level and device carry; the closest server is the one with the smallest ``t``
+  (among the :data:`CLOSEST_OF` least loaded servers, so a large cluster costs a bounded number
+  of LPs).
   A queue whose tenants' mean rates alone exceed its capacity is named first. For a fixed-limit
   baseline: the server whose worst tenant's bound over its SLO is smallest, that tenant's bound.
 """
@@ -174,13 +176,25 @@ def shortfall(
     return t, r_vars[int(np.argmax(excess))], None
 
 
+#: Servers examined for the closest one: the least loaded (smallest largest queue rate sum), so a
+#: rejection on a large full cluster solves a bounded number of LPs.
+CLOSEST_OF = 16
+
+
+def _least_loaded(servers: Sequence[ServerState]) -> list[ServerState]:
+    """The :data:`CLOSEST_OF` servers in use with the smallest largest queue rate sum, in
+    cluster order among equals."""
+    used = [s for s in servers if s.tenants]
+    load = [float(queue_rate_sums(s.tenants, s.rate, s.devices).max()) for s in used]
+    order = sorted(range(len(used)), key=lambda i: (load[i], i))[:CLOSEST_OF]
+    return [used[i] for i in sorted(order)]
+
+
 def _full_reason_lp(
     workload: TenantCurves, servers: Sequence[ServerState], model: ServerModel
 ) -> str:
     found: list[tuple[float, str]] = []
-    for server in servers:
-        if not server.tenants:
-            continue
+    for server in _least_loaded(servers):
         name = server.config.name
         for d in range(server.devices):
             tenants = [*server.tenants, Placed(workload, d)]
@@ -216,9 +230,7 @@ def _full_reason_fixed(
     workload: TenantCurves, servers: Sequence[ServerState], policy: Policy, model: ServerModel
 ) -> str:
     best: tuple[float, str] | None = None
-    for server in servers:
-        if not server.tenants:
-            continue
+    for server in _least_loaded(servers):
         for d in range(server.devices):
             tenants = [*server.tenants, Placed(workload, d)]
             rates = [policy.limits(p.workload) for p in tenants]  # type: ignore[attr-defined]
