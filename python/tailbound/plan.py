@@ -254,13 +254,16 @@ class DispatchRule:
     """The device dispatch rule enforcers apply: how many reads and writes may be in service at
     once, how many less important requests may join a more important one in service (thesis
     §2.2.1), and how much work (seconds) of levels below the device's most important one may be
-    in service at once (``low_priority_work_s``; one such request is let in when none is).
+    in service at once (``low_priority_work_s``; one such request is let in when none is), and
+    how many requests of one level may be in service at once (``level_mpl``; 1 serves a level
+    first come first served while the device still shares among levels, docs/dnc.md).
     ``None`` keeps the device's own limits (its profile's MPLs; no other rule)."""
 
     read_mpl: int | None = None
     write_mpl: int | None = None
     low_priority_mpl: int | None = None
     low_priority_work_s: float | None = None
+    level_mpl: int | None = None
 
     def to_json(self) -> dict[str, int | float | None]:
         return dataclasses.asdict(self)
@@ -970,8 +973,9 @@ class _Reader:
                 )
                 what = "a number of seconds >= 0 or null"
             else:
-                bad = v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0)
-                what = "a count >= 0 or null"
+                low = 1 if f.name == "level_mpl" else 0
+                bad = v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low)
+                what = f"a count >= {low} or null"
             if bad:
                 raise self.error(f"expected {what}, got {v!r}", f"dispatch.{f.name}")
             values[f.name] = v

@@ -94,3 +94,20 @@ def test_place_from_half_a_trace_uses_the_safety_margin(tmp_path: Path, wc62_dir
     assert code == 0
     plan = Plan.load(out)
     assert plan.safety_margin == 1.1 and plan.policy == "knee" and plan.meta["half"] == "first"
+
+
+def test_place_serves_a_level_one_request_at_a_time_unless_told(
+    tmp_path: Path, wc62_dir: Path
+) -> None:
+    """The default plan carries the dispatch rule its bounds need (one request per level in
+    service); ``--share-levels`` lifts it and the bounds count a level's own rates (larger)."""
+    tenants = write_tenants(tmp_path, wc62_dir, [1, 2, 7, 16])  # four tenants of 450 ms
+    fifo, shared = tmp_path / "fifo.json", tmp_path / "shared.json"
+    assert main(place_args(tenants, wc62_dir, "--out", str(fifo), "--quiet")) == 0
+    assert (
+        main(place_args(tenants, wc62_dir, "--share-levels", "--out", str(shared), "--quiet")) == 0
+    )
+    a, b = Plan.load(fifo), Plan.load(shared)
+    assert a.dispatch.level_mpl == 1 and b.dispatch.level_mpl is None
+    assert a.dispatch.low_priority_mpl == b.dispatch.low_priority_mpl == 0
+    assert a.servers_used <= b.servers_used

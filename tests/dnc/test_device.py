@@ -105,3 +105,26 @@ def test_wc62_profile_blocking_is_large() -> None:
     assert d.slots() == 144
     assert d.blocking(65536, 65536) > 0.1
     assert np.all(np.diff(d.sizes) > 0)
+
+
+def test_one_request_per_level_bounds_the_blocking_by_the_levels_below() -> None:
+    """``level_mpl``: at most that many requests of each less important level (and of the
+    demoted requests) in service, plus one held; the smaller of this and the knapsack."""
+    d = dataclasses.replace(limits(48, 96, 1e9, 1e9), level_mpl=1)
+    read, write = 1e-4 + 65536 / 1e8, 5e-4 + 65536 / 5e7
+    assert d.blocking(65536, 65536, 2) == pytest.approx(3 * write + write)
+    assert d.blocking(65536, 65536) == pytest.approx(48 * read + 96 * write + write)
+    two = dataclasses.replace(d, level_mpl=2)
+    assert two.blocking(65536, 65536, 2) == pytest.approx(6 * write + write)
+    assert d.blocking(0, 0, 2) == 0.0
+
+
+def test_a_demoted_request_of_any_tenant_is_priced_at_its_own_size() -> None:
+    """A rate limiter's demotion puts any tenant's request below every level: with one request
+    per level, the demoted one in service and the one held are priced at the larger of the less
+    important tenants' largest request and ``demoted_work``."""
+    d = dataclasses.replace(limits(48, 96, 1e9, 1e9), level_mpl=1)
+    write = 5e-4 + 65536 / 5e7
+    assert d.blocking(65536, 65536, 2, demoted_work=0.01) == pytest.approx(2 * write + 0.02)
+    assert d.blocking(65536, 65536, 2, demoted_work=1e-6) == pytest.approx(4 * write)
+    assert d.blocking(65536, 65536, 2, demoted_work=math.inf) == d.blocking(65536, 65536)

@@ -63,7 +63,9 @@ def _plan(mode: str) -> Plan:
             _tenant("D", 1, [], device="ssd1"),
         ],
         disciplines=dict.fromkeys(STORAGE_PATH, Discipline("priority", mode)),
-        dispatch=DispatchRule(read_mpl=4, low_priority_mpl=1, low_priority_work_s=0.005),
+        dispatch=DispatchRule(
+            read_mpl=4, low_priority_mpl=1, low_priority_work_s=0.005, level_mpl=1
+        ),
         priority_levels=4,
     )
 
@@ -96,6 +98,7 @@ def test_gateway_and_simulator_agree_on_the_storage_queue(mode: str) -> None:
     assert device.limits["max_write_bytes"] == limits["max_write_bytes"]
     assert device.limits["low_priority_mpl"] == limits["low_priority_mpl"] == 1
     assert device.limits["low_priority_work"] == limits["low_priority_work"] == 0.005
+    assert device.limits["level_mpl"] == limits["level_mpl"] == 1
     # the cost table is the profile's (the gateway's interpolation is tested in Rust)
     assert config["profile"]["sizes"] == [4096.0, 65536.0]
     assert config["profile"]["read_bandwidth"] == [8e7, 3e8]
@@ -118,6 +121,7 @@ def test_other_disciplines_and_fifo_baseline() -> None:
     limits = gate_config(bare, PROFILE, backend_dir="/x")["limits"]
     assert (limits["read_mpl"], limits["write_mpl"]) == (16, 32)
     assert limits["low_priority_mpl"] is None and limits["low_priority_work"] is None
+    assert "level_mpl" not in limits  # no limit on a level's requests in service
     assert not math.isnan(limits["max_read_bytes"])
 
 

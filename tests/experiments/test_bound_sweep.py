@@ -36,6 +36,7 @@ def test_the_sweep_covers_every_choice_and_binds(profile: SsdProfile, data_dir: 
     assert {c.path for c in cases} == {"storage", "network", "local"}
     assert {c.mode for c in cases} == {"shaping", "demotion"}
     assert {c.devices for c in cases} == {1, 2}
+    assert {c.level_mpl for c in cases if c.policy == "workloadcompactor"} == {1, None}
     outcomes = [run(c, profile, data_dir) for c in cases]
     s = summary(outcomes)
     assert s["exceeded"] == 0 and s["tenants"] >= 40

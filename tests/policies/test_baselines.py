@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,29 @@ def test_knee_minimises_rate_plus_bucket(wc62_subset: list[TenantCurves]) -> Non
 def test_baseline_rejects_unknown_names(name: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build(name, "placement")
+
+
+def test_effective_bandwidth_places_tenants_under_the_sound_model(
+    wc62_subset: list[TenantCurves], wc62_dir: Path
+) -> None:
+    """Spending the whole SLO in the shapers left no room for the sound model's packet and
+    blocking terms: no tenant fitted even alone. With the reserve they fit, and share servers."""
+    from tailbound.model import load_cluster
+    from tailbound.policies.baselines import EFFECTIVE_BANDWIDTH_RESERVE, Baseline
+    from tailbound.policies.placement import FixedPolicy, place
+    from tailbound.policies.workloadcompactor import server_model
+    from tailbound.profiles import SsdProfile
+
+    cluster = load_cluster(wc62_dir / "cluster.json")
+    model = server_model(SsdProfile.load(wc62_dir / "profile_ssd.json"), 125e6, 1500)
+    old = place(wc62_subset, cluster, FixedPolicy(Baseline("eb", effective_bandwidth), model))
+    assert old.servers_used == 0 and len(old.rejected) == len(wc62_subset)
+    new = place(wc62_subset, cluster, build("effective-bandwidth", "placement", model))
+    assert not new.rejected
+    assert new.servers_used < len(wc62_subset)
+    for w in wc62_subset:
+        limits = effective_bandwidth(w, reserve=EFFECTIVE_BANDWIDTH_RESERVE)
+        assert limits is not None
+        rate, bucket = limits
+        bound = latency_bounds([Placed(w)], rate[None, :], bucket[None, :], model)[0]
+        assert bound <= w.slo_s * (1 - EFFECTIVE_BANDWIDTH_RESERVE) + 1e-3

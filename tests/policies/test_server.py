@@ -202,3 +202,86 @@ def test_lp_solutions_pass_the_sound_check(wc62_subset: list[TenantCurves], wc62
         if wc_lp.solve(tenants, 1, REFERENCE) is not None:
             reference_fit = n
     assert sound_fit <= reference_fit
+
+
+def test_level_fifo_drops_the_levels_own_rates_and_counts_blocking_by_level() -> None:
+    """Hand values of docs/dnc.md's storage stage with one request per level in service
+    (``level_mpl = 1``): ``(B + Σ_{k ≤ p} b_k) / (1 − Σ_{k < p} r_k)`` at the device, and the
+    blocking at most one request of each less important level and of the demoted ones, plus
+    one held."""
+    from tailbound.dnc.device import DeviceLimits
+    from tailbound.policies.server import ServerModel
+    from tailbound.profiles import SsdProfile
+
+    profile = SsdProfile.from_spec(
+        read_overhead_s=1e-4, read_bytes_per_s=1e8, write_overhead_s=1e-4, write_bytes_per_s=1e8
+    )
+    model = ServerModel(DeviceLimits.of(profile, level_mpl=1), packet_s=1e-5)
+    assert not model.shares_levels
+    hi, mid, lo = (_curves(0.1, 0.01, (4096.0, 0.0)).with_slo(s) for s in (0.05, 0.1, 0.5))
+    tenants = [Placed(hi), Placed(mid), Placed(mid.with_slo(0.1, "mid2")), Placed(lo)]
+    rate = np.full((4, 3), 0.1)
+    bucket = np.full((4, 3), 0.01)
+    d = queue_delays(tenants, rate, bucket, model)
+    w = 1e-4 + 4096 / 1e8  # one request's work
+    # the top level: two levels below it (mid, lo) and the demoted: 3 in service, one held
+    assert d[0, 1] == pytest.approx((4 * w + 0.01) / 1.0)
+    # the middle level: one level below (lo) and the demoted, one held; hi's rate only
+    assert d[1, 1] == pytest.approx((3 * w + 0.03) / (1 - 0.1))
+    # the lowest level: nothing below it, the rates of the levels above it only
+    assert d[3, 1] == pytest.approx(0.04 / (1 - 0.3))
+    # the count bound never exceeds the knapsack bound without the level limit
+    shared = DeviceLimits.of(profile)
+    assert model.device is not None
+    assert model.device.blocking(4096, 0, 1) == pytest.approx(3 * w)
+    assert model.device.blocking(4096, 0, 1) < shared.blocking(4096, 0)
+    assert model.device.blocking(4096, 0, 100) == pytest.approx(shared.blocking(4096, 0))
+
+
+def test_level_fifo_bound_holds_in_the_simulator_where_sharing_overestimated() -> None:
+    """Three tenants of one level, each sending 20 reads of 64 KiB every 100 ms at the same
+    moment: with one request per level in service the last one completes after the three
+    bursts (about 45 ms, 0.92 of the new bound); the bound that counts the level's own rates
+    (processor sharing inside the level) gives 87 ms for the same limits."""
+    from tailbound.model import Cluster, Server, Slo, Tenant
+    from tailbound.policies.placement import WorkloadCompactorPolicy, place
+    from tailbound.policies.workload import characterize
+    from tailbound.policies.workloadcompactor import server_model, to_plan
+    from tailbound.profiles import SsdProfile
+    from tailbound.traces.trace import Trace
+    from tailbound.verify import replay_plan
+
+    profile = SsdProfile.from_spec(
+        read_overhead_s=1e-4, read_bytes_per_s=1e8, write_overhead_s=1e-4, write_bytes_per_s=1e8
+    )
+    link = 1.25e9
+
+    def bursts(i: int) -> Trace:
+        t = np.repeat(np.arange(0.0, 10.0, 0.1), 20) + 1e-4 * i
+        return Trace.from_arrays(time=t, op=[0] * len(t), size=[65536] * len(t))
+
+    traces = {f"t{i}": bursts(i) for i in range(3)}
+    curves = [
+        characterize(
+            Tenant(n, Slo(0.2, 0.999), Path(n)),
+            tr,
+            profile=profile,
+            link_bandwidth_bytes_per_s=link,
+        )
+        for n, tr in traces.items()
+    ]
+    cluster = Cluster(link, (Server("s0", ("ssd0",)),))
+    fifo = server_model(profile, link, 1500.0, None, 1)
+    shared = server_model(profile, link, 1500.0, None, None)
+    result = place(curves, cluster, WorkloadCompactorPolicy(model=fifo))
+    server = result.servers[0]
+    assert len(server.tenants) == 3
+    new = latency_bounds(server.tenants, server.rate, server.bucket, fifo)
+    old = latency_bounds(server.tenants, server.rate, server.bucket, shared)
+    assert np.all(new < 0.6 * old)
+    plan = to_plan(result, cluster, policy="workloadcompactor", safety_margin=1.0)
+    assert plan.dispatch.level_mpl == 1
+    v = replay_plan(plan, traces, profile=profile.to_json(), link_bandwidth_bytes_per_s=link)
+    worst = max(c.max_s / c.bound_s for c in v.checks)
+    assert all(c.max_s <= c.bound_s for c in v.checks), v.table()
+    assert worst > 0.85  # the new bound is nearly reached: the old one was loose here

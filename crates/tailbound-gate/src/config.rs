@@ -122,6 +122,8 @@ pub struct LimitsConfig {
     pub low_priority_mpl: Option<u32>,
     #[serde(default)]
     pub low_priority_work: Option<f64>,
+    #[serde(default)]
+    pub level_mpl: Option<u32>,
 }
 
 impl LimitsConfig {
@@ -135,6 +137,7 @@ impl LimitsConfig {
             low_priority_mpl: self.low_priority_mpl.unwrap_or(u32::MAX),
             low_priority_bytes: f64::INFINITY,
             low_priority_work: self.low_priority_work.unwrap_or(f64::INFINITY),
+            level_mpl: self.level_mpl.unwrap_or(u32::MAX),
             batching: None,
         }
     }
@@ -305,11 +308,12 @@ mod tests {
         let ok = r#"{"listen": "127.0.0.1:0", "backend_dir": "/tmp", "export_size": 1048576,
             "exports": ["A", "B"],
             "scheduler": {"kind": "priority", "priority": [2, 1], "buckets": [[], [[0.5, 0.01]]]},
-            "limits": {"read_mpl": 4, "write_mpl": 4, "low_priority_mpl": 0},
+            "limits": {"read_mpl": 4, "write_mpl": 4, "low_priority_mpl": 0, "level_mpl": 1},
             "profile": {"sizes": [4096], "read_bandwidth": [1e8], "write_bandwidth": [1e8]}}"#;
         let c = Config::from_json(ok).unwrap();
         assert_eq!(c.max_request_bytes, DEFAULT_MAX_REQUEST);
         assert_eq!(c.limits.limits().low_priority_mpl, 0);
+        assert_eq!(c.limits.limits().level_mpl, 1);
         let bad = [
             ok.replace("\"A\", \"B\"", "\"A\", \"A\""),
             ok.replace("\"A\", \"B\"", "\"../x\", \"B\""),

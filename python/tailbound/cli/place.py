@@ -65,6 +65,15 @@ def add_parser(subparsers: Any) -> None:
             "smaller blocking for the more important tenants, so fewer servers; docs/dnc.md)"
         ),
     )
+    parser.add_argument(
+        "--share-levels",
+        action="store_true",
+        help=(
+            "let the requests of one priority level share the device (no limit of one request "
+            "per level in service); the sound bounds then count a level's own rates, so more "
+            "servers (docs/dnc.md)"
+        ),
+    )
     parser.add_argument("--events", type=Path, help="arrivals/departures CSV (index,addClient)")
     parser.add_argument(
         "--half",
@@ -94,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.policies.registry import build
     from tailbound.policies.server import REFERENCE
     from tailbound.policies.workload import characterize_all
-    from tailbound.policies.workloadcompactor import server_model, to_plan
+    from tailbound.policies.workloadcompactor import LEVEL_MPL, server_model, to_plan
     from tailbound.profiles import SsdProfile
     from tailbound.traces.readers import read_trace
 
@@ -109,7 +118,13 @@ def run(args: argparse.Namespace) -> int:
         if cap is not None and not (math.isfinite(cap) and cap >= 0):
             raise ConfigError(None, f"--low-priority-work-ms must be >= 0, got {cap * 1e3}")
         model = (
-            server_model(profile, cluster.link_bytes_per_s, args.mtu, cap)
+            server_model(
+                profile,
+                cluster.link_bytes_per_s,
+                args.mtu,
+                cap,
+                None if args.share_levels else LEVEL_MPL,
+            )
             if args.server_model == "sound"
             else REFERENCE
         )
@@ -186,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
         f"{' + fast-first-fit' if args.fast_first_fit else ''}; "
         f"{len(plan.rejected)} rejected"
     )
+    for rejection in plan.rejected:
+        print(f"rejected {rejection.name}: {rejection.reason}")
     print(
         f"time: {total_s:.2f} s ({curves_s:.2f} s r-b curves, {result.seconds:.2f} s placement, "
         f"{result.configure_calls} configurations tried); plan written to {args.out}"

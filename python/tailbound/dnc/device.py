@@ -24,8 +24,27 @@ Three consequences for a request of level ``p`` (0 the most important):
 3. Work conservation at rate 1 then bounds the level-``p`` busy period, and with it every
    request's delay: ``(B_p + Σ_{k ≤ p} b_k) / (1 − Σ_{k ≤ p} r_k)``.
 
+**First come first served inside a level** (``level_mpl = 1``, the default of ``tailbound
+place``). When the dispatcher also keeps at most one request of each level in service (a held
+request stays in its scheduler's queue, so a more important one arriving later still enters), a
+level's requests are served one at a time in the scheduler's order, which among the heads of one
+level is arrival order, while the device still shares among levels. A request of level ``p``
+arriving at ``t`` in a busy period started at ``s`` then completes once the device has done the
+blocking, the more important work arriving before it completes and the level's work arriving
+before ``t``; later requests of its level wait for it. With work conservation at rate 1:
+``d <= (B_p + Σ_{k ≤ p} b_k) / (1 − Σ_{k < p} r_k)`` — Eq. 5.1 plus the blocking, the level's own
+rates no longer in the denominator. The blocking shrinks too: each less important level (and the
+demoted requests of any tenant, one level below every other) has at most one request in service,
+so ``B_p`` is also at most ``L w + 2 w_d`` for ``L`` less important levels on the device, ``w``
+their largest request's work and ``w_d >= w`` the largest of any tenant on the device (the demoted
+one in service and the one held; :meth:`DeviceLimits.blocking` takes the smaller bound). On the
+simulator's device (processor sharing of a unit rate, work measured with the device's parallelism
+inside) this costs no throughput; on a real SSD a level with one request in service may see less
+than the profile's bandwidth, which the profile would have to be measured for.
+
 What stays is the device's service model; what the analysis needs from the dispatcher is in
-:class:`~tailbound.plan.DispatchRule` (``low_priority_mpl = 0``), which every enforcer applies.
+:class:`~tailbound.plan.DispatchRule` (``low_priority_mpl = 0``, and ``level_mpl = 1`` for the
+first come first served bound), which every enforcer applies.
 """
 
 from __future__ import annotations
@@ -61,9 +80,18 @@ class DeviceLimits:
     #: The dispatcher's cap on the work in service of levels below the device's most important
     #: one (seconds; ``None``: none, the MPLs and byte limits bound it).
     low_priority_work_s: float | None = None
+    #: The dispatcher's limit on the requests of one level in service at once (``None``: none,
+    #: the level's requests share the device). With 1 a level is served first come first served
+    #: (see the module docstring, "First come first served inside a level").
+    level_mpl: int | None = None
 
     @classmethod
-    def of(cls, profile: SsdProfile, low_priority_work_s: float | None = None) -> DeviceLimits:
+    def of(
+        cls,
+        profile: SsdProfile,
+        low_priority_work_s: float | None = None,
+        level_mpl: int | None = None,
+    ) -> DeviceLimits:
         """The limits and bandwidth table of ``profile``, sampled every 512 B up to its largest
         size and at every row (a fine table makes the knapsack bound below tight)."""
         sizes = np.union1d(np.arange(512.0, profile.sizes[-1] + 1, 512.0), profile.sizes)
@@ -76,6 +104,7 @@ class DeviceLimits:
             read_bandwidth=np.interp(sizes, profile.sizes, profile.read_bandwidth),
             write_bandwidth=np.interp(sizes, profile.sizes, profile.write_bandwidth),
             low_priority_work_s=low_priority_work_s,
+            level_mpl=level_mpl,
         )
 
     def bandwidth(self, write: bool) -> NDArray[np.float64]:
@@ -87,15 +116,32 @@ class DeviceLimits:
         model's rule, :class:`~tailbound.profiles.tokens.SsdModel`)."""
         return float(size / np.interp(size, self.sizes, self.bandwidth(write)))
 
-    def blocking(self, largest_read: float, largest_write: float) -> float:
+    @property
+    def level_fifo(self) -> bool:
+        """Whether the dispatcher serves a level's requests one at a time (first come first
+        served inside a level)."""
+        return self.level_mpl == 1
+
+    def blocking(
+        self,
+        largest_read: float,
+        largest_write: float,
+        lower_levels: int | None = None,
+        demoted_work: float = 0.0,
+    ) -> float:
         """The most work (s) of less important requests a level's busy period can have to share
         the device with, when the largest of them is ``largest_read`` bytes for reads and
-        ``largest_write`` for writes (0: no such requests).
+        ``largest_write`` for writes (0: no such requests), spread over ``lower_levels``
+        levels (``None``: unknown).
 
         What is in service when the busy period starts: per operation, the fractional knapsack
         of at most ``mpl`` requests within the byte limit, of sizes up to the largest, and at
         least one request of the largest size (one request is always let in, even past the
         byte limit); with the dispatcher's work cap, at most ``max(cap, one largest request)``.
+        With the dispatcher's limit of ``level_mpl`` requests per level, also at most
+        ``level_mpl`` requests of each less important level, each at most the largest request's
+        work, and ``level_mpl`` demoted requests (one level below every other, of any tenant on
+        the device: each at most ``demoted_work`` seconds or the largest less important one).
         Plus one largest request: one less important request the dispatcher took before the
         busy period began and holds, head of line, for a free slot enters after it began.
 
@@ -109,7 +155,16 @@ class DeviceLimits:
         """
         if not (math.isfinite(largest_read) and math.isfinite(largest_write)):
             return math.inf  # request sizes unknown: nothing bounds the work in service
-        return _blocking(self, float(largest_read), float(largest_write))
+        out = _blocking(self, float(largest_read), float(largest_write))
+        if self.level_mpl is not None and lower_levels is not None and out > 0:
+            one = max(
+                self.work(False, largest_read) if largest_read > 0 else 0.0,
+                self.work(True, largest_write) if largest_write > 0 else 0.0,
+            )
+            demoted = max(one, demoted_work)
+            by_level = lower_levels * self.level_mpl * one + self.level_mpl * demoted + demoted
+            out = min(out, by_level)
+        return out
 
     def slots(self) -> int:
         """Requests that can be in service at once."""

@@ -22,7 +22,7 @@ The mapping is the scenario builder's (:mod:`tailbound.sim.plan`), so the gatewa
   interpolated as :class:`~tailbound.profiles.tokens.SsdModel` does (the gateway computes it);
 - the dispatch limits are the profile's (MPLs, outstanding bytes) overridden by the plan's
   :class:`~tailbound.plan.DispatchRule` (read/write MPL, ``low_priority_mpl``,
-  ``low_priority_work_s``), as :func:`tailbound.sim.plan.scenario_from_plan` does;
+  ``low_priority_work_s``, ``level_mpl``), as :func:`tailbound.sim.plan.scenario_from_plan` does;
 - a plan whose storage stage has a controller (PSLO's, ``control.storage``) gives the
   configuration a ``control``: :func:`tailbound.plan_control.control_config` of the device, the
   core's ``sim::control::ControlSpec`` in its serde form with the workloads in export order —
@@ -173,6 +173,8 @@ def gate_config(
         "low_priority_mpl": rule.low_priority_mpl,
         "low_priority_work": rule.low_priority_work_s,
     }
+    if rule.level_mpl is not None:  # older gateway configurations have no such key
+        limits["level_mpl"] = rule.level_mpl
     control = None if fifo else control_config(plan, dev, tenants, path=plan_path)
     config = {
         "listen": listen,

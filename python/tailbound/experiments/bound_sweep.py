@@ -10,7 +10,9 @@ Each scenario (one seed) draws:
   the storage path with three stages, the network path with two, or a local tenant whose only
   stage is the device);
 - the rate limiters' mode (shaping or demotion) and the dispatcher's cap on low-priority work
-  (none, or 2–20 ms);
+  (none, or 2–20 ms); for WorkloadCompactor also whether the dispatcher serves a level one
+  request at a time (``level_mpl`` 1, the default of ``tailbound place``: first come first
+  served inside a level) or lets a level's requests share the device;
 - 4–12 candidate tenants: synthetic traces (Poisson or on/off, sizes 4–256 KiB, mixed reads and
   writes) and, when the shared data is there, 60 s slices of wc62 traces; SLOs from
   10 ms to 1 s;
@@ -94,6 +96,8 @@ class Case:
     candidates: int
     cap_s: float | None
     devices: int = 1
+    #: The dispatcher's limit on one level's requests in service (WorkloadCompactor only).
+    level_mpl: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ def draw(seed: int) -> Case:
         candidates=int(rng.integers(4, 13)),
         cap_s=None if rng.random() < 0.5 else float(rng.uniform(0.002, 0.02)),
         devices=int(rng.integers(1, 3)) if not pm else 1,
+        level_mpl=None if pm or rng.random() < 0.5 else 1,
     )
 
 
@@ -194,7 +199,7 @@ def run(case: Case, profile: SsdProfile, data: Path | None) -> Outcome:
 def _workloadcompactor(
     case: Case, tenants: Sequence[tuple[Tenant, Trace]], profile: SsdProfile
 ) -> tuple[Plan, dict[str, Any] | None]:
-    model = server_model(profile, LINK, MTU, case.cap_s)
+    model = server_model(profile, LINK, MTU, case.cap_s, case.level_mpl)
     cluster = Cluster(LINK, (Server(SERVER, tuple(f"ssd{d}" for d in range(case.devices))),))
     curves = [
         characterize(t, tr, profile=profile, link_bandwidth_bytes_per_s=LINK) for t, tr in tenants
@@ -315,11 +320,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for seed in progress(args, iterable=seeds, desc="scenarios", unit="scenario"):
         outcomes.append(run(draw(seed), profile, data))
     rows = []
-    for key in (WC, PM, None):
-        chosen = [o for o in outcomes if key is None or o.case.policy == key]
+    groups = {
+        f"{WC} (level_mpl 1)": [o for o in outcomes if o.case.policy == WC and o.case.level_mpl],
+        f"{WC} (levels share)": [
+            o for o in outcomes if o.case.policy == WC and not o.case.level_mpl
+        ],
+        WC: [o for o in outcomes if o.case.policy == WC],
+        PM: [o for o in outcomes if o.case.policy == PM],
+        "all": outcomes,
+    }
+    for key, chosen in groups.items():
         s = summary(chosen)
         rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in s.items()}
-        rows.append({"policy": key or "all", **rounded})
+        rows.append({"policy": key, **rounded})
     title = (
         f"bound sweep: {args.scenarios} scenarios from seed {args.seed}, "
         f"{time.perf_counter() - start:.0f} s"

@@ -26,7 +26,7 @@ from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.server import REFERENCE
 from tailbound.policies.workload import characterize_all
-from tailbound.policies.workloadcompactor import server_model, to_plan
+from tailbound.policies.workloadcompactor import LEVEL_MPL, server_model, to_plan
 from tailbound.profiles import SsdProfile
 from tailbound.traces import read_trace
 from tailbound.verify import Verification, replay_plan
@@ -40,8 +40,9 @@ def run(
     margin: float,
     mode: str = "demotion",
     server_model_name: str = "sound",
-    cap_s: float | None = 0.01,
+    cap_s: float | None = None,
     *,
+    level_mpl: int | None = LEVEL_MPL,
     quiet: bool = True,
 ) -> Verification:
     """Plan the first halves with ``margin`` (growing the cluster when it is full) and replay the
@@ -63,7 +64,7 @@ def run(
             progress=bar.update,
         )
     model = (
-        server_model(profile, cluster.link_bytes_per_s, 1500.0, cap_s)
+        server_model(profile, cluster.link_bytes_per_s, 1500.0, cap_s, level_mpl)
         if server_model_name == "sound"
         else REFERENCE
     )
@@ -85,7 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--safety-margin", type=float, default=1.1)
     p.add_argument("--server-model", choices=("sound", "reference"), default="sound")
     p.add_argument(
-        "--low-priority-work-ms", type=float, default=10.0, help="dispatch cap (sound model)"
+        "--low-priority-work-ms",
+        type=float,
+        help="dispatch cap on less important work in service (sound model; default none, as place)",
+    )
+    p.add_argument(
+        "--share-levels",
+        action="store_true",
+        help="let a level's requests share the device (sound model; as place --share-levels)",
     )
     p.add_argument(
         "--mode",
@@ -105,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.safety_margin,
         args.mode,
         args.server_model,
-        args.low_priority_work_ms / 1e3,
+        None if args.low_priority_work_ms is None else args.low_priority_work_ms / 1e3,
+        level_mpl=None if args.share_levels else LEVEL_MPL,
         quiet=args.quiet,
     )
     rows = [

@@ -38,6 +38,7 @@ from tailbound.policies.certificate_store import CertificateStore
 from tailbound.policies.certificates import Certificate
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.events import Event
+from tailbound.policies.rejection import why_rejected
 from tailbound.policies.server import (
     RATE_CAP,
     REFERENCE,
@@ -181,6 +182,8 @@ class PlacementResult:
     certified: int = 0
     #: The server model the policy analysed the servers with (their bounds are under it).
     model: ServerModel = REFERENCE
+    #: Why each rejected tenant was not placed, with numbers (:mod:`.rejection`).
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def servers_used(self) -> int:
@@ -240,6 +243,7 @@ class Placer:
         self.certified = 0
         self.where: dict[str, int] = {}
         self.rejected: list[str] = []
+        self.reasons: dict[str, str] = {}
         self.peak = 0
         self.in_use = 0  # servers with tenants
         self.calls = 0
@@ -327,6 +331,13 @@ class Placer:
             if not self.grow or (self.servers and not self.servers[-1].tenants):
                 # an empty server did not take it: it fits nowhere
                 self.rejected.append(workload.name)
+                self.reasons[workload.name] = why_rejected(
+                    workload,
+                    self.servers,
+                    self.policy,
+                    len(self.cluster.servers[-1].devices),
+                    getattr(self.policy, "model", REFERENCE),
+                )
                 return None
             # only the new server is worth trying: the others have not changed since they
             # refused (the same LPs would refuse again)
@@ -381,6 +392,7 @@ class Placer:
             self.screened,
             self.certified,
             getattr(self.policy, "model", REFERENCE),
+            dict(self.reasons),
         )
 
 

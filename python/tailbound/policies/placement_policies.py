@@ -30,8 +30,16 @@ def workloadcompactor(model: ServerModel = REFERENCE) -> WorkloadCompactorPolicy
 
 
 def effective_bandwidth(model: ServerModel = REFERENCE) -> FixedPolicy:
-    """``b = 0`` and the smallest rate meeting the SLO (:func:`baselines.effective_bandwidth`)."""
-    return FixedPolicy(Baseline("effective-bandwidth", baselines.effective_bandwidth), model)
+    """``b = 0`` and the smallest rate meeting the SLO (:func:`baselines.effective_bandwidth`);
+    with a server model beyond the reference's the shapers leave
+    :data:`~tailbound.policies.baselines.EFFECTIVE_BANDWIDTH_RESERVE` of the SLO to its terms."""
+    if model is REFERENCE:
+        return FixedPolicy(Baseline("effective-bandwidth", baselines.effective_bandwidth), model)
+    reserve = baselines.EFFECTIVE_BANDWIDTH_RESERVE
+    choose = Baseline(
+        "effective-bandwidth", lambda w: baselines.effective_bandwidth(w, reserve=reserve)
+    )
+    return FixedPolicy(choose, model)
 
 
 def average_rate(k: float, model: ServerModel = REFERENCE) -> FixedPolicy:

@@ -22,6 +22,7 @@ kept to reproduce the paper's figures, and unsound against the simulator's devic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,8 +62,9 @@ class ServerModel:
 
     @property
     def shares_levels(self) -> bool:
-        """Whether equal levels share the device (processor sharing) rather than queue FIFO."""
-        return self.device is not None
+        """Whether equal levels share the device (processor sharing) rather than queue FIFO:
+        a device model whose dispatcher lets several requests of a level in service at once."""
+        return self.device is not None and not self.device.level_fifo
 
     def network_terms(self) -> float:
         """Seconds added to a network stage's numerator: a less important tenant's packet in
@@ -76,16 +78,23 @@ class ServerModel:
         if self.device is None:
             return out
         slo = slos(tenants)
+        device = self.device
+        # any tenant's request may be demoted below every level (a rate limiter's demotion)
+        demoted: dict[int, float] = {}
+        if device.level_mpl is not None:
+            for t in tenants:
+                for write, size in zip((False, True), t.workload.largest, strict=True):
+                    work = device.work(write, size) if math.isfinite(size) else math.inf
+                    demoted[t.device] = max(demoted.get(t.device, 0.0), work)
         for j, t in enumerate(tenants):
-            lower = [
-                k.workload.largest
-                for i, k in enumerate(tenants)
-                if k.device == t.device and slo[i] > slo[j]
-            ]
+            lower = [i for i, k in enumerate(tenants) if k.device == t.device and slo[i] > slo[j]]
             if lower:
-                largest_read = max(r for r, _ in lower)
-                largest_write = max(w for _, w in lower)
-                out[j] = self.device.blocking(largest_read, largest_write)
+                largest_read = max(tenants[i].workload.largest[0] for i in lower)
+                largest_write = max(tenants[i].workload.largest[1] for i in lower)
+                levels = len({float(slo[i]) for i in lower})
+                out[j] = device.blocking(
+                    largest_read, largest_write, levels, demoted_work=demoted.get(t.device, 0.0)
+                )
         return out
 
     def constants(self, tenants: Sequence[Placed]) -> NDArray[np.float64]:

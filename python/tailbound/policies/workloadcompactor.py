@@ -43,26 +43,37 @@ from tailbound.stages import STORAGE_PATH, Stage
 ANALYSIS = "wc-check"
 
 
+#: The dispatcher's default limit on the requests of one level in service: 1, so a level is
+#: served first come first served while the device shares among levels (docs/dnc.md, "The
+#: storage stage"); on wc62 it takes WorkloadCompactor from 24 servers to 12.
+LEVEL_MPL = 1
+
+
 def server_model(
     profile: SsdProfile,
     link_bytes_per_s: float,
     mtu_bytes: float,
     low_priority_work_s: float | None = None,
+    level_mpl: int | None = LEVEL_MPL,
 ) -> ServerModel:
     """The sound server model of docs/dnc.md ("The storage stage") for devices of ``profile``
     behind the dispatch rule :func:`dispatch_rule` (with its cap on the work in service below
-    the top level when ``low_priority_work_s`` is given), on links of ``link_bytes_per_s``."""
-    device = DeviceLimits.of(profile, low_priority_work_s)
+    the top level when ``low_priority_work_s`` is given, and at most ``level_mpl`` requests of
+    one level in service, ``None`` for no such limit), on links of ``link_bytes_per_s``."""
+    device = DeviceLimits.of(profile, low_priority_work_s, level_mpl)
     return ServerModel(device, mtu_bytes / link_bytes_per_s)
 
 
 def dispatch_rule(model: ServerModel) -> DispatchRule:
     """What the enforcers must apply for ``model``'s bounds to hold: the profile's MPLs and byte
-    limits, and nothing less important joining a request in service (thesis §2.2.1)."""
+    limits, nothing less important joining a request in service (thesis §2.2.1), the cap on
+    less important work and the limit on one level's requests in service, if any."""
     if model.device is None:
         return DispatchRule()
     return DispatchRule(
-        low_priority_mpl=LOW_PRIORITY_MPL, low_priority_work_s=model.device.low_priority_work_s
+        low_priority_mpl=LOW_PRIORITY_MPL,
+        low_priority_work_s=model.device.low_priority_work_s,
+        level_mpl=model.device.level_mpl,
     )
 
 
@@ -135,7 +146,10 @@ def to_plan(
         dispatch=dispatch_rule(result.model),
         servers_used=result.servers_used,
         tenants=tenants,
-        rejected=[Rejection(name, "fits on no server") for name in result.rejected],
+        rejected=[
+            Rejection(name, result.reasons.get(name, "fits on no server"))
+            for name in result.rejected
+        ],
         safety_margin=safety_margin,
         meta=dict(meta or {}),
     )

@@ -373,6 +373,7 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
             "low_priority_mpl",
             "low_priority_bytes",
             "low_priority_work_s",
+            "level_mpl",
             "batch_requests",
             "gap_bytes",
             "control",
@@ -422,6 +423,9 @@ def _device(d: Fields, hosts: list[str], base: Path) -> Device:
     # the work of levels below the device's most important one in service, at most (seconds)
     if d.has("low_priority_work_s"):
         limits["low_priority_work"] = d.number("low_priority_work_s", low=0.0)
+    # requests of one level in service at once (1: a level first come first served)
+    if d.has("level_mpl"):
+        limits["level_mpl"] = d.integer("level_mpl", low=1)
     control = _control(d.table("control")) if d.has("control") else None
     array = _array(d.table("array")) if d.has("array") else None
     return Device(

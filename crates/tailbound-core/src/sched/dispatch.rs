@@ -99,6 +99,10 @@ pub struct Limits {
     /// Most work (seconds) in service of requests below the queue's most important level, at
     /// any time (a request of those levels is always let in when none of them is in service).
     pub low_priority_work: f64,
+    /// Most requests of one level in service at once (`u32::MAX`: no limit). With 1 a level's
+    /// requests are served one at a time in the scheduler's order (first come first served
+    /// among the level's heads), while the device still shares among levels.
+    pub level_mpl: u32,
     /// Batching of sequential writes (a disk), if any.
     pub batching: Option<WriteBatching>,
 }
@@ -114,6 +118,7 @@ impl Default for Limits {
             low_priority_mpl: u32::MAX,
             low_priority_bytes: f64::INFINITY,
             low_priority_work: f64::INFINITY,
+            level_mpl: u32::MAX,
             batching: None,
         }
     }
@@ -125,6 +130,7 @@ impl Limits {
         let bytes = [self.max_read_bytes, self.max_write_bytes];
         let ok = self.read_mpl >= 1
             && self.write_mpl >= 1
+            && self.level_mpl >= 1
             && bytes.iter().all(|&b| b > 0.0)
             && self.low_priority_bytes >= 0.0
             && self.low_priority_work >= 0.0
@@ -135,7 +141,7 @@ impl Limits {
             Ok(())
         } else {
             Err(Error::Invalid(format!(
-                "dispatch limits: MPLs and batch sizes must be >= 1, byte limits positive, \
+                "dispatch limits: MPLs (level_mpl too) and batch sizes must be >= 1, byte limits positive, \
                  low_priority_bytes, low_priority_work and gap_bytes >= 0; got {self:?}"
             )))
         }
@@ -146,6 +152,7 @@ impl Limits {
         self.low_priority_mpl != u32::MAX
             || self.low_priority_bytes.is_finite()
             || self.low_priority_work.is_finite()
+            || self.level_mpl != u32::MAX
     }
 }
 
@@ -594,9 +601,16 @@ impl Dispatcher {
     /// `low_priority_mpl` requests and `low_priority_bytes` bytes of levels below `L` may be in
     /// service. And the work rule: at most `low_priority_work` seconds of work of levels below
     /// the queue's most important level in service (one is let in when none is). A request's
-    /// level is the one it is served at (a demoted request is below every level).
+    /// level is the one it is served at (a demoted request is below every level). And the
+    /// level's own limit: at most `level_mpl` requests of one level in service.
     fn level_allows(&self, level: i64, size: f64, work: f64) -> bool {
         let l = &self.limits;
+        if l.level_mpl != u32::MAX {
+            let same = self.levels.iter().filter(|&&(_, lv, _, _)| lv == level).count();
+            if same >= l.level_mpl as usize {
+                return false;
+            }
+        }
         let top = self.scheduler.top_level();
         if l.low_priority_work.is_finite() && level < top {
             let below: f64 =
@@ -799,6 +813,37 @@ mod tests {
         d.complete(2, table(&rows)(2));
         d.dispatch(1.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(1, false)]);
+    }
+
+    #[test]
+    fn dispatch_serves_a_level_one_request_at_a_time() {
+        // level_mpl 1: workloads 0 and 1 share the lower level, workload 2 is above it. Of the
+        // lower level only the first arrival enters service; the second stays in its queue
+        // (peeked, not taken), so a more important request arriving later still enters at once;
+        // the second enters when the first completes
+        let rows = [(false, 1.0, 0.0); 4];
+        let sched = Priority::new(vec![0, 0, 1], vec![vec![]; 3], LimitMode::Shaping).unwrap();
+        let limits = Limits { read_mpl: 8, level_mpl: 1, ..Limits::default() };
+        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        d.enqueue(Item::new(0, 0, 1.0), 0.0);
+        d.enqueue(Item::new(1, 1, 1.0), 0.1);
+        let mut out = Vec::new();
+        d.dispatch(0.1, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(0, false)]);
+        assert_eq!(d.queued(), 1);
+        out.clear();
+        d.enqueue(Item::new(2, 2, 1.0), 0.2);
+        d.dispatch(0.2, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(2, false)]);
+        out.clear();
+        d.complete(0, table(&rows)(0));
+        d.dispatch(1.0, table(&rows), &mut out);
+        assert_eq!(ids(&out), vec![(1, false)]);
+        // level_mpl 0 is refused, naming the field
+        let sched = Priority::new(vec![0], vec![vec![]], LimitMode::Shaping).unwrap();
+        let bad = Limits { level_mpl: 0, ..Limits::default() };
+        let err = Dispatcher::new(bad, Box::new(sched)).err().unwrap().to_string();
+        assert!(err.contains("level_mpl"), "{err}");
     }
 
     #[test]

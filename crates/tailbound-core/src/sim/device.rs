@@ -110,6 +110,7 @@ impl Device {
             low_priority_mpl: spec.low_priority_mpl,
             low_priority_bytes: spec.low_priority_bytes,
             low_priority_work: spec.low_priority_work,
+            level_mpl: spec.level_mpl,
             batching: spec.disk.as_ref().map(DiskRules::batching),
         };
         let mut dispatcher = Dispatcher::new(limits, spec.scheduler.build(workloads)?)?;

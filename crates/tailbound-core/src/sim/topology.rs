@@ -61,6 +61,10 @@ pub struct DeviceSpec {
     /// device's workloads (one is let in when none is).
     #[serde(default = "unlimited")]
     pub low_priority_work: f64,
+    /// Most requests of one level in service at once (1: a level is served first come first
+    /// served while the device shares among levels). Unlimited by default.
+    #[serde(default = "unlimited_count")]
+    pub level_mpl: u32,
     /// A disk's rule for sequential writes (thesis §2.2.1, `disk.rs`); none for SSDs and memory.
     #[serde(default)]
     pub disk: Option<DiskRules>,
