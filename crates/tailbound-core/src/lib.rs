@@ -7,6 +7,7 @@
 pub mod control;
 pub mod error;
 pub mod mmpp;
+pub mod netsim;
 pub mod parse;
 pub mod rb;
 pub mod sched;
