@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 mod aequitas;
 mod error;
 mod mmpp;
+mod netsim;
 mod parse;
 mod rb;
 mod sched;
@@ -26,5 +27,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     snc::register(m)?;
     mmpp::register(m)?;
     aequitas::register(m)?;
+    netsim::register(m)?;
     Ok(())
 }
