@@ -68,10 +68,12 @@ pub struct Channel {
     pub high_seq: u64,
     /// The congestion window.
     pub window: Window,
-    /// Whether the retransmission timer runs, and its generation (a timer event of an older
-    /// generation is stale).
-    pub timer_armed: bool,
-    pub timer_gen: u32,
+    /// When the retransmission timer expires, seconds (`INFINITY`: not armed). Moving it later
+    /// schedules nothing: the one timer event in the kernel (`timer_pending`), due at or before
+    /// this deadline, reschedules itself to it when it finds the deadline moved.
+    pub timer_deadline: f64,
+    /// Whether a timer event of this channel is in the kernel.
+    pub timer_pending: bool,
     /// The receiver's next expected packet number.
     pub expected: u64,
 }
@@ -86,10 +88,16 @@ impl Channel {
             end_seq: 0,
             high_seq: 0,
             window,
-            timer_armed: false,
-            timer_gen: 0,
+            timer_deadline: f64::INFINITY,
+            timer_pending: false,
             expected: 0,
         }
+    }
+
+    /// Whether the retransmission timer is armed.
+    #[inline]
+    pub fn timer_armed(&self) -> bool {
+        self.timer_deadline < f64::INFINITY
     }
 
     /// Whether the window and the stream let one more packet leave.

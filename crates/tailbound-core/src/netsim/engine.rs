@@ -32,7 +32,7 @@ enum Event {
     Serve(u32),
     Arrive { port: u32, pkt: u32 },
     Deliver(u32),
-    Timer { chan: u32, gen: u32 },
+    Timer(u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -141,7 +141,7 @@ impl NetworkSim {
                 Event::Serve(port) => self.serve(port),
                 Event::Arrive { port, pkt } => self.arrive(port, pkt),
                 Event::Deliver(pkt) => self.deliver(pkt),
-                Event::Timer { chan, gen } => self.timer(chan, gen),
+                Event::Timer(chan) => self.timer(chan),
             }
         }
     }
@@ -286,7 +286,7 @@ impl NetworkSim {
                 .find(|s| seq < s.end())
                 .expect("an unacknowledged packet belongs to an RPC of the channel");
             let bytes = span.payload(seq, self.mss) + self.cfg.header_bytes;
-            let armed = ch.timer_armed;
+            let armed = ch.timer_armed();
             self.counters.data_packets += 1;
             let pkt = self.alloc(Packet { seq, sent_at: now, chan: c, bytes, ack: false, hop: 0 });
             self.inject(pkt);
@@ -296,12 +296,15 @@ impl NetworkSim {
         }
     }
 
+    /// (Re)arm channel `c`'s timer to expire `rto_s` from now.
     fn arm(&mut self, c: u32) {
-        let ch = &mut self.chans[c as usize];
-        ch.timer_gen = ch.timer_gen.wrapping_add(1);
-        ch.timer_armed = true;
         let t = self.kernel.now() + self.cfg.cc.rto_s;
-        self.kernel.schedule(t, Urgency::Wake, Event::Timer { chan: c, gen: ch.timer_gen });
+        let ch = &mut self.chans[c as usize];
+        ch.timer_deadline = t;
+        if !ch.timer_pending {
+            ch.timer_pending = true;
+            self.kernel.schedule(t, Urgency::Wake, Event::Timer(c));
+        }
     }
 
     fn arrive(&mut self, port: u32, pkt: u32) {
@@ -310,10 +313,6 @@ impl NetworkSim {
         let class = (p.chan % self.classes) as usize;
         let tx = f64::from(p.bytes) * self.byte_s;
         let q = &mut self.ports[port as usize];
-        if !q.busy {
-            q.busy = true;
-            self.kernel.schedule(now, Urgency::Wake, Event::Serve(port));
-        }
         if !q.enqueue(pkt, class, p.bytes, tx, &self.stretch, now) {
             self.counters.drops[class] += 1;
             if p.ack {
@@ -322,17 +321,40 @@ impl NetworkSim {
                 self.counters.data_drops += 1;
             }
             self.free.push(pkt);
+            return;
+        }
+        if q.busy {
+            return;
+        }
+        q.busy = true;
+        if now < q.free_at {
+            // The last packet is still on the wire: start when it is through.
+            let t = q.free_at;
+            self.kernel.schedule(t, Urgency::Completion, Event::Serve(port));
+        } else if self.kernel.peek().is_none_or(|t| t > now) {
+            // Nothing else happens at this instant: start now.
+            self.serve(port);
+        } else {
+            // Start after every other arrival of this instant, so that they compete by tag.
+            self.kernel.schedule(now, Urgency::Wake, Event::Serve(port));
         }
     }
 
     fn serve(&mut self, port: u32) {
         let now = self.kernel.now();
-        let Some((pkt, bytes)) = self.ports[port as usize].dequeue() else {
-            self.ports[port as usize].busy = false;
+        let q = &mut self.ports[port as usize];
+        let Some((pkt, bytes)) = q.dequeue() else {
+            q.busy = false;
             return;
         };
         let tx = f64::from(bytes) * self.byte_s;
-        self.kernel.schedule(now + tx, Urgency::Completion, Event::Serve(port));
+        q.free_at = now + tx;
+        if q.is_empty() {
+            // Nothing waits: the next arrival schedules the port (no event to find it idle).
+            q.busy = false;
+        } else {
+            self.kernel.schedule(now + tx, Urgency::Completion, Event::Serve(port));
+        }
         let delay = if self.is_link(port) { tx + self.cfg.propagation_s } else { tx };
         let p = &mut self.packets[pkt as usize];
         p.hop += 1;
@@ -379,7 +401,7 @@ impl NetworkSim {
         ch.window.on_ack(now - sent_at, now, &self.cfg.cc);
         self.send(c);
         let ch = &mut self.chans[c as usize];
-        ch.timer_armed = false;
+        ch.timer_deadline = f64::INFINITY;
         if ch.last_unacked < ch.end_seq {
             self.arm(c);
         }
@@ -407,19 +429,27 @@ impl NetworkSim {
         }
     }
 
-    fn timer(&mut self, c: u32, gen: u32) {
+    fn timer(&mut self, c: u32) {
+        let now = self.kernel.now();
         let ch = &mut self.chans[c as usize];
-        if !ch.timer_armed || ch.timer_gen != gen {
+        ch.timer_pending = false;
+        if !ch.timer_armed() {
             return;
         }
-        ch.timer_armed = false;
+        if now < ch.timer_deadline {
+            // Moved by ACKs since this event was scheduled: wait for the new deadline.
+            ch.timer_pending = true;
+            let t = ch.timer_deadline;
+            self.kernel.schedule(t, Urgency::Wake, Event::Timer(c));
+            return;
+        }
+        ch.timer_deadline = f64::INFINITY;
         self.counters.timeouts += 1;
-        let now = self.kernel.now();
         ch.window.on_timeout(now, &self.cfg.cc);
         ch.next_seq = ch.last_unacked;
         self.send(c);
         let ch = &self.chans[c as usize];
-        if !ch.timer_armed && ch.last_unacked < ch.end_seq {
+        if !ch.timer_armed() && ch.last_unacked < ch.end_seq {
             self.arm(c);
         }
     }

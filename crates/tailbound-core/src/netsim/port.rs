@@ -28,8 +28,10 @@ pub struct WfqPort {
     bytes: u64,
     limit: u64,
     waiting: usize,
-    /// Whether a packet is on the wire (or a transmission is about to start).
+    /// Whether a `Serve` of this port is scheduled (packets wait, or one is about to start).
     pub busy: bool,
+    /// When the packet on the wire is through, seconds (the earliest the next can start).
+    pub free_at: f64,
 }
 
 impl WfqPort {
@@ -42,6 +44,7 @@ impl WfqPort {
             limit,
             waiting: 0,
             busy: false,
+            free_at: f64::NEG_INFINITY,
         }
     }
 
