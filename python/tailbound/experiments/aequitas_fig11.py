@@ -42,7 +42,7 @@ QOS_H_SHARE = 0.7
 #: Each sender's load, a fraction of its link (the authors' ``load: 2`` over 2 senders).
 SENDER_LOAD = 1.0
 INCREMENT_WINDOW_S = 2e-3
-DEFAULT_SLOS_US = (15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0)
+DEFAULT_SLOS_US = (15.0, 20.0, 25.0, 30.0, 35.0, 40.0, 45.0, 50.0, 55.0, 60.0)
 
 
 def incast_poisson(n_rpcs: int, seed: int) -> RpcArrivals:
