@@ -10,12 +10,17 @@
 //! idle network a one-packet RPC of `w` bytes on the wire takes
 //! `4·prop + 2·w·8/rate + 2·header·8/rate` from issue to its ACK.
 //!
-//! **Events** on `sim::kernel` (time, urgency, sequence): a port that finishes a packet
+//! **Events** on `sim::kernel` (time, urgency, sequence), the channels' timers in a heap of
+//! their own (one entry per channel, popped only when due: most are moved by ACKs first, see
+//! `timer`), a timer at the same instant as a kernel event after it. A port that finishes a packet
 //! (`Serve` at completion urgency) takes its next one; a packet reaching a port while it is
 //! idle schedules the port's `Serve` at the same instant but after every arrival of that
 //! instant (wake urgency), so packets arriving together compete by finish tag, as the
 //! authors' separate `QueueProcessingEvent`. RPCs are issued in input order, one event
 //! scheduled at a time.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use super::channel::{Channel, RpcSpan};
 use super::config::NetConfig;
@@ -32,7 +37,6 @@ enum Event {
     Serve(u32),
     Arrive { port: u32, pkt: u32 },
     Deliver(u32),
-    Timer(u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +77,11 @@ pub struct NetworkSim {
     /// `Σw / w_c` per class.
     stretch: Vec<f64>,
     kernel: Kernel<Event>,
+    /// The channels' timer events, apart from the kernel (at most one per channel, few pops):
+    /// `(time's bits, sequence, channel)`, times ≥ 0 so their bits order as the times.
+    timers: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    timer_seq: u64,
+    timer_events: u64,
     ports: Vec<WfqPort>,
     chans: Vec<Channel>,
     /// `[(src · n + dst) · (classes − 1) + k]`: the controller's state per channel and class.
@@ -121,6 +130,9 @@ impl NetworkSim {
             classes,
             stretch,
             kernel,
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            timer_events: 0,
             ports,
             chans,
             adm,
@@ -135,13 +147,25 @@ impl NetworkSim {
 
     /// Run until no event is left or the clock passes `until` seconds.
     pub fn run(&mut self, until: f64) {
-        while let Some(ev) = self.kernel.step(until) {
+        loop {
+            // A timer due strictly before the kernel's next event (or alone) runs first; at the
+            // same instant the kernel's events run first.
+            if let Some(&Reverse((bits, _, c))) = self.timers.peek() {
+                let t = f64::from_bits(bits);
+                if t <= until && self.kernel.peek().is_none_or(|k| t < k) {
+                    self.timers.pop();
+                    self.kernel.advance_to(t);
+                    self.timer_events += 1;
+                    self.timer(c);
+                    continue;
+                }
+            }
+            let Some(ev) = self.kernel.step(until) else { break };
             match ev {
                 Event::Issue(r) => self.issue(r),
                 Event::Serve(port) => self.serve(port),
                 Event::Arrive { port, pkt } => self.arrive(port, pkt),
                 Event::Deliver(pkt) => self.deliver(pkt),
-                Event::Timer(chan) => self.timer(chan),
             }
         }
     }
@@ -154,7 +178,7 @@ impl NetworkSim {
     /// The outcomes and the counters of the run so far.
     pub fn finish(self) -> (RpcOutcome, Counters) {
         let mut counters = self.counters;
-        counters.events = self.kernel.processed();
+        counters.events = self.kernel.processed() + self.timer_events;
         counters.end_s = self.kernel.now();
         counters.unfinished = self.out.finish_s.iter().filter(|t| t.is_nan()).count() as u64;
         (self.out, counters)
@@ -296,6 +320,11 @@ impl NetworkSim {
         }
     }
 
+    fn schedule_timer(&mut self, t: f64, c: u32) {
+        self.timers.push(Reverse((t.to_bits(), self.timer_seq, c)));
+        self.timer_seq += 1;
+    }
+
     /// (Re)arm channel `c`'s timer to expire `rto_s` from now.
     fn arm(&mut self, c: u32) {
         let t = self.kernel.now() + self.cfg.cc.rto_s;
@@ -303,7 +332,7 @@ impl NetworkSim {
         ch.timer_deadline = t;
         if !ch.timer_pending {
             ch.timer_pending = true;
-            self.kernel.schedule(t, Urgency::Wake, Event::Timer(c));
+            self.schedule_timer(t, c);
         }
     }
 
@@ -440,7 +469,7 @@ impl NetworkSim {
             // Moved by ACKs since this event was scheduled: wait for the new deadline.
             ch.timer_pending = true;
             let t = ch.timer_deadline;
-            self.kernel.schedule(t, Urgency::Wake, Event::Timer(c));
+            self.schedule_timer(t, c);
             return;
         }
         ch.timer_deadline = f64::INFINITY;
