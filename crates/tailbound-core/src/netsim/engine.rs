@@ -10,14 +10,14 @@
 //! idle network a one-packet RPC of `w` bytes on the wire takes
 //! `4·prop + 2·w·8/rate + 2·header·8/rate` from issue to its ACK.
 //!
-//! **Events** on `sim::kernel` (time, urgency, sequence), the channels' timers in a heap of
+//! **Events** on `sim::kernel` (time, urgency, sequence); the channels' timers in a heap of
 //! their own (one entry per channel, popped only when due: most are moved by ACKs first, see
-//! `timer`), a timer at the same instant as a kernel event after it. A port that finishes a packet
-//! (`Serve` at completion urgency) takes its next one; a packet reaching a port while it is
-//! idle schedules the port's `Serve` at the same instant but after every arrival of that
-//! instant (wake urgency), so packets arriving together compete by finish tag, as the
-//! authors' separate `QueueProcessingEvent`. RPCs are issued in input order, one event
-//! scheduled at a time.
+//! `timer`), a timer at the same instant as a kernel event after it. A busy port schedules its
+//! next transmission when one is through (`Serve` at completion urgency) only while packets
+//! wait; a packet reaching an idle port starts at once when nothing else happens at that
+//! instant, else after every arrival of the instant (wake urgency), so packets arriving
+//! together compete by finish tag (as the authors' separate `QueueProcessingEvent`). RPCs are
+//! issued in input order, one event scheduled at a time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
