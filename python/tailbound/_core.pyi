@@ -307,3 +307,17 @@ def rnl_tail(
     start_s: NDArray[np.float64], values: NDArray[np.float64], p: float, keep: float = 0.8
 ) -> float:
     """The ``p``-percentile of ``values`` over the middle ``keep`` of the RPCs by start time."""
+
+# --- The packet-level network of Aequitas (crates/tailbound-py/src/netsim.rs) ------------------
+
+def simulate_network_rpcs(
+    config_json: str,
+    time_s: NDArray[np.float64],
+    src: NDArray[np.int64],
+    dst: NDArray[np.int64],
+    size_bytes: NDArray[np.int64],
+    cls: NDArray[np.uint8],
+    until_s: float = ...,
+) -> dict[str, NDArray[np.generic] | int | float]:
+    """Per-RPC arrays (``class_run``, ``downgraded``, ``p_admit``, ``finish_s``, ``rnl_s``,
+    ``size_mtus``), ``drops`` per class, and the run's counters (``events``, ``end_s``, …)."""

@@ -8,6 +8,7 @@ pub mod control;
 pub mod decompose;
 pub mod error;
 pub mod mmpp;
+pub mod netsim;
 pub mod parse;
 pub mod rb;
 pub mod sched;

@@ -9,6 +9,7 @@ mod aequitas;
 mod decompose;
 mod error;
 mod mmpp;
+mod netsim;
 mod parse;
 mod rb;
 mod sched;
@@ -28,5 +29,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     snc::register(m)?;
     mmpp::register(m)?;
     aequitas::register(m)?;
+    netsim::register(m)?;
     Ok(())
 }

@@ -1,0 +1,292 @@
+//! The network simulator's configuration (its JSON form, read by the binding), with the
+//! authors' simulator's values as defaults (SymbioticLab/Aequitas, branch `artifact-eval`,
+//! `py/*/conf_*.txt` and `coresim/channel.cpp`). Every bad field is refused by name
+//! ([`Error::Field`]: `weights[1]`, `cc.max_cwnd`, `admission.latency_target_s[0]`).
+
+use serde::Deserialize;
+
+use crate::control::aequitas::{Config as AdmissionConfig, Rules};
+use crate::error::{Error, Result};
+
+/// The authors' link rate: 100 Gb/s.
+pub const DEFAULT_LINK_RATE_BPS: f64 = 100e9;
+/// The authors' propagation delay per link: 0.2 µs.
+pub const DEFAULT_PROPAGATION_S: f64 = 0.2e-6;
+/// The authors' MTU (`mtu: 5120`), header included.
+pub const DEFAULT_MTU_BYTES: u32 = 5120;
+/// The authors' header (`hdr_size = 40`): a data packet carries `MTU − 40` bytes of payload.
+pub const DEFAULT_HEADER_BYTES: u32 = 40;
+/// The authors' shared buffer per port in their 33-host runs (`queue_size: 524288`; the 3-host
+/// runs use 1 MiB).
+pub const DEFAULT_BUFFER_BYTES: u64 = 512 * 1024;
+
+fn default_link_rate() -> f64 {
+    DEFAULT_LINK_RATE_BPS
+}
+fn default_propagation() -> f64 {
+    DEFAULT_PROPAGATION_S
+}
+fn default_mtu() -> u32 {
+    DEFAULT_MTU_BYTES
+}
+fn default_header() -> u32 {
+    DEFAULT_HEADER_BYTES
+}
+fn default_buffer() -> u64 {
+    DEFAULT_BUFFER_BYTES
+}
+fn yes() -> bool {
+    true
+}
+
+/// The per-channel delay-based congestion window (Swift-like, as `coresim/channel.cpp`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CcConfig {
+    /// `false`: a fixed window of `max_cwnd` packets (the authors' `disable_aequitas_cc`, run
+    /// for Fig. 10); the retransmission timer still runs.
+    pub enabled: bool,
+    /// The window of a new channel, packets (`init_cwnd: 2`).
+    pub init_cwnd: f64,
+    /// The lowest window, packets (the authors' 1).
+    pub min_cwnd: f64,
+    /// The largest window, packets (`max_cwnd: 30`).
+    pub max_cwnd: f64,
+    /// The delay target, seconds (`cc_delay_target: 10` µs): an ACK whose packet's round trip
+    /// took less increases the window, otherwise it may decrease.
+    pub target_delay_s: f64,
+    /// Additive increase, packets per window of ACKs (`ai = 1`: `cwnd += ai / ⌊cwnd⌋` an ACK).
+    pub ai: f64,
+    /// Multiplicative decrease factor (`beta = 0.8`): `cwnd *= 1 − β (delay − target) / delay`.
+    pub beta: f64,
+    /// The largest decrease at once (`max_mdf = 0.5`).
+    pub max_mdf: f64,
+    /// Retransmission timeout, seconds (`retx_timeout: 450` µs).
+    pub rto_s: f64,
+    /// After this many timeouts without a new ACK the window resets to `min_cwnd`
+    /// (`retrans_reset_thresh = 5`).
+    pub rto_reset_after: u32,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig {
+            enabled: true,
+            init_cwnd: 2.0,
+            min_cwnd: 1.0,
+            max_cwnd: 30.0,
+            target_delay_s: 10e-6,
+            ai: 1.0,
+            beta: 0.8,
+            max_mdf: 0.5,
+            rto_s: 450e-6,
+            rto_reset_after: 5,
+        }
+    }
+}
+
+/// Aequitas' admission control as the simulator runs it: `control::aequitas::Config`'s fields
+/// (targets for every class but the lowest).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionTable {
+    /// Seconds per MTU (per RPC when `per_mtu` is false), one per class above the lowest.
+    pub latency_target_s: Vec<f64>,
+    #[serde(default)]
+    pub target_percentile: Option<Vec<f64>>,
+    #[serde(default)]
+    pub increment_window_s: Option<Vec<f64>>,
+    #[serde(default)]
+    pub alpha: Option<f64>,
+    #[serde(default)]
+    pub beta: Option<f64>,
+    #[serde(default)]
+    pub floor: Option<f64>,
+    #[serde(default)]
+    pub per_mtu: Option<bool>,
+    #[serde(default)]
+    pub rules: Option<String>,
+}
+
+impl AdmissionTable {
+    /// The controller's configuration (validated; errors name `admission.<field>`).
+    pub fn to_config(&self) -> Result<AdmissionConfig> {
+        let mut c = AdmissionConfig::new(self.latency_target_s.clone());
+        if let Some(p) = &self.target_percentile {
+            c.target_percentile = p.clone();
+        }
+        c.increment_window_s = self.increment_window_s.clone();
+        c.alpha = self.alpha.unwrap_or(c.alpha);
+        c.beta = self.beta.unwrap_or(c.beta);
+        c.floor = self.floor.unwrap_or(c.floor);
+        c.per_mtu = self.per_mtu.unwrap_or(c.per_mtu);
+        if let Some(r) = &self.rules {
+            c.rules = r.parse::<Rules>().map_err(prefix("admission"))?;
+        }
+        c.validate().map_err(prefix("admission"))?;
+        Ok(c)
+    }
+}
+
+fn prefix(table: &'static str) -> impl Fn(Error) -> Error {
+    move |e| match e {
+        Error::Field { field, message } => {
+            Error::Field { field: format!("{table}.{field}"), message }
+        }
+        other => other,
+    }
+}
+
+/// A one-big-switch network of `n_hosts` hosts running RPCs over WFQ classes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    /// Hosts `0 … n_hosts − 1`, each with one link to the switch (≥ 2).
+    pub n_hosts: u32,
+    /// WFQ weight of each class, class 0 the highest (`qos_weights: 8,4,1`); ≥ 2 classes.
+    pub weights: Vec<f64>,
+    /// Link rate, bits per second.
+    #[serde(default = "default_link_rate")]
+    pub link_rate_bps: f64,
+    /// Propagation delay of one link, seconds.
+    #[serde(default = "default_propagation")]
+    pub propagation_s: f64,
+    /// Largest packet on the wire, header included, bytes.
+    #[serde(default = "default_mtu")]
+    pub mtu_bytes: u32,
+    /// Header of every packet (an ACK is a header alone), bytes.
+    #[serde(default = "default_header")]
+    pub header_bytes: u32,
+    /// The shared drop-tail buffer of each switch port (and receiving host queue), bytes of
+    /// packets waiting (the one in transmission excluded).
+    #[serde(default = "default_buffer")]
+    pub buffer_bytes: u64,
+    /// Model each sender's NIC as a WFQ port of the link rate (unbounded buffer). The authors'
+    /// simulator (`real_nic: 0`) does not: a host's packets go straight onto the switch.
+    #[serde(default)]
+    pub host_egress: bool,
+    /// Pass each packet through its receiving host's queue (a WFQ port with the shared buffer,
+    /// serialisation without propagation) after the switch port, as the authors' simulator
+    /// does (`BigSwitchTopology::get_next_hop`: "also queue in the dst's queue").
+    #[serde(default = "yes")]
+    pub receiver_queue: bool,
+    /// The congestion window.
+    #[serde(default)]
+    pub cc: CcConfig,
+    /// Aequitas' admission control; `None` runs every RPC at its requested class.
+    #[serde(default)]
+    pub admission: Option<AdmissionTable>,
+    /// Seed of the admission draws.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl NetConfig {
+    /// Read from JSON (unknown fields refused by name) and validate.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let c: NetConfig = serde_json::from_str(text)
+            .map_err(|e| Error::Field { field: "network".into(), message: e.to_string() })?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Number of classes (of weights).
+    pub fn classes(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Payload of a full packet, bytes.
+    pub fn mss_bytes(&self) -> u32 {
+        self.mtu_bytes - self.header_bytes
+    }
+
+    /// The controller's configuration, if admission runs.
+    pub fn admission_config(&self) -> Result<Option<AdmissionConfig>> {
+        self.admission.as_ref().map(AdmissionTable::to_config).transpose()
+    }
+
+    /// Check every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &str, message: String| Err(Error::Field { field: field.into(), message });
+        if self.n_hosts < 2 {
+            return bad("n_hosts", format!("need at least 2 hosts, got {}", self.n_hosts));
+        }
+        if self.weights.len() < 2 || self.weights.len() > 255 {
+            return bad("weights", format!("need 2 to 255 classes, got {}", self.weights.len()));
+        }
+        for (i, &w) in self.weights.iter().enumerate() {
+            if !(w.is_finite() && w > 0.0) {
+                return bad(&format!("weights[{i}]"), format!("must be > 0, got {w}"));
+            }
+        }
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(self.link_rate_bps) {
+            return bad("link_rate_bps", format!("must be > 0, got {}", self.link_rate_bps));
+        }
+        if !(self.propagation_s.is_finite() && self.propagation_s >= 0.0) {
+            return bad("propagation_s", format!("must be ≥ 0 s, got {}", self.propagation_s));
+        }
+        if self.header_bytes == 0 || self.mtu_bytes <= self.header_bytes {
+            return bad(
+                "mtu_bytes",
+                format!(
+                    "must exceed header_bytes ({}) and header_bytes be > 0, got {}",
+                    self.header_bytes, self.mtu_bytes
+                ),
+            );
+        }
+        if self.buffer_bytes < u64::from(self.mtu_bytes) {
+            return bad(
+                "buffer_bytes",
+                format!(
+                    "must hold one packet of {} bytes, got {}",
+                    self.mtu_bytes, self.buffer_bytes
+                ),
+            );
+        }
+        let cc = &self.cc;
+        if !(cc.min_cwnd >= 1.0 && cc.min_cwnd.is_finite()) {
+            return bad("cc.min_cwnd", format!("must be ≥ 1 packet, got {}", cc.min_cwnd));
+        }
+        if !(cc.max_cwnd >= cc.min_cwnd && cc.max_cwnd.is_finite()) {
+            return bad("cc.max_cwnd", format!("must be ≥ cc.min_cwnd, got {}", cc.max_cwnd));
+        }
+        if !(cc.init_cwnd >= cc.min_cwnd && cc.init_cwnd <= cc.max_cwnd) {
+            return bad(
+                "cc.init_cwnd",
+                format!("must be within [cc.min_cwnd, cc.max_cwnd], got {}", cc.init_cwnd),
+            );
+        }
+        if !positive(cc.target_delay_s) {
+            return bad("cc.target_delay_s", format!("must be > 0 s, got {}", cc.target_delay_s));
+        }
+        if !(cc.ai.is_finite() && cc.ai >= 0.0) {
+            return bad("cc.ai", format!("must be ≥ 0, got {}", cc.ai));
+        }
+        if !(cc.beta.is_finite() && cc.beta >= 0.0) {
+            return bad("cc.beta", format!("must be ≥ 0, got {}", cc.beta));
+        }
+        if !(cc.max_mdf >= 0.0 && cc.max_mdf < 1.0) {
+            return bad("cc.max_mdf", format!("must be in [0, 1), got {}", cc.max_mdf));
+        }
+        if !positive(cc.rto_s) {
+            return bad("cc.rto_s", format!("must be > 0 s, got {}", cc.rto_s));
+        }
+        if cc.rto_reset_after == 0 {
+            return bad("cc.rto_reset_after", "must be ≥ 1".into());
+        }
+        if let Some(a) = self.admission_config()? {
+            if a.classes() as usize != self.weights.len() {
+                return bad(
+                    "admission.latency_target_s",
+                    format!(
+                        "{} targets for {} classes: one per class above the lowest",
+                        a.latency_target_s.len(),
+                        self.weights.len()
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}

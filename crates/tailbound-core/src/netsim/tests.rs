@@ -1,0 +1,230 @@
+//! Hand cases of the network simulator: idle-network latencies computed by hand, drop-tail
+//! drops and go-back-N recovery after a timeout, admission in-process, determinism, bad input.
+
+use super::config::{AdmissionTable, CcConfig, NetConfig};
+use super::engine::simulate;
+use super::rpcs::RpcInput;
+use crate::error::Error;
+
+const P: f64 = 0.2e-6; // propagation per link
+const BYTE: f64 = 8.0 / 100e9; // seconds per byte at 100 Gb/s
+const T: f64 = 5120.0 * BYTE; // a full packet: 5080 B of payload + 40 B of header
+const A: f64 = 40.0 * BYTE; // an ACK
+
+fn net(n: u32) -> NetConfig {
+    NetConfig::from_json(&format!(r#"{{"n_hosts": {n}, "weights": [4, 1]}}"#)).unwrap()
+}
+
+fn one(t: f64, src: u32, dst: u32, size: u64, cls: u8) -> RpcInput {
+    RpcInput {
+        time_s: vec![t],
+        src: vec![src],
+        dst: vec![dst],
+        size_bytes: vec![size],
+        cls: vec![cls],
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-15 + 1e-12 * b.abs()
+}
+
+#[test]
+fn idle_rnl_of_one_packet_is_four_propagations_and_two_serialisations_each_way() {
+    // Data: to the switch (P), switch port (1040 B, then P), receiving queue (1040 B);
+    // ACK: the same with 40 B.
+    let (out, c) = simulate(net(2), one(1e-3, 0, 1, 1000, 0), f64::INFINITY).unwrap();
+    let expected = 4.0 * P + 2.0 * 1040.0 * BYTE + 2.0 * A;
+    assert!(close(out.rnl_s[0], expected), "{} vs {expected}", out.rnl_s[0]);
+    assert!(close(out.finish_s[0], 1e-3 + expected));
+    assert_eq!((c.data_packets, c.acks, c.data_drops, c.timeouts, c.unfinished), (1, 1, 0, 0, 0));
+    assert_eq!(out.size_mtus[0], 1);
+    // A NIC port at the sender instead of the receiving queue: the same path length.
+    let mut cfg = net(2);
+    cfg.host_egress = true;
+    cfg.receiver_queue = false;
+    let (out2, _) = simulate(cfg, one(0.0, 0, 1, 1000, 0), f64::INFINITY).unwrap();
+    assert!(close(out2.rnl_s[0], expected));
+}
+
+#[test]
+fn idle_rnl_of_32_kib_pipelines_its_seven_packets() {
+    // 32 768 B = 6 full packets (T each) + 2288 B (2328 B on the wire). With a window of 8 all
+    // leave at once: the switch port sends them back to back from P; the receiving queue
+    // finishes the sixth at 2P + 7T and the short one after it, then the ACK's 2P + 2A.
+    let mut cfg = net(2);
+    cfg.cc.init_cwnd = 8.0;
+    let (out, c) = simulate(cfg, one(0.0, 0, 1, 32768, 1), f64::INFINITY).unwrap();
+    let expected = 4.0 * P + 7.0 * T + 2328.0 * BYTE + 2.0 * A;
+    assert!(close(out.rnl_s[0], expected), "{} vs {expected}", out.rnl_s[0]);
+    assert_eq!((out.size_mtus[0], c.data_packets, c.acks), (7, 7, 7));
+    // Two full packets with the default window of 2: both in flight, the second's ACK last.
+    let (out, _) = simulate(net(2), one(0.0, 0, 1, 2 * 5080, 0), f64::INFINITY).unwrap();
+    assert!(close(out.rnl_s[0], 4.0 * P + 3.0 * T + 2.0 * A));
+}
+
+#[test]
+fn rnl_includes_the_wait_in_the_channel_fifo() {
+    // Two one-packet RPCs issued together on one channel with a window of 1: the second is
+    // sent only when the first is acknowledged, and its RNL counts that wait.
+    let mut cfg = net(2);
+    cfg.cc.init_cwnd = 1.0;
+    let rpcs = RpcInput {
+        time_s: vec![0.0, 0.0],
+        src: vec![0, 0],
+        dst: vec![1, 1],
+        size_bytes: vec![5080, 5080],
+        cls: vec![0, 0],
+    };
+    let (out, _) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    let rtt = 4.0 * P + 2.0 * T + 2.0 * A;
+    assert!(close(out.rnl_s[0], rtt));
+    assert!(close(out.rnl_s[1], 2.0 * rtt), "{} vs {}", out.rnl_s[1], 2.0 * rtt);
+}
+
+#[test]
+fn drop_tail_drops_then_go_back_n_retransmits_after_the_timeout() {
+    // Three full packets reach a switch port together with room for two: the port starts its
+    // transmission after every arrival of the instant (as the authors' separate processing
+    // event), so the first two wait in the buffer and the third is dropped. Without the
+    // receiving queue the path is switch port then host.
+    let mut cfg = net(2);
+    cfg.cc.init_cwnd = 3.0;
+    cfg.buffer_bytes = 2 * 5120;
+    cfg.receiver_queue = false;
+    let (out, c) = simulate(cfg, one(0.0, 0, 1, 3 * 5080, 0), f64::INFINITY).unwrap();
+    assert_eq!(c.data_drops, 1);
+    assert_eq!(c.drops, vec![1, 0]);
+    // Packets 0 and 1 are acknowledged (RTTs 4P + T + A and one T later); the timer, moved at
+    // the second ACK, fires 450 µs after it; go-back-N resends packet 2 (window 3.67 halved:
+    // 1 packet), acknowledged one RTT later.
+    let rtt = 2.0 * P + T + 2.0 * P + A;
+    let expected = rtt + T + 450e-6 + rtt;
+    assert!(close(out.rnl_s[0], expected), "{} vs {expected}", out.rnl_s[0]);
+    assert_eq!((c.timeouts, c.retransmitted, c.data_packets), (1, 1, 4));
+}
+
+#[test]
+fn go_back_n_resends_everything_after_the_first_loss() {
+    // As above with room for one packet: packets 1 and 2 are dropped. Packet 0's ACK moves the
+    // timer; at its expiry go-back-N resends from packet 1 with the window halved to 1 packet,
+    // then packet 2 with the window grown to 2: three round trips and the timeout.
+    let mut cfg = net(2);
+    cfg.cc.init_cwnd = 3.0;
+    cfg.buffer_bytes = 5120;
+    cfg.receiver_queue = false;
+    let (out, c) = simulate(cfg, one(0.0, 0, 1, 3 * 5080, 0), f64::INFINITY).unwrap();
+    let rtt = 4.0 * P + T + A;
+    assert_eq!(c.drops, vec![2, 0]);
+    assert!(close(out.rnl_s[0], 450e-6 + 3.0 * rtt), "{} vs {}", out.rnl_s[0], 450e-6 + 3.0 * rtt);
+    assert_eq!((c.timeouts, c.retransmitted, c.data_packets, c.acks), (1, 2, 5, 3));
+}
+
+#[test]
+fn admission_downgrades_in_process_and_the_run_is_deterministic() {
+    // Ten hosts in all-to-one incast with a 1 ns-per-MTU target that no RPC can meet: every
+    // completion at class 0 decreases p_admit by β · 7, to the floor, and RPCs are downgraded.
+    let mut cfg = net(10);
+    cfg.admission = Some(AdmissionTable {
+        latency_target_s: vec![1e-9],
+        target_percentile: None,
+        increment_window_s: None,
+        alpha: None,
+        beta: None,
+        floor: None,
+        per_mtu: None,
+        rules: None,
+    });
+    cfg.seed = 7;
+    let n = 3000;
+    let rpcs = RpcInput {
+        time_s: (0..n).map(|i| f64::from(i) * 1e-6).collect(),
+        src: (0..n).map(|i| 1 + i % 9).collect(),
+        dst: vec![0; n as usize],
+        size_bytes: vec![32768; n as usize],
+        cls: vec![0; n as usize],
+    };
+    let (a, ca) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
+    let (b, cb) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(ca, cb);
+    assert_eq!(ca.unfinished, 0);
+    let down = a.downgraded.iter().filter(|&&d| d).count();
+    assert!(down > n as usize / 2, "{down} downgraded of {n}");
+    assert_eq!(down as u64, ca.downgrades);
+    assert!(a.class_run.iter().zip(&a.downgraded).all(|(&k, &d)| (k == 1) == d));
+    // p_admit never goes below the floor, and ends near it.
+    assert!(a.p_admit.iter().all(|&p| (0.1 - 1e-12..=1.0).contains(&p)));
+    assert!(a.p_admit[n as usize - 1] < 0.2);
+    // Another seed, another run.
+    cfg.seed = 8;
+    let (c, _) = simulate(cfg, rpcs.clone(), f64::INFINITY).unwrap();
+    assert_ne!(a.downgraded, c.downgraded);
+    // Without admission nothing is downgraded.
+    let (d, cd) = simulate(net(10), rpcs, f64::INFINITY).unwrap();
+    assert_eq!(cd.downgrades, 0);
+    assert!(d.class_run.iter().all(|&k| k == 0));
+}
+
+#[test]
+fn wfq_gives_the_high_class_its_weight_at_a_congested_port() {
+    // Two senders, one per class, each with a long backlog towards host 0 at the same time:
+    // while both are busy the switch port serves them 4:1, so the high class's RPCs finish
+    // about four times as fast.
+    let mut cfg = net(3);
+    cfg.cc.enabled = false; // a fixed window of 30: a standing queue at the port
+    cfg.buffer_bytes = 1 << 30;
+    let n = 400;
+    let rpcs = RpcInput {
+        time_s: vec![0.0; n],
+        src: (0..n).map(|i| 1 + (i % 2) as u32).collect(),
+        dst: vec![0; n],
+        size_bytes: vec![5080; n],
+        cls: (0..n).map(|i| (i % 2) as u8).collect(),
+    };
+    let (out, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    assert_eq!(c.data_drops, 0);
+    // Among the first 100 RPCs finished, the high class has about 80.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| out.finish_s[a].total_cmp(&out.finish_s[b]));
+    let high = order[..100].iter().filter(|&&i| i % 2 == 0).count();
+    assert!((76..=84).contains(&high), "{high} of the first 100 are high");
+}
+
+#[test]
+fn bad_configuration_and_rpcs_are_refused_by_field() {
+    let field = |e: Error| match e {
+        Error::Field { field, .. } => field,
+        other => panic!("{other:?}"),
+    };
+    let e = NetConfig::from_json(r#"{"n_hosts": 3, "weights": [4, 0]}"#).unwrap_err();
+    assert_eq!(field(e), "weights[1]");
+    let e = NetConfig::from_json(r#"{"n_hosts": 3, "weights": [4, 1], "cc": {"max_cwnd": 0.5}}"#)
+        .unwrap_err();
+    assert_eq!(field(e), "cc.max_cwnd");
+    let e = NetConfig::from_json(r#"{"n_hosts": 3, "weights": [4, 1], "mtu": 9000}"#).unwrap_err();
+    assert!(field(e).contains("network"));
+    let e = NetConfig::from_json(
+        r#"{"n_hosts": 3, "weights": [8, 4, 1], "admission": {"latency_target_s": [15e-6]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(field(e), "admission.latency_target_s");
+    let e = NetConfig::from_json(
+        r#"{"n_hosts": 3, "weights": [4, 1], "admission": {"latency_target_s": [15e-6], "floor": 0}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(field(e), "admission.floor");
+    let cfg = net(3);
+    let e = simulate(cfg.clone(), one(0.0, 1, 1, 10, 0), 1.0).unwrap_err();
+    assert_eq!(field(e), "dst[0]");
+    let e = simulate(cfg.clone(), one(0.0, 0, 1, 10, 2), 1.0).unwrap_err();
+    assert_eq!(field(e), "cls[0]");
+    let mut r = one(1.0, 0, 1, 10, 0);
+    r.time_s.push(0.5);
+    r.src.push(0);
+    r.dst.push(2);
+    r.size_bytes.push(1);
+    r.cls.push(0);
+    assert_eq!(field(simulate(cfg, r, 1.0).unwrap_err()), "time_s[1]");
+    let _ = CcConfig::default();
+}
