@@ -178,40 +178,84 @@ def compare(
     runs: Sequence[Case],
     out: Path,
     *,
+    jobs: int = 1,
     progress: Callable[[str], None] = lambda _: None,
     characterized: Callable[[int], None] = lambda _: None,
 ) -> Comparison:
     """Run every case of ``runs`` on ``inputs``, saving each plan under ``out/plans`` and its
-    replay's per-tenant CSV (``tailbound verify``'s) under ``out/verify``; ``progress(label)``
-    before each run, ``characterized(1)`` after each tenant's r-b curves."""
+    replay's per-tenant CSV (``tailbound verify``'s) under ``out/verify``; ``characterized(1)``
+    after each tenant's r-b curves, ``progress(label)`` before each run (with ``jobs`` > 1, the
+    runs go to that many processes, given the r-b curves once each, and ``progress`` says
+    ``"<label> done"`` as each ends; the outcomes stay in case order)."""
     from tailbound.policies.graduated import refuse_graduated
 
     result = Comparison()
-    n = len(inputs.tset.tenants)
-    workloads: list[Any] | None = None
     graduated: str | None = None
     try:
         refuse_graduated(inputs.tset, "placement")
     except ConfigError as e:
         graduated = str(e)
-    blocker = admission_blocker(inputs.tset)
-    for case in runs:
-        progress(case.label)
-        if case.kind == "placement":
-            if graduated is not None:
-                result.outcomes.append(Outcome(case, n, reason=graduated))
-                continue
-            if workloads is None:
-                start = time.perf_counter()
-                workloads = characterize(inputs, characterized)
-                result.curves_s = time.perf_counter() - start
-            outcome = _guarded(case, n, partial(place, case, inputs, workloads, out))
-        elif blocker is not None:
-            outcome = Outcome(case, n, reason=blocker)
-        else:
-            outcome = _guarded(case, n, partial(admit, case, inputs, out))
-        result.outcomes.append(outcome)
+    workloads: list[Any] | None = None
+    if graduated is None and any(c.kind == "placement" for c in runs):
+        start = time.perf_counter()
+        workloads = characterize(inputs, characterized)
+        result.curves_s = time.perf_counter() - start
+    task = _Task(inputs, workloads, graduated, admission_blocker(inputs.tset), out)
+    if jobs <= 1 or len(runs) <= 1:
+        for case in runs:
+            progress(case.label)
+            result.outcomes.append(task.run(case))
+        return result
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(
+        min(jobs, len(runs)), mp_context=get_context("spawn"), initializer=_start, initargs=(task,)
+    ) as pool:
+        futures = {pool.submit(_run, case): case for case in runs}
+        for future in as_completed(futures):
+            progress(f"{futures[future].label} done")
+        done = {futures[f]: f.result() for f in futures}
+    result.outcomes = [done[case] for case in runs]
     return result
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What every run needs: the inputs, the shared r-b curves (``None`` when no placement
+    runs, or when ``graduated`` says why none can), why admission cannot run (``blocker``),
+    and the output folder."""
+
+    inputs: Inputs
+    workloads: list[Any] | None
+    graduated: str | None
+    blocker: str | None
+    out: Path
+
+    def run(self, case: Case) -> Outcome:
+        """The outcome of ``case`` (a row with the reason when it cannot run or fails)."""
+        n = len(self.inputs.tset.tenants)
+        if case.kind == "placement":
+            if self.graduated is not None or self.workloads is None:
+                return Outcome(case, n, reason=self.graduated or "no r-b curves")
+            return _guarded(case, n, partial(place, case, self.inputs, self.workloads, self.out))
+        if self.blocker is not None:
+            return Outcome(case, n, reason=self.blocker)
+        return _guarded(case, n, partial(admit, case, self.inputs, self.out))
+
+
+#: A worker process's task (:func:`_start`), set once per process.
+_TASK: _Task | None = None
+
+
+def _start(task: _Task) -> None:
+    global _TASK
+    _TASK = task
+
+
+def _run(case: Case) -> Outcome:
+    assert _TASK is not None, "a worker runs cases after _start"
+    return _TASK.run(case)
 
 
 def _guarded(case: Case, n: int, run: Callable[[], Outcome]) -> Outcome:

@@ -213,3 +213,31 @@ def test_compare_missing_trace_exits_2_naming_it(
     err = capsys.readouterr().err.strip()
     assert code == 2 and "gone.txt" in err and len(err.splitlines()) == 1
     assert str(tenants) in err and "tenants[1].trace" in err
+
+
+def test_compare_jobs_gives_the_serial_rows(tmp_path: Path, wc62_dir: Path) -> None:
+    tenants = tenants_file(tmp_path, wc62_dir)
+    rows = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}"
+        extra = ("--policies", "knee,dnc", "--jobs", jobs)
+        assert main(args(tenants, wc62_dir, out, *extra)) == 0
+        with open(out / "compare.csv", newline="") as f:
+            rows.append(
+                [
+                    {
+                        k: r[k]
+                        for k in (
+                            "policy",
+                            "server_model",
+                            "placed",
+                            "servers",
+                            "bounds_exceeded",
+                            "worst_ratio",
+                        )
+                    }
+                    for r in csv.DictReader(f)
+                ]
+            )
+    assert rows[0] == rows[1]
+    assert [r["policy"] for r in rows[0]] == ["knee", "knee", "dnc"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tailbound.cli.exitcodes import Exit, epilog
-from tailbound.cli.options import add_quiet, number, progress
+from tailbound.cli.options import add_quiet, integer, number, progress
 
 
 def _columns() -> tuple[tuple[str, str], ...]:
@@ -57,6 +57,13 @@ def add_parser(subparsers: Any) -> None:
         help="packet size on the links, bytes (the sound model's; default 1500)",
     )
     parser.add_argument(
+        "--jobs",
+        type=integer(low=1, high=64),
+        default=1,
+        metavar="N",
+        help="run N policies at once, each in its own process (default 1)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path("compare"), help="folder for the CSV, plot and plans"
     )
     add_quiet(parser)
@@ -93,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     with progress(
         args, total=len(tset.tenants) if placing else 0, desc="r-b curves", unit="tenant"
     ) as bar:
-        result = compare.compare(inputs, runs, args.out, progress=say, characterized=bar.update)
+        result = compare.compare(
+            inputs, runs, args.out, jobs=args.jobs, progress=say, characterized=bar.update
+        )
     print(compare.table(result))
     if result.curves_s is not None:
         print(
