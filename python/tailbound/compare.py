@@ -38,16 +38,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailbound.atomic import atomic_path
 from tailbound.errors import ConfigError, TailboundError
-from tailbound.model import Cluster, TenantSet
-from tailbound.plan import Plan
-from tailbound.plan_inputs import resolve_inputs, with_inputs
 from tailbound.policies.registry import build, entry, find, names, registered
 from tailbound.tables import markdown_table
-from tailbound.verify import Verification, replay_plan
+
+if TYPE_CHECKING:
+    from tailbound.model import Cluster, TenantSet
+    from tailbound.plan import Plan
+    from tailbound.verify import Verification
+
+# The plan, the simulator and the policies are imported where used: building the CLI's parser
+# (which reads COLUMNS) stays cheap.
 
 #: The server models a placement runs under (``tailbound place --server-model``), in order.
 MODELS = ("sound", "reference")
@@ -293,6 +297,7 @@ def characterize(inputs: Inputs, progress: Callable[[int], None]) -> list[Any]:
 def place(case: Case, inputs: Inputs, workloads: Sequence[Any], out: Path) -> Outcome:
     """``tailbound place --policy P --server-model M [--grow]`` on the shared r-b curves: the
     plan saved, then verified."""
+    from tailbound.plan_inputs import with_inputs
     from tailbound.policies.placement import place as first_fit
     from tailbound.policies.server import REFERENCE
     from tailbound.policies.workloadcompactor import server_model, to_plan
@@ -320,6 +325,7 @@ def place(case: Case, inputs: Inputs, workloads: Sequence[Any], out: Path) -> Ou
 def admit(case: Case, inputs: Inputs, out: Path) -> Outcome:
     """``tailbound admit --policy P`` at its defaults (an SNC policy under tailbound's rule,
     :class:`~tailbound.policies.admission_policies.SncRule`): the plan saved, then verified."""
+    from tailbound.plan_inputs import with_inputs
     from tailbound.policies.admission import admission_plan, admit_in_order
     from tailbound.policies.admission_policies import SncRule
     from tailbound.policies.graduated import refuse_graduated
@@ -422,7 +428,9 @@ def verify_saved(plan: Plan, path: Path) -> Verification:
     """``tailbound verify --plan PATH`` at its defaults: the traces, profile and link bandwidth
     the saved plan records (each trace checked against its hash), whole traces replayed with
     the plan's own limits (:func:`tailbound.verify.replay_plan`)."""
+    from tailbound.plan_inputs import resolve_inputs
     from tailbound.traces import read_trace
+    from tailbound.verify import replay_plan
 
     inputs = resolve_inputs(plan, path, [t.name for t in plan.tenants])
     if any(t.device is not None for t in plan.tenants):

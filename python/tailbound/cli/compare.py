@@ -10,12 +10,10 @@ from typing import Any
 
 from tailbound.cli.exitcodes import Exit, epilog
 from tailbound.cli.options import add_quiet, integer, number, progress
+from tailbound.compare import COLUMNS as _COLUMNS
 
-
-def _columns() -> tuple[tuple[str, str], ...]:
-    from tailbound.compare import COLUMNS
-
-    return tuple((header, meaning) for header, _, meaning in COLUMNS)
+#: The legend of the table ``compare`` prints (in ``--help``): :data:`tailbound.compare.COLUMNS`.
+COLUMNS = tuple((header, meaning) for header, _, meaning in _COLUMNS)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,7 +30,7 @@ def add_parser(subparsers: Any) -> None:
             "(admission without hosts, a graduated SLO, a policy that fails) is a row with "
             "the reason. Prints one table; writes OUT/compare.csv and OUT/compare.png."
         ),
-        epilog=epilog(None, _columns())
+        epilog=epilog(None, COLUMNS)
         + " Rejections, exceeded bounds and missed SLOs are the answer, not a failed check.",
     )
     parser.add_argument("--tenants", required=True, type=Path, help="tenants.json")
