@@ -241,3 +241,28 @@ def test_compare_jobs_gives_the_serial_rows(tmp_path: Path, wc62_dir: Path) -> N
             )
     assert rows[0] == rows[1]
     assert [r["policy"] for r in rows[0]] == ["knee", "knee", "dnc"]
+
+
+@pytest.mark.parametrize(
+    ("which", "content", "field"),
+    [
+        ("--profile", '{"read": 3}', "field bandwidthTable"),
+        ("--cluster", '{"servers": 3}', "field servers: unknown key"),
+    ],
+)
+def test_compare_bad_cluster_or_profile_exits_2_naming_file_and_field(
+    tmp_path: Path,
+    wc62_dir: Path,
+    capsys: pytest.CaptureFixture,
+    which: str,
+    content: str,
+    field: str,
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    argv = args(tenants_file(tmp_path, wc62_dir), wc62_dir, tmp_path / "out")
+    argv[argv.index(which) + 1] = str(bad)
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and f"{bad}, {field}" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
