@@ -78,8 +78,7 @@ class Case:
     def slug(self) -> str:
         """A file name stem: ``place-knee-sound``, ``admit-dnc``."""
         verb = "place" if self.kind == "placement" else "admit"
-        stem = "-".join(p for p in (verb, self.policy.replace(":", "_"), self.model) if p)
-        return stem
+        return "-".join(p for p in (verb, self.policy.replace(":", "_"), self.model) if p)
 
 
 def cases(policies: Sequence[str] | None = None, models: Sequence[str] = MODELS) -> list[Case]:
@@ -100,8 +99,7 @@ def cases(policies: Sequence[str] | None = None, models: Sequence[str] = MODELS)
             out += [Case("placement", name, m) for m in models]
         else:
             out.append(Case("admission", name))
-    seen: set[Case] = set()
-    return [c for c in out if not (c in seen or seen.add(c))]  # type: ignore[func-returns-value]
+    return list(dict.fromkeys(out))  # a name given twice runs once
 
 
 @dataclass(frozen=True)

@@ -266,3 +266,14 @@ def test_compare_bad_cluster_or_profile_exits_2_naming_file_and_field(
     err = capsys.readouterr().err.strip()
     assert code == 2 and f"{bad}, {field}" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_compare_one_server_model_and_a_name_given_twice(
+    tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    tenants = tenants_file(tmp_path, wc62_dir, hosts=False)
+    extra = ("--policies", "knee,knee,average-rate:1.5", "--server-model", "reference")
+    assert main(args(tenants, wc62_dir, tmp_path / "out", *extra)) == 0
+    _, *rows = table_rows(capsys.readouterr().out)
+    assert [r[:2] for r in rows] == [["knee", "reference"], ["average-rate:1.5", "reference"]]
+    assert (tmp_path / "out" / "plans" / "place-average-rate_1.5-reference.json").is_file()

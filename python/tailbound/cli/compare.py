@@ -44,6 +44,12 @@ def add_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
+        "--server-model",
+        choices=("both", "sound", "reference"),
+        default="both",
+        help="the server models placements run under (default both; see place --help)",
+    )
+    parser.add_argument(
         "--grow",
         action="store_true",
         help="placement adds servers like the cluster's last one when none fits (as place --grow)",
@@ -84,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(tset.path, f"no trace file {t.trace}", field=f"tenants[{i}].trace")
     wanted = None if args.policies is None else [p.strip() for p in args.policies.split(",")]
     try:
-        runs = compare.cases(wanted)
+        models = compare.MODELS if args.server_model == "both" else (args.server_model,)
+        runs = compare.cases(wanted, models)
     except ValueError as e:
         raise ConfigError(None, str(e), field="--policies") from None
     inputs = compare.Inputs(tset, cluster, args.profile, grow=args.grow, mtu_bytes=args.mtu)
