@@ -101,12 +101,16 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"tailbound compare: {label}", file=sys.stderr, flush=True)
 
-    placing = any(c.kind == "placement" for c in runs)
-    with progress(
-        args, total=len(tset.tenants) if placing else 0, desc="r-b curves", unit="tenant"
-    ) as bar:
+    total = len(tset.tenants) if any(c.kind == "placement" for c in runs) else 0
+    with progress(args, total=total, desc="r-b curves", unit="tenant") as bar:
+
+        def tick(n: int) -> None:  # the bar ends its line before the runs' lines start
+            bar.update(n)
+            if bar.n >= total:
+                bar.close()
+
         result = compare.compare(
-            inputs, runs, args.out, jobs=args.jobs, progress=say, characterized=bar.update
+            inputs, runs, args.out, jobs=args.jobs, progress=say, characterized=tick
         )
     print(compare.table(result))
     if result.curves_s is not None:
