@@ -423,25 +423,12 @@ def left_out(plan: Plan, width: int = 90) -> str:
 
 
 def verify_saved(plan: Plan, path: Path) -> Verification:
-    """``tailbound verify --plan PATH`` at its defaults: the traces, profile and link bandwidth
-    the saved plan records (each trace checked against its hash), whole traces replayed with
-    the plan's own limits (:func:`tailbound.verify.replay_plan`)."""
-    from tailbound.plan_inputs import resolve_inputs
-    from tailbound.traces import read_trace
-    from tailbound.verify import replay_plan
+    """``tailbound verify --plan PATH`` at its defaults (:func:`tailbound.verify.replay_saved`:
+    the traces, profile and link bandwidth the saved plan records, each trace checked against
+    its hash, whole traces replayed with the plan's own limits)."""
+    from tailbound.verify import replay_saved
 
-    inputs = resolve_inputs(plan, path, [t.name for t in plan.tenants])
-    if any(t.device is not None for t in plan.tenants):
-        if inputs.profile is None:
-            raise ConfigError(path, "the plan places tenants on devices and records no profile")
-        inputs.device_profile()
-    assert inputs.link_bytes_per_s is not None  # a plan saved here records it
-    return replay_plan(
-        plan,
-        {name: read_trace(ref.path, ref.format) for name, ref in inputs.traces.items()},
-        profile=inputs.profile,
-        link_bandwidth_bytes_per_s=inputs.link_bytes_per_s,
-    )
+    return replay_saved(plan, path)
 
 
 # ------------------------------------------------------------------------------ reporting
