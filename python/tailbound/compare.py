@@ -412,14 +412,13 @@ def _verified(case: Case, inputs: Inputs, plan: Plan, seconds: float, out: Path)
     )
 
 
-def left_out(plan: Plan, width: int = 90) -> str:
-    """What ``plan`` left out, in one line of at most about ``width`` characters: how many
-    tenants and the first one's reason (``"5 left out; T0: fits on no server"``), or ``""``."""
+def left_out(plan: Plan) -> str:
+    """What ``plan`` left out, in one line: how many tenants and the first one's reason
+    (``"5 left out; T0: fits on no server"``), or ``""``."""
     if not plan.rejected:
         return ""
     first = plan.rejected[0]
-    text = f"{len(plan.rejected)} left out; {first.name}: {first.reason}"
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return f"{len(plan.rejected)} left out; {first.name}: {first.reason}"
 
 
 def verify_saved(plan: Plan, path: Path) -> Verification:
@@ -443,7 +442,12 @@ COLUMNS = (
     ("SLOs missed", "slos_missed", "tenants that missed their SLO in the replay"),
     ("worst", "worst_ratio", "the largest replayed latency / bound (at the bound's percentile)"),
     ("median", "median_ratio", "the median replayed latency / bound"),
-    ("note", "note", "why it did not run, or what failed"),
+    (
+        "note",
+        "note",
+        "why it did not run, what failed, or what it left out and why (cut at 120 "
+        "characters; whole in the CSV)",
+    ),
 )
 
 
@@ -461,8 +465,13 @@ def _cells(o: Outcome) -> list[object]:
         "-" if o.slo_missed is None else o.slo_missed,
         num(o.worst, 3),
         num(o.median, 3),
-        o.reason.replace("|", "/").replace("\n", " "),
+        _short(o.reason.replace("|", "/").replace("\n", " ")),
     ]
+
+
+def _short(text: str, width: int = 120) -> str:
+    """``text`` cut to ``width`` characters for the table (the CSV keeps it whole)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def table(comparison: Comparison) -> str:

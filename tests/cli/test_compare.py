@@ -277,3 +277,15 @@ def test_compare_one_server_model_and_a_name_given_twice(
     _, *rows = table_rows(capsys.readouterr().out)
     assert [r[:2] for r in rows] == [["knee", "reference"], ["average-rate:1.5", "reference"]]
     assert (tmp_path / "out" / "plans" / "place-average-rate_1.5-reference.json").is_file()
+
+
+def test_left_out_says_how_many_and_the_first_reason_whole() -> None:
+    from tailbound.plan import Rejection
+
+    reason = "alone on an empty server its bound is 53.1 ms against its SLO of 50 ms " * 3
+    plan = Plan("knee", 0, [], [Rejection("A", reason), Rejection("B", "fits on no server")])
+    assert compare.left_out(plan) == f"2 left out; A: {reason}"
+    assert compare.left_out(Plan("knee", 0, [])) == ""
+    outcome = compare.Outcome(compare.Case("placement", "knee", "sound"), 2, reason=reason)
+    note = table_rows(compare.table(compare.Comparison([outcome])))[1][-1]
+    assert len(note) == 120 and note.endswith("…")
