@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     "tailbound.sim": 5,
     "tailbound.policies": 6,
     "tailbound.verify": 7,
+    "tailbound.compare": 7,
     "tailbound.enforce": 8,
     "tailbound.cli": 9,
     "tailbound.experiments": 9,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,12 +37,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound.atomic import atomic_path
+from tailbound.errors import ConfigError
 from tailbound.model import Slo
 from tailbound.plan import Plan
+from tailbound.plan_inputs import resolve_inputs
 from tailbound.profiles.tokens import MessageSizes
 from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.results import SimResults, WorkloadResult
 from tailbound.sim.scenario import Scenario
+from tailbound.traces.readers import read_trace
 from tailbound.traces.trace import Trace
 
 
@@ -341,6 +344,52 @@ def replay_plan(
     simulator.run()
     sizes = {w.name: np.asarray(w.trace.size, dtype=np.float64) for w in scenario.workloads}
     return check_results(plan, simulator.results(), window_s=window_s, sizes=sizes)
+
+
+def replay_saved(
+    plan: Plan,
+    path: str | Path,
+    *,
+    tenants: str | Path | None = None,
+    profile: str | Path | None = None,
+    link_bandwidth_bytes_per_s: float | None = None,
+    span: Callable[[Trace], Trace] | None = None,
+    **options: Any,
+) -> Verification:
+    """``plan``, saved at ``path``, replayed with the inputs it records — what ``tailbound
+    verify --plan`` replays: its traces (each checked against the hash the plan records), SSD
+    profile and link bandwidth (:func:`tailbound.plan_inputs.resolve_inputs`), or the overrides
+    ``tenants`` (a tenants file joined by name), ``profile`` and ``link_bandwidth_bytes_per_s``;
+    ``span`` cuts each trace (a half, a window); ``options`` go to :func:`replay_plan`
+    (``mode``, ``mtu_bytes``, ``propagation_s``, ``window_s``). A plan placing tenants on
+    devices with no profile recorded or given is a :class:`~tailbound.errors.ConfigError`
+    naming ``path``."""
+    inputs = resolve_inputs(
+        plan,
+        path,
+        [t.name for t in plan.tenants],
+        tenants=tenants,
+        profile=profile,
+        link_bytes_per_s=link_bandwidth_bytes_per_s,
+    )
+    if any(t.device is not None for t in plan.tenants):
+        if inputs.profile is None:
+            raise ConfigError(
+                path, "the plan places tenants on devices and records no profile: give --profile"
+            )
+        inputs.device_profile()  # a malformed profile is named here, with its field
+    link = inputs.link_bytes_per_s
+    if link is None:  # a plan recording no inputs: the tenants file's, as before version 3
+        assert inputs.tenants_file is not None
+        link = inputs.tenants_file.link_bytes_per_s
+    cut = span if span is not None else (lambda trace: trace)
+    return replay_plan(
+        plan,
+        {name: cut(read_trace(ref.path, ref.format)) for name, ref in inputs.traces.items()},
+        profile=inputs.profile,
+        link_bandwidth_bytes_per_s=link,
+        **options,
+    )
 
 
 def check_results(

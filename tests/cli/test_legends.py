@@ -50,7 +50,7 @@ def test_every_printed_column_is_in_the_legend(
 
 
 @pytest.mark.parametrize(
-    "verb", ["bound", "admit", "prioritize", "simulate", "verify", "characterize"]
+    "verb", ["bound", "admit", "prioritize", "simulate", "verify", "characterize", "compare"]
 )
 def test_help_shows_the_legend(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([verb, "--help"]) == 0

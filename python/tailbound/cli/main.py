@@ -32,6 +32,7 @@ COMMANDS: tuple[str, ...] = (
     "admit",
     "prioritize",
     "verify",
+    "compare",
     "policies",
     "enforce",
     "gate",

@@ -103,47 +103,25 @@ def run(args: argparse.Namespace) -> int:
 
     from tailbound.errors import ConfigError
     from tailbound.plan import Plan
-    from tailbound.plan_inputs import resolve_inputs
-    from tailbound.traces import read_trace
-    from tailbound.verify import replay_plan
+    from tailbound.verify import replay_saved
 
     plan = Plan.load(args.plan)
-    inputs = resolve_inputs(
-        plan,
-        args.plan,
-        [t.name for t in plan.tenants],
-        tenants=args.tenants,
-        profile=args.profile,
-        link_bytes_per_s=args.link_bandwidth,
-    )
-    if any(t.device is not None for t in plan.tenants):
-        if inputs.profile is None:
-            raise ConfigError(
-                args.plan,
-                "the plan places tenants on devices and records no profile: give --profile",
-            )
-        inputs.device_profile()  # a malformed profile is named here, with its field
-    link = inputs.link_bytes_per_s
-    if link is None:  # a plan recording no inputs: the tenants file's, as before version 3
-        assert inputs.tenants_file is not None
-        link = inputs.tenants_file.link_bytes_per_s
-    for option, value, low in (
-        ("--link-bandwidth", link, 0.0),
-        ("--mtu", args.mtu, 0.0),
-        ("--window-s", args.window_s, 0.0),
+    for option, value in (
+        ("--link-bandwidth", args.link_bandwidth),
+        ("--mtu", args.mtu),
+        ("--window-s", args.window_s),
     ):
-        if not (math.isfinite(value) and value > low):
+        if value is not None and not (math.isfinite(value) and value > 0):
             raise ConfigError(None, f"{option} must be a positive number, got {value}")
     check_window(args)
 
-    v = replay_plan(
+    v = replay_saved(
         plan,
-        {
-            name: span_of(read_trace(ref.path, ref.format), args)
-            for name, ref in inputs.traces.items()
-        },
-        profile=inputs.profile,
-        link_bandwidth_bytes_per_s=link,
+        args.plan,
+        tenants=args.tenants,
+        profile=args.profile,
+        link_bandwidth_bytes_per_s=args.link_bandwidth,
+        span=lambda trace: span_of(trace, args),
         mode=args.mode,
         mtu_bytes=args.mtu,
         propagation_s=args.propagation,
