@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     "tailbound.policies": 6,
     "tailbound.verify": 7,
     "tailbound.enforce": 8,
+    "tailbound.service": 8,
     "tailbound.cli": 9,
     "tailbound.experiments": 9,
     "tailbound.demo": 9,

@@ -37,6 +37,9 @@ COMMANDS: tuple[str, ...] = (
     "gate",
     "export",
     "experiment",
+    "serve",
+    "token",
+    "client",
 )
 
 
