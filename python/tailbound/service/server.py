@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,10 @@ def serve(
         lifespan="off",
     )
     server = uvicorn.Server(config)
+    # uvicorn stops gracefully on SIGTERM or SIGINT, then raises the signal again for the
+    # handlers it found: these, so that a graceful stop exits with status 0
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     server.run()
     app.state.tb.engine.dispose()
     log.info("stopped")
