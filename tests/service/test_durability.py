@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
+from tests.service.harness import Demo, Server, demo, make_token, register
 
 from tailbound.plan import Plan
 from tailbound.service.client import Client, ServiceError
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow, make_engine, sessions
-from tests.service.harness import Demo, Server, demo, make_token, register
 
 KILLS = 20
 WORKERS = 3
@@ -32,7 +32,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     return demo(tmp_path_factory.mktemp("durable"), 9, servers=9, duration_s=5.0, seed=5)
 
 
-def worker(url: str, token: str, names: list[str], stop: threading.Event, acks: list[dict[str, Any]]) -> None:
+def worker(
+    url: str, token: str, names: list[str], stop: threading.Event, acks: list[dict[str, Any]]
+) -> None:
     """Admit each of ``names`` that is not admitted and depart each that is, round and round,
     until the server dies or ``stop`` is set; every answer received is appended to ``acks``."""
     try:
@@ -53,15 +55,28 @@ def check(db: str, acks: list[dict[str, Any]]) -> int:
         with sessions(engine)() as s:
             cluster = s.scalar(select(ClusterRow).where(ClusterRow.name == "d"))
             assert cluster is not None
-            plans = list(s.scalars(select(PlanRow).where(PlanRow.cluster_id == cluster.id).order_by(PlanRow.version)))
-            decisions = list(s.scalars(select(DecisionRow).where(DecisionRow.cluster_id == cluster.id)))
-            states = {t.name: t.state for t in s.scalars(select(TenantRow).where(TenantRow.cluster_id == cluster.id))}
+            plans = list(
+                s.scalars(
+                    select(PlanRow)
+                    .where(PlanRow.cluster_id == cluster.id)
+                    .order_by(PlanRow.version)
+                )
+            )
+            decisions = list(
+                s.scalars(select(DecisionRow).where(DecisionRow.cluster_id == cluster.id))
+            )
+            states = {
+                t.name: t.state
+                for t in s.scalars(select(TenantRow).where(TenantRow.cluster_id == cluster.id))
+            }
     finally:
         engine.dispose()
     assert [p.version for p in plans] == list(range(1, cluster.version + 1))
     by_version = {p.version: p for p in plans}
     published = [d.published for d in decisions if d.published is not None]
-    assert sorted(published) == list(range(1, len(plans) + 1)), "a version without its decision, or two"
+    assert sorted(published) == list(range(1, len(plans) + 1)), (
+        "a version without its decision, or two"
+    )
     present: set[str] = set()
     for p in plans:
         plan = Plan.from_json(json.loads(p.document))
@@ -78,7 +93,10 @@ def check(db: str, acks: list[dict[str, Any]]) -> int:
             p = by_version[a["published"]]
             assert (p.event, p.tenant) == (a["event"], a["tenant"]), a
         else:
-            assert any(d.tenant == a["tenant"] and d.based_on == a["based_on"] and not d.admitted for d in decisions), a
+            assert any(
+                d.tenant == a["tenant"] and d.based_on == a["based_on"] and not d.admitted
+                for d in decisions
+            ), a
     return len(plans)
 
 
@@ -98,7 +116,9 @@ def test_kill_9_during_admissions(tmp_path: Path, fleet: Demo) -> None:
         stop = threading.Event()
         round_acks: list[dict[str, Any]] = []
         threads = [
-            threading.Thread(target=worker, args=(server.url, token, names[i::WORKERS], stop, round_acks))
+            threading.Thread(
+                target=worker, args=(server.url, token, names[i::WORKERS], stop, round_acks)
+            )
             for i in range(WORKERS)
         ]
         for t in threads:
