@@ -40,6 +40,7 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "token",
     "client",
+    "agent",
 )
 
 
