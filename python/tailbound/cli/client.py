@@ -49,7 +49,16 @@ def add_parser(subparsers: Any) -> None:
     for name, what in (("admit", "admit tenants in order"), ("depart", "depart tenants")):
         a = sub.add_parser(name, help=what)
         a.add_argument("--cluster", required=True)
-        a.add_argument("tenant", nargs="+")
+        a.add_argument("tenant", nargs="*")
+        a.add_argument(
+            "--all",
+            action="store_true",
+            help="every registered tenant not admitted (admit) or every admitted one (depart), "
+            "in registration order",
+        )
+
+    w = sub.add_parser("wait", help="wait until the server answers /health")
+    w.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
 
     p = sub.add_parser("plan", help="a Plan version, a host's part or a diff")
     p.add_argument("--cluster", required=True)
@@ -74,6 +83,8 @@ def show(doc: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import httpx
+
     from tailbound.errors import ConfigError
     from tailbound.service.client import Client, ServiceError
 
@@ -83,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     except ServiceError as e:
         print(f"tailbound client: error: {e}", file=sys.stderr)
         return Exit.BAD_INPUT
-    except OSError as e:
+    except (OSError, httpx.HTTPError) as e:
         raise ConfigError(None, f"cannot reach {args.server}: {e}") from None
 
 
@@ -110,9 +121,18 @@ def act(client: Any, args: argparse.Namespace) -> int:
         )
     elif args.action == "tenants":
         register(client, args)
+    elif args.action == "wait":
+        wait(client, args.timeout)
     elif args.action in ("admit", "depart"):
         decide = client.admit if args.action == "admit" else client.depart
-        for name in args.tenant:
+        names = list(args.tenant)
+        if args.all:
+            registered = client.json("GET", f"/clusters/{args.cluster}/tenants")
+            admitted = args.action == "depart"
+            names += [t["name"] for t in registered if (t["state"] == "admitted") == admitted]
+        if not names:
+            raise ConfigError(None, f"client {args.action}: name tenants or give --all")
+        for name in names:
             show(decide(args.cluster, name))
     elif args.action == "plan":
         if args.host:
@@ -146,6 +166,28 @@ def act(client: Any, args: argparse.Namespace) -> int:
     else:
         show(client.json("GET", "/tokens"))
     return Exit.OK
+
+
+def wait(client: Any, timeout_s: float) -> None:
+    """Poll /health until the server answers, for up to ``timeout_s`` seconds."""
+    import time
+
+    import httpx
+
+    from tailbound.errors import ConfigError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.json("GET", "/health")
+            print("ready")
+            return
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise ConfigError(
+                    None, f"no answer from the server within {timeout_s:g} s"
+                ) from None
+            time.sleep(0.1)
 
 
 def register(client: Any, args: argparse.Namespace) -> None:
