@@ -315,7 +315,8 @@ def test_plans_parts_etags_diffs_departures_and_reports(
         decisions = c.json("GET", "/clusters/c1/decisions")
         assert len(decisions) == len(names) + 1
     # measurements: an agent posts for its host; the report compares with the prediction
-    _, plan = server.client(operator).plan("c1")
+    with server.client(operator) as c:
+        _, plan = c.plan("c1")
     mine = [t for t in plan["tenants"] if t["server"] == "server00"]
     assert mine, "no tenant on server00"
     t0 = mine[0]
@@ -339,7 +340,8 @@ def test_plans_parts_etags_diffs_departures_and_reports(
     bad = {**body, "tenants": [{**body["tenants"][0], "percentiles": {"1.5": 0.1}}]}
     r = status(server, "POST", "/clusters/c1/measurements", agent, json=bad)
     assert r.status_code == 422 and r.json()["field"] == "body.tenants[0].percentiles"
-    report = server.client(operator).json("GET", "/clusters/c1/report")
+    with server.client(operator) as c:
+        report = c.json("GET", "/clusters/c1/report")
     row = next(r for r in report["tenants"] if r["tenant"] == t0["name"])
     assert row["predicted_s"] == t0["latency_bound_s"]
     assert row["flags"] == ["approaching_bound", "beyond_characterisation"]
@@ -375,7 +377,7 @@ def test_snc_meister_cluster(server: Server, sqlite_url: str, small_demo: Demo) 
             "name": "nohost",
             "trace": c.upload_trace(d.trace(network[0]["name"]))["sha256"],
         }
-        del entry["client_host"]
+        del entry["client_host"], entry["client_vm"]
         with pytest.raises(ServiceError) as e:
             c.register_tenant("snc", entry)
         assert e.value.status == 422 and e.value.field == "body.client_host"

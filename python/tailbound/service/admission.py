@@ -155,13 +155,13 @@ class Decider:
                 if version != have + 1:
                     raise RuntimeError(f"cluster {row.name}: Plan version {have + 1} is missing")
                 if event == "admit":
-                    outcome = engine.admit(tenant_of(tenants[name], self.traces))
+                    outcome = engine.admit(tenant_of(tenants[name], self.traces), plan=False)
                     if not outcome.admitted:
                         raise RuntimeError(
                             f"cluster {row.name}: replaying version {version} rejects {name}"
                         )
                 else:
-                    outcome = engine.depart(name)
+                    outcome = engine.depart(name, plan=False)
                 engine, have = outcome.after, version
             self._engines[row.id] = (have, engine)
         return have, engine

@@ -70,9 +70,13 @@ class Engine(Protocol):
         """The admitted tenants, in arrival order."""
         ...
 
-    def admit(self, tenant: Tenant) -> Outcome: ...
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        """Decide ``tenant``'s arrival; ``plan=False`` skips building the Plan (a replay)."""
+        ...
 
-    def depart(self, name: str) -> Outcome: ...
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        """``name``'s departure; ``plan=False`` skips building the Plan (a replay)."""
+        ...
 
 
 @dataclass
@@ -241,7 +245,7 @@ class PlacementEngine:
         )
         return self.context.plan_of(plan, tenants)
 
-    def admit(self, tenant: Tenant) -> Outcome:
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
         workload = self._curves(tenant)
         placer = self._copy()
@@ -250,25 +254,27 @@ class PlacementEngine:
             refused = {"reason": "fits on no server", "policy": self.context.policy}
             return Outcome(False, refused, None, self, time.perf_counter() - start)
         tenants = {**self.tenants, tenant.name: tenant}
-        plan = self._plan(placer, tenants)
-        mine = plan.tenant(tenant.name)
+        after = PlacementEngine(self.context, placer, tenants)
+        if not plan:
+            return Outcome(True, {}, None, after, time.perf_counter() - start)
+        made = self._plan(placer, tenants)
+        mine = made.tenant(tenant.name)
         reasons: dict[str, Any] = {
             "server": mine.server,
             "device": mine.device,
             "bound_s": mine.bound.latency_s if mine.bound else None,
             "policy": self.context.policy,
         }
-        after = PlacementEngine(self.context, placer, tenants)
-        return Outcome(True, reasons, plan, after, time.perf_counter() - start)
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
 
-    def depart(self, name: str) -> Outcome:
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
         placer = self._copy()
         placer.remove(name)
         tenants = {k: v for k, v in self.tenants.items() if k != name}
-        plan = self._plan(placer, tenants)
+        made = self._plan(placer, tenants) if plan else None
         after = PlacementEngine(self.context, placer, tenants)
-        return Outcome(True, {"departed": name}, plan, after, time.perf_counter() - start)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
 
 
 # ------------------------------------------------------------------------------ admission
@@ -308,7 +314,7 @@ class AdmissionEngine:
         )
         return self.context.plan_of(plan, {t.name: t for t in tenants})
 
-    def admit(self, tenant: Tenant) -> Outcome:
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
         from tailbound.policies.admission import decide
 
         start = time.perf_counter()
@@ -328,13 +334,15 @@ class AdmissionEngine:
             )
             return Outcome(False, reasons, None, self, time.perf_counter() - start)
         tenants = (*self.tenants, tenant)
-        plan = self._plan(tenants, bounds)
+        made = self._plan(tenants, bounds) if plan else None
         after = AdmissionEngine(self.context, self.policy, tenants)
-        return Outcome(True, reasons, plan, after, time.perf_counter() - start)
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
 
-    def depart(self, name: str) -> Outcome:
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
         tenants = tuple(t for t in self.tenants if t.name != name)
-        plan = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
+        made = None
+        if plan:
+            made = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
         after = AdmissionEngine(self.context, self.policy, tenants)
-        return Outcome(True, {"departed": name}, plan, after, time.perf_counter() - start)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
