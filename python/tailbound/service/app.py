@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
+from tailbound.policies import registry
 from tailbound.service import tokens
 from tailbound.service.admission import Decider, find_cluster, find_tenant
 from tailbound.service.db import (
@@ -282,11 +283,7 @@ def create_app(settings: Settings) -> FastAPI:
         except ConfigError as e:
             raise bad_input(e, "body") from None
         check_hosts(row, doc)
-        if (
-            kind_of(row.policy) == "admission"
-            and tenant.percentile >= 1
-            and row.policy.startswith("snc")
-        ):
+        if registry.find(row.policy).family == "snc" and tenant.percentile >= 1:
             raise Problem(422, "SNC bounds need a percentile in (0, 1)", "body.percentile")
         try:
             with state.sessions.begin() as s:
