@@ -71,7 +71,9 @@ def start(db: str, data: Path) -> tuple[subprocess.Popen[bytes], str, str]:
         "--log-level",
         "warning",
     ]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(data.parent / f"server-{port}.log", "wb")
+    process = subprocess.Popen(argv, stdout=log, stderr=log)
+    log.close()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -80,7 +82,7 @@ def start(db: str, data: Path) -> tuple[subprocess.Popen[bytes], str, str]:
                 return process, url, token
         except httpx.HTTPError:
             time.sleep(0.1)
-    raise SystemExit("the server did not start")
+    raise SystemExit(f"the server did not start: see {data.parent / f'server-{port}.log'}")
 
 
 def register(c: Client, name: str, policy: str, folder: Path, options: dict[str, Any]) -> list[str]:

@@ -381,3 +381,38 @@ def test_snc_meister_cluster(server: Server, sqlite_url: str, small_demo: Demo) 
         with pytest.raises(ServiceError) as e:
             c.register_tenant("snc", entry)
         assert e.value.status == 422 and e.value.field == "body.client_host"
+
+
+def test_long_poll_returns_when_the_part_changes(
+    server: Server, sqlite_url: str, small_demo: Demo
+) -> None:
+    """An agent waiting with the current ETag gets 304 only after its wait, and the new part as
+    soon as a decision changes it."""
+    import threading
+    import time
+
+    operator = make_token(sqlite_url, "op", "operator")
+    agent = make_token(sqlite_url, "a", "agent", host="server00")
+    names = [t["name"] for t in small_demo.tenants[:2]]
+    with server.client(operator) as c:
+        register(c, small_demo, "c1", names=names)
+        assert c.admit("c1", names[0])["admitted"]
+    with server.client(agent) as a:
+        version, etag, _ = a.host_part("c1", "server00")
+        start = time.monotonic()
+        assert a.host_part("c1", "server00", etag, wait_s=1.0)[2] is None
+        assert time.monotonic() - start >= 1.0
+
+        def admit() -> None:
+            with server.client(operator) as c:
+                c.admit("c1", names[1])
+
+        timer = threading.Timer(1.0, admit)
+        start = time.monotonic()
+        timer.start()
+        try:
+            got = a.host_part("c1", "server00", etag, wait_s=20.0)
+        finally:
+            timer.join()
+        assert time.monotonic() - start < 15.0
+        assert got[0] == version + 1 and got[1] != etag and got[2] is not None

@@ -39,7 +39,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--gate-device", help="the gateway's device (server.device)")
     parser.add_argument("--gate-backend", type=Path, help="the running gateway's --backend")
     parser.add_argument("--once", action="store_true", help="one step, then exit")
-    parser.add_argument("--wait", type=float, default=30.0, help="long-poll seconds (default 30)")
+    parser.add_argument(
+        "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
+    )
     parser.add_argument("--retry", type=float, default=2.0, help="seconds between retries")
     parser.set_defaults(run=run)
 

@@ -9,6 +9,7 @@ Routes call the library through :mod:`tailbound.service.engines` (the registry's
 (:mod:`tailbound.service.tokens`).
 """
 
+import asyncio
 import json
 import logging
 import time
@@ -64,8 +65,9 @@ from tailbound.service.trace_store import DEFAULT_MAX_BYTES, TraceStore
 
 log = logging.getLogger("tailbound.service")
 
-#: The longest an agent's poll may wait for its part to change (s).
-MAX_WAIT_S = 60.0
+#: The longest an agent's poll may wait for its part to change (s): below the server's graceful
+#: shutdown time (30 s), so a stop waits for no poll longer than that.
+MAX_WAIT_S = 25.0
 #: How often a waiting poll looks for a new version (s).
 POLL_S = 0.2
 
@@ -170,16 +172,19 @@ def create_app(settings: Settings) -> FastAPI:
         except Problem:
             state.metrics.uploads.labels("refused").inc()
             raise
-        with state.sessions.begin() as s:
-            if s.get(TraceRow, stored.sha256) is None:
-                s.add(
-                    TraceRow(
-                        sha256=stored.sha256,
-                        size=stored.size,
-                        format=stored.format,
-                        requests=stored.requests,
+        try:
+            with state.sessions.begin() as s:
+                if s.get(TraceRow, stored.sha256) is None:
+                    s.add(
+                        TraceRow(
+                            sha256=stored.sha256,
+                            size=stored.size,
+                            format=stored.format,
+                            requests=stored.requests,
+                        )
                     )
-                )
+        except IntegrityError:
+            pass  # the same trace, uploaded at the same moment by another request
         state.metrics.uploads.labels("stored").inc()
         log.info("trace stored", extra={"sha256": stored.sha256, "bytes": size, "by": who.name})
         return TraceOut(
@@ -424,7 +429,7 @@ def create_app(settings: Settings) -> FastAPI:
         return {"from": base, "to": version, **diff(old, json.loads(new.document))}
 
     @app.get("/clusters/{cluster}/hosts/{host}/plan", tags=["plans"], response_class=Response)
-    def host_plan(
+    async def host_plan(
         cluster: str,
         host: str,
         request: Request,
@@ -433,8 +438,8 @@ def create_app(settings: Settings) -> FastAPI:
     ) -> Response:
         """The part of the current Plan for ``host`` (a Plan JSON document of the tenants whose
         queues are on it), with an ETag; ``If-None-Match`` with the ETag held gives 304, after
-        waiting up to ``wait`` seconds for it to change (long poll). An agent token reads its
-        own host's part only."""
+        waiting up to ``wait`` seconds for it to change (long poll: a waiting request holds no
+        thread). An agent token reads its own host's part only."""
         if who.scope == "agent":
             if who.host != host:
                 raise Problem(
@@ -442,21 +447,31 @@ def create_app(settings: Settings) -> FastAPI:
                 )
         elif not who.may("read"):
             raise Problem(403, "the token's scope does not allow this", None)
+
+        def version_now() -> int:
+            with state.sessions() as s:
+                return find_cluster(s, cluster).version
+
+        def part(version: int) -> tuple[str, str]:
+            with state.sessions() as s:
+                document = plan_row(s, find_cluster(s, cluster), version).document
+            return part_text(json.loads(document), host)
+
         held = request.headers.get("if-none-match")
         deadline = time.monotonic() + wait
-        while True:
-            with state.sessions() as s:
-                row = find_cluster(s, cluster)
-                if row.version == 0:
-                    raise Problem(404, f"cluster {cluster!r} has no Plan yet", "version")
-                p = plan_row(s, row, row.version)
-            text, etag = part_text(json.loads(p.document), host)
-            if held != etag or time.monotonic() >= deadline:
-                break
-            time.sleep(POLL_S)
+        version = await run_in_threadpool(version_now)
+        if version == 0:
+            raise Problem(404, f"cluster {cluster!r} has no Plan yet", "version")
+        text, etag = await run_in_threadpool(part, version)
+        while held == etag and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            latest = await run_in_threadpool(version_now)
+            if latest != version:
+                version = latest
+                text, etag = await run_in_threadpool(part, version)
         if who.scope == "agent":
-            contact(cluster, host, p.version)
-        headers = {"ETag": etag, "X-Plan-Version": str(p.version)}
+            await run_in_threadpool(contact, cluster, host, version)
+        headers = {"ETag": etag, "X-Plan-Version": str(version)}
         if held == etag:
             return Response(status_code=304, headers=headers)
         return Response(text, media_type="application/json", headers=headers)
