@@ -26,6 +26,7 @@ Tables:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -43,6 +44,7 @@ from sqlalchemy import (
     create_engine,
     event,
 )
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: Seconds a SQLite writer waits for the database lock before failing.
@@ -171,6 +173,9 @@ def make_engine(url: str) -> Engine:
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
     if url.startswith("sqlite"):
+        database = make_url(url).database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)  # a fresh file's folder
         engine = create_engine(
             url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
