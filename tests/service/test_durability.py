@@ -150,3 +150,32 @@ def test_kill_9_during_admissions(tmp_path: Path, fleet: Demo) -> None:
             assert answer["published"] == versions + 1
     finally:
         assert server.stop() == 0
+
+
+def test_sigterm_lets_in_flight_admissions_finish(tmp_path: Path, fleet: Demo) -> None:
+    """A graceful stop (SIGTERM) while an admission is being decided: the admission is answered
+    and committed, then the server exits 0."""
+    db = f"sqlite:///{tmp_path / 'tb.db'}"
+    token = make_token(db, "op", "operator")
+    server = Server(db, tmp_path / "data").start()
+    with server.client(token) as c:
+        names = register(
+            c, fleet, "d", policy="workloadcompactor", names=[fleet.tenants[0]["name"]]
+        )
+    answers: list[dict[str, Any]] = []
+    answered: list[float] = []
+
+    def admit() -> None:
+        with server.client(token) as c:
+            answers.append(c.admit("d", names[0]))
+            answered.append(time.monotonic())
+
+    thread = threading.Thread(target=admit)
+    thread.start()
+    time.sleep(0.1)  # the first decision characterises the tenant: it is in flight now
+    signalled = time.monotonic()
+    assert server.stop() == 0
+    thread.join(60)
+    assert len(answers) == 1 and answers[0]["published"] == 1, answers
+    assert answered[0] > signalled, "the admission should have been in flight at SIGTERM"
+    assert check(db, answers) == 1
