@@ -117,3 +117,44 @@ def test_agent_never_applies_a_half_fetched_part(tmp_path: Path) -> None:
     with pytest.raises(ServiceError, match="does not match its ETag"):
         a.step()
     assert ran == [] and not (tmp_path / "plan.json").exists() and a.applied() == {}
+
+
+def gate_metrics(export: str, buckets: dict[float, int]) -> str:
+    """The gateway's latency histogram text for one export (cumulative counts by bound)."""
+    lines = ["# TYPE tailbound_gate_latency_seconds histogram"]
+    total = 0
+    for le in sorted(buckets):
+        total += buckets[le]
+        bound = "+Inf" if le == float("inf") else repr(le)
+        lines.append(
+            f'tailbound_gate_latency_seconds_bucket{{export="{export}",le="{bound}"}} {total}'
+        )
+    lines.append(f'tailbound_gate_latency_seconds_count{{export="{export}"}} {total}')
+    return "\n".join(lines) + "\n"
+
+
+def test_agent_posts_the_gateways_latencies(
+    server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
+) -> None:
+    """The agent reads the gateway's histograms, posts each window's count and percentiles (the
+    bucket bounds) for its part's tenants, and the report compares them with the bounds."""
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    name = small_demo.tenants[0]["name"]
+    with server.client(operator) as c:
+        register(c, small_demo, "c1", names=[name])
+        assert c.admit("c1", name)["admitted"]
+    with server.client(token) as client:
+        a = Agent(client, "c1", "server00", tmp_path, run=lambda argv: (0, ""))
+        assert a.step()["tenants"] == [name]
+        first = gate_metrics(name, {0.001: 900, 0.005: 99, 0.05: 1, float("inf"): 0})
+        assert a.measure(first, 60.0) == {"stored": 1}
+        # the next window: 1,000 more requests, slower; only the difference is posted
+        second = gate_metrics(name, {0.001: 900, 0.005: 1000, 0.05: 100, float("inf"): 0})
+        assert a.measure(second, 60.0) == {"stored": 1}
+        assert a.measure(second, 60.0) is None  # nothing new
+    with server.client(operator) as c:
+        row = c.json("GET", "/clusters/c1/report")["tenants"][0]
+    assert row["count"] == 1000 and row["window_s"] == 60.0
+    assert (row["measured_percentile"], row["measured_s"]) == (0.999, 0.05)
+    assert row["predicted_s"] is not None

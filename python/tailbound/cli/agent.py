@@ -38,6 +38,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the tc objects only")
     parser.add_argument("--gate-device", help="the gateway's device (server.device)")
     parser.add_argument("--gate-backend", type=Path, help="the running gateway's --backend")
+    parser.add_argument(
+        "--gate-metrics",
+        metavar="URL",
+        help="the gateway's metrics (http://HOST:PORT/metrics): post each tenant's latencies",
+    )
     parser.add_argument("--once", action="store_true", help="one step, then exit")
     parser.add_argument(
         "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
@@ -68,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         gate = Gate(args.gate_device, args.gate_backend)
     with Client(args.server, args.token) as client:
         agent = Agent(client, args.cluster, args.host, args.state, net, gate)
+        agent.metrics_url = args.gate_metrics
 
         def report(doc: dict[str, Any]) -> None:
             print(json.dumps(doc), flush=True)
@@ -75,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             try:
                 done = agent.step(0.0)
+                if agent.metrics_url is not None:
+                    done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
             except (ServiceError, httpx.HTTPError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT
