@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
     "tailbound.verify": 7,
     "tailbound.compare": 7,
     "tailbound.enforce": 8,
+    "tailbound.service": 8,
     "tailbound.cli": 9,
     "tailbound.experiments": 9,
     "tailbound.demo": 9,

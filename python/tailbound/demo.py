@@ -143,3 +143,65 @@ def servers_table(plans: dict[str, Plan], seconds: dict[str, float]) -> str:
             f"| {len(plan.rejected)} | {seconds[f'place {name}']:.2f} s |"
         )
     return "\n".join(rows)
+
+
+def write_fleet(
+    fleet: list[GeneratedTenant], out: Path, *, servers: int | None = None, clients: int = 2
+) -> dict[str, Path]:
+    """Write ``fleet`` as the inputs every verb and the control plane read: its traces
+    (``traces/<name>.parquet``), a tenants file (``tenants.json``, tenant ``i`` on client host
+    ``client<i mod clients>`` and server ``server<i mod servers>``, device ``ssd0``: what the SNC
+    analyses need; placement ignores the server), a cluster file (``cluster.json``:
+    :func:`demo_cluster` with ``servers`` servers, one per workload by default, and ``clients``
+    client hosts with a VM per tenant) and the SSD profile (``profile_ssd.json``,
+    :data:`DEMO_SSD`). Returns the paths by kind (``tenants``, ``cluster``, ``profile``)."""
+    from tailbound.jsonio import write_json_atomic
+    from tailbound.traces.tabular import write_parquet
+
+    servers = len(fleet) if servers is None else servers
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    tenants = []
+    for i, w in enumerate(fleet):
+        write_parquet(w.trace, out / "traces" / f"{w.name}.parquet")
+        tenants.append(
+            {
+                "name": w.name,
+                "slo_s": w.slo.latency_s,
+                "percentile": w.slo.percentile,
+                "trace": f"traces/{w.name}.parquet",
+                "client_host": f"client{i % clients:02d}",
+                "client_vm": str(i),
+                "server_host": f"server{i % servers:02d}",
+                "device": "ssd0",
+            }
+        )
+    cluster = demo_cluster(servers)
+    paths = {
+        k: out / f
+        for k, f in (
+            ("tenants", "tenants.json"),
+            ("cluster", "cluster.json"),
+            ("profile", "profile_ssd.json"),
+        )
+    }
+    write_json_atomic(
+        paths["tenants"],
+        {
+            "link_bandwidth_bytes_per_s": DEMO_LINK_BYTES_PER_S,
+            "ssd_profile": "profile_ssd.json",
+            "tenants": tenants,
+        },
+    )
+    write_json_atomic(
+        paths["cluster"],
+        {
+            "link_bandwidth_bytes_per_s": cluster.link_bytes_per_s,
+            "server_hosts": [{"name": s.name, "devices": list(s.devices)} for s in cluster.servers],
+            "client_hosts": [
+                {"name": f"client{c:02d}", "vms": [str(i) for i in range(c, len(fleet), clients)]}
+                for c in range(clients)
+            ],
+        },
+    )
+    write_json_atomic(paths["profile"], DEMO_SSD.to_json())
+    return paths

@@ -367,7 +367,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _tenant(path: Path, doc: Any, where: str) -> Tenant:
+def _tenant(path: Path, doc: Any, where: str, base: Path | None = None) -> Tenant:
     f = _Fields(path, doc, where, _TENANT_KEYS)
     slo = _slo(f).with_throughput(_throughput(f))
     name, trace = f.text("name"), f.text("trace")
@@ -375,7 +375,7 @@ def _tenant(path: Path, doc: Any, where: str) -> Tenant:
     return Tenant(
         name=name,
         slo=slo,
-        trace=path.parent / trace,
+        trace=(path.parent if base is None else base) / trace,
         client_host=f.text("client_host", required=False),
         client_vm=f.text("client_vm", required=False),
         server=f.text("server_host", required=False),
@@ -465,11 +465,25 @@ def load_tenants(path: str | Path) -> TenantSet:
     )
 
 
+def tenant_from_json(doc: Any, *, source: str | Path, traces: Path, where: str = "") -> Tenant:
+    """One entry of a tenants file (module docstring) given as a JSON value rather than read
+    from a file (the control plane's tenants arrive one at a time): its trace is relative to
+    ``traces``; errors name ``source`` (what the document came from) and the field."""
+    return _tenant(Path(source), doc, where, traces)
+
+
 def load_cluster(path: str | Path) -> Cluster:
     """Read ``{"link_bandwidth_bytes_per_s", "server_hosts": [{"name", "devices"}],
     "client_hosts": [{"name", "vms"}]}``; server and client names must be unique."""
     path = Path(path)
-    top = _Fields(path, read_json(path, what="the cluster file", finite=False), "", _CLUSTER_KEYS)
+    return cluster_from_json(read_json(path, what="the cluster file", finite=False), path)
+
+
+def cluster_from_json(doc: Any, path: str | Path) -> Cluster:
+    """The :class:`Cluster` of a cluster file's JSON value ``doc`` (:func:`load_cluster`);
+    errors name ``path`` (the file, or what the document came from) and the field."""
+    path = Path(path)
+    top = _Fields(path, doc, "", _CLUSTER_KEYS)
     bandwidth = top.positive("link_bandwidth_bytes_per_s")
     servers = []
     names: set[str] = set()

@@ -43,10 +43,15 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tailbound.demo import DEMO_LINK_BYTES_PER_S, DEMO_SSD, run_demo, servers_table
+    from tailbound.demo import (
+        DEMO_LINK_BYTES_PER_S,
+        DEMO_SSD,
+        run_demo,
+        servers_table,
+        write_fleet,
+    )
     from tailbound.plan_inputs import PlanInputs
     from tailbound.sim.plot import plot_tail
-    from tailbound.traces.tabular import write_parquet
 
     result = run_demo(
         workloads=args.workloads,
@@ -56,11 +61,9 @@ def run(args: argparse.Namespace) -> int:
     )
     # the generated traces are written beside the plans, which record them (with the profile and
     # link bandwidth), so `tailbound verify --plan` replays a demo plan alone
-    (args.out / "traces").mkdir(parents=True, exist_ok=True)
-    traces = {
-        w.name: write_parquet(w.trace, args.out / "traces" / f"{w.name}.parquet")
-        for w in result.fleet
-    }
+    # with the tenants, cluster and profile files every verb and the control plane read
+    write_fleet(result.fleet, args.out)
+    traces = {w.name: args.out / "traces" / f"{w.name}.parquet" for w in result.fleet}
     for name, plan in result.plans.items():
         inputs = PlanInputs.record(
             {t.name: traces[t.name] for t in plan.tenants},
@@ -87,5 +90,8 @@ def run(args: argparse.Namespace) -> int:
             "the lowest priority cover: plan from a longer or more representative trace, or "
             "raise the margin."
         )
-    print(f"Plans, their traces, verification.csv and {plot.name} written to {args.out}")
+    print(
+        f"Plans, their traces, tenants.json, cluster.json, profile_ssd.json, verification.csv "
+        f"and {plot.name} written to {args.out}"
+    )
     return outcome(v.all_met)

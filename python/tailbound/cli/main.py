@@ -38,6 +38,10 @@ COMMANDS: tuple[str, ...] = (
     "gate",
     "export",
     "experiment",
+    "serve",
+    "token",
+    "client",
+    "agent",
 )
 
 

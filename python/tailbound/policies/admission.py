@@ -123,21 +123,29 @@ def admit_in_order(tenants: Sequence[Tenant], bounds: BoundFunction) -> list[Dec
     """Decide on ``tenants`` in arrival order; returns one :class:`Decision` each."""
     admitted: list[Tenant] = []
     decisions = []
-    screen = getattr(bounds, "newcomer_bound", None)
     for tenant in tenants:
-        trial = [*admitted, tenant]
-        if screen is not None:
-            alone = screen(trial)
-            if not alone.meets_slo:
-                decisions.append(Decision(tenant, False, alone, (tenant.name,)))
-                continue
-        results = bounds(trial)
-        violated = tuple(r.name for r in results if not r.meets_slo)
-        ok = not violated
-        if ok:
+        decision, _ = decide(admitted, tenant, bounds)
+        if decision.admitted:
             admitted.append(tenant)
-        decisions.append(Decision(tenant, ok, results[-1], violated))
+        decisions.append(decision)
     return decisions
+
+
+def decide(
+    admitted: Sequence[Tenant], tenant: Tenant, bounds: BoundFunction
+) -> tuple[Decision, list[TenantBound] | None]:
+    """The decision on ``tenant`` arriving after ``admitted``, and the bounds of every tenant
+    with it present (``None`` when the newcomer screen rejected it alone): one step of
+    :func:`admit_in_order`, which the control plane takes one arrival at a time."""
+    trial = [*admitted, tenant]
+    screen = getattr(bounds, "newcomer_bound", None)
+    if screen is not None:
+        alone = screen(trial)
+        if not alone.meets_slo:
+            return Decision(tenant, False, alone, (tenant.name,)), None
+    results = bounds(trial)
+    violated = tuple(r.name for r in results if not r.meets_slo)
+    return Decision(tenant, not violated, results[-1], violated), results
 
 
 # ------------------------------------------------------------------------------ plans

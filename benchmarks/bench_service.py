@@ -1,0 +1,211 @@
+"""The control plane under load: admissions per second and decision latency (p50, p99) through
+``tailbound serve``, against the CLI doing the same decisions in one process.
+
+For each policy (WorkloadCompactor placement; SNC-Meister admission with the thesis' rule, whose
+decisions replay nothing in the simulator) and database (SQLite; PostgreSQL with ``--pg URL``),
+a demo fleet of ``--tenants`` workloads (10 s traces) is registered on a fresh server, then
+admitted one request at a time (the latency of an uncontended decision) and measured again with
+``--clients`` clients at once on a second cluster (the throughput under contention). The CLI
+column is ``tailbound place`` (WorkloadCompactor) or ``tailbound admit`` (SNC-Meister) over the
+same tenants file: its wall time divided by the tenants decided.
+
+Run: ``.venv/bin/python -m benchmarks.bench_service [--tenants 100] [--clients 16] [--pg URL]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from tailbound.demo import write_fleet
+from tailbound.policies import registry
+from tailbound.service import tokens
+from tailbound.service.client import Client
+from tailbound.service.db import make_engine, sessions
+from tailbound.service.migrate import upgrade
+from tailbound.traces.fleet import demo_fleet
+
+TAILBOUND = [sys.executable, "-m", "tailbound.cli.main"]
+#: The thesis' SNC-Meister rule: the bound only (no simulator replays per decision).
+THESIS_RULE = {
+    "alone_floor": False,
+    "split_levels": False,
+    "add_model_error": False,
+    "police": False,
+}
+
+
+def start(db: str, data: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    """A server on ``db``; its process, URL and an operator token."""
+    upgrade(db)
+    engine = make_engine(db)
+    with sessions(engine).begin() as s:
+        token = tokens.create(s, f"bench{time.time_ns()}", "operator")
+    engine.dispose()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = [
+        *TAILBOUND,
+        "serve",
+        "--db",
+        db,
+        "--data",
+        str(data),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    log = open(data.parent / f"server-{port}.log", "wb")
+    process = subprocess.Popen(argv, stdout=log, stderr=log)
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return process, url, token
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit(f"the server did not start: see {data.parent / f'server-{port}.log'}")
+
+
+def register(c: Client, name: str, policy: str, folder: Path, options: dict[str, Any]) -> list[str]:
+    tenants = json.loads((folder / "tenants.json").read_text())["tenants"]
+    cluster = json.loads((folder / "cluster.json").read_text())
+    profile = json.loads((folder / "profile_ssd.json").read_text())
+    c.create_cluster(name, policy, cluster, profile, options)
+    for t in tenants:
+        if registry.find(policy).kind == "admission":
+            t = {k: v for k, v in t.items() if k != "device"}  # network only, as bench_snc
+        c.register_tenant(name, {**t, "trace": c.upload_trace(folder / t["trace"])["sha256"]})
+    return [t["name"] for t in tenants]
+
+
+def measure(url: str, token: str, policy: str, folder: Path, clients: int) -> dict[str, float]:
+    placement = registry.find(policy).kind == "placement"
+    options = {"mtu_bytes": 9000.0} if placement else {"rule": THESIS_RULE}
+    out: dict[str, float] = {}
+    with Client(url, token) as c:
+        names = register(c, f"serial-{policy}", policy, folder, options)
+        latencies = []
+        start = time.perf_counter()
+        admitted = 0
+        for n in names:
+            t = time.perf_counter()
+            admitted += c.admit(f"serial-{policy}", n)["admitted"]
+            latencies.append(time.perf_counter() - t)
+        out["serial_per_s"] = len(names) / (time.perf_counter() - start)
+        out["p50_ms"] = float(np.percentile(latencies, 50)) * 1e3
+        out["p99_ms"] = float(np.percentile(latencies, 99)) * 1e3
+        out["admitted"] = admitted
+        register(c, f"crowd-{policy}", policy, folder, options)
+    barrier = threading.Barrier(clients)
+
+    def run(part: list[str]) -> list[float]:
+        with Client(url, token) as cc:
+            barrier.wait()
+            own = []
+            for n in part:
+                t = time.perf_counter()
+                cc.admit(f"crowd-{policy}", n)
+                own.append(time.perf_counter() - t)
+            return own
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        waits = [
+            x for part in pool.map(run, [names[i::clients] for i in range(clients)]) for x in part
+        ]
+    out["crowd_per_s"] = len(names) / (time.perf_counter() - start)
+    out["crowd_p99_ms"] = float(np.percentile(waits, 99)) * 1e3
+    return out
+
+
+def cli_rate(policy: str, folder: Path) -> float:
+    """Decisions per second of the CLI over the same tenants file (one process, no service)."""
+    n = len(json.loads((folder / "tenants.json").read_text())["tenants"])
+    if registry.find(policy).kind == "placement":
+        argv = [
+            "place", "--tenants", str(folder / "tenants.json"),
+            "--cluster", str(folder / "cluster.json"),
+            "--profile", str(folder / "profile_ssd.json"),
+            "--mtu", "9000", "--quiet", "--out", str(folder / "cli-plan.json"),
+        ]  # fmt: skip
+    else:
+        network = folder / "tenants-network.json"
+        doc = json.loads((folder / "tenants.json").read_text())
+        doc["tenants"] = [{k: v for k, v in t.items() if k != "device"} for t in doc["tenants"]]
+        network.write_text(json.dumps(doc))
+        argv = [
+            "admit",
+            "--tenants",
+            str(network),
+            "--policy",
+            "snc-meister",
+            "--no-alone-floor",
+            "--quiet",
+        ]
+    start = time.perf_counter()
+    subprocess.run([*TAILBOUND, *argv], check=False, capture_output=True)
+    return n / (time.perf_counter() - start)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tenants", type=int, default=100)
+    p.add_argument("--clients", type=int, default=16)
+    p.add_argument("--pg", help="a PostgreSQL database URL (fresh) to measure too")
+    p.add_argument("--policies", default="workloadcompactor,snc-meister")
+    args = p.parse_args(argv if argv is not None else [])
+    root = Path(tempfile.mkdtemp(prefix="tb-bench-service-"))
+    folder = root / "fleet"
+    write_fleet(
+        demo_fleet(args.tenants, seed=11, duration_s=10.0),
+        folder,
+        servers=max(2, args.tenants // 4),
+    )
+    cores = os.cpu_count()
+    print(f"{args.tenants} tenants, {args.clients} clients at once for the crowd; {cores} cores\n")
+    print(
+        "| policy | database | serial admissions/s | decision p50 ms | p99 ms "
+        "| crowd admissions/s | crowd p99 ms | admitted | CLI decisions/s |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    databases = [("SQLite", f"sqlite:///{root / 'tb.db'}")] + (
+        [("PostgreSQL", args.pg)] if args.pg else []
+    )
+    for policy in args.policies.split(","):
+        cli = cli_rate(policy, folder)
+        for label, db in databases:
+            process, url, token = start(db, root / f"data-{label}")
+            try:
+                m = measure(url, token, policy, folder, args.clients)
+            finally:
+                process.send_signal(signal.SIGTERM)
+                process.wait(60)
+            print(
+                f"| {policy} | {label} | {m['serial_per_s']:.1f} | {m['p50_ms']:.0f} "
+                f"| {m['p99_ms']:.0f} | {m['crowd_per_s']:.1f} | {m['crowd_p99_ms']:.0f} "
+                f"| {m['admitted']:.0f} | {cli:.1f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,92 @@
+"""``tailbound agent``: apply this host's part of the control plane's current Plan
+(:mod:`tailbound.service.agent`; docs/service.md, "Agents")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tailbound.cli.exitcodes import Exit, epilog
+from tailbound.cli.serve import env
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "agent",
+        help="fetch this host's part of the current Plan from tailbound serve and apply it",
+        description=(
+            "Poll the server (--server, --token: an agent token of --host) for this host's part "
+            "of --cluster's current Plan; apply a new part with `tailbound enforce net` (then "
+            "--check) on --net-device and/or `tailbound gate --reload` on --gate-backend; keep "
+            "the part applied in --state. A part is applied only whole (its SHA-256 is its "
+            "ETag). --once: one step, then exit; without it the agent runs until stopped and "
+            "outlives server restarts. Prints one JSON report a step."
+        ),
+        epilog=epilog("the part could not be applied, or --check found the device drifted"),
+    )
+    parser.add_argument("--server", default=env("SERVER", "http://127.0.0.1:8750"))
+    parser.add_argument("--token", default=env("TOKEN", None), help="an agent token")
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--host", required=True, help="the Plan's host this machine is")
+    parser.add_argument("--state", type=Path, required=True, help="folder for the applied part")
+    parser.add_argument("--net-device", help="apply the network stages on this device")
+    parser.add_argument("--hosts", type=Path, help="with --net-device: addresses and ports")
+    parser.add_argument("--netns", help="with --net-device: inside this network namespace")
+    parser.add_argument("--link-rate", help="with --net-device: the link rate")
+    parser.add_argument("--dry-run", action="store_true", help="print the tc objects only")
+    parser.add_argument("--gate-device", help="the gateway's device (server.device)")
+    parser.add_argument("--gate-backend", type=Path, help="the running gateway's --backend")
+    parser.add_argument(
+        "--gate-metrics",
+        metavar="URL",
+        help="the gateway's metrics (http://HOST:PORT/metrics): post each tenant's latencies",
+    )
+    parser.add_argument("--once", action="store_true", help="one step, then exit")
+    parser.add_argument(
+        "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
+    )
+    parser.add_argument("--retry", type=float, default=2.0, help="seconds between retries")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    import httpx
+
+    from tailbound.errors import ConfigError
+    from tailbound.service.agent import Agent, Gate, Net
+    from tailbound.service.client import Client, ServiceError
+
+    net = gate = None
+    if args.net_device:
+        if args.hosts is None:
+            raise ConfigError(None, "--net-device needs --hosts", field="--hosts")
+        net = Net(args.net_device, args.hosts, args.netns, args.link_rate, args.dry_run)
+    if (args.gate_device is None) != (args.gate_backend is None):
+        raise ConfigError(
+            None, "--gate-device and --gate-backend go together", field="--gate-device"
+        )
+    if args.gate_device:
+        gate = Gate(args.gate_device, args.gate_backend)
+    with Client(args.server, args.token) as client:
+        agent = Agent(client, args.cluster, args.host, args.state, net, gate)
+        agent.metrics_url = args.gate_metrics
+
+        def report(doc: dict[str, Any]) -> None:
+            print(json.dumps(doc), flush=True)
+
+        if args.once:
+            try:
+                done = agent.step(0.0)
+                if agent.metrics_url is not None:
+                    done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
+            except (ServiceError, httpx.HTTPError) as e:
+                print(f"tailbound agent: error: {e}", file=sys.stderr)
+                return Exit.BAD_INPUT
+            report(done)
+            return Exit.OK if done["ok"] else Exit.CHECK_FAILED
+        agent.loop(args.wait, args.retry, report)
+    return Exit.OK

@@ -1,0 +1,259 @@
+"""``tailbound agent``: fetch this host's part of the current Plan and apply it (docs/service.md,
+"Agents").
+
+One step (:meth:`Agent.step`, all of ``agent --once``):
+
+1. ask the server for the host's part with the ETag of the part last applied
+   (``If-None-Match``; a long poll of ``wait_s`` seconds); 304 means nothing changed;
+2. a new part is accepted only whole: the body's SHA-256 must be the ETag the server computed
+   over the text it sent, so a truncated or altered transfer is refused and nothing is applied
+   (**never a half-fetched Plan**); it is then written atomically to ``<state>/plan.json``;
+3. it is applied by the same verbs an operator runs: ``tailbound enforce net`` (idempotent),
+   then ``enforce net --check`` to confirm the device holds it, and/or ``tailbound gate
+   --reload`` for the storage gateway; a part with no tenant left removes the network
+   configuration (``enforce net --remove``);
+4. only when everything applied is the ETag recorded in ``<state>/state.json`` (atomically), so
+   an agent killed in the middle applies the same part again when it restarts (the verbs are
+   idempotent), and one that finds the server down keeps what it applied and retries.
+
+Measurements (:meth:`Agent.measure`): the storage gateway's ``/metrics`` histograms
+(``tailbound_gate_latency_seconds``, one export per tenant) are read, the requests since the
+previous reading (kept in ``<state>/gate-metrics.json``) summarised per tenant — the count and
+the 0.5, 0.99, 0.999 percentiles, each the upper bound of the histogram bucket it falls in (a
+conservative reading: never below the true percentile) — and posted to the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tailbound.atomic import write_text_atomic
+from tailbound.service.client import Client, ServiceError
+
+
+@dataclass(frozen=True)
+class Net:
+    """Apply the network stages with ``enforce net`` on ``device`` (addresses from ``hosts``)."""
+
+    device: str
+    hosts: Path
+    netns: str | None = None
+    link_rate: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Push the storage stage to the gateway serving ``device`` from ``backend``."""
+
+    device: str
+    backend: Path
+
+
+@dataclass
+class Agent:
+    """An agent of ``host`` on ``cluster``, keeping its state in ``state``."""
+
+    client: Client
+    cluster: str
+    host: str
+    state: Path
+    net: Net | None = None
+    gate: Gate | None = None
+    #: The storage gateway's metrics URL (``http://HOST:PORT/metrics``) to report from.
+    metrics_url: str | None = None
+    #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
+    run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        if self.run is None:
+            self.run = tailbound
+
+    @property
+    def plan_path(self) -> Path:
+        return self.state / "plan.json"
+
+    def applied(self) -> dict[str, Any]:
+        """What was last applied: ``{"etag", "version"}`` (empty before the first)."""
+        try:
+            return dict(json.loads((self.state / "state.json").read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def step(self, wait_s: float = 0.0) -> dict[str, Any]:
+        """Fetch and apply once (module docstring); what happened, as a JSON-able report."""
+        held = self.applied().get("etag")
+        version, etag, text = self.client.host_part(self.cluster, self.host, held, wait_s)
+        if text is None:
+            return {"version": version, "changed": False, "ok": True}
+        if f'"{hashlib.sha256(text.encode()).hexdigest()}"' != etag:
+            raise ServiceError(502, "the part received does not match its ETag (incomplete)", None)
+        tenants = json.loads(text)["tenants"]
+        write_text_atomic(self.plan_path, text)
+        steps = self.apply(bool(tenants))
+        ok = all(code == 0 for _, code, _ in steps)
+        if ok:
+            write_text_atomic(
+                self.state / "state.json", json.dumps({"etag": etag, "version": version})
+            )
+        return {
+            "version": version,
+            "changed": True,
+            "ok": ok,
+            "tenants": [t["name"] for t in tenants],
+            "steps": [
+                {"command": c, "status": code, "output": out[-2000:]} for c, code, out in steps
+            ],
+        }
+
+    def apply(self, any_tenant: bool) -> list[tuple[str, int, str]]:
+        """Run the verbs applying ``plan.json``; (command, status, output) each."""
+        steps: list[tuple[str, int, str]] = []
+
+        def do(argv: list[str]) -> bool:
+            code, out = self.run(argv)
+            steps.append((" ".join(argv), code, out))
+            return code == 0
+
+        if self.net is not None:
+            n = self.net
+            base = ["enforce", "net", "--device", n.device]
+            base += ["--netns", n.netns] if n.netns else []
+            if not any_tenant:
+                if not n.dry_run:
+                    do([*base, "--remove"])
+            else:
+                base += [
+                    "--plan",
+                    str(self.plan_path),
+                    "--host",
+                    self.host,
+                    "--hosts",
+                    str(n.hosts),
+                ]
+                base += ["--link-rate", n.link_rate] if n.link_rate else []
+                if n.dry_run:
+                    do([*base, "--dry-run"])
+                elif do(base):
+                    do([*base, "--check"])
+        if self.gate is not None and any_tenant:
+            g = self.gate
+            do(
+                [
+                    "gate",
+                    "--plan",
+                    str(self.plan_path),
+                    "--device",
+                    g.device,
+                    "--backend",
+                    str(g.backend),
+                    "--reload",
+                ]
+            )
+        return steps
+
+    def measure(self, metrics_text: str, window_s: float | None = None) -> dict[str, Any] | None:
+        """Post the gateway's requests since the last reading (module docstring), for the
+        tenants of the part applied; the server's answer, or None when nothing was new. The
+        window defaults to the time since the last reading (1 s for the first)."""
+        path = self.state / "gate-metrics.json"
+        if window_s is None:
+            window_s = max(time.time() - path.stat().st_mtime, 1e-3) if path.exists() else 1.0
+        try:
+            before = {k: [tuple(p) for p in v] for k, v in json.loads(path.read_text()).items()}
+        except (OSError, ValueError):
+            before = {}
+        now = gate_histograms(metrics_text)
+        applied = self.applied()
+        mine = set()
+        if self.plan_path.exists():
+            mine = {t["name"] for t in json.loads(self.plan_path.read_text())["tenants"]}
+        rows = []
+        for export, histogram in now.items():
+            summary = summarise(histogram, before.get(export))
+            if summary is not None and export in mine and summary["percentiles"]:
+                rows.append({"tenant": export, **summary})
+        answer = None
+        if rows:
+            body = {
+                "host": self.host,
+                "plan_version": applied.get("version", 0),
+                "window_s": window_s,
+                "tenants": rows,
+            }
+            answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
+        write_text_atomic(path, json.dumps(now))  # only once posted: a failed post is retried
+        return answer
+
+    def loop(self, wait_s: float, retry_s: float, report: Callable[[dict[str, Any]], None]) -> None:
+        """Step forever; while the server is unreachable, retry every ``retry_s`` seconds."""
+        while True:
+            try:
+                report(self.step(wait_s))
+                if self.metrics_url is not None:
+                    posted = self.measure(httpx.get(self.metrics_url, timeout=10).text)
+                    if posted is not None:
+                        report({"measurements": posted})
+            except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
+                report({"ok": False, "error": str(e)})
+                time.sleep(retry_s)
+
+
+#: The fractions an agent reports from a latency histogram.
+FRACTIONS = (0.5, 0.99, 0.999)
+_BUCKET = re.compile(
+    r'^tailbound_gate_latency_seconds_bucket\{export="(?P<export>[^"]+)",le="(?P<le>[^"]+)"\}'
+    r"\s+(?P<count>\S+)$"
+)
+
+
+def gate_histograms(text: str) -> dict[str, list[tuple[float, float]]]:
+    """The cumulative latency histogram of each export in the gateway's metrics ``text``:
+    ``(upper bound s, requests at or below)`` in increasing order, ``+Inf`` last."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for line in text.splitlines():
+        m = _BUCKET.match(line.strip())
+        if m:
+            out.setdefault(m["export"], []).append((float(m["le"]), float(m["count"])))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def summarise(
+    now: list[tuple[float, float]], before: list[tuple[float, float]] | None
+) -> dict[str, Any] | None:
+    """The requests between two readings of one export's histogram: their count and the
+    percentiles of :data:`FRACTIONS` (each a bucket's upper bound; ``None`` when none)."""
+    previous = dict(before or [])
+    window = [(le, count - previous.get(le, 0.0)) for le, count in now]
+    total = window[-1][1] if window else 0.0
+    if total <= 0:
+        return None
+    percentiles = {}
+    for fraction in FRACTIONS:
+        le = next(le for le, count in window if count >= fraction * total)
+        percentiles[str(fraction)] = le if math.isfinite(le) else None
+    return {
+        "count": int(total),
+        "percentiles": {k: v for k, v in percentiles.items() if v is not None},
+    }
+
+
+def tailbound(argv: Sequence[str]) -> tuple[int, str]:
+    """Run ``tailbound ARGV`` (this interpreter's); its exit status and combined output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tailbound.cli.main", *argv], capture_output=True, text=True
+    )
+    return done.returncode, done.stdout + done.stderr

@@ -1,0 +1,348 @@
+"""One admission or departure decided by the library's own policies, as ``tailbound place`` and
+``tailbound admit`` decide them (docs/service.md, "No second implementation").
+
+A cluster's policy is a name of :mod:`tailbound.policies.registry`:
+
+- a **placement** policy (``workloadcompactor``, ``effective-bandwidth``, ``knee``,
+  ``average-rate:K``, ...): the cluster's state is a
+  :class:`~tailbound.policies.placement.Placer`; an arrival is ``Placer.add`` of the tenant's
+  r-b curves (:func:`~tailbound.policies.workload.characterize`, as ``place`` makes them), a
+  departure ``Placer.remove`` (``place --events``), and the Plan is
+  :func:`~tailbound.policies.workloadcompactor.to_plan`;
+- an **admission** policy of the ``snc`` or ``dnc`` family (``snc-meister``, ``dnc``, ``silo``,
+  ``qjump``, ...): the state is the admitted tenants in arrival order; an arrival is one step of
+  ``admit``'s loop (:func:`~tailbound.policies.admission.decide`), a departure drops the tenant,
+  and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants.
+
+Either way the Plan records its inputs (:func:`~tailbound.plan_inputs.with_inputs`: traces with
+their hashes, the embedded profile, the link bandwidth), so it stands alone.
+
+An engine is a value: :meth:`Engine.admit` and :meth:`Engine.depart` return an
+:class:`Outcome` holding the engine *after* the event, and leave the engine they were called on
+unchanged, so a decision computed against Plan version ``v`` is dropped, not undone, when ``v``
+is no longer current at commit (:mod:`tailbound.service.admission`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from tailbound.errors import ConfigError
+from tailbound.model import Cluster, Tenant, TenantSet
+from tailbound.plan import Plan
+from tailbound.plan_inputs import with_inputs
+from tailbound.policies import registry
+
+#: The options a cluster may set, with their defaults (docs/service.md, "Clusters").
+OPTIONS: dict[str, Any] = {
+    "mtu_bytes": 1500.0,  # placement: packet size on the links, bytes
+    "safety_margin": 1.0,  # placement: r-b curves scaled by it (work × margin)
+    "low_priority_work_s": None,  # placement: cap on the work in service below the top level
+    "fast_first_fit": False,  # placement: skip near-full servers
+    "rule": {},  # snc admission: SncRule's fields (tailbound admit's flags); default its rule
+}
+#: Admission families the service decides with (``nested`` is not served yet).
+FAMILIES = ("snc", "dnc")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An event decided: admitted (or departed) or not, why, the Plan after it (None when
+    nothing changed) and the engine after it."""
+
+    admitted: bool
+    reasons: dict[str, Any]
+    plan: Plan | None
+    after: Engine
+    seconds: float
+
+
+class Engine(Protocol):
+    """A cluster's decision state (module docstring)."""
+
+    def admitted(self) -> list[str]:
+        """The admitted tenants, in arrival order."""
+        ...
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        """Decide ``tenant``'s arrival; ``plan=False`` skips building the Plan (a replay)."""
+        ...
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        """``name``'s departure; ``plan=False`` skips building the Plan (a replay)."""
+        ...
+
+
+@dataclass
+class Context:
+    """What every version of a cluster's engine shares: the cluster, its policy and options,
+    its profile (and the file it is kept in) and the cache of characterisations by tenant."""
+
+    name: str
+    policy: str
+    cluster: Cluster
+    profile: Any  # SsdProfile or DiskProfile, or None
+    profile_path: Path | None
+    options: dict[str, Any]
+    curves: dict[Tenant, Any] = field(default_factory=dict)
+
+    def tenant_set(self, tenants: tuple[Tenant, ...]) -> TenantSet:
+        return TenantSet(tenants, self.cluster.link_bytes_per_s, self.profile_path)
+
+    def plan_of(self, plan: Plan, tenants: Mapping[str, Tenant]) -> Plan:
+        """``plan`` with its inputs recorded and its ``meta`` naming the cluster."""
+        kept = tuple(tenants[t.name] for t in plan.tenants)
+        plan = dataclasses.replace(plan, meta={**plan.meta, "cluster": self.name})
+        return with_inputs(
+            plan,
+            self.tenant_set(kept),
+            profile=self.profile_path,
+            link_bytes_per_s=self.cluster.link_bytes_per_s,
+        )
+
+
+def check_options(policy: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` over :data:`OPTIONS`' defaults; :class:`ConfigError` naming
+    ``options.<key>`` for an unknown key or a value of the wrong type."""
+    out = dict(OPTIONS)
+    for key, value in options.items():
+        if key not in OPTIONS:
+            raise ConfigError(
+                None, f"unknown option (known: {', '.join(OPTIONS)})", field=f"options.{key}"
+            )
+        out[key] = value
+    where = "options."
+    for key in ("mtu_bytes", "safety_margin"):
+        v = out[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
+            raise ConfigError(None, f"expected a positive number, got {v!r}", field=where + key)
+    cap = out["low_priority_work_s"]
+    if cap is not None and (
+        isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 <= cap < float("inf")
+    ):
+        raise ConfigError(
+            None,
+            f"expected a number >= 0 or null, got {cap!r}",
+            field=where + "low_priority_work_s",
+        )
+    if not isinstance(out["fast_first_fit"], bool):
+        raise ConfigError(None, "expected true or false", field=where + "fast_first_fit")
+    rule = out["rule"]
+    if not isinstance(rule, dict):
+        raise ConfigError(None, "expected an object of SncRule fields", field=where + "rule")
+    from tailbound.policies.admission_policies import SncRule
+
+    known = {f.name for f in dataclasses.fields(SncRule)}
+    for key, value in rule.items():
+        if key not in known:
+            raise ConfigError(
+                None,
+                f"unknown rule field (known: {', '.join(sorted(known))})",
+                field=f"{where}rule.{key}",
+            )
+        if not isinstance(value, bool):
+            raise ConfigError(None, "expected true or false", field=f"{where}rule.{key}")
+    return out
+
+
+def kind_of(policy: str) -> str:
+    """``placement`` or ``admission`` for a policy the service decides with; ConfigError naming
+    ``policy`` otherwise."""
+    try:
+        found = registry.find(policy)
+    except (KeyError, ValueError) as e:
+        raise ConfigError(None, str(e).strip("'\""), field="policy") from None
+    if found.kind == "admission" and found.family not in FAMILIES:
+        raise ConfigError(
+            None,
+            f"the service decides with placement policies and admission families "
+            f"{', '.join(FAMILIES)}; {policy!r} is of family {found.family!r}",
+            field="policy",
+        )
+    if found.kind not in ("placement", "admission"):
+        raise ConfigError(
+            None, f"{policy!r} is a {found.kind} policy, not placement or admission", field="policy"
+        )
+    return found.kind
+
+
+def new_engine(context: Context) -> Engine:
+    """The empty engine of ``context``'s cluster (no tenant admitted)."""
+    if kind_of(context.policy) == "placement":
+        return PlacementEngine.empty(context)
+    return AdmissionEngine.empty(context)
+
+
+# ------------------------------------------------------------------------------ placement
+@dataclass(frozen=True)
+class PlacementEngine:
+    """A placement policy's state: the :class:`Placer` and the admitted tenants."""
+
+    context: Context
+    placer: Any  # tailbound.policies.placement.Placer
+    tenants: dict[str, Tenant]
+
+    @classmethod
+    def empty(cls, context: Context) -> PlacementEngine:
+        from tailbound.policies.placement import Placer
+        from tailbound.policies.workloadcompactor import server_model
+
+        if context.profile is None:
+            raise ConfigError(None, f"{context.policy} needs a device profile", field="profile")
+        o = context.options
+        model = server_model(
+            context.profile,
+            context.cluster.link_bytes_per_s,
+            o["mtu_bytes"],
+            o["low_priority_work_s"],
+        )
+        try:
+            policy = registry.build(context.policy, "placement", model)
+        except ValueError as e:
+            raise ConfigError(None, str(e), field="policy") from None
+        placer = Placer(context.cluster, policy, fast_first_fit=o["fast_first_fit"])
+        return cls(context, placer, {})
+
+    def admitted(self) -> list[str]:
+        return list(self.tenants)
+
+    def _curves(self, tenant: Tenant) -> Any:
+        from tailbound.policies.workload import characterize
+        from tailbound.traces.readers import read_trace
+
+        cache = self.context.curves
+        if tenant not in cache:
+            cache[tenant] = characterize(
+                tenant,
+                read_trace(tenant.trace),
+                profile=self.context.profile,
+                link_bandwidth_bytes_per_s=self.context.cluster.link_bytes_per_s,
+                safety_margin=self.context.options["safety_margin"],
+            )
+        return cache[tenant]
+
+    def _copy(self) -> Any:
+        # the characterisations are immutable and shared, never copied
+        memo = {id(w): w for w in self.context.curves.values()}
+        memo[id(self.context.cluster)] = self.context.cluster
+        return copy.deepcopy(self.placer, memo)
+
+    def _plan(self, placer: Any, tenants: dict[str, Tenant]) -> Plan:
+        from tailbound.policies.workloadcompactor import to_plan
+
+        placer.rejected.clear()
+        plan = to_plan(
+            placer.result(0.0),
+            self.context.cluster,
+            policy=self.context.policy,
+            safety_margin=self.context.options["safety_margin"],
+        )
+        return self.context.plan_of(plan, tenants)
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        workload = self._curves(tenant)
+        placer = self._copy()
+        server = placer.add(workload)
+        if server is None:
+            refused = {"reason": "fits on no server", "policy": self.context.policy}
+            return Outcome(False, refused, None, self, time.perf_counter() - start)
+        tenants = {**self.tenants, tenant.name: tenant}
+        after = PlacementEngine(self.context, placer, tenants)
+        if not plan:
+            return Outcome(True, {}, None, after, time.perf_counter() - start)
+        made = self._plan(placer, tenants)
+        mine = made.tenant(tenant.name)
+        reasons: dict[str, Any] = {
+            "server": mine.server,
+            "device": mine.device,
+            "bound_s": mine.bound.latency_s if mine.bound else None,
+            "policy": self.context.policy,
+        }
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        placer = self._copy()
+        placer.remove(name)
+        tenants = {k: v for k, v in self.tenants.items() if k != name}
+        made = self._plan(placer, tenants) if plan else None
+        after = PlacementEngine(self.context, placer, tenants)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------ admission
+@dataclass(frozen=True)
+class AdmissionEngine:
+    """An admission policy's state: the policy (a bound function) and the admitted tenants in
+    arrival order."""
+
+    context: Context
+    policy: Any  # tailbound.policies.admission.AdmissionPolicy
+    tenants: tuple[Tenant, ...]
+
+    @classmethod
+    def empty(cls, context: Context) -> AdmissionEngine:
+        from tailbound.policies.admission_policies import SncRule
+
+        rule = SncRule(**context.options["rule"])
+        tset = context.tenant_set(())
+        try:
+            policy = registry.build(context.policy, "admission", tset, **rule.kwargs())
+        except ValueError as e:
+            raise ConfigError(None, str(e), field="policy") from None
+        return cls(context, policy, ())
+
+    def admitted(self) -> list[str]:
+        return [t.name for t in self.tenants]
+
+    def _plan(self, tenants: tuple[Tenant, ...], bounds: Any) -> Plan:
+        from tailbound.policies.admission import bounds_plan
+
+        plan = bounds_plan(
+            self.context.policy,
+            self.policy,
+            tenants,
+            bounds,
+            link_bytes_per_s=self.context.cluster.link_bytes_per_s,
+        )
+        return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        from tailbound.policies.admission import decide
+
+        start = time.perf_counter()
+        decision, bounds = decide(self.tenants, tenant, self.policy)
+        reasons: dict[str, Any] = {
+            "bound_s": decision.bound.latency_s,
+            "slo_s": tenant.slo_s,
+            "percentile": tenant.percentile,
+            "violated": list(decision.violated),
+            "policy": self.context.policy,
+        }
+        if not decision.admitted:
+            reasons["reason"] = (
+                "its SLO would be missed"
+                if decision.violated == (tenant.name,)
+                else "admitted tenants' SLOs would be missed"
+            )
+            return Outcome(False, reasons, None, self, time.perf_counter() - start)
+        tenants = (*self.tenants, tenant)
+        made = self._plan(tenants, bounds) if plan else None
+        after = AdmissionEngine(self.context, self.policy, tenants)
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        tenants = tuple(t for t in self.tenants if t.name != name)
+        made = None
+        if plan:
+            made = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
+        after = AdmissionEngine(self.context, self.policy, tenants)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)

@@ -1,0 +1,85 @@
+"""Published Plans: their text, each host's part, its ETag, and the diff between versions.
+
+A Plan version is stored once as JSON text (:func:`plan_text`, the same document ``Plan.save``
+writes, with absolute trace paths) and never changed. A **host's part** is the Plan restricted
+to the tenants whose queues cross that host (:func:`tailbound.plan.stage_queues`: its client
+host's egress and ingress, its server's ingress, device and egress), with every plan-wide field
+kept, so it loads as a Plan and ``enforce net --host H`` or ``gate`` reads it unchanged. Its
+ETag is the SHA-256 of its text: an agent polling with ``If-None-Match`` gets 304 while its part
+is unchanged, even when other hosts' parts changed in a newer version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from tailbound.plan import Plan, stage_queues
+
+
+def plan_text(plan: Plan) -> str:
+    """The JSON text of ``plan`` as stored and served (NaN and infinity refused)."""
+    return json.dumps(plan.to_json(), indent=1, allow_nan=False) + "\n"
+
+
+def sha256(text: str) -> str:
+    """The SHA-256 (hex) of ``text``'s UTF-8 bytes."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def hosts_of(document: dict[str, Any]) -> set[str]:
+    """Every host a Plan document's tenants cross (clients and servers)."""
+    plan = Plan.from_json(document)
+    return {q.split(".", 1)[0] for t in plan.tenants for qs in stage_queues(t).values() for q in qs}
+
+
+def host_part(document: dict[str, Any], host: str) -> dict[str, Any]:
+    """The part of a Plan document for ``host``: the tenants one of whose queues is on it (and
+    the rejected entries none: they are nobody's part)."""
+    plan = Plan.from_json(document)
+    keep = {
+        t.name
+        for t in plan.tenants
+        if any(q.split(".", 1)[0] == host for qs in stage_queues(t).values() for q in qs)
+    }
+    part = dict(document)
+    part["tenants"] = [t for t in document["tenants"] if t["name"] in keep]
+    part["rejected"] = []
+    part["meta"] = {**document.get("meta", {}), "host": host}
+    return part
+
+
+def part_text(document: dict[str, Any], host: str) -> tuple[str, str]:
+    """The text of ``host``'s part and its ETag (quoted SHA-256, as HTTP writes ETags)."""
+    text = json.dumps(host_part(document, host), indent=1, allow_nan=False) + "\n"
+    return text, f'"{sha256(text)}"'
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """What changed from Plan document ``old`` to ``new``: tenants added and removed, and per
+    tenant present in both the fields whose values differ; plan-wide fields that differ.
+
+    >>> a = {"policy": "p", "tenants": [{"name": "A", "server": "s0"}], "meta": {}}
+    >>> b = {"policy": "p", "tenants": [{"name": "A", "server": "s1"}, {"name": "B"}], "meta": {}}
+    >>> diff(a, b)
+    {'added': ['B'], 'removed': [], 'changed': {'A': ['server']}, 'plan': []}
+    """
+    before = {t["name"]: t for t in old.get("tenants", [])}
+    after = {t["name"]: t for t in new.get("tenants", [])}
+    changed = {
+        name: sorted(
+            k
+            for k in set(before[name]) | set(after[name])
+            if before[name].get(k) != after[name].get(k)
+        )
+        for name in before
+        if name in after and before[name] != after[name]
+    }
+    plan_keys = (set(old) | set(new)) - {"tenants", "rejected", "meta"}
+    return {
+        "added": [n for n in after if n not in before],
+        "removed": [n for n in before if n not in after],
+        "changed": changed,
+        "plan": sorted(k for k in plan_keys if old.get(k) != new.get(k)),
+    }

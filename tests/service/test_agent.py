@@ -1,0 +1,160 @@
+"""``tailbound agent --once`` against a real server: it fetches its host's part, applies it with
+``enforce net`` (``--dry-run`` here: the live namespaces test is still to come), records it, gets
+304 while it is unchanged, follows a departure to the next version, refuses a part whose bytes do
+not match their ETag (applying nothing) and is refused another host's part."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.service.harness import Demo, Server, make_token, register
+
+from tailbound.plan import Plan
+from tailbound.service.agent import Agent
+from tailbound.service.client import ServiceError
+
+
+def hosts_file(d: Demo, path: Path) -> Path:
+    """Addresses for every host of the demo cluster and a port per tenant."""
+    names = [s["name"] for s in d.cluster["server_hosts"]] + [
+        c["name"] for c in d.cluster["client_hosts"]
+    ]
+    doc = {
+        "hosts": {n: f"198.18.0.{i + 1}" for i, n in enumerate(names)},
+        "ports": {t["name"]: 5000 + i for i, t in enumerate(d.tenants)},
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def agent(
+    server: Server, token: str, state: Path, hosts: Path, host: str = "server00"
+) -> tuple[int, dict[str, Any], str]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tailbound.cli.main",
+            "agent",
+            "--once",
+            "--server",
+            server.url,
+            "--token",
+            token,
+            "--cluster",
+            "c1",
+            "--host",
+            host,
+            "--state",
+            str(state),
+            "--net-device",
+            "eth0",
+            "--hosts",
+            str(hosts),
+            "--dry-run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done.returncode, report, done.stderr
+
+
+def test_agent_once(server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path) -> None:
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    names = [t["name"] for t in small_demo.tenants[:3]]
+    with server.client(operator) as c:
+        register(c, small_demo, "c1", names=names)
+        admitted = [n for n in names if c.admit("c1", n)["admitted"]]
+    assert len(admitted) >= 2
+    hosts, state = hosts_file(small_demo, tmp_path / "hosts.json"), tmp_path / "state"
+    code, report, err = agent(server, token, state, hosts)
+    assert code == 0, err
+    assert report["changed"] and report["ok"] and report["version"] == len(admitted)
+    assert report["steps"][0]["command"].startswith("enforce net --device eth0")
+    assert "htb" in report["steps"][0]["output"]
+    applied = Plan.load(state / "plan.json")
+    assert {t.name for t in applied.tenants} == set(report["tenants"]) and report["tenants"]
+    # unchanged: 304, nothing applied
+    code, again, _ = agent(server, token, state, hosts)
+    assert (code, again) == (0, {"version": len(admitted), "changed": False, "ok": True})
+    # a departure: the next version is fetched and applied
+    with server.client(operator) as c:
+        c.depart("c1", report["tenants"][0])
+    code, after, err = agent(server, token, state, hosts)
+    assert code == 0, err
+    assert after["changed"] and after["version"] == len(admitted) + 1
+    assert report["tenants"][0] not in after["tenants"]
+    # another host's part is refused
+    code, _, err = agent(server, token, tmp_path / "other", hosts, host="server01")
+    assert code == 2 and "HTTP 403" in err
+
+
+class Truncating:
+    """A client whose part arrives cut short (the ETag of the whole, half the text)."""
+
+    def host_part(
+        self, cluster: str, host: str, etag: str | None, wait_s: float
+    ) -> tuple[int, str, str]:
+        text = json.dumps({"tenants": [{"name": "A"}]})
+        import hashlib
+
+        return 7, f'"{hashlib.sha256(text.encode()).hexdigest()}"', text[: len(text) // 2]
+
+
+def test_agent_never_applies_a_half_fetched_part(tmp_path: Path) -> None:
+    ran: list[Any] = []
+    a = Agent(
+        Truncating(), "c1", "server00", tmp_path, run=lambda argv: ran.append(argv) or (0, "")
+    )  # type: ignore[arg-type]
+    with pytest.raises(ServiceError, match="does not match its ETag"):
+        a.step()
+    assert ran == [] and not (tmp_path / "plan.json").exists() and a.applied() == {}
+
+
+def gate_metrics(export: str, buckets: dict[float, int]) -> str:
+    """The gateway's latency histogram text for one export (cumulative counts by bound)."""
+    lines = ["# TYPE tailbound_gate_latency_seconds histogram"]
+    total = 0
+    for le in sorted(buckets):
+        total += buckets[le]
+        bound = "+Inf" if le == float("inf") else repr(le)
+        lines.append(
+            f'tailbound_gate_latency_seconds_bucket{{export="{export}",le="{bound}"}} {total}'
+        )
+    lines.append(f'tailbound_gate_latency_seconds_count{{export="{export}"}} {total}')
+    return "\n".join(lines) + "\n"
+
+
+def test_agent_posts_the_gateways_latencies(
+    server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
+) -> None:
+    """The agent reads the gateway's histograms, posts each window's count and percentiles (the
+    bucket bounds) for its part's tenants, and the report compares them with the bounds."""
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    name = small_demo.tenants[0]["name"]
+    with server.client(operator) as c:
+        register(c, small_demo, "c1", names=[name])
+        assert c.admit("c1", name)["admitted"]
+    with server.client(token) as client:
+        a = Agent(client, "c1", "server00", tmp_path, run=lambda argv: (0, ""))
+        assert a.step()["tenants"] == [name]
+        first = gate_metrics(name, {0.001: 900, 0.005: 99, 0.05: 1, float("inf"): 0})
+        assert a.measure(first, 60.0) == {"stored": 1}
+        # the next window: 1,000 more requests, slower; only the difference is posted
+        second = gate_metrics(name, {0.001: 900, 0.005: 1000, 0.05: 100, float("inf"): 0})
+        assert a.measure(second, 60.0) == {"stored": 1}
+        assert a.measure(second, 60.0) is None  # nothing new
+    with server.client(operator) as c:
+        row = c.json("GET", "/clusters/c1/report")["tenants"][0]
+    assert row["count"] == 1000 and row["window_s"] == 60.0
+    assert (row["measured_percentile"], row["measured_s"]) == (0.999, 0.05)
+    assert row["predicted_s"] is not None
