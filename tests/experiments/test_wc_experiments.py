@@ -5,9 +5,12 @@ placement and every "meets its SLO alone" check the figures make."""
 from __future__ import annotations
 
 import importlib
+import json
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tailbound.errors import ConfigError
@@ -107,3 +110,27 @@ def test_server_model_option_reaches_every_placement(
         assert all(m is not REFERENCE and m.device is not None for m in seen)
         assert all(m.device.level_mpl == LEVEL_MPL for m in seen if m.device is not None)
     assert (choice or "sound") in (tmp_path / f"{name}.md").read_text()
+
+
+def test_curve_cache_keeps_the_largest_requests(wc62_dir: Path, tmp_path: Path) -> None:
+    """The sound model's blocking term needs each workload's largest read and write: a cache
+    that dropped them read back ``inf`` (17 servers for wc62 instead of 12), and a cache in the
+    old format is recomputed rather than trusted."""
+    cache = tmp_path / "curves.json"
+    fresh, _ = wc_common.load_wc62(wc62_dir, cache)
+    cached, _ = wc_common.load_wc62(wc62_dir, cache)
+    assert [w.largest for w in cached] == [w.largest for w in fresh]
+    assert all(math.isfinite(x) for w in cached for x in w.largest)
+    old = json.loads(cache.read_text())
+    del old["format"], old["largest"]
+    cache.write_text(json.dumps(old))
+    again, _ = wc_common.load_wc62(wc62_dir, cache)
+    assert [w.largest for w in again] == [w.largest for w in fresh]
+    assert json.loads(cache.read_text())["format"] == wc_common.CACHE_FORMAT
+
+
+def test_resampled_workloads_keep_their_largest_requests(subset: list[TenantCurves]) -> None:
+    by_name = {w.name: w for w in subset}
+    drawn = wc_common.resample(subset, 6, np.random.default_rng(0), scale=(0.8, 1.2))
+    assert all(w.largest == by_name[w.name.split("#")[0]].largest for w in drawn)
+    assert all(math.isfinite(x) for w in drawn for x in w.largest)

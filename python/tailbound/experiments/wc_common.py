@@ -68,14 +68,21 @@ def server_cluster(devices: int = 1, servers: int = 1, bandwidth: float = 125e6)
     )
 
 
+#: Version of the curve cache's format: a cache of another version is recomputed (2: with each
+#: workload's largest read and write, the sound model's blocking term; version 1 lacked them, so
+#: its workloads read back with unknown, infinite, largest requests).
+CACHE_FORMAT = 2
+
+
 def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Cluster]:
-    """The 62 workloads with their SLOs from tenants.json, curves cached in ``cache``."""
+    """The 62 workloads with their SLOs from tenants.json, curves and largest requests cached
+    in ``cache`` (recomputed when the traces' sizes or :data:`CACHE_FORMAT` differ)."""
     configs = load_tenants(data / "tenants.json").tenants
     cluster = load_cluster(data / "cluster.json")
     stamp = [[c.name, c.trace.stat().st_size] for c in configs]
     if cache is not None and cache.is_file():
         doc = json.loads(cache.read_text())
-        if doc.get("stamp") == stamp:
+        if doc.get("stamp") == stamp and doc.get("format") == CACHE_FORMAT:
             return [
                 TenantCurves(
                     c.name,
@@ -84,6 +91,7 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Clust
                         Stage(s): RbCurve(np.array(v[0]), np.array(v[1]), v[2], Stage(s), c.name)
                         for s, v in doc["curves"][c.name].items()
                     },
+                    (float(doc["largest"][c.name][0]), float(doc["largest"][c.name][1])),
                 )
                 for c in configs
             ], cluster
@@ -106,7 +114,9 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Clust
             }
             for w in workloads
         }
-        write_text_atomic(cache, json.dumps({"stamp": stamp, "curves": curves}))
+        largest = {w.name: list(w.largest) for w in workloads}
+        doc = {"format": CACHE_FORMAT, "stamp": stamp, "curves": curves, "largest": largest}
+        write_text_atomic(cache, json.dumps(doc))
     return workloads, cluster
 
 
@@ -148,8 +158,9 @@ def resample(
     model: ServerModel = REFERENCE,
 ) -> list[TenantCurves]:
     """``count`` synthetic workloads: each a random pool member, its curves scaled by a random
-    factor in ``scale`` (more or less work, same shape), with a random SLO from ``slos`` (or its
-    own), kept only if it meets that SLO alone under ``model``."""
+    factor in ``scale`` (more or less work, same shape: the same requests, so the member's
+    largest read and write are kept), with a random SLO from ``slos`` (or its own), kept only if
+    it meets that SLO alone under ``model``."""
     out: list[TenantCurves] = []
     attempts = 0
     while len(out) < count:
@@ -162,7 +173,9 @@ def resample(
         curves = (
             {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
         )
-        w = TenantCurves(f"{base.name}#{len(out)}", Slo(slo, base.slo.percentile), curves)
+        w = TenantCurves(
+            f"{base.name}#{len(out)}", Slo(slo, base.slo.percentile), curves, base.largest
+        )
         if fits_alone(w, model):
             out.append(w)
     return out
