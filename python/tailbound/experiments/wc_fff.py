@@ -48,7 +48,9 @@ def run(
     model: ServerModel = REFERENCE,
     quiet: bool = True,
 ) -> list[dict[str, object]]:
-    """One row per size: servers, seconds and configurations tried by fast-first-fit and (up to
+    """One row per size: servers, seconds, configurations tried (``configure`` calls: LPs solved
+    or refused by a certificate) and candidate servers skipped by the cluster screen
+    (:mod:`tailbound.policies.cluster_screen`, no call) by fast-first-fit and (up to
     ``first_fit_max`` workloads) first-fit, WorkloadCompactor checking latencies with ``model``
     (the resampled workloads each meet their SLO alone under it)."""
     rng = np.random.default_rng(seed)
@@ -70,6 +72,7 @@ def run(
             "fff servers": fff.servers_used,
             "fff seconds": round(fff.seconds, 2),
             "fff tries": fff.configure_calls,
+            "fff screened": fff.cluster_screened,
         }
         if n <= first_fit_max:
             ff = place(
@@ -82,6 +85,7 @@ def run(
                 "first-fit servers": ff.servers_used,
                 "first-fit seconds": round(ff.seconds, 2),
                 "first-fit tries": ff.configure_calls,
+                "first-fit screened": ff.cluster_screened,
                 "speed-up": round(ff.seconds / max(fff.seconds, 1e-9), 1),
                 "extra servers (%)": round(100 * (fff.servers_used / ff.servers_used - 1), 1),
             }
@@ -91,6 +95,7 @@ def run(
                     "first-fit servers",
                     "first-fit seconds",
                     "first-fit tries",
+                    "first-fit screened",
                     "speed-up",
                     "extra servers (%)",
                 ],
