@@ -1,6 +1,8 @@
 """Shared pieces of the WorkloadCompactor experiments (``wc_*`` modules): the wc62 workloads
-(characterised once and cached as JSON), resampled synthetic workloads, running a policy, and
-writing a table (CSV and Markdown) and a plot.
+(characterised once and cached as JSON), resampled synthetic workloads, the server model a run
+places with (``--server-model``: the sound model of docs/dnc.md by default, as ``tailbound
+place``; ``reference`` for the WorkloadCompactor system's Eq. 5.1, to compare with the thesis),
+running a policy, and writing a table (CSV and Markdown) and a plot.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from tailbound.errors import ConfigError
 from tailbound.model import Cluster, Server, Slo, load_cluster, load_tenants
 from tailbound.plotting import save_figure
 from tailbound.policies.registry import registered
-from tailbound.policies.server import Placed, check
+from tailbound.policies.server import REFERENCE, Placed, ServerModel, check
 from tailbound.policies.wc_lp import solve
 from tailbound.policies.workload import TenantCurves, characterize_all
+from tailbound.policies.workloadcompactor import LEVEL_MPL, server_model
 from tailbound.profiles import SsdProfile
 from tailbound.stages import STORAGE_PATH, Stage
 from tailbound.traces.readers import read_trace
@@ -65,14 +68,21 @@ def server_cluster(devices: int = 1, servers: int = 1, bandwidth: float = 125e6)
     )
 
 
+#: Version of the curve cache's format: a cache of another version is recomputed (2: with each
+#: workload's largest read and write, the sound model's blocking term; version 1 lacked them, so
+#: its workloads read back with unknown, infinite, largest requests).
+CACHE_FORMAT = 2
+
+
 def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Cluster]:
-    """The 62 workloads with their SLOs from tenants.json, curves cached in ``cache``."""
+    """The 62 workloads with their SLOs from tenants.json, curves and largest requests cached
+    in ``cache`` (recomputed when the traces' sizes or :data:`CACHE_FORMAT` differ)."""
     configs = load_tenants(data / "tenants.json").tenants
     cluster = load_cluster(data / "cluster.json")
     stamp = [[c.name, c.trace.stat().st_size] for c in configs]
     if cache is not None and cache.is_file():
         doc = json.loads(cache.read_text())
-        if doc.get("stamp") == stamp:
+        if doc.get("stamp") == stamp and doc.get("format") == CACHE_FORMAT:
             return [
                 TenantCurves(
                     c.name,
@@ -81,6 +91,7 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Clust
                         Stage(s): RbCurve(np.array(v[0]), np.array(v[1]), v[2], Stage(s), c.name)
                         for s, v in doc["curves"][c.name].items()
                     },
+                    (float(doc["largest"][c.name][0]), float(doc["largest"][c.name][1])),
                 )
                 for c in configs
             ], cluster
@@ -103,16 +114,38 @@ def load_wc62(data: Path, cache: Path | None) -> tuple[list[TenantCurves], Clust
             }
             for w in workloads
         }
-        write_text_atomic(cache, json.dumps({"stamp": stamp, "curves": curves}))
+        largest = {w.name: list(w.largest) for w in workloads}
+        doc = {"format": CACHE_FORMAT, "stamp": stamp, "curves": curves, "largest": largest}
+        write_text_atomic(cache, json.dumps(doc))
     return workloads, cluster
 
 
-def fits_alone(workload: TenantCurves) -> bool:
-    """Whether the workload meets its SLO on a server of its own (thesis §5.4.1: only such
-    workloads are used)."""
+#: The choices of ``--server-model``, the default first (as ``tailbound place``).
+SERVER_MODELS = ("sound", "reference")
+#: Packet size on the links of the experiments' servers, bytes (``tailbound place``'s default).
+MTU_BYTES = 1500.0
+
+
+def model_for(name: str, data: Path, link_bytes_per_s: float = 125e6) -> ServerModel:
+    """The server model named ``name`` (:data:`SERVER_MODELS`): ``sound``, the bounds of
+    docs/dnc.md ("The storage stage") for the SSD of ``data/profile_ssd.json`` behind the default
+    dispatch rule (one request per level in service, no cap on less important work: what
+    ``tailbound place`` uses), on links of ``link_bytes_per_s`` (bytes/s) carrying
+    :data:`MTU_BYTES` packets; ``reference``, the WorkloadCompactor system's Eq. 5.1."""
+    if name == "reference":
+        return REFERENCE
+    if name != "sound":
+        raise ConfigError(None, f"--server-model: expected one of {SERVER_MODELS}, got {name!r}")
+    profile = SsdProfile.load(data / "profile_ssd.json")
+    return server_model(profile, link_bytes_per_s, MTU_BYTES, None, LEVEL_MPL)
+
+
+def fits_alone(workload: TenantCurves, model: ServerModel = REFERENCE) -> bool:
+    """Whether the workload meets its SLO on a server of its own under ``model`` (thesis
+    §5.4.1: only such workloads are used)."""
     placed = [Placed(workload)]
-    sol = solve(placed)
-    return sol is not None and check(placed, sol.rate, sol.bucket, 1)
+    sol = solve(placed, 1, model)
+    return sol is not None and check(placed, sol.rate, sol.bucket, 1, model)
 
 
 def resample(
@@ -122,10 +155,12 @@ def resample(
     *,
     slos: Sequence[float] | None = None,
     scale: tuple[float, float] = (1.0, 1.0),
+    model: ServerModel = REFERENCE,
 ) -> list[TenantCurves]:
     """``count`` synthetic workloads: each a random pool member, its curves scaled by a random
-    factor in ``scale`` (more or less work, same shape), with a random SLO from ``slos`` (or its
-    own), kept only if it meets that SLO alone."""
+    factor in ``scale`` (more or less work, same shape: the same requests, so the member's
+    largest read and write are kept), with a random SLO from ``slos`` (or its own), kept only if
+    it meets that SLO alone under ``model``."""
     out: list[TenantCurves] = []
     attempts = 0
     while len(out) < count:
@@ -138,8 +173,10 @@ def resample(
         curves = (
             {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
         )
-        w = TenantCurves(f"{base.name}#{len(out)}", Slo(slo, base.slo.percentile), curves)
-        if fits_alone(w):
+        w = TenantCurves(
+            f"{base.name}#{len(out)}", Slo(slo, base.slo.percentile), curves, base.largest
+        )
+        if fits_alone(w, model):
             out.append(w)
     return out
 
@@ -179,6 +216,20 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def add_server_model(p: argparse.ArgumentParser) -> None:
+    """The ``--server-model`` option of the experiments that place tenants."""
+    p.add_argument(
+        "--server-model",
+        choices=SERVER_MODELS,
+        default=SERVER_MODELS[0],
+        help=(
+            "sound (default, as tailbound place): bounds that hold against the SSD's dispatch "
+            "limits, one request per priority level in service (docs/dnc.md); reference: the "
+            "WorkloadCompactor system's Eq. 5.1, the thesis' figures"
+        ),
+    )
+
+
 def setup(args: argparse.Namespace) -> tuple[list[TenantCurves], Cluster]:
     """Load the wc62 workloads for an experiment's arguments."""
     import matplotlib
@@ -188,3 +239,10 @@ def setup(args: argparse.Namespace) -> tuple[list[TenantCurves], Cluster]:
     cache = args.cache or args.out / "wc62-curves.json"
     print(f"wc62 curves from {data} (cache {cache})", file=sys.stderr)
     return load_wc62(data, cache)
+
+
+def setup_model(args: argparse.Namespace, cluster: Cluster) -> ServerModel:
+    """The server model of an experiment's ``--server-model`` (:func:`add_server_model`), for
+    the wc62 SSD profile and ``cluster``'s links."""
+    print(f"server model: {args.server_model}", file=sys.stderr)
+    return model_for(args.server_model, find_wc62(args.data), cluster.link_bytes_per_s)

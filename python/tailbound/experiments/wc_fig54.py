@@ -6,11 +6,12 @@ Each run takes the wc62 workloads that meet the SLO on a server of their own und
 would be rejected and make the counts incomparable, so they are left out, and the table says how
 many), in a random order (seed), and places them first-fit on as many servers as needed with
 WorkloadCompactor and with each baseline (effective bandwidth, 1.5× and 2× average rate, knee of
-the r-b curve).
+the r-b curve), every policy checking latencies with the same server model (``--server-model``:
+sound by default, ``reference`` for the thesis' Eq. 5.1).
 
-Run: ``python -m tailbound.experiments.wc_fig54 --out DIR [--count N]`` (writes
-``wc_fig54.csv``, ``.md``, ``.png``); ``--count`` draws N workloads with replacement from the
-eligible pool instead of using each once.
+Run: ``python -m tailbound.experiments.wc_fig54 --out DIR [--count N] [--server-model reference]``
+(writes ``wc_fig54.csv``, ``.md``, ``.png``); ``--count`` draws N workloads with replacement from
+the eligible pool instead of using each once.
 """
 
 from __future__ import annotations
@@ -27,30 +28,41 @@ from tailbound.cli.options import progress
 from tailbound.experiments.wc_common import (
     FIG54_SLOS,
     POLICIES,
+    add_server_model,
     fits_alone,
     parser,
     save_plot,
     server_cluster,
     setup,
+    setup_model,
     write_table,
 )
 from tailbound.policies import registry
 from tailbound.policies.placement import place
-from tailbound.policies.server import Placed
+from tailbound.policies.server import REFERENCE, Placed, ServerModel
 from tailbound.policies.workload import TenantCurves
 
 
-def fits_alone_everywhere(workload: TenantCurves) -> bool:
-    """Meets its SLO alone under WorkloadCompactor and under every baseline."""
-    return fits_alone(workload) and all(
-        registry.build(p, "placement").configure([Placed(workload)], 1) is not None
+def fits_alone_everywhere(workload: TenantCurves, model: ServerModel = REFERENCE) -> bool:
+    """Meets its SLO alone under WorkloadCompactor and under every baseline, all checking
+    latencies with ``model``."""
+    return fits_alone(workload, model) and all(
+        registry.build(p, "placement", model).configure([Placed(workload)], 1) is not None
         for p in POLICIES[1:]
     )
 
 
 def run(
-    workloads: Sequence[TenantCurves], seed: int, count: int | None = None, *, quiet: bool = True
+    workloads: Sequence[TenantCurves],
+    seed: int,
+    count: int | None = None,
+    *,
+    model: ServerModel = REFERENCE,
+    quiet: bool = True,
 ) -> list[dict[str, object]]:
+    """One row per scenario: the workloads placed, those left out, and per policy (checking
+    latencies with ``model``) the servers used, normalised to WorkloadCompactor's, and the
+    rejected."""
     rng = np.random.default_rng(seed)
     rows: list[dict[str, object]] = []
     scenarios: list[tuple[str, list[TenantCurves]]] = []
@@ -59,8 +71,8 @@ def run(
         scenarios.append((f"same SLO {slo * 1000:.0f} ms", pool))
     scenarios.append(("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads]))
     for label, candidates in progress(quiet, iterable=scenarios, desc="wc_fig54", unit="scenario"):
-        alone_wc = [w for w in candidates if fits_alone(w)]
-        pool = [w for w in alone_wc if fits_alone_everywhere(w)]
+        alone_wc = [w for w in candidates if fits_alone(w, model)]
+        pool = [w for w in alone_wc if fits_alone_everywhere(w, model)]
         if count is None or not pool:
             chosen = [pool[i] for i in rng.permutation(len(pool))]
         else:  # draw with replacement, as the paper's 62–85-workload runs from its traces
@@ -76,7 +88,8 @@ def run(
         wc_servers = 0
         for policy in POLICIES:
             start = time.perf_counter()
-            result = place(chosen, server_cluster(), registry.build(policy, "placement"), grow=True)
+            policy_obj = registry.build(policy, "placement", model)
+            result = place(chosen, server_cluster(), policy_obj, grow=True)
             if policy == POLICIES[0]:  # WorkloadCompactor, the reference
                 wc_servers = result.servers_used
             row[f"{policy} servers"] = result.servers_used
@@ -91,7 +104,7 @@ def run(
     return rows
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
+def plot(rows: list[dict[str, Any]], path: Path, model_name: str = "sound") -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(10, 4))
@@ -104,18 +117,24 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("servers / WorkloadCompactor's")
     ax.axhline(1.0, color="black", linewidth=0.5)
     ax.legend(fontsize=8)
-    ax.set_title("Servers needed, normalised to WorkloadCompactor (thesis Fig. 5.4)")
+    ax.set_title(
+        f"Servers needed, normalised to WorkloadCompactor ({model_name} server model; "
+        "thesis Fig. 5.4)"
+    )
     save_plot(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--count", type=int, help="draw this many workloads (with replacement)")
+    add_server_model(p)
     args = p.parse_args(argv)
-    workloads, _ = setup(args)
-    rows = run(workloads, args.seed, args.count, quiet=args.quiet)
-    print(write_table(args.out, "wc_fig54", rows, "Fig. 5.4: servers per policy"))
-    plot(rows, args.out / "wc_fig54.png")
+    workloads, cluster = setup(args)
+    model = setup_model(args, cluster)
+    rows = run(workloads, args.seed, args.count, model=model, quiet=args.quiet)
+    title = f"Fig. 5.4: servers per policy ({args.server_model} server model)"
+    print(write_table(args.out, "wc_fig54", rows, title))
+    plot(rows, args.out / "wc_fig54.png", args.server_model)
     return 0
 
 
