@@ -27,10 +27,10 @@ the plan's dispatch rule (:class:`~tailbound.plan.DispatchRule`: MPLs, the low-p
 demotion (traffic over its buckets is delayed, not demoted), a device's controller (PSLO's,
 the plan's ``control.storage``, :func:`tailbound.plan_control.control_config`: its per-tenant
 rates and depths change as the system runs; only ``tailbound-gate`` runs it). **Nested QoS**
-(issue 25, ``docs/nested-qos.md``) is warned per tenant: its storage classes ``(σ, ρ, δ)`` (no target has a
-per-request classifier or deadlines; no limit is made of them, since Nested QoS never delays a
-request and a limit would) and a graduated SLO (its grades, which one bucket per tenant does not
-enforce), each named.
+(issue 25, ``docs/nested-qos.md``) is warned per tenant: its storage classes ``(σ, ρ, δ)``
+(no target has a per-request classifier or deadlines; no limit is made of them, since Nested
+QoS never delays a request and a limit would) and a graduated SLO (its grades, which one
+bucket per tenant does not enforce), each named.
 
 Per target:
 
