@@ -71,7 +71,7 @@ def burst(x: float, n_rpcs: int, rho: float) -> RpcArrivals:
     high = np.floor((i + 1) * x) > np.floor(i * x)
     gap = RPC_WIRE_BITS / (rho * LINK_BPS)
     return RpcArrivals(
-        time_s=i * gap,
+        time_s=(i * gap).astype(np.float64),
         src=np.zeros(n_rpcs, dtype=np.int32),
         dst=np.ones(n_rpcs, dtype=np.int32),
         size_bytes=np.full(n_rpcs, RPC_BYTES, dtype=np.int64),
