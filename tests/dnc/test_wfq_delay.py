@@ -79,7 +79,7 @@ def test_delays_continuous_and_bounded(phi: float, rho: float, mu: float) -> Non
     x = np.linspace(1e-4, 1.0, 20001)
     for f in (delay_h, delay_l):
         d = f(x, phi, rho, mu)
-        assert np.all(d >= -1e-12), f"{f.__name__}({phi=}, {rho=}, {mu=}) negative"
+        assert np.all(d >= 0.0), f"{f.__name__}({phi=}, {rho=}, {mu=}) negative"
         assert np.all(d <= mu + 1e-12)
         jumps = np.abs(np.diff(d))
         assert jumps.max() < 1e-2, f"{f.__name__}({phi=}, {rho=}, {mu=}) jumps {jumps.max()}"

@@ -104,11 +104,12 @@ def delay_h(x: ArrayLike, phi: ArrayLike, rho: ArrayLike, mu: ArrayLike) -> NDAr
             mu * (1.0 - x) * (phi + 1.0 - phi / (rho * x)),
             mu * (1.0 / rho - 1.0 / rho**2) / x,
         ]
-    return np.select(
+    delay = np.select(
         [x <= q / rho, x <= q, x <= low, x <= 1.0 / rho],
         cases,
         default=mu * (1.0 - 1.0 / rho),
     )
+    return np.maximum(delay, 0.0)  # a branch's zero at its domain's end can round below 0
 
 
 def delay_l(x: ArrayLike, phi: ArrayLike, rho: ArrayLike, mu: ArrayLike) -> NDArray[np.float64]:
@@ -137,7 +138,7 @@ def delay_l(x: ArrayLike, phi: ArrayLike, rho: ArrayLike, mu: ArrayLike) -> NDAr
     mid = np.maximum(q / rho, edge)
     # the domains as written (each with both ends): the second and third are empty when
     # 1 − 1/ρ > q, and then the fourth follows the first directly
-    return np.select(
+    delay = np.select(
         [
             x <= np.minimum(edge, q),
             (x > edge) & (x <= mid),
@@ -147,6 +148,7 @@ def delay_l(x: ArrayLike, phi: ArrayLike, rho: ArrayLike, mu: ArrayLike) -> NDAr
         cases,
         default=0.0,
     )
+    return np.maximum(delay, 0.0)  # the fourth branch is 0 at its end, up to rounding
 
 
 def inversion_share(phi: ArrayLike) -> NDArray[np.float64]:
