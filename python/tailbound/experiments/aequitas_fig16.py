@@ -123,7 +123,7 @@ def plot(rows: list[dict[str, float]], png: Path) -> None:
 
     rho = np.array([r["rho"] for r in rows])
     share = np.array([r["admitted_share"] for r in rows])
-    fit = float(np.mean(rho * share))  # least ρ-weighted fit of c/ρ: the mean of ρ × share
+    fit = float(np.mean(rho * share))  # c/ρ with c the mean of ρ × share
     grid = np.linspace(rho.min(), rho.max(), 200)
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     ax.plot(rho, 100 * share, "o", label="admitted (simulated)")
