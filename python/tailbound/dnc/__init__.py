@@ -12,6 +12,9 @@
   feed-forward path of them.
 - :mod:`tailbound.dnc.nested` — the capacity with which EDF meets the nested classes of one
   Nested QoS workload or several (Wang's thesis §3.2.2, Lemmas 1 and 3).
+- :mod:`tailbound.dnc.wfq_delay` — Aequitas' closed forms: the worst-case delays of two WFQ
+  classes under a bursty load (Eq. 1 and 8), the no-inversion condition, the admissible region,
+  the guaranteed admitted share.
 """
 
 from tailbound.dnc.bounds import (

@@ -303,11 +303,13 @@ impl NetworkSim {
             } else {
                 ch.high_seq = seq + 1;
             }
+            // The channel's RPCs hold consecutive sequence ranges in order: a binary search,
+            // not a scan (a window of thousands of RPCs would make sending quadratic).
+            let at = ch.rpcs.partition_point(|&r| self.spans[r as usize].end() <= seq);
             let span = ch
                 .rpcs
-                .iter()
+                .get(at)
                 .map(|&r| self.spans[r as usize])
-                .find(|s| seq < s.end())
                 .expect("an unacknowledged packet belongs to an RPC of the channel");
             let bytes = span.payload(seq, self.mss) + self.cfg.header_bytes;
             let armed = ch.timer_armed();
