@@ -20,9 +20,10 @@ One CSV in long form, a ``part`` per row:
   that ran at QoS_h, at ``t_s`` (the window's start).
 
 Exit status 1 unless every mix asking more than the maximum converges to it within
-``--tolerance`` (absolute, default 0.08 of all traffic) and the converged shares of those
-mixes that ask at least the tolerance more within ``SPREAD`` (0.03) of each other, every mix asking less keeps at least 90% of its
-QoS_h traffic, and QoS_h's tail with Aequitas is within 1.25 × its SLO. The tolerance is wide
+``--tolerance`` (absolute, default 0.08 of all traffic) and the converged shares of the mixes
+asking at least the tolerance more within ``SPREAD`` (0.03) of each other, every mix asking
+less keeps at least 90% of its QoS_h traffic, and QoS_h's tail with Aequitas is within
+1.25 × its SLO. The tolerance is wide
 because the controller settles with the QoS_h 99.9p near 1.2 × its SLO (as the authors'
 simulator, 16.7 µs for 14 µs on its 33-host run), where WFQ alone admits a few points more than
 at the SLO itself (``docs/results-aequitas.md``).
