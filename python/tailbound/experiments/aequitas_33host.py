@@ -62,11 +62,23 @@ def arrivals(
 
 
 def config(
-    admission: bool, seed: int, *, slos_s: tuple[float, ...] = SLOS_S, per_mtu: bool = False
+    admission: bool,
+    seed: int,
+    *,
+    slos_s: tuple[float, ...] = SLOS_S,
+    per_mtu: bool = False,
+    increment_window_s: tuple[float, ...] | None = None,
 ) -> NetworkConfig:
     """The 33-host network, with Aequitas at ``slos_s`` (s per RPC, or per MTU with
-    ``per_mtu``) when ``admission``, else WFQ alone."""
-    adm = NetworkAdmission(slos_s, per_mtu=per_mtu, rules="artifact") if admission else None
+    ``per_mtu``) when ``admission``, else WFQ alone; ``increment_window_s`` None derives the
+    windows from the targets (1000 × each at the 99.9th percentile)."""
+    adm = (
+        NetworkAdmission(
+            slos_s, per_mtu=per_mtu, rules="artifact", increment_window_s=increment_window_s
+        )
+        if admission
+        else None
+    )
     return NetworkConfig(n_hosts=N_HOSTS, weights=WEIGHTS, admission=adm, seed=seed)
 
 
