@@ -1,4 +1,4 @@
-"""Aequitas Figs. 17–18: two RPC channels converge to their max-min fair QoS_h shares in ~10 ms.
+"""Aequitas Figs. 17–18: two RPC channels converge to max-min fair QoS_h shares (paper: ~10 ms).
 
 The paper (Zhang et al., SIGCOMM 2022, §6.5–6.6, Figs. 17–18): the 3-host setup of Fig. 11
 (:mod:`tailbound.experiments.aequitas_fig11`: hosts 0 and 1 each issue 32 KiB RPCs at their

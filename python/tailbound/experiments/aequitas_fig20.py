@@ -1,4 +1,4 @@
-"""Aequitas Fig. 20: half the channels issue 32 KiB RPCs, half 64 KiB; size-normalised SLOs are met.
+"""Aequitas Fig. 20: half the channels issue 32 KiB RPCs, half 64 KiB, against size-normalised SLOs.
 
 The paper (Zhang et al., SIGCOMM 2022, §6.8, Fig. 20): in the 33-host setup
 (:mod:`tailbound.experiments.aequitas_33host`), half the channels keep issuing 32 KiB RPCs and the
