@@ -15,9 +15,16 @@ for QoS_h / QoS_m (the authors' file has 14 / 25).
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.cli.options import add_quiet
+from tailbound.experiments.wc_common import write_table
 from tailbound.sim.network_rpc import NetworkAdmission, NetworkConfig, NetworkRun
 from tailbound.traces.rpc_arrivals import PairOnOffRpcs, RpcArrivals, all_to_all
 from tailbound.traces.sizes import SizeDistribution
@@ -113,3 +120,32 @@ def run_share_over_time(
     with np.errstate(invalid="ignore"):
         share = at / total
     return np.arange(len(total), dtype=np.float64) * window_s, share
+
+
+def main_of(
+    argv: Sequence[str] | None,
+    *,
+    name: str,
+    title: str,
+    description: str,
+    run: Callable[[float, int], list[dict[str, Any]]],
+    plot: Callable[[list[dict[str, Any]], Path], None],
+    check: Callable[[list[dict[str, Any]], float], list[str]],
+) -> int:
+    """The command of a 33-host figure (``aequitas_fig12``, ``aequitas_fig20``): ``--out``,
+    ``--duration-s`` (simulated s), ``--tolerance`` (allowed tail / SLO), ``--seed``; writes
+    ``<name>.csv``/``.md``/``.png`` and exits 1 when ``check`` finds a failure."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
+    p.add_argument("--duration-s", type=float, default=0.5, help="simulated time (s)")
+    p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
+    p.add_argument("--seed", type=int, default=1)
+    add_quiet(p)
+    args = p.parse_args(argv)
+    rows = run(args.duration_s, args.seed)
+    print(write_table(args.out, name, rows, title))
+    plot(rows, args.out / f"{name}.png")
+    failures = check(rows, args.tolerance)
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0

@@ -24,7 +24,6 @@ Run: ``tailbound experiment aequitas_fig12 --out DIR [--duration-s 0.5]`` (write
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Sequence
@@ -32,9 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
-from tailbound.experiments.wc_common import save_plot, write_table
+from tailbound.experiments.wc_common import save_plot
 from tailbound.sim.network_rpc import simulate_rpcs
 from tailbound.traces.sizes import FixedSize
 
@@ -111,20 +109,15 @@ def check(rows: list[dict[str, float | str]], tolerance: float) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
-    p.add_argument("--duration-s", type=float, default=0.5, help="simulated time (s)")
-    p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
-    p.add_argument("--seed", type=int, default=1)
-    add_quiet(p)
-    args = p.parse_args(argv)
-    rows = run(args.duration_s, args.seed)
-    print(write_table(args.out, "aequitas_fig12", rows, "Aequitas Figs. 12–13"))
-    plot(rows, args.out / "aequitas_fig12.png")
-    failures = check(rows, args.tolerance)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return setup.main_of(
+        argv,
+        name="aequitas_fig12",
+        title="Aequitas Figs. 12–13",
+        description=(__doc__ or "").splitlines()[0],
+        run=run,
+        plot=plot,
+        check=check,
+    )
 
 
 if __name__ == "__main__":

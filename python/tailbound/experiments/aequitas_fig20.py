@@ -23,7 +23,6 @@ Run: ``tailbound experiment aequitas_fig20 --out DIR [--duration-s 0.5]``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Sequence
@@ -32,9 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from tailbound import _core
-from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
-from tailbound.experiments.wc_common import save_plot, write_table
+from tailbound.experiments.wc_common import save_plot
 from tailbound.sim.network_rpc import NetworkRun, simulate_rpcs
 from tailbound.traces.rpc_arrivals import PairOnOffRpcs, Pattern, RpcArrivals, all_to_all
 from tailbound.traces.sizes import FixedSize
@@ -165,20 +163,15 @@ def check(rows: list[Row], tolerance: float) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
-    p.add_argument("--duration-s", type=float, default=0.5, help="simulated time (s)")
-    p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
-    p.add_argument("--seed", type=int, default=1)
-    add_quiet(p)
-    args = p.parse_args(argv)
-    rows = run(args.duration_s, args.seed)
-    print(write_table(args.out, "aequitas_fig20", rows, "Aequitas Fig. 20: mixed sizes"))
-    plot(rows, args.out / "aequitas_fig20.png")
-    failures = check(rows, args.tolerance)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return setup.main_of(
+        argv,
+        name="aequitas_fig20",
+        title="Aequitas Fig. 20: mixed sizes",
+        description=(__doc__ or "").splitlines()[0],
+        run=run,
+        plot=plot,
+        check=check,
+    )
 
 
 if __name__ == "__main__":
