@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 
 from tailbound.enforce import net, replay
-from tailbound.enforce.rpc_replay import RpcClass, Rpcs, client_config, run_rpcs
+from tailbound.enforce.rpc_replay import RpcClass, RpcResults, Rpcs, client_config, run_rpcs
 from tailbound.enforce.weighted import FIRST_MINOR, WeightedClass, weighted_config
 
 from .live_tolerance import rank_band, slo_tolerance
@@ -229,6 +229,12 @@ def test_weighted_classes_share_as_the_weights(bed: Bed) -> None:
     assert loaded.tail("h", 0.99) < alone.tail("h", 0.99) + 1e-3 + stall
 
 
+def _p_admit_at(r: RpcResults, seconds: float) -> float:
+    """QoS_h's ``p_admit`` at the last QoS_h issue before ``seconds`` into the run."""
+    h = np.flatnonzero((r.cls == "h") & (r.time_s - r.time_s[0] <= seconds))
+    return float(r.p_admit[h[-1]]) if len(h) else float("nan")
+
+
 def test_admission_tracks_the_slo_as_the_offered_share_grows(bed: Bed) -> None:
     _bottleneck(bed, CLASSES)
     rate = LOAD * LINK / WIRE  # RPCs per second
@@ -247,9 +253,9 @@ def test_admission_tracks_the_slo_as_the_offered_share_grows(bed: Bed) -> None:
     print(f"\nfloor (lone 8 KiB RPC, p99): {1e3 * floor:.3f} ms; {rate:.0f} RPCs/s offered")
     print(
         "| offered h share | h RPCs/s offered | admitted share | h p99.9 RNL (admitted) "
-        "| l p99.9 RNL | tolerance | lag p99, max |"
+        "| l p99.9 RNL | tolerance | lag p99, max | h p_admit at 1, 3, 6, 9, 11 s |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     shares, failures = [], []
     for x, r in zip(SHARES, runs, strict=True):
         assert r.lost == 0
@@ -270,7 +276,9 @@ def test_admission_tracks_the_slo_as_the_offered_share_grows(bed: Bed) -> None:
         print(
             f"| {x:g} | {x * rate:.0f} | {share:.3f} | {1e3 * h:.2f} ms (n = {n}) | "
             f"{1e3 * r.tail('l', PCTL, start_s=start):.1f} ms | {1e3 * tol:.2f} ms | "
-            f"{1e3 * np.percentile(lags, 99):.2f}, {1e3 * lags.max():.2f} ms |"
+            f"{1e3 * np.percentile(lags, 99):.2f}, {1e3 * lags.max():.2f} ms | "
+            + ", ".join(f"{_p_admit_at(r, s):.2f}" for s in (1, 3, 6, 9, SECONDS))
+            + " |"
         )
         if median > SLO_S + tol:
             failures.append(f"x = {x}: h p99.9 {h:.4f} s above {SLO_S} + {tol:.4f} s")
