@@ -155,6 +155,20 @@ def _class_bytes(b: Bed) -> dict[int, int]:
 def test_weighted_classes_share_as_the_weights(bed: Bed) -> None:
     classes = [WeightedClass("h", 8, 46), WeightedClass("m", 4, 26), WeightedClass("l", 1, 0)]
     _bottleneck(bed, classes)
+    # the command line: --check holds, a class changed behind our back is drift (exit 1), and
+    # applying again puts the plan back
+    f = bed.tmp / "classes.json"
+    f.write_text(json.dumps({"classes": [c.__dict__ for c in classes]}))
+    cli = ["enforce", "net", "--classes", str(f), "--link-rate", "50mbit", "--device", "c0"]
+    cli += ["--netns", bed.client]
+    assert bed.tailbound(*cli, "--check").returncode == 0
+    tc = ["tc", "class", "change", "dev", "c0", "parent", "7462:1", "classid", "7462:20", "htb"]
+    _live.sh(*tc, "rate", "20mbit", "ceil", "50mbit", "quantum", "12112", ns=bed.client)
+    assert bed.tailbound(*cli, "--check").returncode == 1
+    assert "rate 2500000B/s" in bed.tailbound(*cli, "--diff").stdout
+    p = bed.tailbound(*cli)
+    assert p.returncode == 0 and "installed" in p.stdout, p.stderr
+    assert bed.tailbound(*cli, "--check").returncode == 0
     ports = [5301, 5302, 5303]
     servers = _iperf_servers(bed, ports)
     seconds, window = 6.0, 3.0
