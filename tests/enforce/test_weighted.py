@@ -120,3 +120,4 @@ def test_classes_file_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert str(f) in err and f"field {field}" in err, err
     f.write_text("{")
     assert main([*args, "--link-rate", "50mbit", "--dry-run"]) == 2
+    assert "not JSON" in capsys.readouterr().err
