@@ -8,8 +8,10 @@ the server do not queue.
 
 - ``test_weighted_classes_share_as_the_weights``: how close HTB with weighted guarantees is to
   WFQ (``docs/enforcement.md``, "Weighted classes"): three backlogged iperf3 flows marked 8:4:1,
-  their throughput shares against the weights; and the RNL of a light class's small RPCs while
-  a heavy class floods the link, against the same RPCs alone.
+  their throughput shares against the weights (and ``enforce net --classes``' drift check);
+  ``test_a_light_class_waits_for_a_packet_of_a_heavy_one_not_its_queue`` (``slow``): the RNL of
+  a light class's small RPCs while a heavy class floods the link, against the same RPCs alone
+  and behind one FIFO.
 - ``test_admission_tracks_the_slo_as_the_offered_share_grows``: RPCs of 8 KiB, Poisson at 90 %
   of the link, a share ``x`` of them requesting QoS_h (weight 4, SLO :data:`SLO_S` for the
   whole RPC at the 99.9th percentile), the rest QoS_l (weight 1); ``x`` swept over
@@ -178,9 +180,9 @@ def test_weighted_classes_share_as_the_weights(bed: Bed) -> None:
     before = _class_bytes(bed)
     time.sleep(window)
     after = _class_bytes(bed)
-    for f in flows:
-        _, err = f.communicate(timeout=seconds + 30)
-        assert f.returncode == 0, err
+    for flow in flows:
+        _, err = flow.communicate(timeout=seconds + 30)
+        assert flow.returncode == 0, err
     for s in servers:
         s.wait(timeout=10)
     ids = [net.ROOT | (FIRST_MINOR + k) for k in range(len(classes))]
@@ -198,9 +200,12 @@ def test_weighted_classes_share_as_the_weights(bed: Bed) -> None:
         assert abs(x / total - w) < 0.02, (sent, weights)
     assert total > 0.95 * LINK * window
 
-    # the light class under a backlogged heavy one: 1 KiB RPCs at 100/s in h (weight 4), with
-    # and without an l (weight 1) TCP flood, and with the flood through one FIFO at the same
-    # rate (net.link_config); h never misses its (generous) SLO here
+
+@pytest.mark.slow
+def test_a_light_class_waits_for_a_packet_of_a_heavy_one_not_its_queue(bed: Bed) -> None:
+    """1 KiB RPCs at 100/s in h (weight 4), with and without an l (weight 1) TCP flood, and
+    with the flood through one FIFO at the same rate (``net.link_config``); h never misses its
+    (generous) SLO here. About 25 s."""
     light = _poisson(100, 4.0, 1.0, seed=5, size=1024)
     server = _server(bed, 90)
     rows = {}
