@@ -8,12 +8,17 @@
 //!   latency (trace timestamp to the last byte of its response) to a CSV.
 //! * `client --nbd ...` does the same against an NBD server, each tenant's requests as reads and
 //!   writes of its export (`tenant,time_s,op,size,offset` in the requests file).
+//! * `rpc --config FILE --rpcs FILE --out FILE` issues RPCs with Aequitas' admission control
+//!   (the core's controller) deciding each one's class and DSCP, and writes each RPC's class
+//!   requested and run and its RNL (`rpc.rs`, `rpc_config.rs`).
 //!
 //! Errors are one line on stderr and exit status 2 (bad input) or 1 (the run lost requests).
 
 mod client;
 mod nbd;
 mod proto;
+mod rpc;
+mod rpc_config;
 mod server;
 
 use std::process::ExitCode;
@@ -26,18 +31,20 @@ const USAGE: &str = "usage:
                           [--small-factor F] [--large-factor F]
   tailbound-replay client --nbd --requests FILE --tenant NAME=ADDR[,export=E][,connections=K]
                           [...] --out FILE [--start-delay S | --start-at UNIX_S] [--origin S]
-                          [--drain S]";
+                          [--drain S]
+  tailbound-replay rpc --config FILE --rpcs FILE --out FILE [--start-delay S] [--drain S]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("server") => server::Options::parse(&args[1..]).and_then(|o| run(server::serve(o))),
         Some("client") => client::Options::parse(&args[1..]).and_then(|o| run(client::replay(o))),
+        Some("rpc") => rpc::Options::parse(&args[1..]).and_then(|o| run(rpc::run(o))),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
-        _ => Err(proto::Error::Usage(format!("expected 'server' or 'client'\n{USAGE}"))),
+        _ => Err(proto::Error::Usage(format!("expected 'server', 'client' or 'rpc'\n{USAGE}"))),
     };
     match result {
         Ok(code) => ExitCode::from(code),

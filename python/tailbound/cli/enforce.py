@@ -62,6 +62,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     net.add_argument("--link-rate", type=_rate, help="link rate (default: the plan's capacity)")
     net.add_argument("--switch", action="store_true", help="a DSCP strict-priority switch port")
     net.add_argument(
+        "--classes",
+        help="weighted classes instead of a plan (Aequitas' WFQ classes): JSON {'classes': "
+        "[{'name', 'weight', 'dscp'}, ...]}, HTB rates in the weights' proportion, ceil the "
+        "link (--link-rate), matched by DSCP; unclassified packets go to the last class",
+    )
+    net.add_argument(
         "--ingress",
         action="store_true",
         help="the receive side instead: redirect what --device receives to an IFB device "
@@ -244,8 +250,18 @@ def run(args: argparse.Namespace) -> int:
     checks: list[BoundCheck] = []
     if args.ingress and args.switch:
         raise ConfigError(None, "--ingress and --switch exclude each other", field="--ingress")
+    if args.classes and (args.switch or args.ingress or args.plan):
+        raise ConfigError(
+            None, "--classes excludes --switch, --ingress and --plan", field="--classes"
+        )
     if not args.remove:
-        if args.switch:
+        if args.classes:
+            from tailbound.enforce.weighted import load_classes, weighted_config
+
+            if args.link_rate is None:
+                raise ConfigError(None, "weighted classes need --link-rate", field="--link-rate")
+            config = weighted_config(args.device, load_classes(args.classes), args.link_rate)
+        elif args.switch:
             if args.link_rate is None:
                 raise ConfigError(None, "a switch port needs --link-rate", field="--link-rate")
             config = net.switch_config(args.device, args.link_rate)
