@@ -25,6 +25,7 @@ class Site:
 
     server: Server
     demo: Demo
+    db: str
     operator: str
     reader: str
     agent: str
@@ -75,7 +76,7 @@ def start_site(folder: Path, *, admitted: int = 3) -> Iterator[Site]:
                         ],
                     },
                 )
-        yield Site(server, d, operator, reader, agent, names)
+        yield Site(server, d, db, operator, reader, agent, names)
     finally:
         server.stop()
 

@@ -277,7 +277,8 @@ def rb_curves(context: Context, tenant: TenantRow, traces: Path) -> dict[str, An
     t = tenant_from_json(tenant.document, source=f"tenant {tenant.name}", traces=traces)
     link = context.cluster.link_bytes_per_s
     if context.profile is not None:
-        # the engine's own cache first: an admitted tenant of a placement cluster has its curves
+        # the engine's own cache first (an admitted tenant of a placement cluster has the curves
+        # it was placed with), read only: the engine iterates it while deciding
         made = context.curves.get(t)
         if made is None:
             made = characterize(
@@ -287,7 +288,6 @@ def rb_curves(context: Context, tenant: TenantRow, traces: Path) -> dict[str, An
                 link_bandwidth_bytes_per_s=link,
                 safety_margin=context.options.get("safety_margin", 1.0),
             )
-            made = context.curves.setdefault(t, made)
         return {str(stage): curve for stage, curve in made.curves.items()}
     return {
         str(stage): prune(

@@ -446,12 +446,16 @@ def measured_chart(view: dict[str, Any]) -> str:
     """A tenant's measured percentiles over time, against the Plan's bound and the SLO."""
     rows = view["measurements"]
     start = rows[0]["at"].timestamp() if rows else 0.0
+    span = rows[-1]["at"].timestamp() - start if rows else 0.0
+    unit, per = (
+        ("hours", 3600.0) if span > 7200 else ("minutes", 60.0) if span > 120 else ("seconds", 1.0)
+    )
     keys = sorted({k for r in rows for k in r["percentiles"]}, key=float)
     series = [
         charts.Series(
             f"p{100 * float(k):.4g}",
             [
-                (r["at"].timestamp() - start, r["percentiles"][k])
+                ((r["at"].timestamp() - start) / per, r["percentiles"][k])
                 for r in rows
                 if k in r["percentiles"]
             ],
@@ -467,7 +471,7 @@ def measured_chart(view: dict[str, Any]) -> str:
     return charts.line_chart(
         f"Measured latency of {view['tenant'].name}",
         series,
-        x_label=f"seconds since the first measurement ({first})" if rows else "no measurements",
+        x_label=f"{unit} since the first measurement ({first})" if rows else "no measurements",
         y_label="latency",
         refs=refs,
         y_format=charts.si_seconds,
