@@ -192,8 +192,34 @@ def history(s: Session, row: ClusterRow, *, before: int | None = None) -> dict[s
         if p is None:
             continue
         old = json.loads(plans[v - 1].document) if v - 1 in plans else {"tenants": []}
-        versions.append({"row": p, "diff": diff(old, json.loads(p.document))})
+        new = json.loads(p.document)
+        changes = diff(old, new)
+        versions.append({"row": p, "diff": changes, "values": changed_values(old, new, changes)})
     return {"versions": versions, "older": low - 1 if low > 1 else None}
+
+
+def changed_values(
+    old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any]
+) -> dict[str, dict[str, tuple[Any, Any]]]:
+    """For each tenant :func:`~tailbound.service.plans.diff` found changed, the before and after
+    of each changed field that is a number or a string (nested fields are named only).
+
+    >>> a = {"tenants": [{"name": "A", "latency_bound_s": 0.01, "priority": {"storage": 1}}]}
+    >>> b = {"tenants": [{"name": "A", "latency_bound_s": 0.02, "priority": {"storage": 2}}]}
+    >>> changed_values(a, b, diff(a, b))
+    {'A': {'latency_bound_s': (0.01, 0.02)}}
+    """
+    before = {t["name"]: t for t in old.get("tenants", [])}
+    after = {t["name"]: t for t in new.get("tenants", [])}
+    scalar = (int, float, str, type(None))
+    return {
+        name: {
+            f: (before[name].get(f), after[name].get(f))
+            for f in fields
+            if isinstance(before[name].get(f), scalar) and isinstance(after[name].get(f), scalar)
+        }
+        for name, fields in changes["changed"].items()
+    }
 
 
 def tenant_page(s: Session, row: ClusterRow, tenant: TenantRow) -> dict[str, Any]:
