@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import select
+from tests.service.harness import Demo, register
 from tests.service.ui_harness import Site, hidden, sign_in, start_site
 
 from tailbound.errors import ConfigError
@@ -237,3 +238,78 @@ def test_a_graduated_slo_is_shown_grade_by_grade(site: Site) -> None:
         assert "90% ≤ 5 ms, 99% ≤ 50 ms, 100% ≤ 500 ms" in page.text
         assert "(graduated)" in page.text
         assert "r-b curve of graded at storage" in page.text  # characterised before admission
+
+
+def test_snc_rejection_through_the_form_shows_the_apis_reasons(site: Site) -> None:
+    """An SNC-Meister cluster (network tenants): a tenant whose SLO no bound can meet is
+    rejected through the form, with the reasons the API records and no new version; the
+    replay and the comparison pages take the admission cluster too."""
+    network = [{k: v for k, v in t.items() if k != "device"} for t in site.demo.tenants[:2]]
+    network[1] = {**network[1], "slo_s": 1e-6}  # a microsecond at the 99.9th percentile
+    d = Demo(site.demo.folder, network, site.demo.cluster, site.demo.profile)
+    rule = {"alone_floor": False, "split_levels": False, "add_model_error": False, "police": False}
+    with site.server.client(site.operator) as api:
+        register(api, d, "snc", policy="snc-meister", options={"rule": rule})
+    with sign_in(site.url, site.operator) as c:
+        for entry, admitted in zip(network, (True, False), strict=True):
+            page = c.get("/ui/clusters/snc").text
+            r = c.post(
+                "/ui/clusters/snc/admissions",
+                data={"tenant": entry["name"], "csrf": hidden(page, "csrf")},
+            )
+            assert r.status_code == 200, r.text
+            decided = c.get("/clusters/snc/decisions").json()[-1]
+            assert decided["tenant"] == entry["name"] and decided["admitted"] is admitted
+            for key in decided["reasons"]:
+                assert f'<th scope="row">{key}</th>' in r.text
+            if not admitted:
+                assert "Rejected: its SLO would be missed" in r.text
+                assert decided["published"] is None
+                assert "none (nothing changed)" in r.text
+        assert 'class="plan-version">1<' in r.text
+        page = c.get("/ui/clusters/snc").text
+        replay = c.post("/ui/clusters/snc/verify", data={"csrf": hidden(page, "csrf")})
+        assert replay.status_code == 200 and "Plan version 1 of snc replayed" in replay.text
+        compare = c.get("/ui/compare").text
+        assert "snc (snc-meister)" in compare and "demo (workloadcompactor)" in compare
+
+
+def test_verdicts_follow_the_reports_flags(site: Site) -> None:
+    """Measurements an agent posts move a tenant's verdict on the pages as the API's report
+    flags it: approaching its bound (≥ 0.9 of it), beyond it, beyond its characterisation."""
+    with site.server.client(site.operator) as api:
+        version, plan = api.plan("demo")
+    tenant = next(t for t in plan["tenants"] if t["server"] == "server00")
+    bound = tenant["latency_bound_s"]
+    with sign_in(site.url, site.reader) as c, site.server.client(site.agent) as agent:
+        for fraction, beyond, words in (
+            (0.95, 0, "approaching its bound"),
+            (1.5, 0, "beyond its bound"),
+            (0.5, 3, "beyond its characterisation"),
+        ):
+            agent.json(
+                "POST",
+                "/clusters/demo/measurements",
+                json={
+                    "host": "server00",
+                    "plan_version": version,
+                    "window_s": 10.0,
+                    "tenants": [
+                        {
+                            "tenant": tenant["name"],
+                            "count": 100,
+                            "percentiles": {"0.999": bound * fraction},
+                            "beyond_buckets": beyond,
+                        }
+                    ],
+                },
+            )
+            flags = next(
+                t["flags"]
+                for t in c.get("/clusters/demo/report").json()["tenants"]
+                if t["tenant"] == tenant["name"]
+            )
+            assert flags, fraction
+            page = c.get(f"/ui/clusters/demo/tenants/{tenant['name']}").text
+            assert f'id="verdict">{words}' in page
+            assert words in c.get("/ui/clusters/demo").text

@@ -370,7 +370,7 @@ def router(state: State, signer: Signer) -> APIRouter:
             cluster=cluster,
             result=result.to_json(),
             version=version,
-            reasons_json=json.dumps(result.reasons, indent=1, default=str),
+            decision_json=json.dumps(result.to_json(), indent=1, default=str),
         )
 
     @r.post("/ui/clusters/{cluster}/verify")
