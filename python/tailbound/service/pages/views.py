@@ -146,6 +146,8 @@ class Pages:
             template, context = build(signed[0])
         except Problem as e:
             return self.error(request, e.status, e.message, signed)
+        except ConfigError as e:  # a stored document the library's loaders refuse
+            return self.error(request, 422, str(e), signed)
         return self.html(request, template, 200, signed, **context)
 
     async def form(self, request: Request) -> dict[str, str]:
