@@ -9,6 +9,7 @@ library's policies), :mod:`~tailbound.service.admission` (serialisable commits),
 :mod:`~tailbound.service.plans` (parts, ETags, diffs), :mod:`~tailbound.service.trace_store`
 (uploads), :mod:`~tailbound.service.tokens` (authentication), :mod:`~tailbound.service.reports`
 (predicted against measured), :mod:`~tailbound.service.metrics` (Prometheus),
-:mod:`~tailbound.service.app` (routes), :mod:`~tailbound.service.server` (running it) and
-:mod:`~tailbound.service.client` (the HTTP client the CLI uses).
+:mod:`~tailbound.service.app` (routes), :mod:`~tailbound.service.server` (running it),
+:mod:`~tailbound.service.client` (the HTTP client the CLI uses), and the web pages for operators
+(:mod:`~tailbound.service.pages`, signed in by :mod:`~tailbound.service.web_session`).
 """

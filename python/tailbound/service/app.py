@@ -6,7 +6,8 @@ Routes call the library through :mod:`tailbound.service.engines` (the registry's
 :mod:`tailbound.traces.readers`: no second implementation. Every route but ``/health``,
 ``/metrics``, ``/openapi.json`` and the documentation pages needs a token
 (``Authorization: Bearer tb_...``): none or an unknown one is 401, a token without the scope 403
-(:mod:`tailbound.service.tokens`).
+(:mod:`tailbound.service.tokens`), or the session cookie of a browser signed in on the web
+pages (:mod:`tailbound.service.web_session`, :mod:`tailbound.service.pages`).
 """
 
 import asyncio
@@ -30,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
 from tailbound.policies import registry
-from tailbound.service import tokens
+from tailbound.service import pages, tokens
 from tailbound.service.admission import Decider, find_cluster, find_tenant
 from tailbound.service.db import (
     AgentRow,
@@ -62,6 +63,7 @@ from tailbound.service.schemas import (
 from tailbound.service.schemas import Problem as ProblemOut
 from tailbound.service.tokens import Principal
 from tailbound.service.trace_store import DEFAULT_MAX_BYTES, TraceStore
+from tailbound.service.web_session import Signer, cookie_principal, load_secret
 
 log = logging.getLogger("tailbound.service")
 
@@ -119,9 +121,16 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.tb = state
     install_handlers(app)
 
+    signer = Signer(load_secret(settings.data))
+
     def principal(
+        request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> Principal:
+        if credentials is None:  # a browser signed in on /ui/login (web_session)
+            by_cookie = cookie_principal(signer, state.sessions, request)
+            if by_cookie is not None:
+                return by_cookie
         if credentials is None or credentials.scheme.lower() != "bearer":
             raise Problem(401, "a token is required (Authorization: Bearer TOKEN)", "Authorization")
         with state.sessions() as s:
@@ -595,6 +604,7 @@ def create_app(settings: Settings) -> FastAPI:
                 raise Problem(404, f"no active token {name!r}", "name")
         return {"name": name, "revoked": True}
 
+    app.include_router(pages.router(state, signer))  # the web pages, outside the schema
     return app
 
 
