@@ -15,7 +15,7 @@ of a few runs (7 up to 64 tenants, 3 at 256, 1 at 1000): the machine is shared. 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import copy
 import os
 import sys
 import time
@@ -46,8 +46,8 @@ class DistinctFits(FitCache):
     def model(self, spec: Tenant, direction: str, tset: TenantSet) -> MmppModel:
         key = (spec.name, direction)
         if key not in self.copies:
-            fitted = super().model(spec, direction, tset)
-            self.copies[key] = dataclasses.replace(fitted, _memo={})
+            # a new model rebuilt from the fitted one's parts (its own core, an empty memo)
+            self.copies[key] = copy.copy(super().model(spec, direction, tset))
         return self.copies[key]
 
 
