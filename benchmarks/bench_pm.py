@@ -23,11 +23,13 @@ hidden random order, plus 5%: :func:`with_reachable_slos`), against an
 exhaustive search over the ``n!`` priority orders (one order for every stage), run for ``n = 4``
 and estimated (orders × the measured time of one order's analysis) beyond.
 
-Run: ``.venv/bin/python -m benchmarks.bench_pm [max_tenants]``.
+Run: ``.venv/bin/python -m benchmarks.bench_pm [max_tenants]``; ``--quick``: 4 tenants only (a few
+seconds; what the test suite runs).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
 import math
@@ -236,8 +238,11 @@ def table(rows: Sequence[dict[str, object]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    largest = int(argv[0]) if argv else 32
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("max_tenants", nargs="?", type=int, default=32)
+    ap.add_argument("--quick", action="store_true", help="4 tenants only")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    largest = 4 if args.quick else args.max_tenants
     sizes = [n for n in (4, 8, 16, 32) if n <= largest]
     analysis_row(2, 1)  # warm up HiGHS and the imports outside the timings
     print(table([analysis_row(n, k) for n in sizes for k in (3, 5)]))
