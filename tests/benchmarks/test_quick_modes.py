@@ -6,7 +6,8 @@ a new one cannot be forgotten — is run as ``python -m benchmarks.bench_<name> 
 own process, as a user would, and must exit 0 with a Markdown table or a reported skip (a
 baseline or tool that is absent: the reference builds, nbdkit and fio, the gateway binary). A
 module without ``--quick`` fails. Each quick mode takes seconds (benchmarks/README.md, "Quick
-modes", has the measured times); the whole set about a minute and a half on the 2-core machine.
+modes", has the measured times): the whole set ~80 s on a quiet 2-core machine, ~135 s at a
+load average of 13–15.
 """
 
 from __future__ import annotations
