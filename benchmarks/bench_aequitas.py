@@ -30,7 +30,8 @@ that ran at it, and the share of all RPCs that ran at each class.
 Run: ``python -m benchmarks.bench_aequitas --reference /tmp/aeq [--cases fig11-15 …] [--rpcs
 N]``; ``--cases 33-host`` is the issue's large run (10M RPCs; theirs about 4 minutes and 6.4 GB
 on an idle machine); ``--rpcs N`` runs both on N RPCs instead (a copy of the configuration
-file with ``num_flow`` replaced is written beside it, in the reference's folder).
+file with ``num_flow`` replaced is written beside it, in the reference's folder); ``--quick``:
+``--cases fig11-15 --rpcs 100000`` (what the test suite runs; skipped without a reference).
 """
 
 from __future__ import annotations
@@ -331,7 +332,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rpcs", type=int, help="run N RPCs instead of the file's num_flow (both simulators)"
     )
     p.add_argument("--ours", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--quick", action="store_true", help="--cases fig11-15 --rpcs 100000")
     args = p.parse_args(argv)
+    if args.quick:
+        args.cases, args.rpcs = ["fig11-15"], 100_000
     if args.ours is not None:
         print(json.dumps(ours(args.ours)))
         return 0

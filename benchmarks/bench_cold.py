@@ -14,7 +14,8 @@ here (``bench_reference`` runs the reference itself side by side, given a build 
 plots. The package's bytecode is compiled first (``compileall``, as ``pip install`` does): with
 ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` every run would compile tailbound's
 modules from source (~0.03 s on a quiet machine), which no installed copy does. Run:
-``.venv/bin/python -m benchmarks.bench_cold [--runs N]``.
+``.venv/bin/python -m benchmarks.bench_cold [--runs N]``; ``--quick``: one run of ``bound`` on the
+16 tenants and of ``characterize --exact`` on 4 traces (a few seconds; what the test suite runs).
 
 ``--baseline DIR`` also compares, in the same run, ``bound`` on 16 tenants (empty fit cache) with
 a previous build: ``DIR`` is the ``python`` folder of another commit's tree with its compiled
@@ -120,7 +121,10 @@ def main(argv: list[str] | None = None) -> None:
         "--baseline", type=Path, help="python folder of a previous build to compare bound with"
     )
     ap.add_argument("--baseline-only", action="store_true", help="only the comparison rounds")
+    ap.add_argument("--quick", action="store_true", help="--runs 1, 16 tenants, 4 traces")
     args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
+    if args.quick:
+        args.runs = 1
     compileall.compile_dir(str(REPO / "python" / "tailbound"), quiet=1)
     if args.baseline is not None:
         compare(args.baseline, args.runs)
@@ -139,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
                 ["--arrival-model", "reference"],
             ),
         ]
+        if args.quick:
+            cases = cases[:1]
         for case, (name, tenants, extra) in enumerate(cases):
             runs = args.runs if not extra else 1
             base = ["bound", "--tenants", *tenants, *extra]
@@ -159,13 +165,15 @@ def main(argv: list[str] | None = None) -> None:
             )
             print(rows[-1], file=sys.stderr, flush=True)
         traces = sorted(str(p) for p in (find_wc62() / "traces").glob("trace*.txt"))
+        if args.quick:
+            traces = traces[:4]
         profile = str(find_wc62() / "profile_ssd.json")
         for label, stages in (("storage", ["--stage", "storage"]), ("3 stages", [])):
             run = ["characterize", *traces, "--profile", profile, "--exact", *stages]
             t = median_of(args.runs, lambda i, r=run: [*r, "--out", f"{tmp}/rb-{i}"])
             rows.append(
                 [
-                    f"characterize --exact, 62 traces, {label}",
+                    f"characterize --exact, {len(traces)} traces, {label}",
                     args.runs,
                     f"{t[0]:.3f} ({t[1]:.3f}–{t[2]:.3f})",
                     "",

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from tailbound.enforce.storage import find_binary
+from tailbound.errors import ConfigError
 from tailbound.model import Slo
 from tailbound.plan import Bound, DispatchRule, Plan, StageLimit, TenantPlan
 from tailbound.stages import STORAGE_PATH, Stage
@@ -191,6 +192,11 @@ def main(argv: list[str] | None = None) -> None:
     missing = [t for t in ("nbdkit", "fio") if shutil.which(t) is None]
     if missing:
         print(f"bench_gate skipped: needs {missing} (Debian packages nbdkit, fio)")
+        return
+    try:
+        find_binary()
+    except ConfigError as e:
+        print(f"bench_gate skipped: {e}")
         return
     procs: list[subprocess.Popen[Any]] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-gate-"))

@@ -11,7 +11,8 @@
    the LPs solved, and the servers skipped without an LP: proved infeasible by the cluster
    screen ("screened") or by an infeasibility certificate kept from an earlier LP ("certified").
 
-Run: ``.venv/bin/python -m benchmarks.bench_place [--tenants 10000] [--first-fit 300]``.
+Run: ``.venv/bin/python -m benchmarks.bench_place [--tenants 10000] [--first-fit 300]``;
+``--quick``: the wc62 run and ``--tenants 300 --first-fit 50`` (what the test suite runs).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tenants", type=int, default=10_000)
     p.add_argument("--first-fit", type=int, default=300)
+    p.add_argument("--quick", action="store_true", help="--tenants 300 --first-fit 50")
     args = p.parse_args(argv if argv is not None else [])
+    if args.quick:
+        args.tenants, args.first_fit = 300, 50
     data = find_wc62()
     configs = load_tenants(data / "tenants.json").tenants
     cluster = load_cluster(data / "cluster.json")

@@ -9,7 +9,8 @@ admitted one request at a time (the latency of an uncontended decision) and meas
 column is ``tailbound place`` (WorkloadCompactor) or ``tailbound admit`` (SNC-Meister) over the
 same tenants file: its wall time divided by the tenants decided.
 
-Run: ``.venv/bin/python -m benchmarks.bench_service [--tenants 100] [--clients 16] [--pg URL]``.
+Run: ``.venv/bin/python -m benchmarks.bench_service [--tenants 100] [--clients 16] [--pg URL]``;
+``--quick``: ``--tenants 4 --clients 2`` (what the test suite runs).
 """
 
 from __future__ import annotations
@@ -172,7 +173,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--pg", help="a PostgreSQL database URL (fresh) to measure too")
     p.add_argument("--policies", default="workloadcompactor,snc-meister")
+    p.add_argument("--quick", action="store_true", help="--tenants 4 --clients 2")
     args = p.parse_args(argv if argv is not None else [])
+    if args.quick:
+        args.tenants, args.clients = 4, 2
     root = Path(tempfile.mkdtemp(prefix="tb-bench-service-"))
     folder = root / "fleet"
     write_fleet(

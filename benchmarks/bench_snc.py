@@ -9,13 +9,15 @@ default) with the previous level-by-level numpy search (``engine="numpy"``) on t
 The bounds are timed with the Rust search's default thread count (the machine's cores where the
 work justifies them) alternating with one thread (``TAILBOUND_SNC_THREADS=1``). Times are the best
 of a few runs (7 up to 64 tenants, 3 at 256, 1 at 1000): the machine is shared. Run:
-``.venv/bin/python -m benchmarks.bench_snc [max_tenants]``.
+``.venv/bin/python -m benchmarks.bench_snc [max_tenants]``; ``--quick``: 16 tenants only (about a
+second; what the test suite runs).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import dataclasses
+import copy
 import os
 import sys
 import time
@@ -46,8 +48,8 @@ class DistinctFits(FitCache):
     def model(self, spec: Tenant, direction: str, tset: TenantSet) -> MmppModel:
         key = (spec.name, direction)
         if key not in self.copies:
-            fitted = super().model(spec, direction, tset)
-            self.copies[key] = dataclasses.replace(fitted, _memo={})
+            # a new model rebuilt from the fitted one's parts (its own core, an empty memo)
+            self.copies[key] = copy.copy(super().model(spec, direction, tset))
         return self.copies[key]
 
 
@@ -90,8 +92,11 @@ def repeats(n: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    largest = int(argv[0]) if argv else 256
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("max_tenants", nargs="?", type=int, default=256)
+    ap.add_argument("--quick", action="store_true", help="16 tenants only")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    largest = 16 if args.quick else args.max_tenants
     sizes = [n for n in (16, 64, 256, 1000) if n <= largest]
     rows = []
     for n in sizes:

@@ -14,7 +14,8 @@ default thread pool of ``flow_latencies``). Reported per size: flows, dependent 
 per dependent flow (median and max), both searches' seconds on the sample and their ratio, the
 largest ratio deterministic / reference of a sampled flow's bound (≤ 1: never looser), and the
 deterministic search's seconds for all flows. Run:
-``.venv/bin/python -m benchmarks.bench_snc_groups [max_tenants] [--sample N]``.
+``.venv/bin/python -m benchmarks.bench_snc_groups [max_tenants] [--sample N]``; ``--quick``: 16
+tenants, both searches on a sample of 2 dependent flows (what the test suite runs).
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("max_tenants", nargs="?", type=int, default=256)
     ap.add_argument("--sample", type=int, default=8)
+    ap.add_argument("--quick", action="store_true", help="16 tenants, a sample of 2 flows")
     args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
+    if args.quick:
+        args.max_tenants, args.sample = 16, 2
     rows = []
     for n in (s for s in (16, 64, 256) if s <= args.max_tenants):
         specs = scenario(n, max(4, n // 4))
@@ -86,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         counts = {f.id: parameters(net, f) for f in net.flows}
         dependent = [f for f in net.flows if counts[f.id] > 0]
         sample = dependent
-        if n > 16 and len(dependent) > args.sample:
+        if (n > 16 or args.quick) and len(dependent) > args.sample:
             step = len(dependent) / args.sample
             # Offset by i so that the sample does not fall on one priority class (they cycle).
             sample = [dependent[(int(i * step) + i) % len(dependent)] for i in range(args.sample)]

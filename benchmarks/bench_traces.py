@@ -5,11 +5,14 @@ mapping, parsed by Arrow) in a temporary directory, times ``read_trace`` (best o
 line-by-line Python parser building the same ``Trace`` (once), and prints a Markdown table with
 the ratio. Target: under 2 s per million lines.
 
-Run: ``.venv/bin/python -m benchmarks.bench_traces`` (or ``make bench``).
+Run: ``.venv/bin/python -m benchmarks.bench_traces`` (or ``make bench``); ``--quick``: 100,000-line
+files, the target scaled to 0.2 s (a few seconds; what the test suite runs).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -122,7 +125,12 @@ def _best(fn: Callable[[], Trace], repeat: int) -> tuple[float, Trace]:
     return best, result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="100,000-line files")
+    args = ap.parse_args(argv or [])  # `make bench` calls main() with no arguments
+    lines = LINES // 10 if args.quick else LINES
+    target_s = TARGET_S * lines / LINES
     cases: list[tuple[str, Callable[[Path, int], None], Callable[[Path], Trace], dict]] = [
         ("wc", write_wc, naive_wc, {}),
         ("msr", write_msr, naive_msr, {}),
@@ -133,24 +141,26 @@ def main() -> None:
             {"time": "time_us", "op": "op", "size": "size", "offset": "offset", "time_unit": "us"},
         ),
     ]
-    print(f"| format | lines | read_trace (s) | naive Python (s) | speed-up | under {TARGET_S} s |")
+    print(
+        f"| format | lines | read_trace (s) | naive Python (s) | speed-up | under {target_s:g} s |"
+    )
     print("|---|---:|---:|---:|---:|:---:|")
     with tempfile.TemporaryDirectory() as d:
         for name, write, naive, options in cases:
             path = Path(d) / f"bench_{name.split()[0]}.txt"
-            write(path, LINES)
+            write(path, lines)
             fast_s, fast = _best(lambda p=path, o=options: read_trace(p, **o), 3)
             slow_s, slow = _best(lambda p=path, f=naive: f(p), 1)
-            assert len(fast) == len(slow) == LINES
+            assert len(fast) == len(slow) == lines
             assert np.array_equal(fast.size, slow.size) and np.array_equal(fast.op, slow.op)
             assert np.allclose(fast.time, slow.time, rtol=0, atol=1e-9)
-            ok = "yes" if fast_s < TARGET_S else "**no**"
+            ok = "yes" if fast_s < target_s else "**no**"
             print(
-                f"| {name} | {LINES:,} | {fast_s:.3f} | {slow_s:.3f} | "
+                f"| {name} | {lines:,} | {fast_s:.3f} | {slow_s:.3f} | "
                 f"{slow_s / fast_s:.1f}× | {ok} |",
                 flush=True,
             )
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -171,9 +171,17 @@ def test_find_reference_accepts_checkout_src_or_flat_folder(tmp_path: Path) -> N
         find_reference(tmp_path / "src" / "SNC-ConfigGen")
 
 
-def test_without_a_reference_the_benchmark_says_how_to_get_one(
+def test_without_a_reference_the_benchmark_is_skipped_and_says_how_to_get_one(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("TAILBOUND_SNC_REFERENCE", raising=False)
-    assert main(["--cases", "16"]) == 2
-    assert "--reference DIR" in capsys.readouterr().err
+    assert main(["--cases", "16"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped" in err and "--reference DIR" in err
+
+
+def test_a_reference_folder_without_a_build_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--quick", "--reference", str(tmp_path)]) == 2
+    assert "no reference build" in capsys.readouterr().err
