@@ -181,6 +181,16 @@ def run(args: argparse.Namespace) -> int:
     if given and family != "control":
         option = "--" + given[0].replace("_", "-")
         raise ConfigError(None, f"only with --policy pslo, not {args.policy}", field=option)
+    if family == "rpc":
+        return run_aequitas(args, tset)
+    for i, t in enumerate(tset.tenants):
+        if t.rpc is not None:
+            raise ConfigError(
+                tset.path,
+                f"an RPC tenant (Aequitas' classes): plan it with --policy aequitas, not "
+                f"{args.policy}",
+                field=f"tenants[{i}].rpc",
+            )
     if family == "control":
         return run_pslo(args, tset)
     if family == "nested":
@@ -330,4 +340,55 @@ def run_pslo(args: argparse.Namespace, tset: Any) -> int:
     )
     if args.out:
         with_inputs(plan, tset, profile=tset.ssd_profile).save(args.out)
+    return Exit.OK
+
+
+def run_aequitas(args: argparse.Namespace, tset: Any) -> int:
+    """``admit --policy aequitas``: every RPC tenant admitted, the plan carrying the WFQ classes,
+    class SLOs, DSCP marks, the controller and the predicted admitted share per class
+    (:mod:`tailbound.policies.aequitas`)."""
+    from tailbound.plan_inputs import with_inputs
+    from tailbound.policies.registry import build
+    from tailbound.tables import markdown_table
+
+    plan = build(args.policy, "admission", tset).plan(
+        meta={"verb": "admit", "tenants": str(tset.path)}
+    )
+    section = plan.aequitas
+    rows = [
+        [
+            t.name,
+            "admitted",
+            ", ".join(f"{k} {v:g}" for k, v in section.tenants[t.name].class_mix.items()),
+            section.tenants[t.name].pattern,
+        ]
+        for t in plan.tenants
+    ]
+    print(markdown_table(["tenant", "decision", "class mix", "pattern"], rows))
+    p = section.prediction
+    unit = {"mtu": " per MTU", "rpc": " per RPC"}[section.network.slo_unit]
+    classes = [
+        [
+            c.name,
+            f"{c.weight:g}",
+            c.dscp,
+            "-" if c.slo_s is None else f"{c.slo_s * 1e6:.4g} µs{unit} @ {100 * c.percentile:g}%",
+            "-" if c.name not in p.offered_share else f"{p.offered_share[c.name]:.3f}",
+            "-" if c.name not in p.admitted_share else f"{p.admitted_share[c.name]:.3f}",
+        ]
+        for c in section.network.classes
+    ]
+    print()
+    print(
+        markdown_table(
+            ["class", "weight", "DSCP", "SLO", "offered share", "predicted admitted share"],
+            classes,
+        )
+    )
+    print(
+        f"\n{args.policy}: admitted {len(rows)} of {len(rows)} tenants; busiest link: load "
+        f"μ = {p.load:.3f}, burst ρ = {p.burst_load:.3f}"
+    )
+    if args.out:
+        with_inputs(plan, tset).save(args.out)
     return Exit.OK
