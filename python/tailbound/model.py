@@ -34,6 +34,18 @@ A tenant may also give a **throughput SLO** (PSLO, Li et al., EuroSys 2016, §2:
 its Plan, ``tailbound verify`` and ``tailbound enforce replay`` report the throughput achieved
 against it, and the ``pslo`` policy enforces it (``docs/pslo.md``).
 
+An **RPC tenant** (Aequitas, ``docs/aequitas.md``, "How a user states it") gives ``rpc``
+instead of an SLO — its class mix over the WFQ classes of the file's ``rpc_network``, its
+pattern and the load its trace is scaled to — and the file gives ``rpc_network``, the network
+and classes the RPC tenants share (:mod:`tailbound.rpc_network`: hosts, link rate, classes with
+weight, SLO per MTU or per RPC, percentile and DSCP, the controller); :attr:`Tenant.rpc` and
+:attr:`TenantSet.rpc_network`::
+
+    {"rpc_network": {"hosts": 3, "classes": [{"name": "QoS_h", "weight": 4, "slo_s": 25e-6,
+                                              "slo_unit": "rpc"}, {"name": "QoS_l", "weight": 1}]},
+     "tenants": [{"name": "search", "trace": "rpc.parquet",
+                  "rpc": {"class_mix": {"QoS_h": 0.7, "QoS_l": 0.3}}}]}
+
 What each consumer needs beyond name, SLO and trace (client and server hosts for the SNC
 analyses, a device for a storage stage) it checks itself with :meth:`TenantSet.require`, so the
 message names the field and says who needs it.

@@ -40,7 +40,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "dnc, silo and qjump are the worst-case (100th percentile) baselines of thesis "
             "§4.3.1 (PriorityMeister-style DNC, Silo++, QJump++). The plan written by --out "
             "holds the admitted tenants with their priorities, rate limits and bounds, and "
-            "every rejected tenant with the reason."
+            "every rejected tenant with the reason. --policy aequitas plans RPC tenants over WFQ "
+            "classes (the tenants file's rpc_network and each tenant's rpc; docs/aequitas.md)."
         ),
         epilog=epilog(None, COLUMNS)
         + " Rejecting a tenant is the verb's answer, not a failed check: it exits 0.",
@@ -386,8 +387,9 @@ def run_aequitas(args: argparse.Namespace, tset: Any) -> int:
         )
     )
     print(
-        f"\n{args.policy}: admitted {len(rows)} of {len(rows)} tenants; busiest link: load "
-        f"μ = {p.load:.3f}, burst ρ = {p.burst_load:.3f}"
+        f"\n{args.policy}: admitted {len(rows)} of {len(rows)} tenants; the link deciding "
+        f"{section.network.classes[0].name}'s share: load μ = {p.load:.3f}, burst "
+        f"ρ = {p.burst_load:.3f}"
     )
     if args.out:
         with_inputs(plan, tset).save(args.out)
