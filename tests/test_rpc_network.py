@@ -200,5 +200,10 @@ def test_other_policies_refuse_rpc_tenants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_case(tmp_path)
-    assert main(["admit", "--tenants", str(path), "--policy", "dnc"]) == 2
-    assert "tenants[0].rpc" in capsys.readouterr().err
+    for argv in (
+        ["admit", "--policy", "dnc"],
+        ["admit", "--policy", "pslo"],
+        ["bound", "--analysis", "dnc"],
+    ):
+        assert main([*argv, "--tenants", str(path)]) == 2
+        assert "tenants[0].rpc" in capsys.readouterr().err

@@ -271,6 +271,18 @@ class TenantSet:
     #: :class:`~tailbound.rpc_network.RpcNetwork`), the file's ``rpc_network``; ``None``: none.
     rpc_network: RpcNetwork | None = None
 
+    def refuse_rpc(self, who: str) -> None:
+        """Raise :class:`ConfigError` naming the first RPC tenant (``tenants[i].rpc``), which
+        ``who`` cannot plan: only the ``aequitas`` policy plans RPC classes over WFQ."""
+        for i, t in enumerate(self.tenants):
+            if t.rpc is not None:
+                raise ConfigError(
+                    self.path,
+                    f"tenant {t.name} is an RPC tenant (Aequitas' classes), which {who} cannot "
+                    "plan; use tailbound admit --policy aequitas",
+                    field=f"tenants[{i}].rpc",
+                )
+
     def require(self, key: str, who: str) -> None:
         """Raise :class:`ConfigError` naming the first tenant without ``key`` (a
         :class:`Tenant` attribute spelt as in the file) that ``who`` needs."""

@@ -184,14 +184,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(None, f"only with --policy pslo, not {args.policy}", field=option)
     if family == "rpc":
         return run_aequitas(args, tset)
-    for i, t in enumerate(tset.tenants):
-        if t.rpc is not None:
-            raise ConfigError(
-                tset.path,
-                f"an RPC tenant (Aequitas' classes): plan it with --policy aequitas, not "
-                f"{args.policy}",
-                field=f"tenants[{i}].rpc",
-            )
+    tset.refuse_rpc(args.policy)
     if family == "control":
         return run_pslo(args, tset)
     if family == "nested":
