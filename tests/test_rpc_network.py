@@ -95,6 +95,7 @@ BAD_NETWORK = [
     ({"classes__1__dscp": 46}, "rpc_network.classes[1].dscp"),
     ({"classes__1__name": "QoS_h"}, "rpc_network.classes[1].name"),
     ({"classes__1__slo_s": 1e-3}, "rpc_network.classes[1].slo_s"),
+    ({"classes__1__slo_unit": "rpc"}, "rpc_network.classes[1].slo_unit"),
     ({"classes__0__wieght": 4}, "rpc_network.classes[0].wieght"),
     ({"hosts": 1}, "rpc_network.hosts"),
     ({"link_rate_bps": 0}, "rpc_network.link_rate_bps"),
@@ -116,6 +117,14 @@ def test_a_bad_network_field_is_refused_by_name(
         load_tenants(path)
     assert e.value.field == field
     assert Path(str(e.value.path)) == path
+
+
+def test_units_differing_between_classes_are_refused(tmp_path: Path) -> None:
+    net = _network()
+    net["classes"].insert(1, {"name": "QoS_m", "weight": 2, "slo_s": 4e-6, "slo_unit": "mtu"})
+    with pytest.raises(ConfigError, match="one unit") as e:
+        load_tenants(write_case(tmp_path, net))
+    assert e.value.field == "rpc_network.classes[1].slo_unit"
 
 
 def test_one_class_is_refused(tmp_path: Path) -> None:

@@ -354,7 +354,7 @@ def _class(path: str | Path | None, doc: Any, where: str, rank: int, n: int) -> 
     weight = f.number("weight", what="> 0 (the class's WFQ weight)")
     lowest = rank == n - 1
     if lowest:
-        for key in ("slo_s", "percentile"):
+        for key in ("slo_s", "percentile", "slo_unit"):
             if key in f.doc:
                 raise f.error(
                     key,

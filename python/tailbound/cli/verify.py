@@ -93,7 +93,8 @@ def add_parser(subparsers: Any) -> None:
         "--out",
         type=Path,
         help="folder for verify.csv and verify.png (and verify-grades.csv, one row per grade "
-        "of the graduated SLOs)",
+        "of the graduated SLOs; an Aequitas plan: verify.csv, one row per class and per tenant "
+        "and class, docs/aequitas.md)",
     )
     parser.set_defaults(run=run)
 
