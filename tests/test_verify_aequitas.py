@@ -17,11 +17,13 @@ from tailbound.cli.main import main
 from tailbound.model import load_tenants
 from tailbound.plan import Plan
 from tailbound.policies.aequitas import AequitasPolicy
+from tailbound.sim.aequitas_plan import read_rpc_trace, replay_aequitas
 from tailbound.verify_aequitas import (
     ALL,
     COLUMNS,
     SHARE_TOLERANCE,
     ClassCheck,
+    check_replay,
     replay_aequitas_saved,
 )
 
@@ -130,6 +132,13 @@ def test_verify_takes_the_traces_of_a_tenants_file(tmp_path: Path) -> None:
     )
 
 
-def test_the_policy_and_verify_agree_on_a_plan_in_memory(tmp_path: Path) -> None:
-    plan = AequitasPolicy(load_tenants(write_case(tmp_path))).plan()
+def test_a_plan_in_memory_replays_as_its_saved_copy(tmp_path: Path) -> None:
+    tset = load_tenants(write_case(tmp_path))
+    plan = AequitasPolicy(tset).plan()
     assert plan.aequitas is not None and plan.inputs is None
+    traces = {
+        t.name: read_rpc_trace(t.trace, None, plan.aequitas.tenants[t.name]) for t in tset.tenants
+    }
+    in_memory = check_replay(replay_aequitas(plan, traces))
+    saved = _plan(tmp_path)
+    assert in_memory.checks == replay_aequitas_saved(Plan.load(saved), saved).checks
