@@ -93,3 +93,19 @@ def test_tenants_without_rpc_classes_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         AequitasPolicy(load_tenants(path)).plan()
     assert e.value.field == "rpc_network"
+
+
+def test_the_examples_trace_is_the_documented_generation(tmp_path: Path) -> None:
+    """``examples/rpc-onoff.parquet`` is ``write_trace``'s 50 ms of the Fig. 11 arrivals (the
+    generation docs/aequitas.md gives), and the example plans as the docs say."""
+    from tests.policies.aequitas_case import write_trace
+
+    from tailbound.traces.readers import read_trace
+
+    example = Path(__file__).resolve().parents[2] / "examples"
+    shipped = read_trace(example / "rpc-onoff.parquet")
+    made = read_trace(write_trace(tmp_path / "rpc-onoff.parquet"))
+    assert np.array_equal(shipped.time, made.time) and np.array_equal(shipped.size, made.size)
+    plan = AequitasPolicy(load_tenants(example / "aequitas-small.json")).plan()
+    assert plan.aequitas is not None
+    assert plan.aequitas.prediction.admitted_share["QoS_h"] == pytest.approx(0.604, abs=5e-4)
