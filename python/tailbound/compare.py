@@ -83,15 +83,22 @@ class Case:
 
 def cases(policies: Sequence[str] | None = None, models: Sequence[str] = MODELS) -> list[Case]:
     """The runs of ``policies`` (registered names of either kind; default every placement
-    policy, then every admission policy): a placement policy once per server model, an
-    admission policy once. ``average-rate:K`` stands for ``average-rate:2`` (:data:`DEFAULT_K`).
+    policy, then every admission policy but Aequitas', whose tenants are RPC streams): a
+    placement policy once per server model, an admission policy once. ``average-rate:K``
+    stands for ``average-rate:2`` (:data:`DEFAULT_K`).
     An unknown name is a ``ValueError`` with the registry's list."""
-    chosen = list(policies) if policies is not None else [*names("placement"), *names("admission")]
+    default = [*names("placement"), *(n for n in names("admission") if find(n).family != "rpc")]
+    chosen = list(policies) if policies is not None else default
     out: list[Case] = []
     for name in chosen:
         e = find(name)
         if e.kind not in ("placement", "admission"):
             raise ValueError(f"{name!r} is a {e.kind} policy: compare runs placement and admission")
+        if e.family == "rpc":
+            raise ValueError(
+                f"{name!r} plans RPC tenants over WFQ classes: compare runs the "
+                "storage and network tenants' policies (verify an Aequitas plan)"
+            )
         if name == e.name and e.parameterised:
             name = f"{e.name.partition(':')[0]}:{DEFAULT_K:g}"
         registered([name], e.kind)  # a parameterised name's number checked here

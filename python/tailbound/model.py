@@ -34,6 +34,18 @@ A tenant may also give a **throughput SLO** (PSLO, Li et al., EuroSys 2016, §2:
 its Plan, ``tailbound verify`` and ``tailbound enforce replay`` report the throughput achieved
 against it, and the ``pslo`` policy enforces it (``docs/pslo.md``).
 
+An **RPC tenant** (Aequitas, ``docs/aequitas.md``, "How a user states it") gives ``rpc``
+instead of an SLO — its class mix over the WFQ classes of the file's ``rpc_network``, its
+pattern and the load its trace is scaled to — and the file gives ``rpc_network``, the network
+and classes the RPC tenants share (:mod:`tailbound.rpc_network`: hosts, link rate, classes with
+weight, SLO per MTU or per RPC, percentile and DSCP, the controller); :attr:`Tenant.rpc` and
+:attr:`TenantSet.rpc_network`::
+
+    {"rpc_network": {"hosts": 3, "classes": [{"name": "QoS_h", "weight": 4, "slo_s": 25e-6,
+                                              "slo_unit": "rpc"}, {"name": "QoS_l", "weight": 1}]},
+     "tenants": [{"name": "search", "trace": "rpc.parquet",
+                  "rpc": {"class_mix": {"QoS_h": 0.7, "QoS_l": 0.3}}}]}
+
 What each consumer needs beyond name, SLO and trace (client and server hosts for the SNC
 analyses, a device for a storage stage) it checks itself with :meth:`TenantSet.require`, so the
 message names the field and says who needs it.
@@ -50,6 +62,7 @@ from typing import Any
 
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json
+from tailbound.rpc_network import RpcNetwork, RpcTraffic, network_from_json, traffic_from_json
 
 #: A host link's bandwidth when a file gives none: 1 Gb/s in bytes per second.
 DEFAULT_LINK_BYTES_PER_S = 125_000_000.0
@@ -228,6 +241,11 @@ class Tenant:
     device: str | None = None
     group: str | None = None
     service_class: str | None = None
+    #: An RPC tenant's traffic over the file's ``rpc_network`` (Aequitas: its class mix,
+    #: pattern and trace scaling, :class:`~tailbound.rpc_network.RpcTraffic`); ``None``: not an
+    #: RPC tenant. Its SLOs are its classes' (``rpc_network.classes``), and :attr:`slo` is the
+    #: SLO of the highest class it asks for, in that class's unit (s per MTU or per RPC).
+    rpc: RpcTraffic | None = None
 
     @property
     def slo_s(self) -> float:
@@ -249,6 +267,21 @@ class TenantSet:
     link_bytes_per_s: float = DEFAULT_LINK_BYTES_PER_S
     ssd_profile: Path | None = None
     path: Path | None = None
+    #: The network RPC tenants share (Aequitas' WFQ classes, weights, class SLOs, controller;
+    #: :class:`~tailbound.rpc_network.RpcNetwork`), the file's ``rpc_network``; ``None``: none.
+    rpc_network: RpcNetwork | None = None
+
+    def refuse_rpc(self, who: str) -> None:
+        """Raise :class:`ConfigError` naming the first RPC tenant (``tenants[i].rpc``), which
+        ``who`` cannot plan: only the ``aequitas`` policy plans RPC classes over WFQ."""
+        for i, t in enumerate(self.tenants):
+            if t.rpc is not None:
+                raise ConfigError(
+                    self.path,
+                    f"tenant {t.name} is an RPC tenant (Aequitas' classes), which {who} cannot "
+                    "plan; use tailbound admit --policy aequitas",
+                    field=f"tenants[{i}].rpc",
+                )
 
     def require(self, key: str, who: str) -> None:
         """Raise :class:`ConfigError` naming the first tenant without ``key`` (a
@@ -303,9 +336,10 @@ _TENANT_KEYS = (
     "class",
     "throughput_iops",
     "throughput_bytes_per_s",
+    "rpc",
 )
 _ATTRIBUTE = {"server_host": "server", "class": "service_class"}
-_TENANTS_FILE_KEYS = ("tenants", "link_bandwidth_bytes_per_s", "ssd_profile")
+_TENANTS_FILE_KEYS = ("tenants", "link_bandwidth_bytes_per_s", "ssd_profile", "rpc_network")
 _CLUSTER_KEYS = ("link_bandwidth_bytes_per_s", "server_hosts", "client_hosts")
 
 
@@ -367,9 +401,21 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _tenant(path: Path, doc: Any, where: str, base: Path | None = None) -> Tenant:
+def _tenant(
+    path: Path,
+    doc: Any,
+    where: str,
+    base: Path | None = None,
+    network: RpcNetwork | None = None,
+) -> Tenant:
     f = _Fields(path, doc, where, _TENANT_KEYS)
-    slo = _slo(f).with_throughput(_throughput(f))
+    rpc = None
+    if "rpc" in f.doc:
+        rpc = traffic_from_json(f.doc["rpc"], network, path, f.at("rpc"))
+        assert network is not None
+        slo = _rpc_slo(f, rpc, network)
+    else:
+        slo = _slo(f).with_throughput(_throughput(f))
     name, trace = f.text("name"), f.text("trace")
     assert name is not None and trace is not None
     return Tenant(
@@ -382,7 +428,23 @@ def _tenant(path: Path, doc: Any, where: str, base: Path | None = None) -> Tenan
         device=f.text("device", required=False),
         group=f.text("group", required=False),
         service_class=f.text("class", required=False),
+        rpc=rpc,
     )
+
+
+def _rpc_slo(f: _Fields, rpc: RpcTraffic, network: RpcNetwork) -> Slo:
+    """An RPC tenant's :attr:`Tenant.slo`: its classes' (it states none of its own), the SLO of
+    the highest class it asks for, in that class's unit (``Slo(1.0)`` if it asks only the
+    lowest, best-effort class: nothing is promised)."""
+    for key in ("slo_s", "percentile", "slo_grades", *THROUGHPUT_FIELDS):
+        if key in f.doc:
+            raise f.error(
+                key, "an RPC tenant's SLOs are its classes' (rpc_network.classes[i].slo_s)"
+            )
+    for c in network.classes:
+        if c.slo_s is not None and rpc.class_mix.get(c.name, 0.0) > 0:
+            return Slo(c.slo_s, c.percentile)
+    return Slo(1.0, 1.0)
 
 
 def _slo(f: _Fields) -> Slo:
@@ -448,8 +510,11 @@ def load_tenants(path: str | Path) -> TenantSet:
     )
     tenants: list[Tenant] = []
     seen: set[str] = set()
+    network = None
+    if top.doc.get("rpc_network") is not None:
+        network = network_from_json(top.doc["rpc_network"], path, "rpc_network")
     for i, doc in enumerate(top.items("tenants")):
-        tenant = _tenant(path, doc, f"tenants[{i}]")
+        tenant = _tenant(path, doc, f"tenants[{i}]", network=network)
         if tenant.name in seen:
             raise ConfigError(
                 path, f"duplicate tenant name {tenant.name!r}", field=f"tenants[{i}].name"
@@ -462,6 +527,7 @@ def load_tenants(path: str | Path) -> TenantSet:
         link_bytes_per_s=top.positive("link_bandwidth_bytes_per_s", DEFAULT_LINK_BYTES_PER_S),
         ssd_profile=None if profile is None else path.parent / profile,
         path=path,
+        rpc_network=network,
     )
 
 

@@ -38,6 +38,7 @@ JSON layout (``format`` ``"tailbound-plan"``, ``version`` 3; versions 1 and 2 ar
         "nested": {"storage": [[0.001, 0.1, 0.005], ...]},       # optional: Nested QoS classes
         "throughput_iops": 150.0}],          # optional: throughput SLO (or throughput_bytes_per_s)
      "control": {"storage": {"kind": "pslo", "policy": "LS+T", ...}},  # optional: a controller
+     "aequitas": {"network": {...}, "tenants": {...}, "prediction": {...}},  # optional: Aequitas
      "inputs": {"link_bandwidth_bytes_per_s": 125000000.0, "profile": {...}},
      "rejected": [{"name": "C7", "reason": "...", "violated": ["C7"],
                    "latency_bound_s": 0.4, "bound": {...}}],
@@ -72,6 +73,14 @@ completions (:class:`StageControl`; only ``storage``, where PSLO's acts at the d
 (``docs/pslo.md``). The controlled tenants are the device's tenants with a throughput SLO, their
 SLOs their own (``slo_s``, ``percentile``, ``throughput_iops``);
 :mod:`tailbound.plan_control` turns this into the simulator's and the gateway's controller.
+
+**Aequitas** (version 3, optional, absent when unused; issue 24): ``aequitas`` holds the WFQ
+classes of the network (name, weight, class SLO with its unit — per MTU or per RPC —,
+percentile, DSCP), the admission controller's parameters by the core's names, each RPC
+tenant's class mix and traffic, and the predicted guaranteed admitted share per class
+(:class:`~tailbound.plan_aequitas.AequitasPlan`; ``docs/aequitas.md``); the network stages are
+then ``wfq`` with the classes' weights, and ``verify`` replays the plan in the packet-level
+network simulator.
 """
 
 from __future__ import annotations
@@ -88,6 +97,7 @@ from tailbound import _core
 from tailbound.errors import ConfigError
 from tailbound.jsonio import read_json, write_json_atomic
 from tailbound.model import THROUGHPUT_FIELDS, Slo
+from tailbound.plan_aequitas import AequitasPlan, aequitas_from_json
 from tailbound.plan_inputs import PlanInputs, read_inputs
 from tailbound.stages import NETWORK_PATH, STORAGE_PATH, Stage
 
@@ -432,6 +442,9 @@ class Plan:
     inputs: PlanInputs | None = None
     #: A controller per stage (:class:`StageControl`; only ``storage``), none by default.
     control: Mapping[Stage, StageControl] = field(default_factory=dict)
+    #: Aequitas' WFQ classes, class SLOs, DSCP marks, controller and RPC tenants
+    #: (:class:`~tailbound.plan_aequitas.AequitasPlan`); ``None``: not an Aequitas plan.
+    aequitas: AequitasPlan | None = None
     #: The format version the plan was read from (:data:`VERSION` for a plan made here).
     version: int = field(default=VERSION, compare=False)
 
@@ -478,6 +491,8 @@ class Plan:
         }
         if self.control:
             out["control"] = {str(s): c.to_json() for s, c in self.control.items()}
+        if self.aequitas is not None:
+            out["aequitas"] = self.aequitas.to_json()
         return out
 
     def save(self, path: str | Path) -> None:
@@ -536,6 +551,11 @@ class Plan:
             ),
             inputs=inputs,
             control=reader.control(document.get("control", {})),
+            aequitas=(
+                None
+                if document.get("aequitas") is None
+                else aequitas_from_json(document["aequitas"], [t.name for t in tenants], path)
+            ),
             version=version,
         )
         plan.check(path)
@@ -1001,7 +1021,7 @@ _PLAN_KEYS = frozenset(
     | {"disciplines", "dispatch", "stages", "tenants", "rejected", "meta"}
 )
 #: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
-_V3_PLAN_KEYS = frozenset({"inputs", "control"})
+_V3_PLAN_KEYS = frozenset({"inputs", "control", "aequitas"})
 _V3_TENANT_KEYS = frozenset({"trace", "slo_grades", "nested", *THROUGHPUT_FIELDS})
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}

@@ -243,6 +243,7 @@ def test_the_verbs_offer_the_registered_admission_policies() -> None:
         *("dnc", "silo", "qjump"),
         "nested-qos",
         "pslo",
+        "aequitas",
     )
     assert names("admission", "snc") == ("snc-meister", "snc-hop-by-hop", "snc-convolution")
 

@@ -12,6 +12,7 @@ from tailbound.cli.main import build_parser, main
 from tailbound.model import TenantSet
 from tailbound.plan import Plan
 from tailbound.policies.admission import SncPolicy
+from tailbound.policies.aequitas import AequitasPolicy
 from tailbound.policies.dnc_baselines import DncPolicy, QJumpPolicy, SiloPolicy
 from tailbound.policies.floors import AloneFloor, JointFloor
 from tailbound.policies.nested_qos import NestedQosPolicy
@@ -45,7 +46,7 @@ def test_every_kind_has_policies_and_names_are_unique() -> None:
     every = [e.name for e in REGISTRY]
     assert len(set(every)) == len(every)  # unique across kinds too: `find` needs it
     assert {e.kind for e in REGISTRY} == set(KINDS)
-    families = ("snc", "dnc", "nested", "control")  # nested, control: admit only (not bound)
+    families = ("snc", "dnc", "nested", "control", "rpc")  # the last three: admit only
     assert {n for f in families for n in names("admission", f)} == set(names("admission"))
     assert names("admission", "nested") == ("nested-qos",)
     assert names("admission", "control") == ("pslo",)
@@ -66,6 +67,7 @@ EXPECTED = {
     "qjump": QJumpPolicy,
     "nested-qos": NestedQosPolicy,
     "pslo": PsloPolicy,
+    "aequitas": AequitasPolicy,
     "ps": ProportionalShare,
     "edf": EarliestDeadlineFirst,
     "cake": Cake,

@@ -40,7 +40,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "dnc, silo and qjump are the worst-case (100th percentile) baselines of thesis "
             "§4.3.1 (PriorityMeister-style DNC, Silo++, QJump++). The plan written by --out "
             "holds the admitted tenants with their priorities, rate limits and bounds, and "
-            "every rejected tenant with the reason."
+            "every rejected tenant with the reason. --policy aequitas plans RPC tenants over WFQ "
+            "classes (the tenants file's rpc_network and each tenant's rpc; docs/aequitas.md)."
         ),
         epilog=epilog(None, COLUMNS)
         + " Rejecting a tenant is the verb's answer, not a failed check: it exits 0.",
@@ -181,6 +182,9 @@ def run(args: argparse.Namespace) -> int:
     if given and family != "control":
         option = "--" + given[0].replace("_", "-")
         raise ConfigError(None, f"only with --policy pslo, not {args.policy}", field=option)
+    if family == "rpc":
+        return run_aequitas(args, tset)
+    tset.refuse_rpc(args.policy)
     if family == "control":
         return run_pslo(args, tset)
     if family == "nested":
@@ -330,4 +334,56 @@ def run_pslo(args: argparse.Namespace, tset: Any) -> int:
     )
     if args.out:
         with_inputs(plan, tset, profile=tset.ssd_profile).save(args.out)
+    return Exit.OK
+
+
+def run_aequitas(args: argparse.Namespace, tset: Any) -> int:
+    """``admit --policy aequitas``: every RPC tenant admitted, the plan carrying the WFQ classes,
+    class SLOs, DSCP marks, the controller and the predicted admitted share per class
+    (:mod:`tailbound.policies.aequitas`)."""
+    from tailbound.plan_inputs import with_inputs
+    from tailbound.policies.registry import build
+    from tailbound.tables import markdown_table
+
+    plan = build(args.policy, "admission", tset).plan(
+        meta={"verb": "admit", "tenants": str(tset.path)}
+    )
+    section = plan.aequitas
+    rows = [
+        [
+            t.name,
+            "admitted",
+            ", ".join(f"{k} {v:g}" for k, v in section.tenants[t.name].class_mix.items()),
+            section.tenants[t.name].pattern,
+        ]
+        for t in plan.tenants
+    ]
+    print(markdown_table(["tenant", "decision", "class mix", "pattern"], rows))
+    p = section.prediction
+    unit = {"mtu": " per MTU", "rpc": " per RPC"}[section.network.slo_unit]
+    classes = [
+        [
+            c.name,
+            f"{c.weight:g}",
+            c.dscp,
+            "-" if c.slo_s is None else f"{c.slo_s * 1e6:.4g} µs{unit} @ {100 * c.percentile:g}%",
+            "-" if c.name not in p.offered_share else f"{p.offered_share[c.name]:.3f}",
+            "-" if c.name not in p.admitted_share else f"{p.admitted_share[c.name]:.3f}",
+        ]
+        for c in section.network.classes
+    ]
+    print()
+    print(
+        markdown_table(
+            ["class", "weight", "DSCP", "SLO", "offered share", "predicted admitted share"],
+            classes,
+        )
+    )
+    print(
+        f"\n{args.policy}: admitted {len(rows)} of {len(rows)} tenants; the link deciding "
+        f"{section.network.classes[0].name}'s share: load μ = {p.load:.3f}, burst "
+        f"ρ = {p.burst_load:.3f}"
+    )
+    if args.out:
+        with_inputs(plan, tset).save(args.out)
     return Exit.OK

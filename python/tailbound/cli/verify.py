@@ -93,7 +93,8 @@ def add_parser(subparsers: Any) -> None:
         "--out",
         type=Path,
         help="folder for verify.csv and verify.png (and verify-grades.csv, one row per grade "
-        "of the graduated SLOs)",
+        "of the graduated SLOs; an Aequitas plan: verify.csv, one row per class and per tenant "
+        "and class, docs/aequitas.md)",
     )
     parser.set_defaults(run=run)
 
@@ -114,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         if value is not None and not (math.isfinite(value) and value > 0):
             raise ConfigError(None, f"{option} must be a positive number, got {value}")
     check_window(args)
+    if plan.aequitas is not None:
+        return run_aequitas(args, plan)
 
     v = replay_saved(
         plan,
@@ -172,3 +175,36 @@ def _plot(v: Any, path: Path) -> None:
     ax.set_ylabel("latency (ms)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     save_figure(fig, path, bbox_inches="tight")
+
+
+def run_aequitas(args: argparse.Namespace, plan: Any) -> int:
+    """An Aequitas plan replayed in the packet-level network simulator
+    (:mod:`tailbound.verify_aequitas`): per class and per tenant the tail RNL against the class
+    SLO and the admitted share against the prediction; ``verify.csv`` with its columns."""
+    from tailbound.errors import ConfigError
+    from tailbound.verify_aequitas import replay_aequitas_saved
+
+    for option, value in (
+        ("--profile", args.profile),
+        ("--mode", args.mode),
+        ("--link-bandwidth", args.link_bandwidth),
+    ):
+        if value is not None:
+            raise ConfigError(
+                None, "an Aequitas plan is replayed in the network simulator", field=option
+            )
+    v = replay_aequitas_saved(
+        plan, args.plan, tenants=args.tenants, span=lambda trace: span_of(trace, args)
+    )
+    print(v.table())
+    run = v.replay.run
+    print(
+        f"\n{len(v.classes)} classes: {len(v.violations)} SLOs missed, {len(v.shares_missed)} "
+        f"admitted shares below the prediction; {len(run.rpcs)} RPCs, "
+        f"{int(run.downgraded.sum())} downgraded, {int(run.counters['unfinished'])} unfinished"
+    )
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        v.to_csv(args.out / "verify.csv")
+        print(f"wrote {args.out / 'verify.csv'}")
+    return outcome(v.all_held)

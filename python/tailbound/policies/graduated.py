@@ -45,6 +45,7 @@ SLO, which dnc cannot honour (it plans for one latency and percentile); use tail
 --policy nested-qos
     """
     refuse_graduated_tenants(tset.tenants, tset.path, policy)
+    tset.refuse_rpc(policy)  # nor an RPC tenant (issue 24: only the aequitas policy plans one)
 
 
 def refuse_graduated_tenants(

@@ -18,7 +18,9 @@ Kinds (each a small protocol of :mod:`tailbound.policies`) and what their factor
   the DNC baselines, family ``dnc``, worst case; ``tailbound admit`` and ``tailbound bound``;
   Nested QoS, family ``nested``, graduated SLOs on the storage stage, ``tailbound admit`` only;
   PSLO, family ``control``, a controller of each tenant's rate and depth at its device, every
-  tenant admitted, ``tailbound admit`` only);
+  tenant admitted, ``tailbound admit`` only; Aequitas, family ``rpc``, RPC tenants over WFQ
+  classes with a per-RPC admission controller, every tenant admitted, ``tailbound admit``
+  only);
   factories of :mod:`tailbound.policies.admission_policies`, taking the tenant set;
 - ``prioritization``: per-stage priorities and buckets of placed tenants (PriorityMeister,
   bySLO; ``tailbound prioritize``); factories of :mod:`tailbound.policies.pm_plan`, giving the
@@ -164,6 +166,13 @@ REGISTRY: tuple[Entry, ...] = (
         "(Li et al. 2016)",
         "tailbound.policies.pslo:pslo",
         "control",
+    ),
+    Entry(
+        "aequitas",
+        "admission",
+        "Aequitas: RPC classes over WFQ, admission by downgrading (Zhang et al. 2022)",
+        "tailbound.policies.aequitas:aequitas",
+        "rpc",
     ),
     Entry(
         "prioritymeister",
