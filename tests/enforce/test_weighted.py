@@ -121,3 +121,25 @@ def test_classes_file_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     f.write_text("{")
     assert main([*args, "--link-rate", "50mbit", "--dry-run"]) == 2
     assert "not JSON" in capsys.readouterr().err
+
+
+def test_an_aequitas_plan_is_enforced_as_its_weighted_classes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``enforce net --plan`` on an Aequitas plan installs the plan's WFQ classes by DSCP
+    (``plan_aequitas.enforcer_view``), at the plan's link rate unless ``--link-rate`` says."""
+    from tailbound.cli.main import main
+
+    examples = Path(__file__).parents[2] / "examples"
+    plan = tmp_path / "plan.json"
+    admit = ["admit", "--tenants", str(examples / "aequitas-small.json"), "--policy", "aequitas"]
+    assert main([*admit, "--out", str(plan)]) == 0
+    capsys.readouterr()
+    args = ["enforce", "net", "--plan", str(plan), "--device", "c0", "--dry-run"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    # 100 Gb/s = 12.5e9 B/s, weights 4:1 → 10e9 and 2.5e9 B/s guaranteed, DSCP 46 and 0
+    assert "rate 10000000000B/s ceil 12500000000B/s" in out and "QoS_h: weight 4, DSCP 46" in out
+    assert "rate 2500000000B/s ceil 12500000000B/s" in out and "QoS_l: weight 1, DSCP 0" in out
+    assert main([*args, "--link-rate", "50mbit"]) == 0
+    assert "rate 5000000B/s ceil 6250000B/s" in capsys.readouterr().out

@@ -52,7 +52,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "installed; with --check, also: the device does not hold the plan"
         ),
     )
-    net.add_argument("--plan", help="the plan (tailbound-plan JSON)")
+    net.add_argument(
+        "--plan",
+        help="the plan (tailbound-plan JSON); an Aequitas plan is enforced as its weighted "
+        "classes by DSCP (no --host, --hosts)",
+    )
     net.add_argument("--host", help="the plan's client host or server this machine is")
     net.add_argument(
         "--hosts", help="JSON: {'hosts': {name: IPv4 or IPv6}, 'ports': {tenant: port}}"
@@ -265,6 +269,13 @@ def run(args: argparse.Namespace) -> int:
             if args.link_rate is None:
                 raise ConfigError(None, "a switch port needs --link-rate", field="--link-rate")
             config = net.switch_config(args.device, args.link_rate)
+        elif args.plan is not None and (plan := Plan.load(args.plan)).aequitas is not None:
+            # An Aequitas plan: its WFQ classes on this link, by DSCP (docs/aequitas.md)
+            from tailbound.enforce.weighted import weighted_config
+
+            view = plan.aequitas.enforcer_view()
+            rate = args.link_rate if args.link_rate is not None else int(view.link_rate_bps / 8)
+            config = weighted_config(args.device, list(view.classes), rate)
         else:
             for opt in ("plan", "host", "hosts"):
                 if getattr(args, opt) is None:
