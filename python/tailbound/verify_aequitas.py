@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,10 +100,11 @@ class ClassCheck:
 
 
 @dataclass(frozen=True)
-class AequitasVerification:
-    """A replayed Aequitas plan: the replay and one check per class and per (tenant, class)."""
+class ClassChecks:
+    """One check per class and per (tenant, class) of an Aequitas plan, whatever ran it (the
+    simulator, :class:`AequitasVerification`, or real links,
+    :class:`tailbound.enforce.aequitas_replay.LiveAequitas`)."""
 
-    replay: AequitasReplay
     checks: tuple[ClassCheck, ...]
 
     @property
@@ -168,40 +169,79 @@ class AequitasVerification:
                 )
 
 
+@dataclass(frozen=True)
+class AequitasVerification(ClassChecks):
+    """A plan replayed in the network simulator: its ``replay`` and the checks."""
+
+    replay: AequitasReplay
+
+
 def _us(seconds: float) -> str:
-    return "-" if not math.isfinite(seconds) else f"{1e6 * seconds:.3g} µs"
+    """Seconds as µs, or as ms from 1 ms (a live plan's SLOs)."""
+    if not math.isfinite(seconds):
+        return "-"
+    return f"{1e3 * seconds:.3g} ms" if seconds >= 1e-3 else f"{1e6 * seconds:.3g} µs"
 
 
 def check_replay(replay: AequitasReplay) -> AequitasVerification:
     """Every class, and every tenant's classes, of ``replay`` checked (module documentation)."""
-    section = replay.plan.aequitas
-    assert section is not None
     run, rpcs = replay.run, replay.rpcs
-    per_mtu = section.network.slo_unit == "mtu"
-    rnl = np.where(np.isnan(run.rnl_s), np.inf, run.rnl_s)
-    if per_mtu:
-        rnl = rnl / run.size_mtus
-    asked, ran = rpcs.rpcs.cls, run.class_run
-    everyone = np.ones(len(rpcs.rpcs), dtype=bool)
+    checks = check_rpcs(
+        replay.plan,
+        rpcs.names,
+        tenant=rpcs.tenant,
+        time_s=rpcs.rpcs.time_s,
+        asked=rpcs.rpcs.cls,
+        ran=run.class_run,
+        rnl_s=run.rnl_s,
+        size_mtus=run.size_mtus,
+    )
+    return AequitasVerification(checks=checks, replay=replay)
+
+
+def check_rpcs(
+    plan: Plan,
+    names: Sequence[str],
+    *,
+    tenant: NDArray[np.integer],
+    time_s: NDArray[np.float64],
+    asked: NDArray[np.integer],
+    ran: NDArray[np.integer],
+    rnl_s: NDArray[np.float64],
+    size_mtus: NDArray[np.number],
+) -> tuple[ClassCheck, ...]:
+    """The checks (module documentation) of RPCs however they ran, one entry per RPC:
+    ``tenant`` its index in ``names``, ``time_s`` its issue time (s), ``asked`` and ``ran`` the
+    index of the class it requested and ran at (among ``plan.aequitas.network.classes``; -1:
+    never issued), ``rnl_s`` its RNL (s; NaN: unfinished, infinitely late) and ``size_mtus``
+    its size in MTUs (the per-MTU SLOs' divisor)."""
+    section = plan.aequitas
+    if section is None:
+        raise ConfigError(None, "missing (not an Aequitas plan)", field="aequitas")
+    rnl = np.where(np.isnan(rnl_s), np.inf, np.asarray(rnl_s, dtype=np.float64))
+    if section.network.slo_unit == "mtu":
+        rnl = rnl / size_mtus
+    start = np.asarray(time_s, dtype=np.float64)
+    everyone = np.ones(len(start), dtype=bool)
     groups = [(ALL, everyone)]
-    groups += [(name, rpcs.tenant == k) for k, name in enumerate(rpcs.names)]
+    groups += [(name, tenant == k) for k, name in enumerate(names)]
     checks = []
-    for tenant, mine in groups:
+    for who, mine in groups:
         for i, c in enumerate(section.network.classes[:-1]):
             assert c.slo_s is not None
             want = mine & (asked == i)
-            if tenant != ALL and not want.any():
+            if who != ALL and not want.any():
                 continue
             at = mine & (ran == i)
             n, k = int(want.sum()), int((want & (ran == i)).sum())
             checks.append(
                 ClassCheck(
-                    tenant=tenant,
+                    tenant=who,
                     cls=c.name,
                     slo_s=c.slo_s,
                     slo_unit=c.slo_unit,
                     percentile=c.percentile,
-                    achieved_s=_tail(rpcs.rpcs.time_s[at], rnl[at], c.percentile),
+                    achieved_s=_tail(start[at], rnl[at], c.percentile),
                     max_s=float(rnl[at].max()) if at.any() else math.nan,
                     requests=n,
                     admitted=k,
@@ -209,7 +249,7 @@ def check_replay(replay: AequitasReplay) -> AequitasVerification:
                     admitted_share=k / n if n else math.nan,
                 )
             )
-    return AequitasVerification(replay, tuple(checks))
+    return tuple(checks)
 
 
 def _tail(start: NDArray[np.float64], values: NDArray[np.float64], p: float) -> float:

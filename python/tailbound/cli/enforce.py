@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import signal
 from types import FrameType
+from typing import Any
 
 from tailbound.cli.options import add_window, check_window
 
@@ -100,7 +101,10 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
             "from --hosts, with the network token model's message sizes, and print verify's "
             "per-tenant table from the measured latencies (trace timestamp to the response's "
             "last byte). The servers run `tailbound enforce replay --serve` (or "
-            "`tailbound-replay server`) on the server hosts first (docs/enforcement.md)."
+            "`tailbound-replay server`) on the server hosts first (docs/enforcement.md). An "
+            "Aequitas plan: its RPCs through `tailbound-replay rpc` with the plan's classes and "
+            "controller, checked as `tailbound verify` checks it; --host and the hosts file "
+            "name the network's hosts by number (docs/aequitas.md)."
         ),
         epilog=epilog(
             "a tenant missed its SLO, a bound was exceeded or a request went unanswered", COLUMNS
@@ -129,7 +133,11 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
         help="start at this wall-clock time (seconds since the epoch), trace time 0 (or the "
         "window's start) then: several client hosts with synchronised clocks replay one scenario",
     )
-    rp.add_argument("--out", help="write every request's measurements (the replayer's CSV) here")
+    rp.add_argument(
+        "--out",
+        help="write every request's measurements (the replayer's CSV) here; for an Aequitas "
+        "plan a folder: verify.csv (verify's Aequitas checks) and rpcs.csv (per RPC)",
+    )
     rp.add_argument("--dscp", action="store_true", help="mark the requests' DSCP by level")
     rp.add_argument(
         "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
@@ -162,6 +170,8 @@ def run_replay(args: argparse.Namespace) -> int:
     check_window(args)
     plan = Plan.load(args.plan)
     addresses = net.Addresses.load(args.hosts)
+    if plan.aequitas is not None:
+        return _replay_aequitas(args, plan, addresses)
     if args.serve:
         if args.host is None:
             raise ConfigError(None, "--serve needs --host (the server)", field="--host")
@@ -172,20 +182,9 @@ def run_replay(args: argparse.Namespace) -> int:
                 args.hosts, f"no port for tenants {missing or names} of {args.host}", field="ports"
             )
         proc, bound = replay.serve([addresses.ports[n] for n in names], args.duration)
-        # stopped (SIGTERM), the server stops too: it would hold the ports until --duration;
-        # caught before "serving" is printed, so a SIGTERM sent on reading it is never missed
-        previous = signal.signal(signal.SIGTERM, _exit_on_term)
-        try:
-            print(
-                f"serving {', '.join(names)} on {' '.join(bound)} for {args.duration:g} s",
-                flush=True,
-            )
-            proc.wait()
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=10)
+        _serve_until_done(
+            proc, f"serving {', '.join(names)} on {' '.join(bound)} for {args.duration:g} s"
+        )
         return 0
     names = replay.client_tenants(plan, args.host)
     if not names:
@@ -220,6 +219,74 @@ def run_replay(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    return outcome(run.all_held)
+
+
+def _serve_until_done(proc: Any, what: str) -> None:
+    """Wait for the server ``proc``, stopping it on SIGTERM (it would hold its ports until its
+    --duration); ``what`` is printed first (after the handler is set, so a SIGTERM sent on
+    reading it is never missed)."""
+    previous = signal.signal(signal.SIGTERM, _exit_on_term)
+    try:
+        print(what, flush=True)
+        proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _replay_aequitas(args: argparse.Namespace, plan: Any, addresses: Any) -> int:
+    """An Aequitas plan live (:mod:`tailbound.enforce.aequitas_replay`): ``--serve`` runs the
+    RPC server of host ``--host`` (a number of the plan's network); otherwise this host sends
+    the plan's RPCs (those of source ``--host`` when given) through ``tailbound-replay rpc`` and
+    prints verify's Aequitas table; ``--out`` is a folder for ``verify.csv`` and ``rpcs.csv``."""
+    from pathlib import Path
+
+    from tailbound.cli.exitcodes import outcome
+    from tailbound.enforce import aequitas_replay as live
+    from tailbound.enforce import replay
+    from tailbound.errors import ConfigError
+    from tailbound.plan_inputs import resolve_inputs
+    from tailbound.sim.aequitas_plan import read_rpc_trace
+
+    for option, given in (("--start-at", args.start_at), ("--dscp", args.dscp or None)):
+        if given is not None:
+            raise ConfigError(
+                None, "not for an Aequitas plan (its classes carry their DSCP)", field=option
+            )
+    if args.serve:
+        if args.host is None:
+            raise ConfigError(None, "--serve needs --host (a host number)", field="--host")
+        ports = live.serve_ports(plan, args.host, addresses)
+        proc, bound = replay.serve(ports, args.duration)
+        _serve_until_done(
+            proc, f"serving host {args.host}'s RPCs on {' '.join(bound)} for {args.duration:g} s"
+        )
+        return 0
+    source = None
+    if args.host is not None:
+        if not args.host.isdigit():
+            raise ConfigError(None, f"expected a host number, got {args.host!r}", field="--host")
+        source = int(args.host)
+    section = plan.aequitas
+    names = list(section.tenants)
+    inputs = resolve_inputs(plan, args.plan, names, tenants=args.tenants)
+    traces = {}
+    for n in names:
+        ref = inputs.traces[n]
+        trace = read_rpc_trace(ref.path, ref.format, section.tenants[n])
+        traces[n] = trace.slice_time(*args.window) if args.window is not None else trace
+    run = live.replay_live(plan, traces, addresses, source=source, drain_s=args.drain)
+    print(run.table())
+    print("\n" + live.summary(run))
+    if args.out is not None:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        run.to_csv(out / "verify.csv")
+        run.write_rpcs(out / "rpcs.csv")
+        print(f"wrote {out / 'verify.csv'} and {out / 'rpcs.csv'}")
     return outcome(run.all_held)
 
 
