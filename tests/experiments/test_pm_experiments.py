@@ -78,3 +78,25 @@ def test_fig37_slos_follow_the_thesis_and_pm_guarantees_them(profile) -> None:
         finished = run.latency[name][np.isfinite(run.latency[name])]
         assert finished.size == run.latency[name].size
         assert float(np.max(finished)) <= run.analysis.bounds[name], name
+
+
+def test_fig37_ingress_shares_one_client_ingress_and_pm_keeps_its_bounds(profile) -> None:
+    """The client-ingress variant: one server per device, every response crossing the one
+    client's ingress link; K tightest, I loosest; PriorityMeister guarantees every SLO and its
+    simulated latencies stay within its bounds."""
+    from tailbound.experiments.pm_common import placed_plan
+    from tailbound.experiments.pm_fig37_ingress import CLIENT, build
+    from tailbound.plan import stage_queues
+    from tailbound.stages import Stage
+
+    setup = build(20.0, 1)
+    queues = [stage_queues(t) for t in placed_plan(setup).tenants]
+    assert {q[Stage.NET_OUT][1] for q in queues} == {f"{CLIENT}.ingress"}
+    assert len({q[Stage.NET_OUT][0] for q in queues}) == len(queues)  # no shared server egress
+    slo = {t.name: t.slo.latency_s for t in setup.tenants if t.slo}
+    assert min(slo, key=slo.__getitem__) == "K" and max(slo, key=slo.__getitem__) == "I"
+    run = run_policy(setup, "pm", profile, k=3)
+    assert run.analysis is not None
+    assert all(run.analysis.bounds[n] <= s for n, s in slo.items()), run.analysis.bounds
+    for name in slo:
+        assert float(np.max(run.latency[name])) <= run.analysis.bounds[name], name

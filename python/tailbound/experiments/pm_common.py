@@ -169,17 +169,20 @@ def disk_trace(
 @dataclass(frozen=True)
 class Tenant:
     """A tenant of an experiment: open loop (``trace``, ``slo``) or closed loop (``outstanding``
-    requests of ``trace``, no SLO)."""
+    requests of ``trace``, no SLO), on ``device`` of ``server``, from ``client_host`` (default: a
+    client host of its own)."""
 
     name: str
     trace: Trace
     slo: Slo | None
     device: str = "disk0"
     outstanding: int | None = None
+    server: str = SERVER
+    client_host: str | None = None
 
     @property
     def client(self) -> str:
-        return f"client_{self.name}"
+        return self.client_host or f"client_{self.name}"
 
 
 @dataclass(frozen=True)
@@ -221,13 +224,13 @@ def file_copy(duration_s: float, size: int = 262_144) -> Trace:
 
 # ------------------------------------------------------------------------------ plans
 def placed_plan(setup: Setup) -> Plan:
-    """``setup`` as a placed plan: every tenant on its device of :data:`SERVER` from a client
-    host of its own, best effort everywhere and unlimited until a policy configures it."""
+    """``setup`` as a placed plan: every tenant on its device of its server from its client
+    host, best effort everywhere and unlimited until a policy configures it."""
     tenants = [
         TenantPlan(
             name=t.name,
             slo=t.slo,
-            server=SERVER,
+            server=t.server,
             device=t.device,
             client_host=t.client,
             priority=dict.fromkeys(STORAGE_PATH, None),
