@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tailbound.experiments.pm_common import percentile_rows, run_policy
+from tailbound.experiments.pm_common import percentile_rows, pm_tenants, run_policy
 from tailbound.experiments.pm_fig33 import build
 from tailbound.experiments.wc_common import find_wc62
+from tailbound.stages import Stage
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +101,23 @@ def test_fig37_ingress_shares_one_client_ingress_and_pm_keeps_its_bounds(profile
     assert all(run.analysis.bounds[n] <= s for n, s in slo.items()), run.analysis.bounds
     for name in slo:
         assert float(np.max(run.latency[name])) <= run.analysis.bounds[name], name
+
+
+def test_fig32_all_three_buckets_bound_no_worse_and_hold_the_burst(profile) -> None:
+    """Fig. 3.2: W_H held by all three of its buckets gives W_M and W_L bounds no larger than any
+    single bucket does, and meets their SLOs in simulation while W_H bursts; the high-rate bucket
+    alone lets the burst starve them."""
+    from tailbound.experiments.pm_fig32 import CHOICES, analysed, build, held, run_choice
+    from tailbound.profiles import SsdProfile
+
+    behaved, run = build(30.0, 1, profile)
+    tenants = pm_tenants(behaved, SsdProfile.load(profile), 3)
+    assert len(tenants[0].buckets[Stage.STORAGE]) == 3
+    every = analysed(held(tenants, CHOICES["all three (PM)"])).bounds
+    for label, choice in CHOICES.items():
+        one = analysed(held(tenants, choice)).bounds
+        assert all(every[n] <= one[n] * (1 + 1e-9) for n in ("M", "L")), label
+    pm = run_choice(behaved, run, tenants, "all three (PM)")
+    assert all(r["met"] for r in pm), pm
+    high = run_choice(behaved, run, tenants, "high rate, small bucket")
+    assert not any(r["met"] for r in high), high
