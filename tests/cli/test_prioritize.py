@@ -72,6 +72,7 @@ def test_experiment_list_names_the_pm_reproductions(capsys: pytest.CaptureFixtur
     assert main(["experiment", "LIST"]) == 0
     printed = capsys.readouterr().out
     for name in (
+        "pm_fig31",
         "pm_fig32",
         "pm_fig33",
         "pm_fig35",

@@ -121,3 +121,17 @@ def test_fig32_all_three_buckets_bound_no_worse_and_hold_the_burst(profile) -> N
     assert all(r["met"] for r in pm), pm
     high = run_choice(behaved, run, tenants, "high rate, small bucket")
     assert not any(r["met"] for r in high), high
+
+
+def test_fig31_windows_count_every_second_half_request(profile) -> None:
+    """Fig. 3.1's series: the windows cover the second half's requests, and PriorityMeister,
+    whose bound is below the SLO, has no violation in any window."""
+    from tailbound.experiments.pm_fig31 import WINDOW_S, build, windows
+
+    setup = build(40.0, 40.0, 2, profile)
+    rows = windows(setup, profile, 3)
+    time = setup.tenants[0].trace.time
+    assert [r["start_s"] for r in rows] == [20.0, 20.0 + WINDOW_S]
+    assert sum(r["requests"] for r in rows) == int(((time >= 20.0) & (time < 40.0)).sum())
+    assert all(r["pm_violations"] == 0 for r in rows)
+    assert all(0 <= r["cake_violations"] <= r["requests"] for r in rows)
