@@ -78,6 +78,7 @@ def test_experiment_list_names_the_pm_reproductions(capsys: pytest.CaptureFixtur
         "pm_fig35",
         "pm_fig36",
         "pm_fig37",
+        "pm_fig37_cake",
         "pm_fig37_ingress",
         "pm_fig39",
         "pm_fig512",

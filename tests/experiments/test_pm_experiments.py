@@ -135,3 +135,17 @@ def test_fig31_windows_count_every_second_half_request(profile) -> None:
     assert sum(r["requests"] for r in rows) == int(((time >= 20.0) & (time < 40.0)).sum())
     assert all(r["pm_violations"] == 0 for r in rows)
     assert all(0 <= r["cake_violations"] <= r["requests"] for r in rows)
+
+
+def test_cake_net_runs_fig37_with_its_links_shaped(profile) -> None:
+    """Cake's network extension on Fig. 3.7's server-egress setup: the shared egress is shaped
+    (priority links with one bucket per tenant) and every tenant is reported."""
+    from tailbound.experiments.pm_fig37 import build as build37
+
+    setup = build37(10.0, 1)
+    run = run_policy(setup, "cake-net", profile)
+    assert run.plan is not None and run.plan.policy == "cake-net"
+    assert all(Stage.NET_OUT in t.limits for t in run.plan.tenants)
+    rows = percentile_rows([run], setup)
+    assert sorted(r["tenant"] for r in rows) == ["F", "I", "J", "K"]
+    assert all(r["requests"] > 0 for r in rows)

@@ -65,6 +65,9 @@ from tailbound.traces.trace import Op, Trace
 POLICIES = ("ps", "cake", "edf", "byslo", "pm")
 #: Each label's registry entry (a misspelt label fails when this module is imported).
 ENTRIES: dict[str, Entry] = {p: find("prioritymeister" if p == "pm" else p) for p in POLICIES}
+#: Cake with its network extension (thesis §3.3.1, tried and dropped there): not one of the
+#: figures' five, run by :mod:`~tailbound.experiments.pm_fig37_cake`.
+ENTRIES["cake-net"] = find("cake-net")
 #: Percentiles of thesis Fig. 3.3/3.4.
 PERCENTILES = (0.90, 0.95, 0.99, 0.999, 0.9999)
 SERVER = "server0"
