@@ -71,7 +71,18 @@ def test_prioritize_bad_k_is_a_one_line_error(
 def test_experiment_list_names_the_pm_reproductions(capsys: pytest.CaptureFixture) -> None:
     assert main(["experiment", "LIST"]) == 0
     printed = capsys.readouterr().out
-    for name in ("pm_fig33", "pm_fig35", "pm_fig36", "pm_fig37", "pm_fig39", "pm_fig512"):
+    for name in (
+        "pm_fig31",
+        "pm_fig32",
+        "pm_fig33",
+        "pm_fig35",
+        "pm_fig36",
+        "pm_fig37",
+        "pm_fig37_cake",
+        "pm_fig37_ingress",
+        "pm_fig39",
+        "pm_fig512",
+    ):
         assert name in printed
     assert "_common" not in printed
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tailbound.experiments.pm_common import percentile_rows, run_policy
+from tailbound.experiments.pm_common import percentile_rows, pm_tenants, run_policy
 from tailbound.experiments.pm_fig33 import build
 from tailbound.experiments.wc_common import find_wc62
+from tailbound.stages import Stage
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,73 @@ def test_fig37_slos_follow_the_thesis_and_pm_guarantees_them(profile) -> None:
         finished = run.latency[name][np.isfinite(run.latency[name])]
         assert finished.size == run.latency[name].size
         assert float(np.max(finished)) <= run.analysis.bounds[name], name
+
+
+def test_fig37_ingress_shares_one_client_ingress_and_pm_keeps_its_bounds(profile) -> None:
+    """The client-ingress variant: one server per device, every response crossing the one
+    client's ingress link; K tightest, I loosest; PriorityMeister guarantees every SLO and its
+    simulated latencies stay within its bounds."""
+    from tailbound.experiments.pm_common import placed_plan
+    from tailbound.experiments.pm_fig37_ingress import CLIENT, build
+    from tailbound.plan import stage_queues
+    from tailbound.stages import Stage
+
+    setup = build(20.0, 1)
+    queues = [stage_queues(t) for t in placed_plan(setup).tenants]
+    assert {q[Stage.NET_OUT][1] for q in queues} == {f"{CLIENT}.ingress"}
+    assert len({q[Stage.NET_OUT][0] for q in queues}) == len(queues)  # no shared server egress
+    slo = {t.name: t.slo.latency_s for t in setup.tenants if t.slo}
+    assert min(slo, key=slo.__getitem__) == "K" and max(slo, key=slo.__getitem__) == "I"
+    run = run_policy(setup, "pm", profile, k=3)
+    assert run.analysis is not None
+    assert all(run.analysis.bounds[n] <= s for n, s in slo.items()), run.analysis.bounds
+    for name in slo:
+        assert float(np.max(run.latency[name])) <= run.analysis.bounds[name], name
+
+
+def test_fig32_all_three_buckets_bound_no_worse_and_hold_the_burst(profile) -> None:
+    """Fig. 3.2: W_H held by all three of its buckets gives W_M and W_L bounds no larger than any
+    single bucket does, and meets their SLOs in simulation while W_H bursts; the high-rate bucket
+    alone lets the burst starve them."""
+    from tailbound.experiments.pm_fig32 import CHOICES, analysed, build, held, run_choice
+    from tailbound.profiles import SsdProfile
+
+    behaved, run = build(30.0, 1, profile)
+    tenants = pm_tenants(behaved, SsdProfile.load(profile), 3)
+    assert len(tenants[0].buckets[Stage.STORAGE]) == 3
+    every = analysed(held(tenants, CHOICES["all three (PM)"])).bounds
+    for label, choice in CHOICES.items():
+        one = analysed(held(tenants, choice)).bounds
+        assert all(every[n] <= one[n] * (1 + 1e-9) for n in ("M", "L")), label
+    pm = run_choice(behaved, run, tenants, "all three (PM)")
+    assert all(r["met"] for r in pm), pm
+    high = run_choice(behaved, run, tenants, "high rate, small bucket")
+    assert not any(r["met"] for r in high), high
+
+
+def test_fig31_windows_count_every_second_half_request(profile) -> None:
+    """Fig. 3.1's series: the windows cover the second half's requests, and PriorityMeister,
+    whose bound is below the SLO, has no violation in any window."""
+    from tailbound.experiments.pm_fig31 import WINDOW_S, build, windows
+
+    setup = build(40.0, 40.0, 2, profile)
+    rows = windows(setup, profile, 3)
+    time = setup.tenants[0].trace.time
+    assert [r["start_s"] for r in rows] == [20.0, 20.0 + WINDOW_S]
+    assert sum(r["requests"] for r in rows) == int(((time >= 20.0) & (time < 40.0)).sum())
+    assert all(r["pm_violations"] == 0 for r in rows)
+    assert all(0 <= r["cake_violations"] <= r["requests"] for r in rows)
+
+
+def test_cake_net_runs_fig37_with_its_links_shaped(profile) -> None:
+    """Cake's network extension on Fig. 3.7's server-egress setup: the shared egress is shaped
+    (priority links with one bucket per tenant) and every tenant is reported."""
+    from tailbound.experiments.pm_fig37 import build as build37
+
+    setup = build37(10.0, 1)
+    run = run_policy(setup, "cake-net", profile)
+    assert run.plan is not None and run.plan.policy == "cake-net"
+    assert all(Stage.NET_OUT in t.limits for t in run.plan.tenants)
+    rows = percentile_rows([run], setup)
+    assert sorted(r["tenant"] for r in rows) == ["F", "I", "J", "K"]
+    assert all(r["requests"] > 0 for r in rows)

@@ -71,6 +71,7 @@ EXPECTED = {
     "ps": ProportionalShare,
     "edf": EarliestDeadlineFirst,
     "cake": Cake,
+    "cake-net": Cake,
 }
 
 
@@ -211,7 +212,7 @@ def test_every_name_the_experiments_use_resolves() -> None:
     assert registered(placement, "placement") == placement
     assert registered(admission, "admission") == admission
     assert registered([bound_sweep.PM], "prioritization")
-    assert set(pm_common.ENTRIES) == set(pm_common.POLICIES)
+    assert set(pm_common.ENTRIES) == {*pm_common.POLICIES, "cake-net"}  # + pm_fig37_cake's
     assert {e.kind for e in pm_common.ENTRIES.values()} == {"scheduling", "prioritization"}
 
 

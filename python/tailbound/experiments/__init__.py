@@ -13,8 +13,11 @@ SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency aga
 (storage at 99.9% and 90% SLOs, Figs. 4.17/4.18), ``snc_fig419`` (random SLO draws).
 PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
 :mod:`~tailbound.experiments.pm_fig33` (policies at the tail), ``pm_fig35`` (burstiness),
-``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck), ``pm_fig39`` (SLO
-permutations), ``pm_fig512`` (against WorkloadCompactor's placement).
+``pm_fig31`` (violations over time), ``pm_fig32`` (one token bucket or several),
+``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck at the server egress),
+``pm_fig37_ingress`` (at the client ingress), ``pm_fig37_cake`` (Cake there, with and without
+its network extension), ``pm_fig39`` (SLO permutations), ``pm_fig512``
+(against WorkloadCompactor's placement).
 Nested QoS (Wang's thesis ch. 4; harness :mod:`~tailbound.experiments.nested_qos_common`):
 :mod:`~tailbound.experiments.nested_qos_fig43` (a bursty workload, §4.2–4.3),
 ``nested_qos_bandwidth`` (the bandwidth of well-behaved workloads, Fig. 4.3),

@@ -65,6 +65,9 @@ from tailbound.traces.trace import Op, Trace
 POLICIES = ("ps", "cake", "edf", "byslo", "pm")
 #: Each label's registry entry (a misspelt label fails when this module is imported).
 ENTRIES: dict[str, Entry] = {p: find("prioritymeister" if p == "pm" else p) for p in POLICIES}
+#: Cake with its network extension (thesis §3.3.1, tried and dropped there): not one of the
+#: figures' five, run by :mod:`~tailbound.experiments.pm_fig37_cake`.
+ENTRIES["cake-net"] = find("cake-net")
 #: Percentiles of thesis Fig. 3.3/3.4.
 PERCENTILES = (0.90, 0.95, 0.99, 0.999, 0.9999)
 SERVER = "server0"
@@ -169,17 +172,20 @@ def disk_trace(
 @dataclass(frozen=True)
 class Tenant:
     """A tenant of an experiment: open loop (``trace``, ``slo``) or closed loop (``outstanding``
-    requests of ``trace``, no SLO)."""
+    requests of ``trace``, no SLO), on ``device`` of ``server``, from ``client_host`` (default: a
+    client host of its own)."""
 
     name: str
     trace: Trace
     slo: Slo | None
     device: str = "disk0"
     outstanding: int | None = None
+    server: str = SERVER
+    client_host: str | None = None
 
     @property
     def client(self) -> str:
-        return f"client_{self.name}"
+        return self.client_host or f"client_{self.name}"
 
 
 @dataclass(frozen=True)
@@ -221,13 +227,13 @@ def file_copy(duration_s: float, size: int = 262_144) -> Trace:
 
 # ------------------------------------------------------------------------------ plans
 def placed_plan(setup: Setup) -> Plan:
-    """``setup`` as a placed plan: every tenant on its device of :data:`SERVER` from a client
-    host of its own, best effort everywhere and unlimited until a policy configures it."""
+    """``setup`` as a placed plan: every tenant on its device of its server from its client
+    host, best effort everywhere and unlimited until a policy configures it."""
     tenants = [
         TenantPlan(
             name=t.name,
             slo=t.slo,
-            server=SERVER,
+            server=t.server,
             device=t.device,
             client_host=t.client,
             priority=dict.fromkeys(STORAGE_PATH, None),

@@ -194,6 +194,12 @@ REGISTRY: tuple[Entry, ...] = (
         _SCHED + "EarliestDeadlineFirst",
     ),
     Entry("cake", "scheduling", "Cake: SFQ weights adjusted from measured tails", _SCHED + "Cake"),
+    Entry(
+        "cake-net",
+        "scheduling",
+        "Cake, its weights also as network rate limits (the extension §3.3.1 dropped)",
+        _SCHED + "cake_network",
+    ),
 )
 
 

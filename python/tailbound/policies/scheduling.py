@@ -28,11 +28,13 @@ from typing import Protocol
 
 import numpy as np
 
-from tailbound.plan import Bound, Discipline, Plan, device_name
+from tailbound.plan import Bound, Discipline, Plan, StageLimit, device_name, stage_queues
 from tailbound.sim.results import percentile
 from tailbound.sim.simulator import Simulator
 from tailbound.stages import STORAGE_PATH, Stage
 
+#: The stages whose queues are links (Cake's network extension shapes them).
+NETWORK_STAGES: tuple[Stage, ...] = (Stage.NET_IN, Stage.NET_OUT)
 #: A best-effort tenant's EDF deadline: far beyond any SLO, so it goes last but is not starved.
 BEST_EFFORT_DEADLINE_S = 3600.0
 
@@ -116,14 +118,51 @@ class Cake:
     10%, never below 1. Best-effort tenants keep weight 1. *Choice*: the thesis extends Cake to
     several latency tenants with one weight each and gives no further parameters; these are
     Cake's proportional rule.
+
+    With ``network`` the same weights also act at the network (the extension the thesis tried
+    and dropped, §3.3.1: "since networks do not have an easy way of dynamically updating
+    proportional shares, we use rate limits as a proxy for proportional shares [...] a DRF-like
+    algorithm to assign rate limits based on the weights"; it found that "this rate limiting
+    hurts more than it helps"): every link shared by two or more tenants is divided by weight,
+    and each tenant is held, where its network stage starts (the sender shapes, thesis §2.2.2),
+    by one token bucket of rate :func:`network_shares` (its least share along the stage, a
+    fraction of the link) and size ``burst_s`` seconds of link time, re-set whenever the
+    weights change; links keep one priority level for everybody, in
+    shaping mode. *Choice*: DRF over one resource (a queue) is weighted max-min fairness; with
+    every tenant asking for the whole link (the thesis gives no demand estimate) that is each
+    tenant's weighted share; ``burst_s`` (the thesis gives none) is a few large messages.
     """
 
     period_s: float = 1.0
     upper: float = 0.9
     max_weight: float = 64.0
+    network: bool = False
+    burst_s: float = 0.005
 
     def plan(self, placed: Plan) -> Plan:
-        return proportional_share(placed, "cake")
+        out = proportional_share(placed, "cake-net" if self.network else "cake")
+        if not self.network:
+            return out
+        if not self.burst_s > 0:
+            raise ValueError(f"Cake's burst_s must be positive, got {self.burst_s}")
+        weights = {t.name: t.weight.get(Stage.STORAGE, 1.0) for t in out.tenants}
+        shares = network_shares(out, weights)
+        tenants = [
+            dataclasses.replace(
+                t,
+                priority={s: (0 if s in NETWORK_STAGES else t.priority.get(s)) for s in t.stages},
+                limits={
+                    s: StageLimit(shares[s, t.name], self.burst_s)
+                    for s in NETWORK_STAGES
+                    if (s, t.name) in shares
+                },
+            )
+            for t in out.tenants
+        ]
+        disciplines = {**out.disciplines}
+        for s in NETWORK_STAGES:
+            disciplines[s] = Discipline("priority", "shaping")
+        return dataclasses.replace(out, tenants=tenants, disciplines=disciplines)
 
     def run(self, sim: Simulator, plan: Plan, until_s: float) -> None:
         if not self.period_s > 0:
@@ -131,6 +170,7 @@ class Cake:
         tenants = [t for t in plan.tenants if t.slo is not None and t.device is not None]
         weights = {t.name: t.weight.get(Stage.STORAGE, 1.0) for t in tenants}
         seen = dict.fromkeys(weights, 0)
+        changed = False
         now = 0.0
         while now < until_s:
             now = min(now + self.period_s, until_s)
@@ -153,3 +193,61 @@ class Cake:
                 if w != weights[t.name]:
                     weights[t.name] = w
                     sim.set_param(device_name(t), t.name, "weight", w)
+                    changed = True
+            if self.network and changed:
+                self._set_network(sim, plan, weights)
+                changed = False
+
+    def _set_network(self, sim: Simulator, plan: Plan, weights: dict[str, float]) -> None:
+        """Every shaped link's buckets from the current weights (best effort: weight 1)."""
+        all_weights = {t.name: weights.get(t.name, 1.0) for t in plan.tenants}
+        by_name = {t.name: t for t in plan.tenants}
+        for (stage, name), rate in network_shares(plan, all_weights).items():
+            queue = stage_queues(by_name[name])[stage][0]
+            sim.set_param(queue, name, "buckets", [(rate, self.burst_s)])
+
+
+def cake_network(**options: float) -> Cake:
+    """``cake-net``: :class:`Cake` with its weights also acting at the network (``network``)."""
+    return Cake(network=True, **options)
+
+
+def network_shares(plan: Plan, weights: dict[str, float]) -> dict[tuple[Stage, str], float]:
+    """Cake's network rate limits (thesis §3.3.1, DRF-like): every link queue a network stage
+    of two or more of ``plan``'s tenants crosses is shared by weight — tenant ``i`` gets
+    ``w_i / Σ w`` of it over the tenants crossing it (a tenant missing from ``weights`` has weight
+    1) — and a tenant's limit at a stage is the least of its shares along the stage's queues (a
+    fraction of the link's bandwidth), enforced where the stage starts (the sender shapes, so a
+    shared receiver's ingress is protected by every sender's limit). Keyed by (stage, tenant); a
+    stage that shares no queue is left unlimited.
+
+    >>> from tailbound.model import Slo
+    >>> from tailbound.plan import Bound, TenantPlan
+    >>> def t(name, server, client):
+    ...     return TenantPlan(name, Slo(0.05), server, "d0", dict.fromkeys(STORAGE_PATH, None),
+    ...                       {}, Bound(1.0, "none"), client_host=client)
+    >>> shares = network_shares(Plan("p", 1, [t("A", "s0", "c"), t("B", "s0", "c")]), {"A": 3.0})
+    >>> shares[Stage.NET_OUT, "A"], shares[Stage.NET_IN, "B"]  # one server, one client: shared
+    (0.75, 0.25)
+    >>> shares = network_shares(Plan("p", 1, [t("A", "s0", "c"), t("B", "s1", "c")]), {"A": 3.0})
+    >>> shares[Stage.NET_OUT, "B"]  # a server each, one client: its ingress is shared
+    0.25
+    """
+    crossing: dict[str, list[str]] = {}
+    paths: dict[tuple[Stage, str], tuple[str, ...]] = {}
+    for t in plan.tenants:
+        queues = stage_queues(t)
+        for stage in NETWORK_STAGES:
+            for q in queues.get(stage, ()):
+                crossing.setdefault(q, []).append(t.name)
+                paths[stage, t.name] = queues[stage]
+    out: dict[tuple[Stage, str], float] = {}
+    for (stage, name), path in paths.items():
+        shares = [
+            weights.get(name, 1.0) / sum(weights.get(n, 1.0) for n in crossing[q])
+            for q in path
+            if len(crossing[q]) > 1
+        ]
+        if shares:
+            out[stage, name] = min(shares)
+    return out
