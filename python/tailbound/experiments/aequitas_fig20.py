@@ -92,12 +92,18 @@ def tail_per_mtu(r: NetworkRun, cls: int, size: int) -> float:
     return float(_core.rnl_tail(r.rpcs.time_s[m], v, 0.999, 0.8))
 
 
+#: The two runs: WFQ alone, and WFQ with Aequitas' admission control (the CSV's ``mode``; the
+#: experiment's own labels, not policy names).
+MODES = ("wfq", "aequitas")
+WFQ, AEQUITAS = MODES
+
+
 def run(duration_s: float, seed: int) -> list[Row]:
     rpcs = arrivals(duration_s, seed)
     rows: list[Row] = []
-    for mode in ("wfq", "aequitas"):
+    for mode in MODES:
         cfg = setup.config(
-            mode == "aequitas",
+            mode == AEQUITAS,
             seed,
             slos_s=SLOS_PER_MTU_S,
             per_mtu=True,
@@ -135,7 +141,7 @@ def plot(rows: list[Row], png: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
     x = np.arange(3)
     for ax, size in zip(axes, SIZES, strict=True):
-        for i, mode in enumerate(("wfq", "aequitas")):
+        for i, mode in enumerate(MODES):
             sel = [r for r in rows if r["mode"] == mode and r["size_bytes"] == size]
             ax.bar(x + 0.4 * i, [float(r["p999_us_per_mtu"]) for r in sel], 0.4, label=mode)
         ax.plot(x[:2] + 0.2, [s * 1e6 for s in SLOS_PER_MTU_S], "k_", markersize=30, label="SLO")
@@ -153,7 +159,7 @@ def check(rows: list[Row], tolerance: float) -> list[str]:
     """The paper's claim as failures (sentences)."""
     bad = []
     for r in rows:
-        if r["mode"] != "aequitas" or int(r["cls"]) == 2:
+        if r["mode"] != AEQUITAS or int(r["cls"]) == 2:
             continue
         got, slo = float(r["p999_us_per_mtu"]), float(r["slo_us_per_mtu"])
         if not got <= tolerance * slo:
