@@ -168,7 +168,7 @@ def characterize_one(options: Options, task: tuple[Path, str | None]) -> Done:
         done = Done(path, sha, trace.name)
         for stage, model in options.models.items():
             try:
-                done.curves[stage] = curve_of(trace, model, options)  # type: ignore[arg-type]
+                done.curves[stage] = curve_of(trace, model, options)
             except TraceFormatError as e:
                 raise TraceFormatError(path, e.message, line=e.line, field=e.field) from None
             done.rows.append(row_of(trace, stage, done.curves[stage], burstiness(trace, model)))
