@@ -94,6 +94,7 @@ class _Part:
     screened: int
     certified: int
     seconds: float
+    cpu_s: float
 
 
 def _place_part(
@@ -101,6 +102,7 @@ def _place_part(
 ) -> _Part:
     """Place one partition (the task run by the runner's workers)."""
     workloads, block = item
+    cpu = time.process_time()
     result = place(
         workloads,
         Cluster(options.link_bytes_per_s, block),
@@ -127,6 +129,7 @@ def _place_part(
         result.cluster_screened,
         result.certified,
         result.seconds,
+        time.process_time() - cpu,
     )
 
 
@@ -138,6 +141,8 @@ class PartitionedPlacement:
     partitions: int
     #: Each partition's placement time (s), as measured by its worker.
     part_seconds: list[float] = field(default_factory=list)
+    #: CPU seconds the partitions took in their workers, summed (independent of the load).
+    cpu_s: float = 0.0
     #: Wall-clock seconds of the parallel step and of the reconciliation.
     parallel_s: float = 0.0
     reconcile_s: float = 0.0
@@ -202,6 +207,7 @@ def place_partitioned(
         PlacementResult([], [], 0, 0, 0.0), partitions, parallel_s=parallel_s
     )
     out.part_seconds = [p.seconds for p in parts]
+    out.cpu_s = sum(p.cpu_s for p in parts)
     configured = {s.name for s in cluster.servers}
     merged: list[ServerState] = []
     ends: list[int] = []  # where each partition's servers end in ``merged``
