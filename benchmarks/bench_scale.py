@@ -33,7 +33,7 @@ import numpy as np
 
 from tailbound.cli.characterize_fleet import Options, characterize_one
 from tailbound.executor import Runner
-from tailbound.experiments.bound_sweep import _scenario
+from tailbound.experiments.bound_sweep import run_seed
 from tailbound.experiments.wc_common import (
     FIG54_SLOS,
     find_wc62,
@@ -141,7 +141,7 @@ def speedup(args: argparse.Namespace) -> None:
     traces = traces[: args.traces]
     seeds = list(range(args.scenarios))
     jobs = {
-        f"soundness sweep, {len(seeds)} scenarios": (_scenario, seeds, (profile, data)),
+        f"soundness sweep, {len(seeds)} scenarios": (run_seed, seeds, (profile, data)),
         f"characterisation, {len(traces)} wc62 traces × 3 stages": (
             characterize_one,
             traces,

@@ -200,7 +200,7 @@ def run(case: Case, profile: SsdProfile, data: Path | None) -> Outcome:
     return Outcome(case, ratios, time.perf_counter() - start)
 
 
-def _scenario(shared: tuple[SsdProfile, Path | None], seed: int) -> Outcome:
+def run_seed(shared: tuple[SsdProfile, Path | None], seed: int) -> Outcome:
     """Scenario ``seed`` (the task a runner's worker runs; ``shared`` = the profile and data)."""
     profile, data = shared
     return run(draw(seed), profile, data)
@@ -212,7 +212,7 @@ def sweep(
     """:func:`run` for every seed on ``runner`` (default: this process), in seed order."""
     runner = runner if runner is not None else Runner()
     return runner.map(
-        _scenario, list(seeds), shared=(profile, data), desc="scenarios", unit="scenario"
+        run_seed, list(seeds), shared=(profile, data), desc="scenarios", unit="scenario"
     )
 
 
