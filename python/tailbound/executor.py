@@ -190,6 +190,7 @@ class Runner:
         from multiprocessing import get_context
 
         pending = dict(enumerate(todo))
+        restarts = 0
         while pending:
             pool = ProcessPoolExecutor(
                 min(self.jobs, len(pending)),
@@ -212,11 +213,12 @@ class Runner:
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
             if broken and pending:
-                if self.restarts >= RESTARTS:
+                if restarts >= RESTARTS:
                     raise BrokenProcessPool(
-                        f"a worker process died {self.restarts + 1} times; "
+                        f"a worker process died {restarts + 1} times; "
                         f"{len(pending)} tasks left unfinished"
                     )
+                restarts += 1
                 self.restarts += 1
 
     def _run_dask(
