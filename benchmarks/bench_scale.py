@@ -140,7 +140,7 @@ def speedup(args: argparse.Namespace) -> None:
     traces = [(Path(t.trace), None) for t in load_tenants(wc62 / "tenants.json").tenants]
     traces = traces[: args.traces]
     seeds = list(range(args.scenarios))
-    jobs = {
+    jobs: dict[str, tuple[Any, list[Any], Any]] = {
         f"soundness sweep, {len(seeds)} scenarios": (run_seed, seeds, (profile, data)),
         f"characterisation, {len(traces)} wc62 traces × 3 stages": (
             characterize_one,
