@@ -16,8 +16,8 @@
    run.
 
 Run: ``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
-[--partition 2000] [--jobs 2] [--scenarios 24]``; ``--quick`` (about 15 s on an idle machine):
-1,000 tenants, 4 scenarios, 12 traces, 1 and 2 workers.
+[--partition 2000] [--jobs 2] [--scenarios 24]``; ``--quick`` (every path on small
+inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4 scenarios, 12 traces, 1 and 2 workers.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scenarios", type=int, default=24)
     p.add_argument("--traces", type=int, default=62, help="wc62 traces to characterise")
     p.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4])
-    p.add_argument("--quick", action="store_true", help="a ~15 s run")
+    p.add_argument("--quick", action="store_true", help="every path on small inputs (~15 s idle)")
     p.add_argument("--skip-placement", action="store_true")
     p.add_argument("--skip-speedup", action="store_true")
     args = p.parse_args(argv if argv is not None else [])
