@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "tailbound.limits": 0,
     "tailbound.lazy": 0,
     "tailbound.atomic": 0,
+    "tailbound.executor": 0,
     "tailbound.jsonio": 0,
     "tailbound.tables": 0,
     "tailbound.stages": 0,

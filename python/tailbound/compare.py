@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from tailbound.atomic import atomic_path
 from tailbound.errors import ConfigError, TailboundError
+from tailbound.executor import Runner
 from tailbound.policies.registry import build, entry, find, names, registered
 from tailbound.tables import markdown_table
 
@@ -190,12 +191,15 @@ def compare(
     jobs: int = 1,
     progress: Callable[[str], None] = lambda _: None,
     characterized: Callable[[int], None] = lambda _: None,
+    runner: Runner | None = None,
 ) -> Comparison:
     """Run every case of ``runs`` on ``inputs``, saving each plan under ``out/plans`` and its
     replay's per-tenant CSV (``tailbound verify``'s) under ``out/verify``; ``characterized(1)``
     after each tenant's r-b curves, ``progress(label)`` before each run (with ``jobs`` > 1, the
     runs go to that many processes, given the r-b curves once each, and ``progress`` says
-    ``"<label> done"`` as each ends; the outcomes stay in case order)."""
+    ``"<label> done"`` as each ends; the outcomes stay in case order). ``runner`` (a
+    :class:`~tailbound.executor.Runner`, e.g. on a Dask cluster) replaces the ``jobs`` processes:
+    the runs are independent, so they give the same outcomes wherever they run."""
     from tailbound.policies.graduated import refuse_graduated
 
     result = Comparison()
@@ -210,22 +214,18 @@ def compare(
         workloads = characterize(inputs, characterized)
         result.curves_s = time.perf_counter() - start
     task = _Task(inputs, workloads, graduated, admission_blocker(inputs.tset), out)
-    if jobs <= 1 or len(runs) <= 1:
+    if runner is None:
+        runner = Runner(jobs=jobs)
+    if not runner.distributed and (runner.jobs <= 1 or len(runs) <= 1):
         for case in runs:
             progress(case.label)
             result.outcomes.append(task.run(case))
         return result
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
-
-    with ProcessPoolExecutor(
-        min(jobs, len(runs)), mp_context=get_context("spawn"), initializer=_start, initargs=(task,)
-    ) as pool:
-        futures = {pool.submit(_run, case): case for case in runs}
-        for future in as_completed(futures):
-            progress(f"{futures[future].label} done")
-        done = {futures[f]: f.result() for f in futures}
-    result.outcomes = [done[case] for case in runs]
+    done: list[Outcome | None] = [None] * len(runs)
+    for i, outcome in runner.run(_run, runs, shared=task, desc="compare", unit="run"):
+        progress(f"{runs[i].label} done")
+        done[i] = outcome
+    result.outcomes = [o for o in done if o is not None]
     return result
 
 
@@ -253,18 +253,9 @@ class _Task:
         return _guarded(case, n, partial(admit, case, self.inputs, self.out))
 
 
-#: A worker process's task (:func:`_start`), set once per process.
-_TASK: _Task | None = None
-
-
-def _start(task: _Task) -> None:
-    global _TASK
-    _TASK = task
-
-
-def _run(case: Case) -> Outcome:
-    assert _TASK is not None, "a worker runs cases after _start"
-    return _TASK.run(case)
+def _run(task: _Task, case: Case) -> Outcome:
+    """One run on a runner's worker (the task, with its r-b curves, is shipped once)."""
+    return task.run(case)
 
 
 def _guarded(case: Case, n: int, run: Callable[[], Outcome]) -> Outcome:

@@ -12,6 +12,12 @@ exact curve (every breakpoint), ended at ``--max-rate`` (default 1.0: the exact 
 can be far above what a stage can grant; holding ``b(1.0)`` beyond is safe).
 ``--safety-margin X`` scales each curve by X (work × X) and ``--prune K`` then keeps at most K
 segments, never below the curve.
+
+A folder of traces, ``--list FILE``, ``--jobs N`` or a Dask scheduler (``--scheduler``,
+``$DASK_SCHEDULER_ADDRESS``) make a *fleet run* (:mod:`tailbound.cli.characterize_fleet`): the
+traces are characterised in parallel, each trace's curves and a manifest ``<stem>.rb.json`` are
+written as it finishes, and a rerun skips the traces whose content hash and options match their
+manifest (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -21,18 +27,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tailbound.cli.characterize_curves import (
+    curve_of,
+    plot_curves,
+    print_table,
+    row_of,
+)
 from tailbound.cli.exitcodes import Exit, epilog
-from tailbound.cli.options import add_quiet, progress_disabled
+from tailbound.cli.options import add_executor, add_quiet, progress_disabled
 from tailbound.errors import TraceFormatError
-from tailbound.plotting import save_figure
 from tailbound.stages import Stage
 
 if TYPE_CHECKING:
-    from tailbound.characterize import BurstinessSummary, RbCurve
-    from tailbound.traces import Trace
-
-#: Rates at which the table shows the bucket size.
-TABLE_RATES = (0.2, 0.5, 1.0)
+    pass
 
 
 def _positive_int(text: str) -> int:
@@ -80,7 +87,19 @@ def add_parser(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
         epilog=epilog(None, COLUMNS),
     )
-    parser.add_argument("traces", nargs="+", metavar="TRACE", type=Path, help="trace files")
+    parser.add_argument(
+        "traces",
+        nargs="*",
+        metavar="TRACE",
+        type=Path,
+        help="trace files, or folders of trace files (a folder makes a fleet run, below)",
+    )
+    parser.add_argument(
+        "--list",
+        type=Path,
+        metavar="FILE",
+        help="also the traces named in FILE, one path a line (a fleet run)",
+    )
     parser.add_argument(
         "--stage",
         action="append",
@@ -135,6 +154,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="also draw each trace's curves as <trace>.rb.png (~0.9 s per trace; off by default)",
     )
+    add_executor(parser, "traces")
     add_quiet(parser)
     parser.set_defaults(run=run)
 
@@ -148,11 +168,15 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tailbound.characterize import burstiness
+    from tailbound.cli.characterize_fleet import is_fleet, run_fleet, trace_paths
     from tailbound.errors import ConfigError
     from tailbound.traces.readers import read_trace
 
+    if not args.traces and args.list is None:
+        raise ConfigError(None, "give trace files, folders of them, or --list FILE", field="TRACE")
+    paths = trace_paths(args)
     stems: dict[str, Path] = {}
-    for path in args.traces:
+    for path in paths:
         if path.stem in stems:
             raise ConfigError(
                 path,
@@ -163,10 +187,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError(args.out, "--out must be a folder, and this is a file")
     models = _models(args)
+    if is_fleet(args):
+        return run_fleet(args, paths, models)
     rows = []
     results = []
     for path in tqdm(
-        args.traces,
+        paths,
         desc="characterize",
         unit="trace",
         disable=progress_disabled(args),
@@ -176,18 +202,18 @@ def run(args: argparse.Namespace) -> int:
         curves = {}
         for stage, model in models.items():
             try:
-                curves[stage] = _curve(trace, model, args)
+                curves[stage] = curve_of(trace, model, args)
             except TraceFormatError as e:
                 raise TraceFormatError(path, e.message, line=e.line, field=e.field) from None
-            rows.append(_row(trace, stage, curves[stage], burstiness(trace, model)))
+            rows.append(row_of(trace, stage, curves[stage], burstiness(trace, model)))
         results.append((path.stem, trace.name, curves))
     for stem, name, curves in results:
         for stage, curve in curves.items():
             curve.to_csv(args.out / f"{stem}.{stage.value}.rb.csv")
         if args.plot:
-            _plot(curves, name, args.out / f"{stem}.rb.png")
-    _print_table(rows)
-    plots = f" and {len(args.traces)} plots" if args.plot else ""
+            plot_curves(curves, name, args.out / f"{stem}.rb.png")
+    print_table(rows)
+    plots = f" and {len(paths)} plots" if args.plot else ""
     print(f"wrote {len(rows)} curves{plots} to {args.out}")
     return Exit.OK
 
@@ -204,94 +230,3 @@ def _models(args: argparse.Namespace) -> dict[Stage, object]:
         stage: stage_model(stage, link_bandwidth_bytes_per_s=args.link_bandwidth, profile=profile)
         for stage in stages
     }
-
-
-def _curve(trace: Trace, model: object, args: argparse.Namespace) -> RbCurve:
-    import numpy as np
-
-    from tailbound.characterize import mean_rate, prune, rb_curve
-
-    mean = mean_rate(model.tokens(trace), trace.duration)  # type: ignore[attr-defined]
-    top = args.max_rate if args.exact else 1.0  # the grids end at the whole stage
-    if mean >= top:
-        # The curve asked for spans the rates from the mean to --max-rate: none is left when the
-        # trace alone needs the whole stage (a slow --link-bandwidth or profile, or a trace that
-        # is one burst), so refuse rather than write a one-point curve no rate limit can meet.
-        stage = getattr(model, "stage", None)
-        name = stage.value if isinstance(stage, Stage) else "the stage"
-        raise TraceFormatError(
-            None,
-            f"its mean rate is {mean:.4g} of {name}'s capacity, not below {top:g}: the stage "
-            "cannot carry this trace (check --link-bandwidth or --profile; --exact --max-rate inf "
-            "draws the curve anyway)",
-        )
-    if args.exact:
-        curve = rb_curve(trace, model, exact=True, threads=args.threads)
-        if args.max_rate > curve.rates[0]:
-            curve = curve.clipped(args.max_rate)
-    elif args.rates is not None:
-        grid = np.unique(np.linspace(mean, 1.0, args.rates)) if mean < 1.0 else np.array([mean])
-        curve = rb_curve(trace, model, grid, threads=args.threads)
-    else:
-        curve = rb_curve(trace, model, threads=args.threads)
-    if args.safety_margin != 1.0:
-        curve = curve.scaled(args.safety_margin)
-    if args.prune is not None:
-        curve = prune(curve, args.prune)
-    return curve
-
-
-def _row(trace: Trace, stage: Stage, curve: RbCurve, stats: BurstinessSummary) -> list[str]:
-    buckets = curve.bucket_at(list(TABLE_RATES)).tolist()
-    return [
-        trace.name,
-        stage.value,
-        str(len(trace)),
-        f"{trace.duration:.1f}",
-        f"{curve.mean_rate:.4g}",
-        f"{stats.peak_to_mean_at(1.0):.1f}",
-        f"{stats.interarrival_c2:.2f}",
-        str(len(curve)),
-        *("-" if b == float("inf") else f"{1e3 * b:.3g}" for b in buckets),
-    ]
-
-
-def _print_table(rows: list[list[str]]) -> None:
-    header = [
-        "trace",
-        "stage",
-        "requests",
-        "duration_s",
-        "mean_rate",
-        "peak/mean@1s",
-        "C2",
-        "points",
-        *(f"b@{r}_ms" for r in TABLE_RATES),
-    ]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    for line in [header, *rows]:
-        print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
-    sys.stdout.flush()
-
-
-def _plot(curves: dict[Stage, RbCurve], name: str, path: Path) -> None:
-    """The curves of one trace, bucket (ms of work, log scale) against rate; written atomically."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(6, 4), layout="constrained")
-    axes = figure.add_subplot()
-    for stage, curve in curves.items():
-        positive = curve.buckets > 0
-        axes.plot(
-            curve.rates[positive],
-            1e3 * curve.buckets[positive],
-            marker="." if len(curve) < 50 else None,
-            label=f"{stage.value} ({len(curve)} points)",
-        )
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("rate r (utilisation of the stage)")
-    axes.set_ylabel("bucket b (ms of work)")
-    axes.set_title(f"r-b curves of {name}")
-    axes.legend()
-    save_figure(figure, path, format="png", dpi=100)

@@ -68,6 +68,13 @@ def add_parser(subparsers: Any) -> None:
         help="run N policies at once, each in its own process (default 1)",
     )
     parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the policies on the Dask cluster whose scheduler is at ADDRESS "
+        "(tcp://host:8786; default: $DASK_SCHEDULER_ADDRESS if set, else --jobs local "
+        "processes; docs/scale-out.md)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path("compare"), help="folder for the CSV, plot and plans"
     )
     add_quiet(parser)
@@ -79,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tailbound import compare
     from tailbound.errors import ConfigError
+    from tailbound.executor import Runner
     from tailbound.model import load_cluster, load_tenants
     from tailbound.profiles import SsdProfile
 
@@ -109,9 +117,10 @@ def run(args: argparse.Namespace) -> int:
             if bar.n >= total:
                 bar.close()
 
-        result = compare.compare(
-            inputs, runs, args.out, jobs=args.jobs, progress=say, characterized=tick
-        )
+        with Runner(jobs=args.jobs, scheduler=args.scheduler) as runner:
+            result = compare.compare(
+                inputs, runs, args.out, progress=say, characterized=tick, runner=runner
+            )
     print(compare.table(result))
     if result.curves_s is not None:
         print(

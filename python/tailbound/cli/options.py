@@ -177,3 +177,34 @@ def progress(args: argparse.Namespace | bool, **options: Any) -> Any:
     from tqdm import tqdm
 
     return tqdm(file=sys.stderr, **options)
+
+
+def add_executor(parser: argparse.ArgumentParser, what: str = "tasks") -> None:
+    """The ``--jobs N`` and ``--scheduler ADDRESS`` options of the verbs whose ``what`` are
+    independent: a local pool of N processes, or a Dask cluster (:mod:`tailbound.executor`;
+    docs/scale-out.md). Build the runner with :func:`runner_of`."""
+    parser.add_argument(
+        "--jobs",
+        type=integer(low=1),
+        default=1,
+        metavar="N",
+        help=f"run the {what} in N local worker processes (default 1: in this process)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help=f"run the {what} on the Dask cluster whose scheduler is at ADDRESS "
+        "(tcp://host:8786; default: $DASK_SCHEDULER_ADDRESS if set, else locally)",
+    )
+
+
+def runner_of(args: argparse.Namespace) -> Any:
+    """The :class:`tailbound.executor.Runner` of :func:`add_executor`'s options, with a progress
+    bar unless :func:`progress_disabled`."""
+    from tailbound.executor import Runner
+
+    return Runner(
+        jobs=args.jobs,
+        scheduler=getattr(args, "scheduler", None),
+        progress=not progress_disabled(args),
+    )

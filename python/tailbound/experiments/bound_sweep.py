@@ -26,7 +26,10 @@ On a disk the analysis prices each write at its worst on a shared disk
 (:class:`~tailbound.profiles.disk.DiskModel` with ``shared_gap_bytes``): another tenant's
 request may interrupt a sequential stream, and the simulator then charges a reposition.
 
-Run: ``python -m tailbound.experiments.bound_sweep --scenarios 1000 --out DIR``.
+Run: ``python -m tailbound.experiments.bound_sweep --scenarios 1000 --out DIR [--jobs N]
+[--scheduler tcp://host:8786]``. The scenarios are independent and seeded, so they run on a
+:class:`~tailbound.executor.Runner` (a local pool, or a Dask cluster whose workers see the same
+``--data`` folder) with the same outcomes wherever they run.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import numpy as np
 
 from tailbound.characterize import rb_curve
 from tailbound.dnc.device import LOW_PRIORITY_MPL, DeviceLimits
+from tailbound.executor import Runner
 from tailbound.experiments.pm_common import THESIS_DISK as DISK
 from tailbound.model import Cluster, Server, Slo, Tenant
 from tailbound.plan import (
@@ -196,6 +200,22 @@ def run(case: Case, profile: SsdProfile, data: Path | None) -> Outcome:
     return Outcome(case, ratios, time.perf_counter() - start)
 
 
+def run_seed(shared: tuple[SsdProfile, Path | None], seed: int) -> Outcome:
+    """Scenario ``seed`` (the task a runner's worker runs; ``shared`` = the profile and data)."""
+    profile, data = shared
+    return run(draw(seed), profile, data)
+
+
+def sweep(
+    seeds: Sequence[int], profile: SsdProfile, data: Path | None, runner: Runner | None = None
+) -> list[Outcome]:
+    """:func:`run` for every seed on ``runner`` (default: this process), in seed order."""
+    runner = runner if runner is not None else Runner()
+    return runner.map(
+        run_seed, list(seeds), shared=(profile, data), desc="scenarios", unit="scenario"
+    )
+
+
 def _workloadcompactor(
     case: Case, tenants: Sequence[tuple[Tenant, Trace]], profile: SsdProfile
 ) -> tuple[Plan, dict[str, Any] | None]:
@@ -301,7 +321,7 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tailbound.cli.options import add_quiet, progress
+    from tailbound.cli.options import add_executor, add_quiet, runner_of
     from tailbound.experiments._snc_common import find_data
     from tailbound.experiments.wc_common import write_table
 
@@ -310,15 +330,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="first scenario's seed")
     p.add_argument("--out", default="out/experiments", help="output folder")
     p.add_argument("--data", help="shared data folder (default: found automatically)")
+    add_executor(p, "scenarios")
     add_quiet(p)
     args = p.parse_args(argv)
     data = find_data(args.data)
     profile = SsdProfile.load(data / "wc62" / "profile_ssd.json")
-    outcomes = []
     start = time.perf_counter()
-    seeds = range(args.seed, args.seed + args.scenarios)
-    for seed in progress(args, iterable=seeds, desc="scenarios", unit="scenario"):
-        outcomes.append(run(draw(seed), profile, data))
+    with runner_of(args) as runner:
+        outcomes = sweep(range(args.seed, args.seed + args.scenarios), profile, data, runner)
     rows = []
     groups = {
         f"{WC} (level_mpl 1)": [o for o in outcomes if o.case.policy == WC and o.case.level_mpl],

@@ -56,16 +56,17 @@ import functools
 import math
 import random
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tailbound.cli.options import progress
+from tailbound.cli.options import add_executor, progress_disabled, runner_of
+from tailbound.executor import Runner
 from tailbound.experiments._snc_common import (
     by_slo,
     bytes_per_s,
@@ -341,6 +342,19 @@ def _init(
     _STATE["scale"] = scale if scale is not None else slo_scale(pop, fits, curves)
 
 
+_STATE_LOCK = threading.Lock()
+
+
+def _order_task(key: tuple[object, ...], task: tuple[int, bool]) -> list[OrderResult]:
+    """:func:`run_order` on a runner's worker: ``key`` (the arguments of :func:`_init`, the
+    scale chosen) builds the population once per process (a Dask worker's threads share it)."""
+    with _STATE_LOCK:
+        if _STATE.get("key") != key:
+            _init(*key)  # type: ignore[arg-type]
+            _STATE["key"] = key
+    return run_order(*task)
+
+
 def run_order(order: int, replay_it: bool) -> list[OrderResult]:
     """Every policy's decisions (and replay) for one arrival order."""
     pop: Population = _STATE["pop"]  # type: ignore[assignment]
@@ -479,27 +493,21 @@ def run(
     policies: Sequence[str] = POLICIES,
     *,
     quiet: bool = True,
+    runner: Runner | None = None,
 ) -> tuple[float, list[OrderResult]]:
+    """The chosen SLO scale and every order's results, in order; the orders run on ``runner``
+    (default: ``jobs`` local processes), each worker building the population once."""
     _init(str(data), count, seed, scale, interval_ns, traces, policies)
     chosen = float(_STATE["scale"])  # type: ignore[arg-type]
+    key = (str(data), count, seed, chosen, interval_ns, tuple(traces), tuple(policies))
+    _STATE["key"] = key
     print(f"SLO scale {chosen:g}: SLOs {[round(s * chosen * 1e3) for s in BASE_SLOS_S]} ms")
     tasks = [(o, o < replay_orders) for o in range(orders)]
+    if runner is None:
+        runner = Runner(jobs=jobs, progress=not progress_disabled(quiet))
     results: list[OrderResult] = []
-    bar = progress(quiet, total=len(tasks), desc="snc_fig410", unit="order")
-    with bar:
-        if jobs <= 1:
-            for o, rep in tasks:
-                results += run_order(o, rep)
-                bar.update()
-        else:
-            with ProcessPoolExecutor(
-                jobs,
-                initializer=_init,
-                initargs=(str(data), count, seed, chosen, interval_ns, traces, policies),
-            ) as ex:
-                for part in ex.map(run_order, *zip(*tasks, strict=True)):
-                    results += part
-                    bar.update()
+    for part in runner.map(_order_task, tasks, shared=key, desc="snc_fig410", unit="order"):
+        results += part
     return chosen, results
 
 
@@ -592,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--scale", type=float, help="SLO scale (default: from the traces, see above)")
     p.add_argument("--seed", type=int, default=410)
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (one order each)")
+    add_executor(p, "orders")
     p.add_argument(
         "--mmpp-interval-s",
         type=float,
@@ -631,19 +639,21 @@ def main(argv: list[str] | None = None) -> int:
     traces = stationary_traces(data) if args.stationary_only else tuple(range(TRACES))
     if args.stationary_only:
         print(f"{len(traces)} of {TRACES} traces pass the stationarity tests: {list(traces)}")
-    scale, results = run(
-        data,
-        args.tenants,
-        args.orders,
-        args.seed,
-        replay_orders,
-        args.scale,
-        args.jobs,
-        interval_ns,
-        traces,
-        args.policies,
-        quiet=args.quiet,
-    )
+    with runner_of(args) as runner:
+        scale, results = run(
+            data,
+            args.tenants,
+            args.orders,
+            args.seed,
+            replay_orders,
+            args.scale,
+            args.jobs,
+            interval_ns,
+            traces,
+            args.policies,
+            quiet=args.quiet,
+            runner=runner,
+        )
     name = "snc_fig410"
     if interval_ns != INTERVAL_NS:
         name += f"_interval{args.mmpp_interval_s:g}"

@@ -366,6 +366,23 @@ class Placer:
         self._update(i, was_in_use)
         return True
 
+    def load(
+        self,
+        i: int,
+        tenants: Sequence[Placed],
+        rate: NDArray[np.float64],
+        bucket: NDArray[np.float64],
+    ) -> None:
+        """Put ``tenants`` with their limits on the empty server ``i``, as another placement
+        left them (:mod:`tailbound.policies.partitioned` merges partitions this way)."""
+        server = self.servers[i]
+        if server.tenants:
+            raise ValueError(f"server {server.config.name!r} is not empty")
+        server.tenants, server.rate, server.bucket = list(tenants), rate, bucket
+        for t in tenants:
+            self.where[t.workload.name] = i
+        self._update(i, False)
+
     def remove(self, name: str) -> None:
         """Remove a tenant and re-configure the server it left."""
         i = self.where.pop(name)
