@@ -29,7 +29,8 @@ RPCs run at it; per requested class the share of its bytes that **met its SLO fr
 it asked for** (ran there, not downgraded, and finished within the per-MTU SLO × its MTUs);
 and the network utilisation, achieved goodput over the maximum goodput the input allows: the
 payload of RPCs finished within the middle 80% of the issue period over the payload issued in
-it (never above 1; a scheme that leaves a backlog scores below 1).
+it (a scheme that falls behind its input scores below 1; a run whose backlog from before the
+window drains in it can score slightly above 1).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def met_slo_share(run: NetworkRun, cls: int, slos_per_mtu_s: tuple[float, ...]) 
 
 def utilisation(run: NetworkRun) -> float:
     """Payload of the RPCs finished within the middle 80% of the issue period over the payload
-    issued in it."""
+    issued in it (a backlog from before the window draining in it can lift it above 1)."""
     t0, t1 = middle(run)
     r = run.rpcs
     issued = float(r.size_bytes[(r.time_s >= t0) & (r.time_s <= t1)].sum())

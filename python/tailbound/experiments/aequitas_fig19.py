@@ -10,9 +10,9 @@ at ρ = 1.4, mean load 0.8, 512 KiB buffers, the Swift-like window, whole-RPC SL
 input mix ``(x, 0.2, 0.8 − x)``. Three modes on the same RPCs of each mix: ``spq`` (strict
 priority, no admission) at every ``--shares`` point for ``--duration-s`` (0.05 s), and
 ``aequitas`` (admission over WFQ 8:4:1) and ``aequitas_spq`` (admission over strict priority;
-the paper does not say whether it ran this) at the ``--aequitas-shares`` points for
-``--aequitas-duration-s`` (0.3 s: the controller needs tens of ms to settle, the tails are over
-the middle 80% of the run).
+the paper does not say whether it ran this) at the ``--aequitas-shares`` points (30%, 60%) for
+``--aequitas-duration-s`` (0.25 s: the controller needs tens of ms to settle, the tails are
+over the middle 80% of the run).
 
 One CSV row per (mode, share): ``mode``, ``qos_h_share`` (asked), ``qos_h_p999_us``,
 ``qos_m_p999_us``, ``qos_l_p999_us`` (99.9p RNL of the RPCs run at each class, middle 80% by
@@ -41,7 +41,7 @@ from tailbound.traces.sizes import FixedSize
 SIZE = 32768
 QOS_M = 0.2
 SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
-AEQUITAS_SHARES = (0.2, 0.4, 0.6)
+AEQUITAS_SHARES = (0.3, 0.6)
 
 Row = dict[str, float | str]
 
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shares", type=floats, default=list(SHARES), help="SPQ's QoS_h shares")
     p.add_argument("--duration-s", type=float, default=0.05, help="SPQ run (simulated s)")
     p.add_argument("--aequitas-shares", type=floats, default=list(AEQUITAS_SHARES))
-    p.add_argument("--aequitas-duration-s", type=float, default=0.3, help="simulated s")
+    p.add_argument("--aequitas-duration-s", type=float, default=0.25, help="simulated s")
     p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
     p.add_argument("--seed", type=int, default=1)
     add_quiet(p)
