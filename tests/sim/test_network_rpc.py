@@ -17,6 +17,7 @@ from tailbound.sim.network_rpc import (
     CongestionWindow,
     NetworkAdmission,
     NetworkConfig,
+    QjumpLevels,
     simulate_rpcs,
 )
 from tailbound.traces.rpc_arrivals import OnOffRpcs, RpcArrivals, incast
@@ -101,9 +102,43 @@ def test_network_rpc_columns_and_determinism() -> None:
             "admission.latency_target_s[0]",
         ),
         (NetworkConfig(n_hosts=2, weights=(4.0, 1.0)), "dst[0]"),
+        (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), scheduling="drr"), "scheduling"),
+        (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), scheduling="qjump"), "qjump"),
+        (
+            NetworkConfig(
+                n_hosts=3, weights=(4.0, 1.0), scheduling="qjump", qjump=QjumpLevels((32.0,))
+            ),
+            "qjump.throughput_factors",
+        ),
     ],
 )
 def test_network_rpc_refuses_bad_input_by_field(config: NetworkConfig, field: str) -> None:
     with pytest.raises(ConfigError) as err:
         simulate_rpcs(_incast(), config)
     assert err.value.field == field
+
+
+def test_network_rpc_port_kinds_order_the_classes_as_documented() -> None:
+    # The Fig. 11 incast under each port kind. Strict priority: QoS_h never waits for QoS_l at
+    # a port, its tail no worse than under WFQ 4:1 (here the virtual clock keeps QoS_h within
+    # its 80% share and both serve it first); pFabric ignores the classes: every RPC is 32 KiB,
+    # so the classes' tails come close; QJump's factors 32:1 pace QoS_l to one packet per
+    # 2 · 3 · 0.41 µs + 1 µs = 3.4 µs a host, far below its demand: its tail explodes.
+    rpcs = _incast()
+    runs = {}
+    for kind in ("wfq", "strict_priority", "pfabric", "qjump"):
+        cfg = dataclasses.replace(
+            _config(None),
+            scheduling=kind,
+            qjump=QjumpLevels((32.0, 1.0)) if kind == "qjump" else None,
+            cc=CongestionWindow(init_cwnd=30.0, loss_based=True)
+            if kind == "pfabric"
+            else CongestionWindow(),
+        )
+        runs[kind] = simulate_rpcs(rpcs, cfg)
+        assert runs[kind].counters["unfinished"] == 0
+    assert runs["strict_priority"].rnl_tail(0) <= runs["wfq"].rnl_tail(0) * 1.001
+    assert runs["wfq"].rnl_tail(1) > 5 * runs["wfq"].rnl_tail(0)
+    pf = runs["pfabric"]
+    assert 0.2 < pf.rnl_tail(0) / pf.rnl_tail(1) < 5
+    assert runs["qjump"].rnl_tail(1) > 3 * runs["wfq"].rnl_tail(1)

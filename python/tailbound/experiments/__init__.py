@@ -27,6 +27,12 @@ Nested QoS (Wang's thesis ch. 4; harness :mod:`~tailbound.experiments.nested_qos
 (§4.5.1 on the disk model).
 PSLO (EuroSys 2016; harness :mod:`~tailbound.experiments.pslo_common`):
 :mod:`~tailbound.experiments.pslo_fig4` (depth sweep), ``pslo_fig5`` (policies, uniform SLOs),
-``pslo_fig6`` (mixed per-VM SLOs). ``tailbound experiment
+``pslo_fig6`` (mixed per-VM SLOs).
+Aequitas (SIGCOMM 2022; setups :mod:`~tailbound.experiments.aequitas_33host` and
+:mod:`~tailbound.experiments.aequitas_baselines`): ``aequitas_fig10`` (Eq. 1), ``aequitas_fig11``
+(SLO sweep), ``aequitas_fig12`` (33 hosts), ``aequitas_fig14`` (share sweep and convergence),
+``aequitas_fig16`` (share ∝ 1/ρ), ``aequitas_fig17`` (fairness), ``aequitas_fig19`` (strict
+priority), ``aequitas_fig20`` (mixed sizes), ``aequitas_fig21`` (144 hosts, 25× bursts),
+``aequitas_fig22`` (against pFabric, QJump, SPQ). ``tailbound experiment
 LIST`` lists every module here with a ``main(argv)``.
 """

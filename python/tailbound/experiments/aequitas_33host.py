@@ -131,13 +131,16 @@ def main_of(
     run: Callable[[float, int], list[dict[str, Any]]],
     plot: Callable[[list[dict[str, Any]], Path], None],
     check: Callable[[list[dict[str, Any]], float], list[str]],
+    default_duration_s: float = 0.5,
 ) -> int:
     """The command of a 33-host figure (``aequitas_fig12``, ``aequitas_fig20``): ``--out``,
     ``--duration-s`` (simulated s), ``--tolerance`` (allowed tail / SLO), ``--seed``; writes
     ``<name>.csv``/``.md``/``.png`` and exits 1 when ``check`` finds a failure."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
-    p.add_argument("--duration-s", type=float, default=0.5, help="simulated time (s)")
+    p.add_argument(
+        "--duration-s", type=float, default=default_duration_s, help="simulated time (s)"
+    )
     p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
     p.add_argument("--seed", type=int, default=1)
     add_quiet(p)

@@ -48,6 +48,9 @@ class CongestionWindow:
     ``max(1 − beta · (delay − target) / delay, 1 − max_mdf)``; within ``[min_cwnd, max_cwnd]``
     packets. A timeout halves it (``max_mdf``), the ``rto_reset_after``-th in a row resets it.
     ``enabled=False`` keeps ``max_cwnd`` (the authors' ``disable_aequitas_cc``).
+    ``loss_based=True`` is pFabric's TCP-like rate control instead of the delay rule: slow
+    start (+1 an ACK) to a threshold, then ``+ai/⌊cwnd⌋``; a timeout sets the threshold to
+    half the window (≥ 2) and the window to ``min_cwnd``.
     """
 
     enabled: bool = True
@@ -60,6 +63,7 @@ class CongestionWindow:
     max_mdf: float = 0.5
     rto_s: float = 450e-6
     rto_reset_after: int = 5
+    loss_based: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,20 @@ class NetworkAdmission:
     rules: str = "paper"
 
 
+#: The port kinds of ``NetworkConfig.scheduling`` (``docs/aequitas.md``, "Port kinds").
+SCHEDULING_KINDS = ("wfq", "strict_priority", "pfabric", "qjump")
+
+
+@dataclass(frozen=True)
+class QjumpLevels:
+    """QJump's levels (Grosvenor et al., NSDI 2015): each host sends class ``c``'s packets at
+    most one per epoch ``2 · (n_hosts / f_c) · MSS · 8 / link_rate + processing_delay_s``,
+    ``f_c = throughput_factors[c]`` (the authors' artifact: ``(32, 16, 1)`` and 1 µs)."""
+
+    throughput_factors: tuple[float, ...]
+    processing_delay_s: float = 1e-6
+
+
 @dataclass(frozen=True)
 class NetworkConfig:
     """A one-big-switch network of ``n_hosts`` hosts with WFQ ``weights`` (class 0 highest).
@@ -88,6 +106,13 @@ class NetworkConfig:
     ``host_egress`` adds a WFQ port of the link rate at each sender (the authors' simulator has
     none); ``receiver_queue`` passes packets through the receiving host's queue after the switch
     port (the authors' simulator does). ``admission=None`` runs every RPC at its class.
+    ``scheduling`` is the port kind (:data:`SCHEDULING_KINDS`): ``"wfq"`` (the default, with
+    ``weights``), ``"strict_priority"`` (class 0 first, drop-tail), ``"pfabric"`` (the packet
+    of the RPC with the fewest bytes left first, ACKs first, the most left dropped on
+    overflow; run it with ``cc=CongestionWindow(init_cwnd=30, loss_based=True)`` for
+    pFabric's line-rate start and minimal rate control) or ``"qjump"`` (strict priority
+    pushing out the lowest class, and ``qjump``'s per-host pacing of each class in place of
+    the window); ``weights`` still count the classes for every kind.
     """
 
     n_hosts: int
@@ -102,6 +127,8 @@ class NetworkConfig:
     cc: CongestionWindow = field(default_factory=CongestionWindow)
     admission: NetworkAdmission | None = None
     seed: int = 0
+    scheduling: str = "wfq"
+    qjump: QjumpLevels | None = None
 
     def to_json(self) -> str:
         """The core's ``NetConfig`` JSON."""

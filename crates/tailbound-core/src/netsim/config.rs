@@ -66,6 +66,11 @@ pub struct CcConfig {
     /// After this many timeouts without a new ACK the window resets to `min_cwnd`
     /// (`retrans_reset_thresh = 5`).
     pub rto_reset_after: u32,
+    /// pFabric's minimal rate control in place of the delay rule (the authors'
+    /// `PFabricFlow`, TCP-like): per new ACK `+1` below the slow-start threshold, else
+    /// `+ai/⌊cwnd⌋`; a timeout sets the threshold to `max(cwnd/2, 2)` and the window to
+    /// `min_cwnd`. Default false.
+    pub loss_based: bool,
 }
 
 impl Default for CcConfig {
@@ -81,6 +86,7 @@ impl Default for CcConfig {
             max_mdf: 0.5,
             rto_s: 450e-6,
             rto_reset_after: 5,
+            loss_based: false,
         }
     }
 }
@@ -137,6 +143,73 @@ fn prefix(table: &'static str) -> impl Fn(Error) -> Error {
     }
 }
 
+/// How the ports order packets, and whether hosts pace classes (`docs/aequitas.md`, "Port
+/// kinds"; `scheduling` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scheduling {
+    /// `"wfq"`: virtual-clock WFQ with the `weights`, drop-tail (Aequitas' network).
+    #[default]
+    Wfq,
+    /// `"strict_priority"`: class 0 first, FIFO within a class, drop-tail (Fig. 19's SPQ).
+    StrictPriority,
+    /// `"pfabric"`: the packet of the smallest remaining RPC size first (its RPC's earliest),
+    /// the largest dropped on overflow; ACKs first (pFabric, SIGCOMM 2013).
+    Pfabric,
+    /// `"qjump"`: strict priority with the lowest class pushed out on overflow at the ports,
+    /// and each host sending each class's packets one per epoch of that class (QJump, NSDI
+    /// 2015), no window.
+    Qjump,
+}
+
+impl std::str::FromStr for Scheduling {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "wfq" => Scheduling::Wfq,
+            "strict_priority" => Scheduling::StrictPriority,
+            "pfabric" => Scheduling::Pfabric,
+            "qjump" => Scheduling::Qjump,
+            other => {
+                return Err(Error::Field {
+                    field: "scheduling".into(),
+                    message: format!(
+                        "unknown kind {other:?}: one of wfq, strict_priority, pfabric, qjump"
+                    ),
+                })
+            }
+        })
+    }
+}
+
+fn default_scheduling() -> String {
+    "wfq".into()
+}
+
+fn default_qjump_delay() -> f64 {
+    1e-6
+}
+
+/// QJump's levels (Grosvenor et al., "Queues Don't Matter When You Can JUMP Them!", NSDI
+/// 2015, §3): a host sends a class's packets at most one per **network epoch** of that class,
+///
+/// ```text
+/// epoch_c = 2 · (n_hosts / f_c) · (MSS · 8 / link_rate) + processing_delay_s,
+/// ```
+///
+/// `f_c` the class's throughput factor (the authors' `qjump_tput_factor: 32,16,1` and
+/// `qjump_cumulative_pd: 1` µs, `ext/qjump_host.cpp`): a larger factor trades latency
+/// guarantee for rate, `f_c = 1` is the level whose epoch bounds the worst-case queue of a
+/// packet when all `n_hosts` send at once.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QjumpLevels {
+    /// `f_c` per class, class 0 first (> 0).
+    pub throughput_factors: Vec<f64>,
+    /// The cumulative processing delay added to every epoch, seconds (the authors' 1 µs).
+    #[serde(default = "default_qjump_delay")]
+    pub processing_delay_s: f64,
+}
+
 /// A one-big-switch network of `n_hosts` hosts running RPCs over WFQ classes.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,6 +243,13 @@ pub struct NetConfig {
     /// does (`BigSwitchTopology::get_next_hop`: "also queue in the dst's queue").
     #[serde(default = "yes")]
     pub receiver_queue: bool,
+    /// How the ports order packets: `"wfq"` (default), `"strict_priority"`, `"pfabric"` or
+    /// `"qjump"` ([`Scheduling`]); `weights` serve `"wfq"` only but always count the classes.
+    #[serde(default = "default_scheduling")]
+    pub scheduling: String,
+    /// QJump's levels, required with `scheduling: "qjump"` (one factor per class).
+    #[serde(default)]
+    pub qjump: Option<QjumpLevels>,
     /// The congestion window.
     #[serde(default)]
     pub cc: CcConfig,
@@ -198,6 +278,25 @@ impl NetConfig {
     /// Payload of a full packet, bytes.
     pub fn mss_bytes(&self) -> u32 {
         self.mtu_bytes - self.header_bytes
+    }
+
+    /// The port kind (`scheduling` parsed; the error names the field).
+    pub fn scheduling(&self) -> Result<Scheduling> {
+        self.scheduling.parse()
+    }
+
+    /// QJump's epoch per class, seconds (empty unless `scheduling` is `"qjump"`).
+    pub fn qjump_epochs_s(&self) -> Vec<f64> {
+        match (&self.qjump, self.scheduling()) {
+            (Some(q), Ok(Scheduling::Qjump)) => {
+                let packet_s = f64::from(self.mss_bytes()) * 8.0 / self.link_rate_bps;
+                q.throughput_factors
+                    .iter()
+                    .map(|f| 2.0 * f64::from(self.n_hosts) / f * packet_s + q.processing_delay_s)
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The controller's configuration, if admission runs.
@@ -274,6 +373,42 @@ impl NetConfig {
         }
         if cc.rto_reset_after == 0 {
             return bad("cc.rto_reset_after", "must be ≥ 1".into());
+        }
+        let kind = self.scheduling()?;
+        match (kind, &self.qjump) {
+            (Scheduling::Qjump, None) => {
+                return bad("qjump", "scheduling \"qjump\" needs qjump.throughput_factors".into())
+            }
+            (Scheduling::Qjump, Some(q)) => {
+                if q.throughput_factors.len() != self.weights.len() {
+                    return bad(
+                        "qjump.throughput_factors",
+                        format!(
+                            "{} factors for {} classes: one per class",
+                            q.throughput_factors.len(),
+                            self.weights.len()
+                        ),
+                    );
+                }
+                for (i, &f) in q.throughput_factors.iter().enumerate() {
+                    if !positive(f) {
+                        return bad(
+                            &format!("qjump.throughput_factors[{i}]"),
+                            format!("must be > 0, got {f}"),
+                        );
+                    }
+                }
+                if !(q.processing_delay_s.is_finite() && q.processing_delay_s >= 0.0) {
+                    return bad(
+                        "qjump.processing_delay_s",
+                        format!("must be ≥ 0 s, got {}", q.processing_delay_s),
+                    );
+                }
+            }
+            (_, Some(_)) => {
+                return bad("qjump", format!("set with scheduling {:?}", self.scheduling))
+            }
+            (_, None) => {}
         }
         if let Some(a) = self.admission_config()? {
             if a.classes() as usize != self.weights.len() {

@@ -23,8 +23,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::channel::{Channel, RpcSpan};
-use super::config::NetConfig;
-use super::port::WfqPort;
+use super::config::{NetConfig, Scheduling};
+use super::port::{Port, Queue, WfqPort};
+use super::priority_port::{Overflow, SrptPort, StrictPort};
 use super::rpcs::{Counters, RpcInput, RpcOutcome};
 use super::window::Window;
 use crate::control::aequitas::{ClassState, Config as AdmissionConfig};
@@ -35,8 +36,13 @@ use crate::sim::kernel::{Kernel, Urgency};
 enum Event {
     Issue(u32),
     Serve(u32),
-    Arrive { port: u32, pkt: u32 },
+    Arrive {
+        port: u32,
+        pkt: u32,
+    },
     Deliver(u32),
+    /// QJump: host-class pacer `host · classes + class` may send one packet.
+    Epoch(u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -45,8 +51,24 @@ struct Packet {
     sent_at: f64,
     chan: u32,
     bytes: u32,
+    /// The RPC it belongs to (an ACK: the RPC of the packet it answers): pFabric's flow.
+    rpc: u32,
+    /// pFabric's priority number: its RPC's bytes not yet acknowledged when it was sent
+    /// (saturated at `u32::MAX`; 0 for ACKs and for the other kinds).
+    prio: u32,
     ack: bool,
     hop: u8,
+}
+
+/// QJump's pacer of one (host, class): one packet per epoch, round robin over destinations.
+#[derive(Debug, Clone, Copy)]
+struct Pacer {
+    /// The earliest time the next packet may leave, seconds.
+    next: f64,
+    /// Whether an `Epoch` event of this pacer is in the kernel.
+    scheduled: bool,
+    /// The destination to look at first.
+    rr: u32,
 }
 
 /// SplitMix64 as a generator (Steele, Lea and Flood, OOPSLA 2014): the admission draws.
@@ -82,7 +104,15 @@ pub struct NetworkSim {
     timers: BinaryHeap<Reverse<(u64, u64, u32)>>,
     timer_seq: u64,
     timer_events: u64,
-    ports: Vec<WfqPort>,
+    ports: Vec<Port>,
+    /// Packets dropped by the port being offered one (scratch).
+    dropped: Vec<(u32, usize)>,
+    /// pFabric: stamp packets with their RPC's remaining bytes.
+    srpt: bool,
+    /// QJump: the epoch of each class, seconds (empty: no pacing, the window rules).
+    epochs: Vec<f64>,
+    /// QJump: `[host · classes + class]`.
+    pacers: Vec<Pacer>,
     chans: Vec<Channel>,
     /// `[(src · n + dst) · (classes − 1) + k]`: the controller's state per channel and class.
     adm: Vec<ClassState>,
@@ -105,13 +135,29 @@ impl NetworkSim {
         let classes = cfg.classes() as u32;
         let total: f64 = cfg.weights.iter().sum();
         let stretch = cfg.weights.iter().map(|w| total / w).collect();
+        let kind = cfg.scheduling()?;
+        let k = classes as usize;
+        let queue = |limit: u64| match kind {
+            Scheduling::Wfq => Queue::Wfq(WfqPort::new(k, limit)),
+            Scheduling::StrictPriority => {
+                Queue::Strict(StrictPort::new(k, limit, Overflow::DropTail))
+            }
+            Scheduling::Qjump => Queue::Strict(StrictPort::new(k, limit, Overflow::PushOut)),
+            Scheduling::Pfabric => Queue::Srpt(SrptPort::new(limit)),
+        };
         let mut ports = Vec::with_capacity(3 * n as usize);
         for _ in 0..2 * n {
-            ports.push(WfqPort::new(classes as usize, cfg.buffer_bytes));
+            ports.push(Port::new(queue(cfg.buffer_bytes)));
         }
         for _ in 0..n {
-            ports.push(WfqPort::new(classes as usize, u64::MAX));
+            ports.push(Port::new(queue(u64::MAX)));
         }
+        let epochs = cfg.qjump_epochs_s();
+        let pacers = if epochs.is_empty() {
+            Vec::new()
+        } else {
+            vec![Pacer { next: f64::NEG_INFINITY, scheduled: false, rr: 0 }; (n * classes) as usize]
+        };
         let pairs = (n * n) as usize;
         let chans = vec![Channel::new(Window::new(&cfg.cc)); pairs * classes as usize];
         let adm = vec![ClassState::new(0.0); pairs * (classes as usize - 1)];
@@ -134,6 +180,10 @@ impl NetworkSim {
             timer_seq: 0,
             timer_events: 0,
             ports,
+            dropped: Vec::new(),
+            srpt: kind == Scheduling::Pfabric,
+            epochs,
+            pacers,
             chans,
             adm,
             packets: Vec::new(),
@@ -166,6 +216,7 @@ impl NetworkSim {
                 Event::Serve(port) => self.serve(port),
                 Event::Arrive { port, pkt } => self.arrive(port, pkt),
                 Event::Deliver(pkt) => self.deliver(pkt),
+                Event::Epoch(i) => self.epoch(i),
             }
         }
     }
@@ -291,10 +342,62 @@ impl NetworkSim {
         self.send(c as u32);
     }
 
-    /// Send what channel `c`'s window and stream allow.
+    /// Send what channel `c`'s window and stream allow (with QJump's pacing: wake the pacer of
+    /// its host and class instead).
     fn send(&mut self, c: u32) {
-        let now = self.kernel.now();
+        if !self.epochs.is_empty() {
+            let ch = &self.chans[c as usize];
+            if ch.next_seq < ch.end_seq {
+                let (src, _, class) = self.chan_parts(c);
+                self.wake_pacer(src * self.classes + class);
+            }
+            return;
+        }
         while self.chans[c as usize].can_send() {
+            self.send_one(c);
+        }
+    }
+
+    /// QJump: make sure pacer `i` sends its next packet when its epoch allows.
+    fn wake_pacer(&mut self, i: u32) {
+        let now = self.kernel.now();
+        let p = &mut self.pacers[i as usize];
+        if !p.scheduled {
+            p.scheduled = true;
+            let t = p.next.max(now);
+            self.kernel.schedule(t, Urgency::Wake, Event::Epoch(i));
+        }
+    }
+
+    /// QJump: pacer `i = host · classes + class` sends one packet of the next channel (round
+    /// robin over destinations) that has one to send, whatever its window, then waits an epoch.
+    fn epoch(&mut self, i: u32) {
+        let now = self.kernel.now();
+        let (host, class) = (i / self.classes, i % self.classes);
+        self.pacers[i as usize].scheduled = false;
+        let start = self.pacers[i as usize].rr;
+        for step in 0..self.n {
+            let dst = (start + step) % self.n;
+            let c = self.chan_index(host, dst, class) as u32;
+            let ch = &self.chans[c as usize];
+            if ch.next_seq < ch.end_seq {
+                self.send_one(c);
+                let p = &mut self.pacers[i as usize];
+                p.rr = (dst + 1) % self.n;
+                p.next = now + self.epochs[class as usize];
+                p.scheduled = true;
+                let t = p.next;
+                self.kernel.schedule(t, Urgency::Wake, Event::Epoch(i));
+                return;
+            }
+        }
+    }
+
+    /// Send channel `c`'s next packet.
+    #[inline]
+    fn send_one(&mut self, c: u32) {
+        let now = self.kernel.now();
+        {
             let ch = &mut self.chans[c as usize];
             let seq = ch.next_seq;
             ch.next_seq += 1;
@@ -306,15 +409,32 @@ impl NetworkSim {
             // The channel's RPCs hold consecutive sequence ranges in order: a binary search,
             // not a scan (a window of thousands of RPCs would make sending quadratic).
             let at = ch.rpcs.partition_point(|&r| self.spans[r as usize].end() <= seq);
-            let span = ch
+            let rpc = *ch
                 .rpcs
                 .get(at)
-                .map(|&r| self.spans[r as usize])
                 .expect("an unacknowledged packet belongs to an RPC of the channel");
+            let span = self.spans[rpc as usize];
             let bytes = span.payload(seq, self.mss) + self.cfg.header_bytes;
+            let prio = if self.srpt {
+                // pFabric: the RPC's bytes not yet acknowledged (its remaining flow size).
+                let acked = ch.last_unacked.max(span.start) - span.start;
+                let size = self.rpcs.size_bytes[rpc as usize];
+                size.saturating_sub(acked * u64::from(self.mss)).min(u64::from(u32::MAX)) as u32
+            } else {
+                0
+            };
             let armed = ch.timer_armed();
             self.counters.data_packets += 1;
-            let pkt = self.alloc(Packet { seq, sent_at: now, chan: c, bytes, ack: false, hop: 0 });
+            let pkt = self.alloc(Packet {
+                seq,
+                sent_at: now,
+                chan: c,
+                bytes,
+                rpc,
+                prio,
+                ack: false,
+                hop: 0,
+            });
             self.inject(pkt);
             if !armed {
                 self.arm(c);
@@ -344,16 +464,26 @@ impl NetworkSim {
         let class = (p.chan % self.classes) as usize;
         let tx = f64::from(p.bytes) * self.byte_s;
         let q = &mut self.ports[port as usize];
-        if !q.enqueue(pkt, class, p.bytes, tx, &self.stretch, now) {
-            self.counters.drops[class] += 1;
-            if p.ack {
-                self.counters.ack_drops += 1;
-            } else {
-                self.counters.data_drops += 1;
+        let prio = u64::from(p.prio);
+        let kept =
+            q.enqueue(pkt, class, p.bytes, tx, &self.stretch, now, prio, p.rpc, &mut self.dropped);
+        if !self.dropped.is_empty() {
+            for i in 0..self.dropped.len() {
+                let (d, cls) = self.dropped[i];
+                self.counters.drops[cls] += 1;
+                if self.packets[d as usize].ack {
+                    self.counters.ack_drops += 1;
+                } else {
+                    self.counters.data_drops += 1;
+                }
+                self.free.push(d);
             }
-            self.free.push(pkt);
+            self.dropped.clear();
+        }
+        if !kept {
             return;
         }
+        let q = &mut self.ports[port as usize];
         if q.busy {
             return;
         }
@@ -413,6 +543,8 @@ impl NetworkSim {
             sent_at: p.sent_at,
             chan: p.chan,
             bytes,
+            rpc: p.rpc,
+            prio: 0,
             ack: true,
             hop: 0,
         });

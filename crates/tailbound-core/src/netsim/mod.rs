@@ -6,7 +6,9 @@
 //! - `config`: the network, the congestion window and the admission control (JSON, defaults
 //!   of the authors' runs: 100 Gb/s, 0.2 µs a link, MTU 5120 B with a 40 B header);
 //! - `port`: an output port, virtual-clock WFQ over classes in front of a shared drop-tail
-//!   buffer;
+//!   buffer, and the `Port` of any kind (`config::Scheduling`);
+//! - `priority_port`: the baselines' ports, strict priority (drop-tail or push-out of the
+//!   lowest class) and pFabric's SRPT by remaining RPC size;
 //! - `window`: a channel's Swift-like delay-based congestion window;
 //! - `channel`: a `(src, dst, class)` channel: the RPC FIFO stream, go-back-N, the timer;
 //! - `engine`: the events, the one-big-switch paths, admission control in-process at issue and
@@ -21,10 +23,11 @@ pub mod channel;
 pub mod config;
 pub mod engine;
 pub mod port;
+pub mod priority_port;
 pub mod rpcs;
 pub mod window;
 
-pub use config::{AdmissionTable, CcConfig, NetConfig};
+pub use config::{AdmissionTable, CcConfig, NetConfig, QjumpLevels, Scheduling};
 pub use engine::{simulate, NetworkSim};
 pub use rpcs::{Counters, RpcInput, RpcOutcome};
 

@@ -19,6 +19,8 @@
 
 use std::collections::VecDeque;
 
+use super::priority_port::{SrptPort, StrictPort};
+
 /// A WFQ port over `classes` classes with a shared drop-tail buffer.
 #[derive(Debug, Clone)]
 pub struct WfqPort {
@@ -28,10 +30,6 @@ pub struct WfqPort {
     bytes: u64,
     limit: u64,
     waiting: usize,
-    /// Whether a `Serve` of this port is scheduled (packets wait, or one is about to start).
-    pub busy: bool,
-    /// When the packet on the wire is through, seconds (the earliest the next can start).
-    pub free_at: f64,
 }
 
 impl WfqPort {
@@ -43,8 +41,6 @@ impl WfqPort {
             bytes: 0,
             limit,
             waiting: 0,
-            busy: false,
-            free_at: f64::NEG_INFINITY,
         }
     }
 
@@ -103,6 +99,118 @@ impl WfqPort {
     /// Whether no packet waits.
     pub fn is_empty(&self) -> bool {
         self.waiting == 0
+    }
+}
+
+/// A port of any kind the network runs ([`super::config::Scheduling`]): WFQ (the default),
+/// strict priority, or pFabric's SRPT (`priority_port`). One `match` a packet: WFQ runs cost
+/// what they did before the other kinds existed.
+#[derive(Debug, Clone)]
+pub enum Queue {
+    /// Virtual-clock WFQ over classes, drop-tail.
+    Wfq(WfqPort),
+    /// Strict priority over classes.
+    Strict(StrictPort),
+    /// pFabric: the smallest remaining RPC size first.
+    Srpt(SrptPort),
+}
+
+/// An output port: its queue and whether it is sending.
+#[derive(Debug, Clone)]
+pub struct Port {
+    /// The packets waiting and the order they leave in.
+    pub queue: Queue,
+    /// Whether a `Serve` of this port is scheduled (packets wait, or one is about to start).
+    pub busy: bool,
+    /// When the packet on the wire is through, seconds (the earliest the next can start).
+    pub free_at: f64,
+}
+
+impl Port {
+    /// An idle port with `queue`.
+    pub fn new(queue: Queue) -> Self {
+        Port { queue, busy: false, free_at: f64::NEG_INFINITY }
+    }
+
+    /// Offer a packet (see each kind's `enqueue`; `prio` and `flow` serve `Srpt` only). Packets
+    /// dropped are appended to `dropped` as `(packet, class)`; returns whether `pkt` is queued.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn enqueue(
+        &mut self,
+        pkt: u32,
+        class: usize,
+        bytes: u32,
+        tx_s: f64,
+        stretch: &[f64],
+        now: f64,
+        prio: u64,
+        flow: u32,
+        dropped: &mut Vec<(u32, usize)>,
+    ) -> bool {
+        self.queue.enqueue(pkt, class, bytes, tx_s, stretch, now, prio, flow, dropped)
+    }
+
+    /// The next packet to send: `(packet, bytes)`.
+    #[inline]
+    pub fn dequeue(&mut self) -> Option<(u32, u32)> {
+        self.queue.dequeue()
+    }
+
+    /// Whether no packet waits.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+impl Queue {
+    /// Offer a packet (as [`Port::enqueue`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn enqueue(
+        &mut self,
+        pkt: u32,
+        class: usize,
+        bytes: u32,
+        tx_s: f64,
+        stretch: &[f64],
+        now: f64,
+        prio: u64,
+        flow: u32,
+        dropped: &mut Vec<(u32, usize)>,
+    ) -> bool {
+        match self {
+            Queue::Wfq(p) => {
+                let kept = p.enqueue(pkt, class, bytes, tx_s, stretch, now);
+                if !kept {
+                    dropped.push((pkt, class));
+                }
+                kept
+            }
+            Queue::Strict(p) => p.enqueue(pkt, class, bytes, dropped),
+            Queue::Srpt(p) => p.enqueue(pkt, class, bytes, prio, flow, dropped),
+        }
+    }
+
+    /// The next packet to send: `(packet, bytes)`.
+    #[inline]
+    pub fn dequeue(&mut self) -> Option<(u32, u32)> {
+        match self {
+            Queue::Wfq(p) => p.dequeue(),
+            Queue::Strict(p) => p.dequeue(),
+            Queue::Srpt(p) => p.dequeue(),
+        }
+    }
+
+    /// Whether no packet waits.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Queue::Wfq(p) => p.is_empty(),
+            Queue::Strict(p) => p.is_empty(),
+            Queue::Srpt(p) => p.is_empty(),
+        }
     }
 }
 

@@ -228,3 +228,170 @@ fn bad_configuration_and_rpcs_are_refused_by_field() {
     assert_eq!(field(simulate(cfg, r, 1.0).unwrap_err()), "time_s[1]");
     let _ = CcConfig::default();
 }
+
+/// Two senders, one per class, each with a backlog of one-packet RPCs towards host 0 at the
+/// same time (the WFQ test's setup), under port kind `kind`.
+fn two_class_backlog(kind: &str) -> (RpcInput, super::rpcs::RpcOutcome) {
+    let mut cfg = net(3);
+    cfg.scheduling = kind.into();
+    cfg.cc.enabled = false;
+    cfg.buffer_bytes = 1 << 30;
+    let n = 400;
+    let rpcs = RpcInput {
+        time_s: vec![0.0; n],
+        src: (0..n).map(|i| 1 + (i % 2) as u32).collect(),
+        dst: vec![0; n],
+        size_bytes: vec![5080; n],
+        cls: (0..n).map(|i| (i % 2) as u8).collect(),
+    };
+    let (out, c) = simulate(cfg, rpcs.clone(), f64::INFINITY).unwrap();
+    assert_eq!((c.data_drops, c.unfinished), (0, 0));
+    (rpcs, out)
+}
+
+#[test]
+fn strict_priority_finishes_the_high_class_backlog_before_the_low_class_gets_the_port() {
+    // Under SPQ the low class sends only while no high-class packet waits at the switch port:
+    // the window of 30 keeps one waiting all along, so of the first 150 RPCs finished at
+    // most the few low-class packets that reached the idle port first are low.
+    let (_, out) = two_class_backlog("strict_priority");
+    let mut order: Vec<usize> = (0..400).collect();
+    order.sort_by(|&a, &b| out.finish_s[a].total_cmp(&out.finish_s[b]));
+    let low = order[..150].iter().filter(|&&i| i % 2 == 1).count();
+    assert!(low <= 2, "{low} of the first 150 are low");
+    // The last high-class RPC finishes before the median low-class one.
+    let last_high = (0..400).step_by(2).map(|i| out.finish_s[i]).fold(0.0, f64::max);
+    let mut low_finish: Vec<f64> = (1..400).step_by(2).map(|i| out.finish_s[i]).collect();
+    low_finish.sort_by(f64::total_cmp);
+    assert!(last_high < low_finish[100]);
+}
+
+#[test]
+fn pfabric_lets_a_short_rpc_overtake_a_long_one_at_the_port() {
+    // Host 1 starts a 1 MB RPC to host 0 at t = 0 (window of 30: a standing queue of its
+    // packets at the switch port); host 2 sends a one-packet RPC to host 0 at 20 µs. Its
+    // packet has 1000 B left against the long RPC's hundreds of kB: it waits only for the
+    // packet on the wire at each port. Under WFQ with both in class 0 it queues behind the
+    // long RPC's ~29 packets in the port (~12 µs more).
+    let rpcs = RpcInput {
+        time_s: vec![0.0, 20e-6],
+        src: vec![1, 2],
+        dst: vec![0, 0],
+        size_bytes: vec![1_000_000, 1000],
+        cls: vec![0, 0],
+    };
+    let idle = 4.0 * P + 2.0 * 1040.0 * BYTE + 2.0 * A;
+    let mut cfg = net(3);
+    cfg.cc.enabled = false;
+    cfg.buffer_bytes = 1 << 30;
+    let (wfq, _) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
+    cfg.scheduling = "pfabric".into();
+    let (pf, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    assert_eq!(c.unfinished, 0);
+    // At most one full packet ahead at each of the two ports.
+    assert!(pf.rnl_s[1] <= idle + 2.0 * T + 1e-12, "{} vs idle {idle}", pf.rnl_s[1]);
+    assert!(wfq.rnl_s[1] > idle + 20.0 * T, "{}", wfq.rnl_s[1]);
+    // The long RPC pays for it by no more than the short one's packets.
+    assert!(pf.rnl_s[0] <= wfq.rnl_s[0] + 2.0 * (1040.0 + 40.0) * BYTE + 1e-12);
+}
+
+#[test]
+fn pfabric_drops_the_packet_with_most_remaining_and_recovers() {
+    // A buffer of three packets and two RPCs of 20 packets sent at once into it by a fixed
+    // window of 30: packets are dropped (the largest remaining first), go-back-N recovers,
+    // every RPC finishes, and the 100 kB RPC, with less left, finishes first.
+    let mut cfg = net(3);
+    cfg.scheduling = "pfabric".into();
+    cfg.cc.enabled = false;
+    cfg.buffer_bytes = 3 * 5120;
+    let rpcs = RpcInput {
+        time_s: vec![0.0, 0.0],
+        src: vec![1, 2],
+        dst: vec![0, 0],
+        size_bytes: vec![200_000, 100_000],
+        cls: vec![0, 1],
+    };
+    let (out, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    assert!(c.data_drops > 0 && c.timeouts > 0);
+    assert_eq!(c.unfinished, 0);
+    assert!(out.finish_s[1] < out.finish_s[0]);
+}
+
+#[test]
+fn qjump_paces_a_host_class_to_one_packet_per_epoch() {
+    // Two hosts, QJump factors 2:1; one RPC of 7 packets at class 1 (factor 1): its packets
+    // leave one per epoch = 2 · (2 / 1) · 5080 B · 8 / 100 Gb/s + 1 µs, each crossing an idle
+    // network, so its RNL is 6 epochs plus the idle RNL of its last (2328 B) packet. Class 0
+    // (factor 2) has half the epoch's transmission part.
+    let mut cfg = net(2);
+    cfg.scheduling = "qjump".into();
+    cfg.qjump = Some(super::config::QjumpLevels {
+        throughput_factors: vec![2.0, 1.0],
+        processing_delay_s: 1e-6,
+    });
+    let epochs = cfg.qjump_epochs_s();
+    let mss_s = 5080.0 * BYTE;
+    assert!(close(epochs[1], 4.0 * mss_s + 1e-6) && close(epochs[0], 2.0 * mss_s + 1e-6));
+    let (out, c) = simulate(cfg.clone(), one(0.0, 0, 1, 32768, 1), f64::INFINITY).unwrap();
+    let expected = 6.0 * epochs[1] + 4.0 * P + 2.0 * 2328.0 * BYTE + 2.0 * A;
+    assert!(close(out.rnl_s[0], expected), "{} vs {expected}", out.rnl_s[0]);
+    assert_eq!((c.data_packets, c.timeouts), (7, 0));
+    let (out0, _) = simulate(cfg, one(0.0, 0, 1, 32768, 0), f64::INFINITY).unwrap();
+    let expected0 = 6.0 * epochs[0] + 4.0 * P + 2.0 * 2328.0 * BYTE + 2.0 * A;
+    assert!(close(out0.rnl_s[0], expected0), "{} vs {expected0}", out0.rnl_s[0]);
+}
+
+#[test]
+fn qjump_round_robins_a_host_class_over_destinations() {
+    // Host 0 sends a 2-packet RPC to host 1 and one to host 2, both class 0 at t = 0: the
+    // pacer alternates destinations, so both finish within one epoch of each other, and the
+    // four packets take four epochs in all.
+    let mut cfg = net(3);
+    cfg.scheduling = "qjump".into();
+    cfg.qjump = Some(super::config::QjumpLevels {
+        throughput_factors: vec![1.0, 1.0],
+        processing_delay_s: 0.0,
+    });
+    let e = cfg.qjump_epochs_s()[0];
+    let rpcs = RpcInput {
+        time_s: vec![0.0, 0.0],
+        src: vec![0, 0],
+        dst: vec![1, 2],
+        size_bytes: vec![10_160, 10_160],
+        cls: vec![0, 0],
+    };
+    let (out, _) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    let idle = 4.0 * P + 2.0 * 5120.0 * BYTE + 2.0 * A;
+    assert!(close(out.rnl_s[0], 2.0 * e + idle), "{}", out.rnl_s[0]);
+    assert!(close(out.rnl_s[1], 3.0 * e + idle), "{}", out.rnl_s[1]);
+}
+
+#[test]
+fn bad_port_kinds_are_refused_by_field() {
+    let field = |e: Error| match e {
+        Error::Field { field, .. } => field,
+        other => panic!("{other:?}"),
+    };
+    let base = r#""n_hosts": 3, "weights": [4, 1]"#;
+    let e = NetConfig::from_json(&format!(r#"{{{base}, "scheduling": "drr"}}"#)).unwrap_err();
+    assert_eq!(field(e), "scheduling");
+    let e = NetConfig::from_json(&format!(r#"{{{base}, "scheduling": "qjump"}}"#)).unwrap_err();
+    assert_eq!(field(e), "qjump");
+    let e = NetConfig::from_json(&format!(
+        r#"{{{base}, "scheduling": "qjump", "qjump": {{"throughput_factors": [1]}}}}"#
+    ))
+    .unwrap_err();
+    assert_eq!(field(e), "qjump.throughput_factors");
+    let e = NetConfig::from_json(&format!(
+        r#"{{{base}, "scheduling": "qjump", "qjump": {{"throughput_factors": [2, 0]}}}}"#
+    ))
+    .unwrap_err();
+    assert_eq!(field(e), "qjump.throughput_factors[1]");
+    let e =
+        NetConfig::from_json(&format!(r#"{{{base}, "qjump": {{"throughput_factors": [2, 1]}}}}"#))
+            .unwrap_err();
+    assert_eq!(field(e), "qjump");
+    for kind in ["wfq", "strict_priority", "pfabric"] {
+        NetConfig::from_json(&format!(r#"{{{base}, "scheduling": "{kind}"}}"#)).unwrap();
+    }
+}

@@ -30,13 +30,22 @@ pub struct Window {
     rtt: f64,
     last_decrease: f64,
     timeouts: u32,
+    /// `cc.loss_based` only: the slow-start threshold, packets.
+    ssthresh: f64,
 }
 
 impl Window {
     /// A new channel's window (`init_cwnd`; with the window disabled, `max_cwnd` for good).
     pub fn new(cc: &CcConfig) -> Self {
         let cwnd = if cc.enabled { cc.init_cwnd } else { cc.max_cwnd };
-        Window { cwnd, packets: cwnd.floor() as u32, rtt: 0.0, last_decrease: 0.0, timeouts: 0 }
+        Window {
+            cwnd,
+            packets: cwnd.floor() as u32,
+            rtt: 0.0,
+            last_decrease: 0.0,
+            timeouts: 0,
+            ssthresh: f64::INFINITY,
+        }
     }
 
     /// The window, packets (fractional).
@@ -56,6 +65,16 @@ impl Window {
             return false;
         }
         self.timeouts = 0;
+        if cc.loss_based {
+            // pFabric's minimal rate control: slow start to ssthresh, then +1 a window.
+            let step = if self.cwnd < self.ssthresh {
+                1.0
+            } else {
+                cc.ai / f64::from(self.packets.max(1))
+            };
+            self.set(self.cwnd + step, cc);
+            return false;
+        }
         let mut decreased = false;
         if delay < cc.target_delay_s {
             let packets = f64::from(self.packets.max(1));
@@ -77,6 +96,11 @@ impl Window {
             return;
         }
         self.timeouts += 1;
+        if cc.loss_based {
+            self.ssthresh = (self.cwnd / 2.0).max(2.0);
+            self.set(cc.min_cwnd, cc);
+            return;
+        }
         if self.timeouts >= cc.rto_reset_after {
             self.set(cc.min_cwnd, cc);
         } else if now - self.last_decrease >= self.rtt {
@@ -88,6 +112,24 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loss_based_window_falls_to_one_on_a_timeout_then_slow_starts_to_half() {
+        // pFabric's rate control as the authors' `PFabricFlow`: from 30, a timeout sets
+        // ssthresh 15 and the window 1; each ACK adds 1 up to 15, then 1/⌊cwnd⌋; delay ignored.
+        let cc = CcConfig { loss_based: true, init_cwnd: 30.0, ..CcConfig::default() };
+        let mut w = Window::new(&cc);
+        w.on_ack(1.0, 0.0, &cc); // a huge delay: no decrease
+        assert_eq!(w.cwnd(), 30.0);
+        w.on_timeout(1.0, &cc);
+        assert_eq!((w.cwnd(), w.packets), (1.0, 1));
+        for _ in 0..14 {
+            w.on_ack(1e-6, 2.0, &cc);
+        }
+        assert_eq!(w.cwnd(), 15.0);
+        w.on_ack(1e-6, 2.0, &cc);
+        assert!((w.cwnd() - (15.0 + 1.0 / 15.0)).abs() < 1e-12);
+    }
 
     fn cc() -> CcConfig {
         CcConfig { init_cwnd: 20.0, ..CcConfig::default() }

@@ -1,0 +1,134 @@
+"""Aequitas Fig. 22: against WFQ alone, strict priority, pFabric and QJump with production sizes.
+
+The paper (Zhang et al., SIGCOMM 2022, §6.10, Fig. 22): the 33-host setup
+(:mod:`tailbound.experiments.aequitas_33host`: all-to-all, per-pair bursts at ρ = 1.4, mean load
+0.8, WFQ 8:4:1, 512 KiB buffers; bursts of 128 KiB a pair as the artifact's related-work runs,
+:data:`BURST_BYTES`) with the production RPC size distribution and a 50/30/20 input
+QoS mix, normalised SLOs; per scheme the per-QoS 99.9p RNL, the percentage of traffic meeting
+its SLO from its initially assigned QoS, and the network utilisation. Aequitas admits the most
+traffic meeting its SLO, with lower QoS_h / QoS_m tails than pFabric and QJump.
+
+Here (:mod:`tailbound.experiments.aequitas_baselines` for the schemes, sizes and metrics): the
+production sizes are the Azure LLM prompts (the paper's are not published), the SLOs the
+artifact's 25 / 35 µs per MTU (``py/related_work_comp/config``), the schemes ``wfq``,
+``aequitas``, ``spq``, ``pfabric``, ``qjump``; D³, PDQ and Homa are not modelled
+(``docs/aequitas.md``, "Port kinds"). All schemes get the same RPCs.
+
+One CSV row per scheme (:func:`~tailbound.experiments.aequitas_baselines.scheme_row`). Exit
+status 1 unless Aequitas' QoS_h share of bytes meeting the SLO is at least that of the paper's
+baselines run here (``pfabric``, ``qjump``; within 0.01), its QoS_h and QoS_m tails are below
+theirs, and within ``--tolerance`` × SLO. WFQ alone and SPQ are reported, not checked (the
+paper's Fig. 22 does not include them).
+
+Run: ``tailbound experiment aequitas_fig22 --out DIR [--duration-s 0.05]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tailbound.experiments import aequitas_33host as setup
+from tailbound.experiments import aequitas_baselines as base
+from tailbound.experiments.wc_common import save_plot
+from tailbound.sim.network_rpc import simulate_rpcs
+
+MIX = (0.5, 0.3, 0.2)
+#: The artifact's related-work bursts are bytes (``burst_size: 131072``, ``use_burst_byte: 1``):
+#: 128 KiB a pair, here as that many RPCs of the mean size.
+BURST_BYTES = 131072
+#: The paper's baselines a packet simulator can run here (D³, PDQ, Homa are not modelled); WFQ
+#: alone and SPQ are reported for reference, not part of the paper's comparison.
+COMPARED = ("pfabric", "qjump")
+
+Row = dict[str, float | str]
+
+
+def run(duration_s: float, seed: int) -> list[Row]:
+    per_burst = max(1, round(BURST_BYTES / base.production_sizes().mean_bytes))
+    rpcs = base.production_arrivals(
+        setup.N_HOSTS, MIX, duration_s, seed, burst_load=1.4, rpcs_per_burst=per_burst
+    )
+    rows = []
+    for scheme in base.SCHEMES:
+        cfg = base.scheme_config(scheme, setup.N_HOSTS, seed)
+        start = time.perf_counter()
+        r = simulate_rpcs(rpcs, cfg)
+        rows.append(base.scheme_row(scheme, r, time.perf_counter() - start, base.SLOS_PER_MTU_S))
+        print({k: v if isinstance(v, str) else round(v, 3) for k, v in rows[-1].items()})
+    return rows
+
+
+def plot(rows: list[Row], png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    x = np.arange(len(rows))
+    names = [str(r["scheme"]) for r in rows]
+    for i, cls in enumerate(("qos_h", "qos_m")):
+        axes[0].bar(x + 0.4 * i, [float(r[f"{cls}_p999_us_per_mtu"]) for r in rows], 0.4, label=cls)
+        axes[1].bar(
+            x + 0.4 * i, [100 * float(r[f"{cls}_met_slo_share"]) for r in rows], 0.4, label=cls
+        )
+    for i, slo in enumerate(base.SLOS_PER_MTU_S):
+        axes[0].axhline(slo * 1e6, color=f"C{i}", ls="--", lw=1)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("99.9p RNL per MTU (µs)")
+    axes[1].set_ylabel("% of bytes meeting SLO at the asked QoS")
+    axes[2].bar(x, [100 * float(r["utilisation"]) for r in rows])
+    axes[2].set_ylabel("network utilisation (%)")
+    for ax in axes:
+        ax.set_xticks(x + (0.2 if ax is not axes[2] else 0), names, rotation=30)
+    axes[0].legend()
+    fig.suptitle("Aequitas Fig. 22: 33 hosts, Azure LLM prompt sizes, mix 50/30/20")
+    fig.tight_layout()
+    save_plot(fig, png)
+
+
+def check(rows: list[Row], tolerance: float) -> list[str]:
+    """The paper's claim as failures (sentences)."""
+    by = {str(r["scheme"]): r for r in rows}
+    aeq = by["aequitas"]
+    bad = []
+    best = max(float(by[s]["qos_h_met_slo_share"]) for s in COMPARED)
+    if float(aeq["qos_h_met_slo_share"]) < best - 0.01:
+        bad.append(
+            f"QoS_h meeting SLO: Aequitas {float(aeq['qos_h_met_slo_share']):.3f} "
+            f"< best baseline {best:.3f}"
+        )
+    for cls in ("qos_h", "qos_m"):
+        mine = float(aeq[f"{cls}_p999_us_per_mtu"])
+        for s in ("pfabric", "qjump"):
+            if not mine < float(by[s][f"{cls}_p999_us_per_mtu"]):
+                bad.append(
+                    f"{cls} tail: Aequitas {mine:.1f} ≥ {s} "
+                    f"{float(by[s][f'{cls}_p999_us_per_mtu']):.1f} µs/MTU"
+                )
+        slo = float(aeq[f"{cls}_slo_us_per_mtu"])
+        if not mine <= tolerance * slo:
+            bad.append(f"{cls} tail: Aequitas {mine:.1f} > {tolerance} × {slo:.0f} µs/MTU")
+    return bad
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(argv) if argv is not None else None
+    return setup.main_of(
+        argv,
+        name="aequitas_fig22",
+        title="Aequitas Fig. 22: against the baselines",
+        description=(__doc__ or "").splitlines()[0],
+        run=run,
+        plot=plot,
+        check=check,
+        default_duration_s=0.05,
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

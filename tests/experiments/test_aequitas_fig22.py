@@ -1,0 +1,64 @@
+"""``aequitas_fig22`` on a short run: the five schemes, the metrics' ranges, the checks."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tailbound.experiments import aequitas_baselines, aequitas_fig22
+
+
+def test_aequitas_fig22_short_run_has_every_scheme_and_bounded_metrics(tmp_path: Path) -> None:
+    # 1 ms of the 33-host setup (~57k RPCs): nothing has converged; only shapes and ranges.
+    code = aequitas_fig22.main(["--out", str(tmp_path), "--duration-s", "0.001"])
+    assert code in (0, 1)
+    assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["aequitas_fig22.csv"]
+    with open(tmp_path / "aequitas_fig22.csv", newline="") as f:
+        rows = {r["scheme"]: r for r in csv.DictReader(f)}
+    assert tuple(rows) == aequitas_baselines.SCHEMES
+    for r in rows.values():
+        # A backlog from before the measured window can drain in it: slightly above 1.
+        assert 0 <= float(r["utilisation"]) <= 1.2
+        for c in ("qos_h", "qos_m"):
+            assert 0 <= float(r[f"{c}_met_slo_share"]) <= 1
+    # Without admission every RPC runs at the class it asked for (the 50/30/20 mix).
+    assert abs(float(rows["wfq"]["qos_h_run_share"]) - 0.5) < 0.02
+    # QJump's QoS_l level (factor 1) is paced far below its demand: the slowest tail.
+    assert float(rows["qjump"]["qos_l_p999_us_per_mtu"]) > float(
+        rows["wfq"]["qos_l_p999_us_per_mtu"]
+    )
+
+
+def test_production_sizes_are_the_azure_prompts_in_bytes() -> None:
+    sizes = aequitas_baselines.production_sizes()
+    assert 4000 < sizes.mean_bytes < 8000  # 4 B a token, prompts of ~1.4k tokens on average
+    assert int(sizes.values.min()) >= 1
+    with pytest.raises(ValueError, match="scheme"):
+        aequitas_baselines.scheme_config("homa", 33, 1)
+
+
+def test_check_names_each_failed_claim() -> None:
+    def row(scheme: str, met: float, h: float, m: float) -> dict[str, float | str]:
+        return {
+            "scheme": scheme,
+            "qos_h_met_slo_share": met,
+            "qos_h_p999_us_per_mtu": h,
+            "qos_m_p999_us_per_mtu": m,
+            "qos_h_slo_us_per_mtu": 25.0,
+            "qos_m_slo_us_per_mtu": 35.0,
+        }
+
+    rows = [
+        row("aequitas", 0.90, 20.0, 50.0),
+        row("spq", 0.99, 10.0, 30.0),  # reported, not compared
+        row("pfabric", 0.95, 100.0, 40.0),
+        row("qjump", 0.1, 200.0, 300.0),
+    ]
+    failures = aequitas_fig22.check(rows, 1.25)
+    assert failures == [
+        "QoS_h meeting SLO: Aequitas 0.900 < best baseline 0.950",
+        "qos_m tail: Aequitas 50.0 ≥ pfabric 40.0 µs/MTU",
+        "qos_m tail: Aequitas 50.0 > 1.25 × 35 µs/MTU",
+    ]
