@@ -27,6 +27,7 @@ from tailbound.traces.readers import read_trace
 #: The experiments that place tenants, with the arguments of a short run.
 SHORT_RUNS = {
     "wc_fig54": [],
+    "wc_fig55": [],
     "wc_departures": [],
     "wc_fff": ["--sizes", "4", "--first-fit-max", "4"],
     "wc_ssds": ["--workloads", "4"],
@@ -134,3 +135,39 @@ def test_resampled_workloads_keep_their_largest_requests(subset: list[TenantCurv
     drawn = wc_common.resample(subset, 6, np.random.default_rng(0), scale=(0.8, 1.2))
     assert all(w.largest == by_name[w.name.split("#")[0]].largest for w in drawn)
     assert all(math.isfinite(x) for w in drawn for x in w.largest)
+
+
+def test_fig55_replays_the_fig54_runs_planned_on_first_halves(
+    subset: list[TenantCurves], wc62_dir: Path
+) -> None:
+    """Figs. 5.5–5.6 replay exactly Fig. 5.4's runs (same seed: same workloads and SLOs),
+    planned from the first halves with the safety margin and replayed on the second halves
+    (as many requests as each second half holds); under the sound model every bound holds."""
+    from tailbound.experiments import wc_fig54, wc_fig55
+
+    cluster = load_cluster(wc62_dir / "cluster.json")
+    sound = wc_common.model_for("sound", wc62_dir)
+    rows, summary = wc_fig55.run(subset, cluster, wc62_dir, model=sound, seed=3)
+    runs = {
+        label: {(w.name, 1e3 * w.slo_s) for w in chosen}
+        for label, chosen, _ in wc_fig54.scenarios(subset, 3, model=sound)
+        if chosen
+    }
+    assert [s["scenario"] for s in summary] == list(runs)
+    for label, expected in runs.items():
+        assert {(r["tenant"], r["slo_ms"]) for r in rows if r["scenario"] == label} == expected
+    halves, second = wc_fig55.first_half_curves(wc62_dir, [w.name for w in subset], cluster, 1.1)
+    plain, _ = wc_fig55.first_half_curves(wc62_dir, [w.name for w in subset], cluster, 1.0)
+    whole = {w.name: w for w in subset}
+    for name, w in halves.items():  # the first half's curves, times the margin
+        for stage, curve in w.curves.items():
+            np.testing.assert_allclose(curve.buckets, 1.1 * plain[name].curves[stage].buckets)
+            np.testing.assert_allclose(curve.rates, 1.1 * plain[name].curves[stage].rates)
+        assert any(
+            plain[name].curves[s].mean_rate != whole[name].curves[s].mean_rate for s in w.curves
+        ), name
+    for r in rows:
+        assert r["requests"] == len(second[r["tenant"]]) > 0
+        assert r["p999/bound"] == pytest.approx(r["p999_ms"] / r["bound_ms"])
+        assert r["bound_held"] and r["met"], r
+    assert all(s["bounds held"] == s["SLOs met"] == s["workloads"] for s in summary)

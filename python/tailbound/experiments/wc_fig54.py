@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,25 +52,24 @@ def fits_alone_everywhere(workload: TenantCurves, model: ServerModel = REFERENCE
     )
 
 
-def run(
+def scenarios(
     workloads: Sequence[TenantCurves],
     seed: int,
     count: int | None = None,
     *,
     model: ServerModel = REFERENCE,
-    quiet: bool = True,
-) -> list[dict[str, object]]:
-    """One row per scenario: the workloads placed, those left out, and per policy (checking
-    latencies with ``model``) the servers used, normalised to WorkloadCompactor's, and the
-    rejected."""
+) -> Iterator[tuple[str, list[TenantCurves], int]]:
+    """The six runs of Fig. 5.4, as ``(label, chosen workloads in placement order, left out)``:
+    the five same-SLO runs and the random-SLO run, each taking the workloads that meet their SLO
+    alone under every policy (``model``; "left out" counts those WorkloadCompactor alone could
+    take), in a random order, or ``count`` of them drawn with replacement (renamed
+    ``name#k``). The same ``seed`` gives the same runs (Figs. 5.5–5.6 replay them)."""
     rng = np.random.default_rng(seed)
-    rows: list[dict[str, object]] = []
-    scenarios: list[tuple[str, list[TenantCurves]]] = []
+    runs: list[tuple[str, list[TenantCurves]]] = []
     for slo in FIG54_SLOS:
-        pool = [w.with_slo(slo) for w in workloads]
-        scenarios.append((f"same SLO {slo * 1000:.0f} ms", pool))
-    scenarios.append(("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads]))
-    for label, candidates in progress(quiet, iterable=scenarios, desc="wc_fig54", unit="scenario"):
+        runs.append((f"same SLO {slo * 1000:.0f} ms", [w.with_slo(slo) for w in workloads]))
+    runs.append(("random SLO", [w.with_slo(float(rng.choice(FIG54_SLOS))) for w in workloads]))
+    for label, candidates in runs:
         alone_wc = [w for w in candidates if fits_alone(w, model)]
         pool = [w for w in alone_wc if fits_alone_everywhere(w, model)]
         if count is None or not pool:
@@ -80,10 +79,30 @@ def run(
                 pool[int(i)].with_slo(pool[int(i)].slo_s, f"{pool[int(i)].name}#{k}")
                 for k, i in enumerate(rng.integers(len(pool), size=count))
             ]
+        yield label, chosen, len(alone_wc) - len(pool)
+
+
+def run(
+    workloads: Sequence[TenantCurves],
+    seed: int,
+    count: int | None = None,
+    *,
+    model: ServerModel = REFERENCE,
+    quiet: bool = True,
+) -> list[dict[str, object]]:
+    """One row per scenario (:func:`scenarios`): the workloads placed, those left out, and per
+    policy (checking latencies with ``model``) the servers used, normalised to
+    WorkloadCompactor's, and the rejected."""
+    rows: list[dict[str, object]] = []
+    runs = scenarios(workloads, seed, count, model=model)
+    total = len(FIG54_SLOS) + 1
+    for label, chosen, left_out in progress(
+        quiet, iterable=runs, total=total, desc="wc_fig54", unit="scenario"
+    ):
         row: dict[str, object] = {
             "scenario": label,
             "workloads": len(chosen),
-            "left out (a baseline misses the SLO alone)": len(alone_wc) - len(pool),
+            "left out (a baseline misses the SLO alone)": left_out,
         }
         wc_servers = 0
         for policy in POLICIES:
