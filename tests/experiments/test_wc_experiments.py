@@ -171,3 +171,24 @@ def test_fig55_replays_the_fig54_runs_planned_on_first_halves(
         assert r["p999/bound"] == pytest.approx(r["p999_ms"] / r["bound_ms"])
         assert r["bound_held"] and r["met"], r
     assert all(s["bounds held"] == s["SLOs met"] == s["workloads"] for s in summary)
+
+
+def test_fff_no_screens_solves_every_lp_and_places_the_same(subset: list[TenantCurves]) -> None:
+    """``--no-screens`` turns the per-server and cluster screens and the certificates off in both
+    placements: nothing is screened or certified, at least as many configurations are tried, and
+    the servers used are the same (the screens are exact)."""
+    from tailbound.experiments import wc_fff
+
+    on, off = (
+        wc_fff.run(subset, [12], 12, 0, model=REFERENCE, screens=s)[0] for s in (True, False)
+    )
+    assert (on["screens"], off["screens"]) == ("on", "off")
+    for p in ("fff", "first-fit"):
+        assert off[f"{p} screened"] == off[f"{p} certified"] == 0
+        assert off[f"{p} servers"] == on[f"{p} servers"]
+        assert off[f"{p} tries"] >= on[f"{p} tries"]
+    assert on["first-fit screened"] + on["first-fit certified"] > 0
+    assert off["first-fit tries"] > on["first-fit tries"]
+    policy = wc_fff.policy(REFERENCE, False)
+    assert not policy.screen and not policy.certify
+    assert wc_fff.policy(REFERENCE, True).certify
