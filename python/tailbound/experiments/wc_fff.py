@@ -11,7 +11,8 @@ Both placements skip, by default, the servers whose LP is provably infeasible wi
 the per-server and cluster screens (:mod:`tailbound.policies.cluster_screen`) and, under the
 reference model, the infeasibility certificates kept from earlier LPs
 (:mod:`tailbound.policies.certificates`). They never change where a workload lands, only how
-many LPs are solved; ``--no-screens`` turns all three off in both placements, as the
+many LPs are solved (nor do the refusals the placer remembers, which resampled workloads never
+meet twice); ``--no-screens`` turns all of them off in both placements, as the
 WorkloadCompactor system (whose first-fit solves an LP at every server it tries, and whose
 fast-first-fit skips only the servers whose configured rates leave no room).
 
@@ -86,6 +87,7 @@ def run(
             fast_first_fit=True,
             grow=True,
             cluster_screen=screens,
+            remember_refusals=screens,
         )
         row: dict[str, object] = {
             "workloads": n,
@@ -103,6 +105,7 @@ def run(
                 policy(model, screens),
                 grow=True,
                 cluster_screen=screens,
+                remember_refusals=screens,
             )
             row |= {
                 "first-fit servers": ff.servers_used,
