@@ -168,7 +168,8 @@ def test_fig55_replays_the_fig54_runs_planned_on_first_halves(
         ), name
     for r in rows:
         assert r["requests"] == len(second[r["tenant"]]) > 0
-        assert r["p999/bound"] == pytest.approx(r["p999_ms"] / r["bound_ms"])
+        assert r["replayed/bound"] == pytest.approx(r["at_bound_ms"] / r["bound_ms"])
+        assert r["at_bound_ms"] >= r["p999_ms"]  # the bound's percentile is the largest
         assert r["bound_held"] and r["met"], r
     assert all(s["bounds held"] == s["SLOs met"] == s["workloads"] for s in summary)
 
