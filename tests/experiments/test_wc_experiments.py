@@ -193,3 +193,17 @@ def test_fff_no_screens_solves_every_lp_and_places_the_same(subset: list[TenantC
     policy = wc_fff.policy(REFERENCE, False)
     assert not policy.screen and not policy.certify
     assert wc_fff.policy(REFERENCE, True).certify
+
+
+def test_fig54_only_places_the_chosen_runs_unchanged(subset: list[TenantCurves]) -> None:
+    """``--only random`` (Fig. 5.9's ten sets) gives the random-SLO row of the full run of that
+    seed, ``--only same`` its five same-SLO rows: skipping runs does not change the draws."""
+    from tailbound.experiments import wc_fig54
+
+    full = wc_fig54.run(subset, 2, 10)
+    random_only = wc_fig54.run(subset, 2, 10, only="random")
+    same_only = wc_fig54.run(subset, 2, 10, only="same")
+    assert random_only == [r for r in full if r["scenario"] == "random SLO"]
+    assert same_only == [r for r in full if r["scenario"] != "random SLO"]
+    assert len(same_only) == len(wc_common.FIG54_SLOS)
+    assert all(r["seed"] == 2 for r in full)
