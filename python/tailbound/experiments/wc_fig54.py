@@ -175,13 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     workloads, cluster = setup(args)
     model = setup_model(args, cluster)
-    rows = [
-        row
-        for seed in args.seeds or [args.seed]
-        for row in run(workloads, seed, args.count, model=model, only=args.only, quiet=args.quiet)
-    ]
     title = f"Fig. 5.4: servers per policy ({args.server_model} server model)"
-    print(write_table(args.out, "wc_fig54", rows, title))
+    rows: list[dict[str, object]] = []
+    table = ""
+    for seed in args.seeds or [args.seed]:
+        rows += run(workloads, seed, args.count, model=model, only=args.only, quiet=args.quiet)
+        # written after each seed: a long run stopped early keeps the seeds it finished
+        table = write_table(args.out, "wc_fig54", rows, title)
+    print(table)
     plot(rows, args.out / "wc_fig54.png", args.server_model)
     return 0
 
