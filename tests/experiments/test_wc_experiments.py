@@ -27,6 +27,7 @@ from tailbound.traces.readers import read_trace
 #: The experiments that place tenants, with the arguments of a short run.
 SHORT_RUNS = {
     "wc_fig54": [],
+    "wc_fig55": [],
     "wc_departures": [],
     "wc_fff": ["--sizes", "4", "--first-fit-max", "4"],
     "wc_ssds": ["--workloads", "4"],
@@ -134,3 +135,75 @@ def test_resampled_workloads_keep_their_largest_requests(subset: list[TenantCurv
     drawn = wc_common.resample(subset, 6, np.random.default_rng(0), scale=(0.8, 1.2))
     assert all(w.largest == by_name[w.name.split("#")[0]].largest for w in drawn)
     assert all(math.isfinite(x) for w in drawn for x in w.largest)
+
+
+def test_fig55_replays_the_fig54_runs_planned_on_first_halves(
+    subset: list[TenantCurves], wc62_dir: Path
+) -> None:
+    """Figs. 5.5–5.6 replay exactly Fig. 5.4's runs (same seed: same workloads and SLOs),
+    planned from the first halves with the safety margin and replayed on the second halves
+    (as many requests as each second half holds); under the sound model every bound holds."""
+    from tailbound.experiments import wc_fig54, wc_fig55
+
+    cluster = load_cluster(wc62_dir / "cluster.json")
+    sound = wc_common.model_for("sound", wc62_dir)
+    rows, summary = wc_fig55.run(subset, cluster, wc62_dir, model=sound, seed=3)
+    runs = {
+        label: {(w.name, 1e3 * w.slo_s) for w in chosen}
+        for label, chosen, _ in wc_fig54.scenarios(subset, 3, model=sound)
+        if chosen
+    }
+    assert [s["scenario"] for s in summary] == list(runs)
+    for label, expected in runs.items():
+        assert {(r["tenant"], r["slo_ms"]) for r in rows if r["scenario"] == label} == expected
+    halves, second = wc_fig55.first_half_curves(wc62_dir, [w.name for w in subset], cluster, 1.1)
+    plain, _ = wc_fig55.first_half_curves(wc62_dir, [w.name for w in subset], cluster, 1.0)
+    whole = {w.name: w for w in subset}
+    for name, w in halves.items():  # the first half's curves, times the margin
+        for stage, curve in w.curves.items():
+            np.testing.assert_allclose(curve.buckets, 1.1 * plain[name].curves[stage].buckets)
+            np.testing.assert_allclose(curve.rates, 1.1 * plain[name].curves[stage].rates)
+        assert any(
+            plain[name].curves[s].mean_rate != whole[name].curves[s].mean_rate for s in w.curves
+        ), name
+    for r in rows:
+        assert r["requests"] == len(second[r["tenant"]]) > 0
+        assert r["replayed/bound"] == pytest.approx(r["at_bound_ms"] / r["bound_ms"])
+        assert r["at_bound_ms"] >= r["p999_ms"]  # the bound's percentile is the largest
+        assert r["bound_held"] and r["met"], r
+    assert all(s["bounds held"] == s["SLOs met"] == s["workloads"] for s in summary)
+
+
+def test_fff_no_screens_solves_every_lp_and_places_the_same(subset: list[TenantCurves]) -> None:
+    """``--no-screens`` turns the per-server and cluster screens and the certificates off in both
+    placements: nothing is screened or certified, at least as many configurations are tried, and
+    the servers used are the same (the screens are exact)."""
+    from tailbound.experiments import wc_fff
+
+    on, off = (
+        wc_fff.run(subset, [12], 12, 0, model=REFERENCE, screens=s)[0] for s in (True, False)
+    )
+    assert (on["screens"], off["screens"]) == ("on", "off")
+    for p in ("fff", "first-fit"):
+        assert off[f"{p} screened"] == off[f"{p} certified"] == 0
+        assert off[f"{p} servers"] == on[f"{p} servers"]
+        assert off[f"{p} tries"] >= on[f"{p} tries"]
+    assert on["first-fit screened"] + on["first-fit certified"] > 0
+    assert off["first-fit tries"] > on["first-fit tries"]
+    policy = wc_fff.policy(REFERENCE, False)
+    assert not policy.screen and not policy.certify
+    assert wc_fff.policy(REFERENCE, True).certify
+
+
+def test_fig54_only_places_the_chosen_runs_unchanged(subset: list[TenantCurves]) -> None:
+    """``--only random`` (Fig. 5.9's ten sets) gives the random-SLO row of the full run of that
+    seed, ``--only same`` its five same-SLO rows: skipping runs does not change the draws."""
+    from tailbound.experiments import wc_fig54
+
+    full = wc_fig54.run(subset, 2, 10)
+    random_only = wc_fig54.run(subset, 2, 10, only="random")
+    same_only = wc_fig54.run(subset, 2, 10, only="same")
+    assert random_only == [r for r in full if r["scenario"] == "random SLO"]
+    assert same_only == [r for r in full if r["scenario"] != "random SLO"]
+    assert len(same_only) == len(wc_common.FIG54_SLOS)
+    assert all(r["seed"] == 2 for r in full)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -124,3 +126,72 @@ def test_grow_adds_servers_and_rejects_what_fits_nowhere(wc62_subset: list[Tenan
         grow=True,
     )
     assert result.rejected == ["impossible"] and len(result.servers) == 1
+
+
+def _draws(pool: list[TenantCurves], count: int, seed: int) -> list[TenantCurves]:
+    """``count`` workloads drawn with replacement from ``pool`` with random SLOs from Fig. 5.4's
+    set, renamed ``name#k`` (the same curves object shared by the copies, as wc_fig54)."""
+    rng = np.random.default_rng(seed)
+    return [
+        pool[int(i)].with_slo(float(rng.choice([0.1, 0.25, 1.0])), f"{pool[int(i)].name}#{k}")
+        for k, i in enumerate(rng.integers(len(pool), size=count))
+    ]
+
+
+@pytest.mark.parametrize("policy", ["workloadcompactor", "effective-bandwidth", "knee"])
+@pytest.mark.parametrize("model_name", ["reference", "sound"])
+def test_remembered_refusals_change_no_placement(
+    wc62_subset: list[TenantCurves], wc62_dir: Path, policy: str, model_name: str
+) -> None:
+    """A refusal the placer remembers (the same curves, SLO and largest requests refused by a
+    server that has only gained tenants since) is one the policy would repeat: every workload
+    lands on the same (server, device) with and without the memory, with departures too (which
+    make a server forget), and the memory saves checks."""
+    from tailbound.experiments.wc_common import model_for
+
+    model = model_for(model_name, wc62_dir)
+    workloads = _draws(wc62_subset, 60, 1)
+    events = [Event(i, "add") for i in range(40)]
+    events += [Event(i, "del") for i in range(0, 40, 3)]
+    events += [Event(i, "add") for i in range(40, 60)]
+    runs = {}
+    for remember in (True, False):
+        built = registry.build(policy, "placement", model)
+        if hasattr(built, "certify"):  # the certificates would refute the repeats first
+            built.certify = False
+        placer = Placer(small_cluster(2), built, grow=True, remember_refusals=remember)
+        for e in events:
+            if e.kind == "add":
+                placer.add(workloads[e.tenant])
+            else:
+                placer.remove(workloads[e.tenant].name)
+        where = {
+            p.workload.name: (i, p.device) for i, s in enumerate(placer.servers) for p in s.tenants
+        }
+        runs[remember] = (where, placer.rejected, placer.calls, placer.remembered)
+    (on, rejected_on, calls_on, remembered), (off, rejected_off, calls_off, none) = (
+        runs[True],
+        runs[False],
+    )
+    assert on == off and rejected_on == rejected_off
+    assert none == 0 and remembered > 0
+    assert calls_on + remembered == calls_off
+
+
+def test_fixed_limits_are_chosen_once_per_curves_and_slo(
+    wc62_subset: list[TenantCurves],
+) -> None:
+    """Copies of one workload (another name, the same curves and SLO) share the baseline's
+    choice; another SLO gets its own."""
+    policy = registry.build("effective-bandwidth", "placement")
+    w = wc62_subset[0]
+    calls = []
+    choose = policy.baseline.choose
+    policy.baseline = type(policy.baseline)(
+        policy.baseline.name, lambda x: calls.append(x.name) or choose(x)
+    )
+    a = policy.limits(w.with_slo(0.25, "a"))
+    b = policy.limits(w.with_slo(0.25, "b"))
+    policy.limits(w.with_slo(1.0, "c"))
+    assert calls == ["a", "c"]
+    assert a is b

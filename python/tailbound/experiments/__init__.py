@@ -2,7 +2,8 @@
 plot (``python -m tailbound.experiments.<name> --out DIR``).
 
 WorkloadCompactor (thesis ch. 5): :mod:`~tailbound.experiments.wc_fig54` (servers per policy),
-:mod:`~tailbound.experiments.wc_fff` (fast-first-fit against first-fit),
+:mod:`~tailbound.experiments.wc_fig55` (each workload's replayed 99.9th percentile against its SLO,
+Figs. 5.5–5.6), :mod:`~tailbound.experiments.wc_fff` (fast-first-fit against first-fit),
 :mod:`~tailbound.experiments.wc_departures` (arrivals and departures, Fig. 5.10),
 :mod:`~tailbound.experiments.wc_ssds` (several SSDs per server, Fig. 5.11).
 SNC-Meister (thesis ch. 4): :mod:`~tailbound.experiments.snc_fig47` (latency against tenants),

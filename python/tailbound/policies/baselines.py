@@ -68,14 +68,16 @@ def effective_bandwidth(
     # give every stage one slice first so no rate is infinite for a burst
     share[:] = step
     rates = np.array([effective_bandwidth_rate(c, d) for c, d in zip(curves, share, strict=True)])
+    # each stage's rate with one more slice; only the stage that took it changes
+    trial = np.array(
+        [effective_bandwidth_rate(c, d + step) for c, d in zip(curves, share, strict=True)]
+    )
     for _ in range(steps - 3):
-        trial = np.array(
-            [effective_bandwidth_rate(c, d + step) for c, d in zip(curves, share, strict=True)]
-        )
         gain = rates - trial
         k = int(np.argmax(gain))
         share[k] += step
         rates[k] = trial[k]
+        trial[k] = effective_bandwidth_rate(curves[k], share[k] + step)
     if np.any(rates > RATE_CAP):
         return None
     return rates, np.zeros(3)

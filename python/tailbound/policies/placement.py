@@ -23,7 +23,7 @@ a plain per-server loop).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -78,6 +78,17 @@ class Policy(Protocol):
         ...
 
 
+def refusal_key(workload: TenantCurves) -> Hashable:
+    """What decides whether a server refuses ``workload`` besides the server's tenants: its
+    curves (the shaper delays, a baseline's fixed ``(r, b)``, the LP's columns), SLO and
+    largest requests (its blocking of others); not its name. A policy offering it (a
+    ``refusal_key`` method) and saying a refusal was final (``refusal_final``: it holds however
+    many tenants join the server) lets the :class:`Placer` remember the refusal per server,
+    until a tenant leaves, instead of checking the same newcomer again (Fig. 5.4's runs draw
+    the same workloads many times)."""
+    return (id(workload.curves), workload.slo, workload.largest)
+
+
 @dataclass
 class WorkloadCompactorPolicy:
     """Joint rate limits from the server's LP, then the exact latency check.
@@ -86,6 +97,12 @@ class WorkloadCompactorPolicy:
     proof that the LP has no solution (exact: it never skips a feasible LP, so placements are
     the same with or without it; ``screen=False`` turns it off). With ``certify`` an infeasible
     LP leaves its infeasibility certificates in ``certificates`` (for the placer to keep).
+
+    ``refusal_final`` says whether the last refusal came from an infeasible (or screened) LP:
+    a server's LP only gains rows and terms as tenants join (every tenant's bucket and rate
+    sums, the blocking by less important tenants only grow), so it stays infeasible, and the
+    :class:`Placer` may remember it (:func:`refusal_key`); a feasible LP whose solution fails
+    the exact check is not final (a larger set's LP may choose other limits).
     """
 
     name: str = "workloadcompactor"
@@ -95,6 +112,7 @@ class WorkloadCompactorPolicy:
     lp_solves: int = 0
     screened: int = 0
     certificates: list[Certificate] = field(default_factory=list)
+    refusal_final: bool = False
 
     def __post_init__(self) -> None:
         # the certificates are derived for the reference LP (the screens stay exact for a
@@ -105,6 +123,7 @@ class WorkloadCompactorPolicy:
         self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
     ) -> Limits | None:
         self.certificates = []
+        self.refusal_final = True
         if self.screen and newcomer is not None and wc_lp.certainly_infeasible(tenants, newcomer):
             self.screened += 1
             return None
@@ -112,11 +131,15 @@ class WorkloadCompactorPolicy:
         solution, self.certificates = wc_lp.solve_certified(
             tenants, devices, certify=self.certify, model=self.model
         )
+        self.refusal_final = solution is None
         if solution is None or not check(
             tenants, solution.rate, solution.bucket, devices, self.model
         ):
             return None
         return solution.rate, solution.bucket
+
+    def refusal_key(self, workload: TenantCurves) -> Hashable:
+        return refusal_key(workload)
 
 
 @dataclass
@@ -125,17 +148,26 @@ class FixedPolicy:
 
     baseline: Baseline
     model: ServerModel = REFERENCE
-    _cache: dict[int, Limits | None] = field(default_factory=dict)
+    _cache: dict[Hashable, tuple[Limits | None, object]] = field(default_factory=dict)
+    #: Every refusal is final while the server only gains tenants (:func:`refusal_key`): with
+    #: every tenant's ``(r, b)`` fixed, each term of every bound (Eq. 5.1's bucket and rate sums,
+    #: the blocking by less important tenants) only grows.
+    refusal_final: bool = True
 
     @property
     def name(self) -> str:
         return self.baseline.name
 
     def limits(self, workload: TenantCurves) -> Limits | None:
-        key = id(workload)
-        if key not in self._cache:
-            self._cache[key] = self.baseline.choose(workload)
-        return self._cache[key]
+        """The baseline's ``(r, b)`` for ``workload``, chosen once per :meth:`refusal_key` (the
+        same curves and SLO drawn again under another name get the same limits)."""
+        key = self.refusal_key(workload)
+        if key not in self._cache:  # the curves kept alive with it: their id stays theirs
+            self._cache[key] = (self.baseline.choose(workload), workload.curves)
+        return self._cache[key][0]
+
+    def refusal_key(self, workload: TenantCurves) -> Hashable:
+        return refusal_key(workload)
 
     def configure(
         self, tenants: Sequence[Placed], devices: int, newcomer: int | None = None
@@ -214,6 +246,7 @@ class Placer:
         fast_first_fit: bool = False,
         grow: bool = False,
         cluster_screen: bool = True,
+        remember_refusals: bool = True,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -239,6 +272,13 @@ class Placer:
             self.certificates = CertificateStore(self.max_devices)
             for _ in self.servers:
                 self.certificates.add_server()
+        # refusals remembered per server: only for a policy that says which of its refusals
+        # are final while a server only gains tenants (``refusal_key``, ``refusal_final``)
+        self.refused: list[set[Hashable]] | None = None
+        if remember_refusals and hasattr(policy, "refusal_key"):
+            self.refused = [set() for _ in self.servers]
+        self.remembered = 0
+        self._pinned: dict[int, object] = {}
         self.screened = 0
         self.certified = 0
         self.where: dict[str, int] = {}
@@ -260,6 +300,8 @@ class Placer:
             self.screen.add_server(len(template.devices))
         if self.certificates is not None:
             self.certificates.add_server()
+        if self.refused is not None:
+            self.refused.append(set())
 
     def _update(self, i: int, was_in_use: bool) -> None:
         """Server ``i``'s tenants changed (it had tenants before if ``was_in_use``)."""
@@ -347,6 +389,12 @@ class Placer:
     def _try(self, workload: TenantCurves, i: int, device: int) -> bool:
         """Configure server ``i`` with ``workload`` on ``device``; place it there if it fits."""
         server = self.servers[i]
+        key: Hashable = None
+        if self.refused is not None:
+            key = (self.policy.refusal_key(workload), device)  # type: ignore[attr-defined]
+            if key in self.refused[i]:
+                self.remembered += 1
+                return False
         tenants = [*server.tenants, Placed(workload, device)]
         self.calls += 1
         # the cluster screen already ran the per-server screen's test (and more)
@@ -356,6 +404,9 @@ class Placer:
         if limits is None:
             if self.certificates is not None:
                 self.certificates.add(i, self.policy.certificates)  # type: ignore[attr-defined]
+            if self.refused is not None and getattr(self.policy, "refusal_final", False):
+                self.refused[i].add(key)
+                self._pinned[id(workload.curves)] = workload.curves  # the key's id stays theirs
             return False
         was_in_use = bool(server.tenants)
         server.tenants = tenants
@@ -392,6 +443,8 @@ class Placer:
         server.rate, server.bucket = server.rate[keep], server.bucket[keep]
         if self.certificates is not None:
             self.certificates.clear(i)
+        if self.refused is not None:
+            self.refused[i].clear()  # fewer tenants: what it refused may fit now
         if server.tenants:
             self.calls += 1
             limits = self.policy.configure(server.tenants, server.devices)
@@ -423,9 +476,12 @@ def place(
     grow: bool = False,
     progress: Callable[[int], None] | None = None,
     cluster_screen: bool = True,
+    remember_refusals: bool = True,
 ) -> PlacementResult:
     """Place ``workloads`` in order (or replay ``events``, whose indices refer to
-    ``workloads``); ``progress(1)`` after each event."""
+    ``workloads``); ``progress(1)`` after each event. ``remember_refusals=False`` checks a
+    fixed-limit policy's refusals again (the same placement, slower: :meth:`FixedPolicy
+    .refusal_key`)."""
     start = time.perf_counter()
     placer = Placer(
         cluster,
@@ -433,6 +489,7 @@ def place(
         fast_first_fit=fast_first_fit,
         grow=grow,
         cluster_screen=cluster_screen,
+        remember_refusals=remember_refusals,
     )
     steps = events if events is not None else [Event(i, "add") for i in range(len(workloads))]
     for event in steps:
