@@ -54,6 +54,9 @@ from tailbound.traces.rpc_arrivals import PairOnOffRpcs, RpcArrivals, all_to_all
 from tailbound.traces.sizes import EmpiricalSizes
 
 SCHEMES = ("wfq", "aequitas", "spq", "pfabric", "qjump")
+#: The schemes by name (the experiments' labels of the network's port kinds, not registered
+#: policy names).
+WFQ, AEQUITAS, SPQ, PFABRIC, QJUMP_SCHEME = SCHEMES
 WEIGHTS = (8.0, 4.0, 1.0)
 #: The artifact's normalised SLOs for Fig. 22 (``hardcoded_targets: 25,35`` µs with
 #: ``normalized_lat: 1``), s per MTU, QoS_h and QoS_m.
@@ -118,7 +121,7 @@ def scheme_config(
     }[scheme]
     cc = (
         CongestionWindow(init_cwnd=30.0, loss_based=True)
-        if scheme == "pfabric"
+        if scheme == PFABRIC
         else CongestionWindow()
     )
     return NetworkConfig(
@@ -128,7 +131,7 @@ def scheme_config(
         seed=seed,
         scheduling=kind,
         cc=cc,
-        qjump=QJUMP if scheme == "qjump" else None,
+        qjump=QJUMP if scheme == QJUMP_SCHEME else None,
     )
 
 

@@ -124,7 +124,7 @@ def check(rows: list[Row], tolerance: float) -> list[str]:
         if not hi > lo:
             bad.append(f"SPQ alone: QoS_h tail does not grow with the share ({lo:.1f} → {hi:.1f})")
     for r in rows:
-        if r["mode"] != "aequitas":
+        if r["mode"] != base.AEQUITAS:
             continue
         for cls, slo in (("qos_h", "slo_h_us"), ("qos_m", "slo_m_us")):
             got = float(r[f"{cls}_p999_us"])
