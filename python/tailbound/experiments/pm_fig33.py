@@ -2,14 +2,17 @@
 file copy (L) share one device; latency at the 90th…99.99th percentiles under ps, Cake, EDF,
 bySLO and PriorityMeister.
 
-Synthetic stand-ins for A, B, C (storage loads 5%, 5%, 55%; inter-arrival C² 1.3, 14, 2.2;
-:func:`~tailbound.experiments.pm_common.table31_trace`); L reads 256 KiB sequentially with two
-requests outstanding. SLOs (fixed, thesis §3.3.3: "the SLO represents the maximum end-to-end
-latency a workload considers acceptable") have C, the heavy tenant, tightest — the case where
-bySLO's order hurts (§3.4.1).
+Synthetic stand-ins for A, B, C (storage loads 5%, 5%, 55%; inter-arrival C² 1.3, 14, 2.2): on
+the thesis' 7200 rpm disk (``--device disk``, the default; :data:`THESIS_DISK` through the
+simulator's disk model) random requests
+(:func:`~tailbound.experiments.pm_common.random_disk_trace`), on the SSD variant
+(``--device ssd``) :func:`~tailbound.experiments.pm_common.table31_trace`. L reads 256 KiB
+sequentially with two requests outstanding. SLOs have C, the heavy tenant, tightest — the case
+where bySLO's order hurts (§3.4.1); on the disk they are fixed by :func:`reference_slos` before
+any policy runs. p99.99 at a disk's rates (A: 3.9 requests/s) needs ``--duration 5200``.
 
-Run: ``python -m tailbound.experiments.pm_fig33 --out DIR [--duration S]`` (writes
-``pm_fig33.csv``, ``.md``, ``.png``).
+Run: ``python -m tailbound.experiments.pm_fig33 --out DIR [--duration S] [--device disk|ssd]
+[--server-model reference|sound]`` (writes ``pm_fig33.csv``, ``.md``, ``.png``).
 """
 
 from __future__ import annotations
