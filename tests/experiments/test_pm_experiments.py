@@ -4,6 +4,8 @@ stay within its LP bounds, and the baselines configure the simulator as document
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 
@@ -21,9 +23,12 @@ def profile():
         pytest.skip("shared data not found")
 
 
-def test_pm_run_stays_within_its_bounds_end_to_end(profile) -> None:
-    setup = build(20.0, 3, profile)
-    run = run_policy(setup, "pm", profile, k=5)
+@pytest.mark.parametrize(("device", "model"), [("ssd", "reference"), ("disk", "sound")])
+def test_pm_run_stays_within_its_bounds_end_to_end(profile, device: str, model: str) -> None:
+    """On the SSD variant the LP without the device model holds; on the disk (a read and a write
+    in service: two blocking requests) only the sound device model does."""
+    setup = build(20.0, 3, profile, device=device)
+    run = run_policy(setup, "pm", profile, k=5, server_model=model)
     assert run.analysis is not None
     for t in setup.tenants:
         if t.slo is None:
@@ -149,3 +154,71 @@ def test_cake_net_runs_fig37_with_its_links_shaped(profile) -> None:
     rows = percentile_rows([run], setup)
     assert sorted(r["tenant"] for r in rows) == ["F", "I", "J", "K"]
     assert all(r["requests"] > 0 for r in rows)
+
+
+def test_lp_without_the_device_model_misses_a_disk_with_two_requests_in_service(profile) -> None:
+    """docs/results-pm.md: on the disk, a read and a write of less important tenants can both be
+    in service when A's request arrives; the reference LP counts one and A exceeds its bound."""
+    setup = build(20.0, 3, profile)
+    run = run_policy(setup, "pm", profile, k=5, server_model="reference")
+    assert run.analysis is not None
+    assert float(np.max(run.latency["A"])) > run.analysis.bounds["A"]
+
+
+def test_fig33_runs_on_the_thesis_disk_with_slos_fixed_before_any_policy(profile) -> None:
+    """The default device is the 7200 rpm disk; C's SLO is the tightest (§3.4.1) and is C's LP
+    bound in the reference order rounded up, A's and B's above it by the fixed factors."""
+    from tailbound.experiments.pm_common import pm_tenants
+    from tailbound.experiments.pm_fig33 import REFERENCE_ORDER, SLO_FACTORS, SLO_STEP
+    from tailbound.policies.prioritymeister import latencies
+
+    setup = build(30.0, 2, profile)
+    assert [d["kind"] for d in setup.devices] == ["disk"]
+    slo = {t.name: t.slo.latency_s for t in setup.tenants if t.slo}
+    assert min(slo, key=slo.__getitem__) == "C"
+    tenants = pm_tenants(setup, None, 5)
+    order = (*REFERENCE_ORDER, "L")
+    prio = {t.name: dict.fromkeys(t.stages, order.index(t.name)) for t in tenants}
+    bound_c = latencies(tenants, prio)["C"]
+    assert bound_c <= slo["C"] < bound_c + SLO_STEP
+    for name, factor in SLO_FACTORS.items():
+        assert slo[name] >= factor * slo["C"] - 1e-9
+    # the SSD variant stays reachable with its own SLOs
+    ssd = build(5.0, 2, profile, device="ssd")
+    assert [d["kind"] for d in ssd.devices] == ["ssd"]
+    assert {t.name: t.slo.latency_s for t in ssd.tenants if t.slo} == {
+        "A": 0.040,
+        "B": 0.045,
+        "C": 0.035,
+    }
+
+
+def test_disk_traces_have_table31_storage_loads() -> None:
+    """A, B, C's disk stand-ins load the disk 5%, 5%, 55% (every request a random access)."""
+    from tailbound.experiments.pm_common import THESIS_DISK, random_disk_trace
+    from tailbound.experiments.pm_fig33 import WORKLOADS
+    from tailbound.profiles.disk import DiskModel, DiskProfile
+
+    disk = DiskProfile.from_json(THESIS_DISK)
+    duration = 2000.0
+    for i, (name, (load, c2, size, reads)) in enumerate(WORKLOADS.items()):
+        trace = random_disk_trace(
+            load, c2, duration, seed=4 + i, size=size, read_fraction=reads, disk=disk, name=name
+        )
+        work = float(DiskModel(disk).tokens(trace).sum()) / duration
+        assert work == pytest.approx(load, rel=0.15), name
+
+
+def test_fig35_and_fig39_write_table_csv_and_plot_on_the_disk(profile, tmp_path) -> None:
+    from tailbound.experiments import pm_fig35, pm_fig39
+
+    args = ["--out", str(tmp_path), "--duration", "8", "--quiet", "--profile", str(profile)]
+    assert pm_fig35.main(args) == 0
+    with open(tmp_path / "pm_fig35.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 3 * 2  # (cake, pm) × three C²
+    assert len({r["slo_ms"] for r in rows}) == 1  # one SLO for the three traces
+    values = pm_fig39.slo_values(8.0, 1, profile, 5, "disk")
+    assert len(values) == 3 and values[0] < values[1] < values[2]
+    for suffix in ("csv", "md", "png"):
+        assert (tmp_path / f"pm_fig35.{suffix}").exists()

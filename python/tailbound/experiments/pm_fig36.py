@@ -103,7 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     phases = (("behaved", behaved), ("misbehaving", flooded))
     for label, setup in progress(args, iterable=phases, desc="pm_fig36", unit="phase"):
-        runs = [run_policy(setup, p, profile_path, k=args.k, declared=behaved) for p in POLICIES]
+        runs = [
+            run_policy(
+                setup, p, profile_path, k=args.k, declared=behaved, server_model=args.server_model
+            )
+            for p in POLICIES
+        ]
         for r in percentile_rows(runs, setup, (0.9, 0.99, 0.999)):
             rows.append({"phase": label, **r})
             rows[-1]["policy"] = f"{r['policy']}" if label == "behaved" else f"{r['policy']}*"

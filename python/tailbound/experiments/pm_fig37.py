@@ -98,7 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     slos = ", ".join(f"{t.name} {1e3 * t.slo.latency_s:.0f} ms" for t in setup.tenants if t.slo)
     print(f"SLOs at p99.9 (reference order {' > '.join(REFERENCE_ORDER)}): {slos}", file=sys.stderr)
     policies = progress(args, iterable=("pm", "byslo", "ps"), desc="pm_fig37", unit="policy")
-    runs = [run_policy(setup, p, profile_path, k=args.k) for p in policies]
+    runs = [
+        run_policy(setup, p, profile_path, k=args.k, server_model=args.server_model)
+        for p in policies
+    ]
     rows = percentile_rows(runs, setup, PERCENTILES)
     print(write_table(args.out, "pm_fig37", rows, "Fig. 3.7: server egress bottleneck (ms)"))
     plot_percentiles(rows, args.out / "pm_fig37.png", "Fig. 3.7: network bottleneck", PERCENTILES)

@@ -16,23 +16,40 @@ from typing import Any
 
 from tailbound.cli.options import progress
 from tailbound.experiments.pm_common import find_profile, percentile_rows, run_policy
-from tailbound.experiments.pm_fig33 import build, parser
+from tailbound.experiments.pm_fig33 import build, parser, reference_slos
 from tailbound.experiments.wc_common import save_plot, write_table
 
-#: The three SLO values (s) permuted over A, B, C.
+#: SSD variant (``--device ssd``): the three SLO values (s) permuted over A, B, C.
 SLO_VALUES = (0.030, 0.036, 0.045)
 POLICIES = ("edf", "byslo", "pm")
 
 
+def slo_values(duration: float, seed: int, profile: Path, k: int, device: str) -> tuple[float, ...]:
+    """The three SLO values (s), smallest first: on the disk Fig. 3.3's
+    (:func:`~tailbound.experiments.pm_fig33.reference_slos` of this run's setup, fixed before any
+    policy runs), on the SSD :data:`SLO_VALUES`."""
+    if device == "ssd":
+        return SLO_VALUES
+    draft = build(duration, seed, profile, dict.fromkeys("ABC", 1.0), device=device)
+    return tuple(sorted(reference_slos(draft, k).values()))
+
+
 def run(
-    duration: float, seed: int, profile: Path, k: int, *, quiet: bool = True
+    duration: float,
+    seed: int,
+    profile: Path,
+    k: int,
+    *,
+    device: str = "disk",
+    server_model: str = "reference",
+    quiet: bool = True,
 ) -> list[dict[str, Any]]:
     rows = []
-    perms = list(itertools.permutations(SLO_VALUES))
+    perms = list(itertools.permutations(slo_values(duration, seed, profile, k, device)))
     for i, perm in enumerate(progress(quiet, iterable=perms, desc="pm_fig39", unit="order")):
         slos = dict(zip("ABC", perm, strict=True))
-        setup = build(duration, seed, profile, slos)
-        runs = [run_policy(setup, p, profile, k=k) for p in POLICIES]
+        setup = build(duration, seed, profile, slos, device=device)
+        runs = [run_policy(setup, p, profile, k=k, server_model=server_model) for p in POLICIES]
         for r in percentile_rows(runs, setup, (0.999,)):
             rows.append({"permutation": i + 1, **r})
     return rows
@@ -70,7 +87,15 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     profile = args.profile or find_profile()
-    rows = run(args.duration, args.seed, profile, args.k, quiet=args.quiet)
+    rows = run(
+        args.duration,
+        args.seed,
+        profile,
+        args.k,
+        device=args.device,
+        server_model=args.server_model,
+        quiet=args.quiet,
+    )
     print(write_table(args.out, "pm_fig39", rows, "Fig. 3.9: SLO permutations (p99.9, ms)"))
     for pol in POLICIES:
         met = sum(
