@@ -155,16 +155,20 @@ def register(
     policy: str = "workloadcompactor",
     options: dict[str, Any] | None = None,
     names: list[str] | None = None,
+    addresses: dict[str, str] | None = None,
+    ports: dict[str, int] | None = None,
 ) -> list[str]:
-    """Register ``cluster`` with ``d``'s cluster and profile, upload the traces and register the
-    tenants (all, or ``names``); the tenant names."""
-    client.create_cluster(cluster, policy, d.cluster, d.profile, options or {})
+    """Register ``cluster`` with ``d``'s cluster and profile (and hosts' ``addresses``), upload
+    the traces and register the tenants (all, or ``names``; with their ``ports``); the tenant
+    names."""
+    client.create_cluster(cluster, policy, d.cluster, d.profile, options or {}, addresses)
     done = []
     for entry in d.tenants:
         if names is not None and entry["name"] not in names:
             continue
         stored = client.upload_trace(d.folder / entry["trace"])
-        client.register_tenant(cluster, {**entry, "trace": stored["sha256"]})
+        port = {"port": ports[entry["name"]]} if ports and entry["name"] in ports else {}
+        client.register_tenant(cluster, {**entry, "trace": stored["sha256"], **port})
         done.append(entry["name"])
     return done
 

@@ -32,7 +32,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--host", required=True, help="the Plan's host this machine is")
     parser.add_argument("--state", type=Path, required=True, help="folder for the applied part")
     parser.add_argument("--net-device", help="apply the network stages on this device")
-    parser.add_argument("--hosts", type=Path, help="with --net-device: addresses and ports")
+    parser.add_argument(
+        "--hosts",
+        type=Path,
+        help="with --net-device: an enforce net hosts file (addresses, ports) replacing those "
+        "the part carries from the cluster's and tenants' documents",
+    )
     parser.add_argument("--netns", help="with --net-device: inside this network namespace")
     parser.add_argument("--link-rate", help="with --net-device: the link rate")
     parser.add_argument("--dry-run", action="store_true", help="print the tc objects only")
@@ -61,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.service.client import Client, ServiceError
 
     net = gate = None
+    if args.hosts is not None and not args.net_device:
+        raise ConfigError(None, "--hosts goes with --net-device", field="--hosts")
     if args.net_device:
-        if args.hosts is None:
-            raise ConfigError(None, "--net-device needs --hosts", field="--hosts")
         net = Net(args.net_device, args.hosts, args.netns, args.link_rate, args.dry_run)
     if (args.gate_device is None) != (args.gate_backend is None):
         raise ConfigError(

@@ -96,9 +96,19 @@ def plan_json(document: Any) -> str:
     return json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
+#: A tenant document's keys that are the service's, not a tenants-file entry's: where the
+#: tenant's server listens (``enforce net``'s ports), kept for the hosts' parts of the Plans.
+SERVICE_KEYS = ("port",)
+
+
+def tenant_entry(document: dict[str, Any]) -> dict[str, Any]:
+    """The tenants-file entry of a tenant document (without :data:`SERVICE_KEYS`)."""
+    return {k: v for k, v in document.items() if k not in SERVICE_KEYS}
+
+
 def tenant_of(row: TenantRow, traces: Path) -> Tenant:
     """The :class:`Tenant` of a registered tenant (its trace in the store)."""
-    return tenant_from_json(row.document, source=f"tenant {row.name}", traces=traces)
+    return tenant_from_json(tenant_entry(row.document), source=f"tenant {row.name}", traces=traces)
 
 
 class Decider:

@@ -11,7 +11,9 @@ One step (:meth:`Agent.step`, all of ``agent --once``):
 3. it is applied by the same verbs an operator runs: ``tailbound enforce net`` (idempotent),
    then ``enforce net --check`` to confirm the device holds it, and/or ``tailbound gate
    --reload`` for the storage gateway; a part with no tenant left removes the network
-   configuration (``enforce net --remove``);
+   configuration (``enforce net --remove``). The addresses and ports ``enforce net`` needs come
+   with the part (its ``meta.addresses``, from the cluster's and tenants' documents), written
+   beside it as ``<state>/hosts.json``; an operator's ``--hosts`` file replaces them;
 4. only when everything applied is the ETag recorded in ``<state>/state.json`` (atomically), so
    an agent killed in the middle applies the same part again when it restarts (the verbs are
    idempotent), and one that finds the server down keeps what it applied and retries.
@@ -45,10 +47,11 @@ from tailbound.service.client import Client, ServiceError
 
 @dataclass(frozen=True)
 class Net:
-    """Apply the network stages with ``enforce net`` on ``device`` (addresses from ``hosts``)."""
+    """Apply the network stages with ``enforce net`` on ``device``; the addresses and ports from
+    ``hosts`` (an ``enforce net --hosts`` file), or when None from the part itself."""
 
     device: str
-    hosts: Path
+    hosts: Path | None = None
     netns: str | None = None
     link_rate: str | None = None
     dry_run: bool = False
@@ -86,6 +89,13 @@ class Agent:
     def plan_path(self) -> Path:
         return self.state / "plan.json"
 
+    @property
+    def hosts_path(self) -> Path:
+        """The ``enforce net --hosts`` file: the operator's, or the part's addresses."""
+        if self.net is not None and self.net.hosts is not None:
+            return self.net.hosts
+        return self.state / "hosts.json"
+
     def applied(self) -> dict[str, Any]:
         """What was last applied: ``{"etag", "version"}`` (empty before the first)."""
         try:
@@ -101,8 +111,16 @@ class Agent:
             return {"version": version, "changed": False, "ok": True}
         if f'"{hashlib.sha256(text.encode()).hexdigest()}"' != etag:
             raise ServiceError(502, "the part received does not match its ETag (incomplete)", None)
-        tenants = json.loads(text)["tenants"]
+        document = json.loads(text)
+        tenants = document["tenants"]
         write_text_atomic(self.plan_path, text)
+        if self.net is not None and self.net.hosts is None:
+            addresses = document.get("meta", {}).get("addresses")
+            if tenants and addresses is None:
+                raise ServiceError(
+                    502, "the part holds no addresses (meta.addresses): give --hosts", None
+                )
+            write_text_atomic(self.hosts_path, json.dumps(addresses or {"hosts": {}}))
         steps = self.apply(bool(tenants))
         ok = all(code == 0 for _, code, _ in steps)
         if ok:
@@ -142,7 +160,7 @@ class Agent:
                     "--host",
                     self.host,
                     "--hosts",
-                    str(n.hosts),
+                    str(self.hosts_path),
                 ]
                 base += ["--link-rate", n.link_rate] if n.link_rate else []
                 if n.dry_run:

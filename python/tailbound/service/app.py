@@ -31,7 +31,7 @@ from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
 from tailbound.policies import registry
 from tailbound.service import tokens
-from tailbound.service.admission import Decider, find_cluster, find_tenant
+from tailbound.service.admission import Decider, find_cluster, find_tenant, tenant_entry
 from tailbound.service.db import (
     AgentRow,
     ClusterRow,
@@ -46,7 +46,7 @@ from tailbound.service.db import (
 )
 from tailbound.service.engines import Context, check_options, kind_of, new_engine
 from tailbound.service.metrics import Metrics
-from tailbound.service.plans import diff, part_text
+from tailbound.service.plans import Addresses, diff, part_text
 from tailbound.service.problems import Problem, bad_input
 from tailbound.service.reports import tenant_report
 from tailbound.service.schemas import (
@@ -205,7 +205,12 @@ def create_app(settings: Settings) -> FastAPI:
         cluster = cluster_from_json(row.document, f"cluster {row.name}")
         hosts = [s.name for s in cluster.servers] + [c.name for c in cluster.client_hosts]
         return ClusterOut(
-            name=row.name, policy=row.policy, version=row.version, options=row.options, hosts=hosts
+            name=row.name,
+            policy=row.policy,
+            version=row.version,
+            options=row.options,
+            hosts=hosts,
+            addresses=row.addresses or {},
         )
 
     @app.post("/clusters", status_code=201, tags=["clusters"])
@@ -239,6 +244,7 @@ def create_app(settings: Settings) -> FastAPI:
             new_engine(Context(body.name, body.policy, cluster, profile, None, options))
         except ConfigError as e:
             raise bad_input(e, "body") from None
+        addresses = check_addresses(cluster, body.addresses)
         try:
             with state.sessions.begin() as s:
                 row = ClusterRow(
@@ -247,6 +253,7 @@ def create_app(settings: Settings) -> FastAPI:
                     document=body.cluster,
                     profile=body.profile,
                     options=body.options,
+                    addresses=addresses,
                     version=0,
                 )
                 s.add(row)
@@ -284,10 +291,13 @@ def create_app(settings: Settings) -> FastAPI:
                     422, f"no trace {body.trace!r} was uploaded (POST /traces)", "body.trace"
                 )
         try:
-            tenant = tenant_from_json(doc, source="body", traces=state.traces.root)
+            tenant = tenant_from_json(tenant_entry(doc), source="body", traces=state.traces.root)
         except ConfigError as e:
             raise bad_input(e, "body") from None
         check_hosts(row, doc)
+        if body.port is not None:
+            with state.sessions() as s:
+                check_port(s, row, body.name, body.port)
         if registry.find(row.policy).family == "snc" and tenant.percentile >= 1:
             raise Problem(422, "SNC bounds need a percentile in (0, 1)", "body.percentile")
         try:
@@ -454,8 +464,10 @@ def create_app(settings: Settings) -> FastAPI:
 
         def part(version: int) -> tuple[str, str]:
             with state.sessions() as s:
-                document = plan_row(s, find_cluster(s, cluster), version).document
-            return part_text(json.loads(document), host)
+                row = find_cluster(s, cluster)
+                document = plan_row(s, row, version).document
+                addresses = addresses_of(s, row)
+            return part_text(json.loads(document), host, addresses)
 
         held = request.headers.get("if-none-match")
         deadline = time.monotonic() + wait
@@ -596,6 +608,50 @@ def create_app(settings: Settings) -> FastAPI:
         return {"name": name, "revoked": True}
 
     return app
+
+
+def check_addresses(cluster: Any, addresses: dict[str, str]) -> dict[str, str]:
+    """``addresses`` (host → IPv4 or IPv6) normalised; 422 naming ``body.addresses.<host>`` for
+    a host the cluster lacks or a value that is no address."""
+    import ipaddress
+
+    hosts = {s.name for s in cluster.servers} | {c.name for c in cluster.client_hosts}
+    out = {}
+    for host, address in addresses.items():
+        where = f"body.addresses.{host}"
+        if host not in hosts:
+            raise Problem(422, f"the cluster has no host {host!r}", where)
+        try:
+            out[host] = str(ipaddress.ip_address(address))
+        except ValueError:
+            message = f"expected an IPv4 or IPv6 address, got {address!r}"
+            raise Problem(422, message, where) from None
+    return out
+
+
+def check_port(s: Session, row: ClusterRow, name: str, port: int) -> None:
+    """409 naming ``body.port`` when another tenant of the cluster, not departed or rejected,
+    has ``port`` (``enforce net`` could not tell the two apart)."""
+    others = s.execute(
+        select(TenantRow.name, TenantRow.document).where(
+            TenantRow.cluster_id == row.id, TenantRow.state.in_(("registered", "admitted"))
+        )
+    )
+    for other, document in others:
+        if other != name and document.get("port") == port:
+            raise Problem(409, f"port {port} is tenant {other!r}'s", "body.port")
+
+
+def addresses_of(s: Session, row: ClusterRow) -> Addresses:
+    """The cluster's hosts' addresses and its tenants' ports (``plans.Addresses``)."""
+    ports = {
+        name: int(document["port"])
+        for name, document in s.execute(
+            select(TenantRow.name, TenantRow.document).where(TenantRow.cluster_id == row.id)
+        )
+        if document.get("port") is not None
+    }
+    return Addresses(dict(row.addresses or {}), ports)
 
 
 def check_hosts(row: ClusterRow, doc: dict[str, Any]) -> None:
