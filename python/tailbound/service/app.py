@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
+from tailbound.plan_inputs import check_characterisation
 from tailbound.policies import registry
 from tailbound.service import tokens
 from tailbound.service.admission import Decider, find_cluster, find_tenant, tenant_entry
@@ -281,17 +282,40 @@ def create_app(settings: Settings) -> FastAPI:
     # ------------------------------------------------------------------ tenants
     @app.post("/clusters/{cluster}/tenants", status_code=201, tags=["tenants"])
     def register_tenant(cluster: str, body: TenantIn, who: Operator) -> TenantOut:
-        """Register a tenant (SLO, uploaded trace, hosts) on a cluster; admission is a separate
-        request."""
+        """Register a tenant (SLO, uploaded trace or characterisation, hosts) on a cluster;
+        admission is a separate request."""
         doc = body.model_dump(by_alias=True, exclude_none=True)
+        if (body.trace is None) == (body.characterisation is None):
+            raise Problem(
+                422,
+                "give trace (an uploaded trace's SHA-256) or characterisation, one of them",
+                "body.trace",
+            )
         with state.sessions() as s:
             row = find_cluster(s, cluster)
-            if s.get(TraceRow, body.trace) is None:
+            if body.trace is not None and s.get(TraceRow, body.trace) is None:
                 raise Problem(
                     422, f"no trace {body.trace!r} was uploaded (POST /traces)", "body.trace"
                 )
+        entry = tenant_entry(doc)
+        if body.characterisation is not None:
+            if kind_of(row.policy) != "placement":
+                raise Problem(
+                    422,
+                    f"{row.policy} analyses each tenant's trace: give one (a characterisation "
+                    "is for placement policies)",
+                    "body.characterisation",
+                )
+            try:
+                doc["characterisation"] = check_characterisation(
+                    body.characterisation, "characterisation"
+                )
+            except ConfigError as e:
+                raise bad_input(e, "body") from None
+            entry = {k: v for k, v in entry.items() if k != "characterisation"}
+            entry["trace"] = "characterisation"  # checked below as a name only, never read
         try:
-            tenant = tenant_from_json(tenant_entry(doc), source="body", traces=state.traces.root)
+            tenant = tenant_from_json(entry, source="body", traces=state.traces.root)
         except ConfigError as e:
             raise bad_input(e, "body") from None
         check_hosts(row, doc)

@@ -14,8 +14,11 @@ A cluster's policy is a name of :mod:`tailbound.policies.registry`:
   ``admit``'s loop (:func:`~tailbound.policies.admission.decide`), a departure drops the tenant,
   and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants.
 
-Either way the Plan records its inputs (:func:`~tailbound.plan_inputs.with_inputs`: traces with
-their hashes, the embedded profile, the link bandwidth), so it stands alone.
+Either way the Plan records its inputs (:class:`~tailbound.plan_inputs.PlanInputs`: traces with
+their hashes, the embedded profile, the link bandwidth), so it stands alone. A tenant given by
+its characterisation instead of a trace (placement policies only: the r-b curves and largest
+requests are what they analyse; :func:`~tailbound.policies.workload.from_characterisation`)
+has that recorded in the Plan in place of a trace.
 
 An engine is a value: :meth:`Engine.admit` and :meth:`Engine.depart` return an
 :class:`Outcome` holding the engine *after* the event, and leave the engine they were called on
@@ -34,9 +37,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tailbound.errors import ConfigError
+from tailbound.jsonio import read_json
 from tailbound.model import Cluster, Tenant, TenantSet
 from tailbound.plan import Plan
-from tailbound.plan_inputs import with_inputs
+from tailbound.plan_inputs import PlanInputs, TraceRef
 from tailbound.policies import registry
 
 #: The options a cluster may set, with their defaults (docs/service.md, "Clusters").
@@ -82,7 +86,8 @@ class Engine(Protocol):
 @dataclass
 class Context:
     """What every version of a cluster's engine shares: the cluster, its policy and options,
-    its profile (and the file it is kept in) and the cache of characterisations by tenant."""
+    its profile (and the file it is kept in), the cache of r-b curves and of trace references by
+    tenant, and the characterisations of the tenants given by one instead of a trace (by name)."""
 
     name: str
     policy: str
@@ -91,19 +96,38 @@ class Context:
     profile_path: Path | None
     options: dict[str, Any]
     curves: dict[Tenant, Any] = field(default_factory=dict)
+    characterisations: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    refs: dict[Tenant, TraceRef] = field(default_factory=dict)
+    _profile_document: dict[str, Any] | None = None
 
     def tenant_set(self, tenants: tuple[Tenant, ...]) -> TenantSet:
         return TenantSet(tenants, self.cluster.link_bytes_per_s, self.profile_path)
 
+    def trace_ref(self, tenant: Tenant) -> TraceRef:
+        """``tenant``'s trace hashed and its format detected once: the service's traces are
+        stored by content hash and never change."""
+        if tenant not in self.refs:
+            self.refs[tenant] = TraceRef.of(tenant.trace)
+        return self.refs[tenant]
+
+    def inputs(self, tenants: list[Tenant]) -> PlanInputs:
+        """The inputs a Plan of ``tenants`` records (``plan_inputs``): their traces or their
+        characterisations, the embedded profile, the link bandwidth."""
+        if self._profile_document is None and self.profile_path is not None:
+            self._profile_document = dict(read_json(self.profile_path, what="the profile"))
+        traces = {
+            t.name: self.trace_ref(t) for t in tenants if t.name not in self.characterisations
+        }
+        given = {t.name: self.characterisations[t.name] for t in tenants if t.name not in traces}
+        return PlanInputs(
+            traces, self.cluster.link_bytes_per_s, self._profile_document, characterisations=given
+        )
+
     def plan_of(self, plan: Plan, tenants: Mapping[str, Tenant]) -> Plan:
         """``plan`` with its inputs recorded and its ``meta`` naming the cluster."""
-        kept = tuple(tenants[t.name] for t in plan.tenants)
-        plan = dataclasses.replace(plan, meta={**plan.meta, "cluster": self.name})
-        return with_inputs(
-            plan,
-            self.tenant_set(kept),
-            profile=self.profile_path,
-            link_bytes_per_s=self.cluster.link_bytes_per_s,
+        kept = [tenants[t.name] for t in plan.tenants]
+        return dataclasses.replace(
+            plan, meta={**plan.meta, "cluster": self.name}, inputs=self.inputs(kept)
         )
 
 
@@ -217,6 +241,13 @@ class PlacementEngine:
         from tailbound.traces.readers import read_trace
 
         cache = self.context.curves
+        given = self.context.characterisations.get(tenant.name)
+        if tenant not in cache and given is not None:
+            from tailbound.policies.workload import from_characterisation
+
+            cache[tenant] = from_characterisation(
+                tenant, given, safety_margin=self.context.options["safety_margin"]
+            )
         if tenant not in cache:
             cache[tenant] = characterize(
                 tenant,
@@ -317,6 +348,13 @@ class AdmissionEngine:
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
         from tailbound.policies.admission import decide
 
+        if tenant.name in self.context.characterisations:
+            raise ConfigError(
+                None,
+                f"{self.context.policy} analyses a tenant's trace; {tenant.name} has a "
+                "characterisation only",
+                field="characterisation",
+            )
         start = time.perf_counter()
         decision, bounds = decide(self.tenants, tenant, self.policy)
         reasons: dict[str, Any] = {

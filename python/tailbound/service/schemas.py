@@ -49,12 +49,14 @@ class ClusterOut(BaseModel):
 
 class TenantIn(Body):
     """A tenant, as an entry of a tenants file, with its trace given by the SHA-256 an upload
-    (``POST /traces``) returned; optionally the TCP port its server listens on for it (``port``,
-    which ``tailbound enforce net`` filters on, so that two tenants of one client and server
-    are told apart)."""
+    (``POST /traces``) returned, or instead its ``characterisation`` given directly (placement
+    policies: ``tailbound.plan_inputs.check_characterisation``); optionally the TCP port its
+    server listens on for it (``port``, which ``tailbound enforce net`` filters on, so that two
+    tenants of one client and server are told apart)."""
 
     name: Name
-    trace: Sha256
+    trace: Sha256 | None = None
+    characterisation: dict[str, Any] | None = None
     slo_s: float | None = Field(default=None, gt=0)
     percentile: float | None = Field(default=None, gt=0, le=1)
     slo_grades: list[tuple[float, float]] | None = None
