@@ -4,6 +4,7 @@ a temporary directory) and inputs from the demo's generator (``tailbound.demo.wr
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -209,6 +210,14 @@ def postgres() -> Iterator[str]:
     """A PostgreSQL server initialised in a temporary directory (as the ``postgres`` user when
     the tests run as root), on a Unix socket there; yields the URL of a fresh database's server
     (``…/postgres``): tests create their own databases with :func:`pg_database`."""
+    with temporary_postgres() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def temporary_postgres() -> Iterator[str]:
+    """:func:`postgres` as a context manager (``benchmarks.bench_service --pg auto`` uses it):
+    the server is stopped and its directory removed on exit."""
     bin_dir = postgres_bin()
     root = Path(tempfile.mkdtemp(prefix="tb-pg-", dir="/tmp"))
     data, sock = root / "data", root / "sock"
@@ -273,10 +282,12 @@ def postgres() -> Iterator[str]:
                     f"postgres did not start: {(root / 'postgres.log').read_text()[-2000:]}"
                 ) from None
             time.sleep(0.2)
-    yield url
-    process.send_signal(signal.SIGINT)  # fast shutdown
-    process.wait(60)
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        yield url
+    finally:
+        process.send_signal(signal.SIGINT)  # fast shutdown
+        process.wait(60)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 _databases = iter(range(1, 1_000_000))

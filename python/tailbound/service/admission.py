@@ -44,7 +44,7 @@ from tailbound.model import Tenant, cluster_from_json, tenant_from_json
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow
 from tailbound.service.engines import Context, Engine, Outcome, check_options, new_engine
 from tailbound.service.metrics import Metrics
-from tailbound.service.plans import plan_text, sha256
+from tailbound.service.plans import PlanWriter, sha256
 from tailbound.service.problems import Problem
 
 #: Times a decision is recomputed after losing the race for the next version.
@@ -151,6 +151,7 @@ class Decider:
             metrics,
         )
         self._engines: dict[int, tuple[int, Engine]] = {}
+        self._writers: dict[int, PlanWriter] = {}
         self._contexts: dict[int, Context] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -309,7 +310,7 @@ class Decider:
                 plan = dataclasses.replace(
                     outcome.plan, meta={**outcome.plan.meta, "version": version + 1}
                 )
-                text = plan_text(plan)
+                text = self._writers.setdefault(row.id, PlanWriter()).text(plan)
                 session.add(
                     PlanRow(
                         cluster_id=row.id,

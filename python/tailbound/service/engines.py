@@ -28,7 +28,6 @@ is no longer current at commit (:mod:`tailbound.service.admission`).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 from collections.abc import Mapping
@@ -98,6 +97,8 @@ class Context:
     curves: dict[Tenant, Any] = field(default_factory=dict)
     characterisations: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     refs: dict[Tenant, TraceRef] = field(default_factory=dict)
+    #: ``workloadcompactor.to_plan``'s memo of each server's entries (unchanged servers reuse).
+    plan_memo: dict[object, Any] = field(default_factory=dict)
     _profile_document: dict[str, Any] | None = None
 
     def tenant_set(self, tenants: tuple[Tenant, ...]) -> TenantSet:
@@ -259,10 +260,8 @@ class PlacementEngine:
         return cache[tenant]
 
     def _copy(self) -> Any:
-        # the characterisations are immutable and shared, never copied
-        memo = {id(w): w for w in self.context.curves.values()}
-        memo[id(self.context.cluster)] = self.context.cluster
-        return copy.deepcopy(self.placer, memo)
+        # O(servers) cheap steps, sharing what is immutable (Placer.fork)
+        return self.placer.fork()
 
     def _plan(self, placer: Any, tenants: dict[str, Tenant]) -> Plan:
         from tailbound.policies.workloadcompactor import to_plan
@@ -273,6 +272,7 @@ class PlacementEngine:
             self.context.cluster,
             policy=self.context.policy,
             safety_margin=self.context.options["safety_margin"],
+            memo=self.context.plan_memo,
         )
         return self.context.plan_of(plan, tenants)
 

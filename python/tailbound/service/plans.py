@@ -15,6 +15,7 @@ hosts' parts changed in a newer version.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -32,6 +33,45 @@ def plan_text(plan: Plan) -> str:
     """The JSON text of ``plan`` as stored and served, compact (:data:`COMPACT`; NaN and
     infinity refused)."""
     return json.dumps(plan.to_json(), separators=COMPACT, allow_nan=False) + "\n"
+
+
+#: Stands for the tenants' entries in a Plan's text while the rest is encoded (a JSON string
+#: no Plan field holds: its NUL characters are escaped in JSON).
+_TENANTS = "\x00tenants\x00"
+
+
+class PlanWriter:
+    """The text of successive Plans of one cluster, exactly :func:`plan_text`'s, with each
+    tenant's entry encoded once while it is unchanged: a Plan of ``n`` tenants costs the encoding
+    of the entries that changed (the server the event touched) and the joining of the others'
+    text, not ``n`` encodings (docs/service.md, "Load benchmark"). Keeps the last Plan's entries
+    only."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Any, Any, str]] = {}
+
+    def text(self, plan: Plan) -> str:
+        entries = []
+        kept: dict[str, tuple[Any, Any, str]] = {}
+        for t in plan.tenants:
+            source: Any = None
+            if plan.inputs is not None:
+                source = plan.inputs.characterisations.get(t.name) or plan.inputs.traces[t.name]
+            hit = self._entries.get(t.name)
+            if hit is not None and (hit[0] is t or hit[0] == t) and hit[1] == source:
+                entry = hit[2]
+            else:
+                (doc,) = dataclasses.replace(plan, tenants=[t]).to_json()["tenants"]
+                entry = json.dumps(doc, separators=COMPACT, allow_nan=False)
+            kept[t.name] = (t, source, entry)
+            entries.append(entry)
+        self._entries = kept
+        skeleton = dataclasses.replace(plan, tenants=[]).to_json()
+        skeleton["tenants"] = _TENANTS
+        text = json.dumps(skeleton, separators=COMPACT, allow_nan=False) + "\n"
+        marker = json.dumps(_TENANTS)
+        assert text.count(marker) == 1
+        return text.replace(marker, "[" + ",".join(entries) + "]")
 
 
 def sha256(text: str) -> str:
