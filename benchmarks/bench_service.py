@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
         args.tenants, args.clients, args.duration = 12, 4, 5.0
     with contextlib.ExitStack() as stack:
         if args.pg == "auto":
-            from tests.service.harness import pg_database, temporary_postgres
+            from benchmarks.tempdb import pg_database, temporary_postgres
 
             args.pg = pg_database(stack.enter_context(temporary_postgres()))
         run(args)

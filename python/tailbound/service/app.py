@@ -322,8 +322,18 @@ def create_app(settings: Settings) -> FastAPI:
         if body.port is not None:
             with state.sessions() as s:
                 check_port(s, row, body.name, body.port)
-        if registry.find(row.policy).family == "snc" and tenant.percentile >= 1:
+        family = registry.find(row.policy).family
+        if family == "snc" and tenant.percentile >= 1:
             raise Problem(422, "SNC bounds need a percentile in (0, 1)", "body.percentile")
+        if family == "control":  # what PSLO's controller needs of each tenant
+            from tailbound.model import TenantSet
+            from tailbound.policies.pslo import check_tenants
+
+            try:
+                check_tenants(TenantSet((tenant,)))
+            except ConfigError as e:
+                field = (e.field or "").removeprefix("tenants[0].")
+                raise Problem(422, e.message, f"body.{field}" if field else "body") from None
         try:
             with state.sessions.begin() as s:
                 s.add(
@@ -678,6 +688,10 @@ def addresses_of(s: Session, row: ClusterRow) -> Addresses:
     return Addresses(dict(row.addresses or {}), ports)
 
 
+#: The hosts a tenant of the network analyses' families (``snc``, ``dnc``) needs.
+NETWORK_HOSTS = ("client_host", "server_host")
+
+
 def check_hosts(row: ClusterRow, doc: dict[str, Any]) -> None:
     """422 naming the field when a tenant names a host, VM or device the cluster lacks, or lacks
     the hosts its cluster's admission policy needs."""
@@ -703,7 +717,10 @@ def check_hosts(row: ClusterRow, doc: dict[str, Any]) -> None:
     if vm is not None and (client is None or vm not in clients[client].vms):
         raise Problem(422, f"client host {client!r} has no VM {vm!r}", "body.client_vm")
     if kind_of(row.policy) == "admission":
-        for key in ("client_host", "server_host"):
+        family = registry.find(row.policy).family
+        # the SNC and DNC analyses follow the network path; Nested QoS and PSLO the device
+        needs = ("server_host", "device") if family in ("nested", "control") else NETWORK_HOSTS
+        for key in needs:
             if doc.get(key) is None:
                 raise Problem(422, f"missing ({row.policy} needs it)", f"body.{key}")
 

@@ -12,7 +12,9 @@ A cluster's policy is a name of :mod:`tailbound.policies.registry`:
 - an **admission** policy of the ``snc`` or ``dnc`` family (``snc-meister``, ``dnc``, ``silo``,
   ``qjump``, ...): the state is the admitted tenants in arrival order; an arrival is one step of
   ``admit``'s loop (:func:`~tailbound.policies.admission.decide`), a departure drops the tenant,
-  and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants.
+  and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants;
+- Nested QoS (family ``nested``) and PSLO (family ``control``): :class:`NestedEngine`,
+  :class:`PsloEngine`; a new family adds its engine to :data:`ADMISSION_ENGINES`.
 
 Either way the Plan records its inputs (:class:`~tailbound.plan_inputs.PlanInputs`: traces with
 their hashes, the embedded profile, the link bandwidth), so it stands alone. A tenant given by
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,9 +51,8 @@ OPTIONS: dict[str, Any] = {
     "low_priority_work_s": None,  # placement: cap on the work in service below the top level
     "fast_first_fit": False,  # placement: skip near-full servers
     "rule": {},  # snc admission: SncRule's fields (tailbound admit's flags); default its rule
+    "pslo": {},  # pslo: {"policy": one of _core.PSLO_POLICIES, and pslo.PARAMETERS' numbers}
 }
-#: Admission families the service decides with (``nested`` is not served yet).
-FAMILIES = ("snc", "dnc")
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,26 @@ def check_options(policy: str, options: Mapping[str, Any]) -> dict[str, Any]:
             f"expected a number >= 0 or null, got {cap!r}",
             field=where + "low_priority_work_s",
         )
+    pslo = out["pslo"]
+    if not isinstance(pslo, dict):
+        raise ConfigError(None, "expected an object", field=where + "pslo")
+    from tailbound.policies.pslo import PARAMETERS
+
+    for key, value in pslo.items():
+        if key == "policy":
+            from tailbound import _core
+
+            if value not in _core.PSLO_POLICIES:
+                raise ConfigError(
+                    None,
+                    f"expected one of {', '.join(_core.PSLO_POLICIES)}, got {value!r}",
+                    field=f"{where}pslo.policy",
+                )
+        elif key not in PARAMETERS:
+            names = ", ".join(["policy", *PARAMETERS])
+            raise ConfigError(None, f"unknown key (known: {names})", field=f"{where}pslo.{key}")
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(None, f"expected a number, got {value!r}", field=f"{where}pslo.{key}")
     if not isinstance(out["fast_first_fit"], bool):
         raise ConfigError(None, "expected true or false", field=where + "fast_first_fit")
     rule = out["rule"]
@@ -201,7 +222,7 @@ def new_engine(context: Context) -> Engine:
     """The empty engine of ``context``'s cluster (no tenant admitted)."""
     if kind_of(context.policy) == "placement":
         return PlacementEngine.empty(context)
-    return AdmissionEngine.empty(context)
+    return ADMISSION_ENGINES[registry.find(context.policy).family](context)
 
 
 # ------------------------------------------------------------------------------ placement
@@ -384,3 +405,171 @@ class AdmissionEngine:
             made = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
         after = AdmissionEngine(self.context, self.policy, tenants)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------ nested QoS
+@dataclass(frozen=True)
+class NestedEngine:
+    """Nested QoS (``nested-qos``, family ``nested``): the admitted tenants' decisions in
+    arrival order; an arrival is one step of ``NestedQosPolicy.decide``
+    (:func:`~tailbound.policies.nested_qos.decide_one`: the tenant's classes from its trace's
+    storage work, Lemma 3 against the tenants admitted on its device), the Plan
+    ``NestedQosPolicy.plan`` of the admitted decisions."""
+
+    context: Context
+    decisions: tuple[Any, ...]  # nested_qos.Decision, admitted, in arrival order
+
+    @classmethod
+    def empty(cls, context: Context) -> NestedEngine:
+        from tailbound.profiles import SsdProfile
+
+        if not isinstance(context.profile, SsdProfile):
+            raise ConfigError(None, f"{context.policy} needs an SSD profile", field="profile")
+        return cls(context, ())
+
+    def admitted(self) -> list[str]:
+        return [d.tenant.name for d in self.decisions]
+
+    def _work(self, tenant: Tenant) -> Any:
+        """The tenant's requests' arrivals and work (s) on the profile's SSD, computed once."""
+        from tailbound.profiles.tokens import SsdModel
+        from tailbound.traces.readers import read_trace
+
+        cache = self.context.curves
+        if tenant not in cache:
+            trace = read_trace(tenant.trace)
+            cache[tenant] = (trace.time, SsdModel(self.context.profile).tokens(trace))
+        return cache[tenant]
+
+    def _plan(self, decisions: tuple[Any, ...]) -> Plan:
+        from tailbound.policies.nested_qos import NestedQosPolicy
+
+        tenants = tuple(d.tenant for d in decisions)
+        plan = NestedQosPolicy(self.context.tenant_set(tenants)).plan(decisions)
+        return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        from tailbound.policies.nested_qos import decide_one
+
+        _no_characterisation(self.context, tenant)
+        start = time.perf_counter()
+        there = [
+            d
+            for d in self.decisions
+            if (d.tenant.server, d.tenant.device) == (tenant.server, tenant.device)
+        ]
+        time_s, work_s = self._work(tenant)
+        d = decide_one(there, tenant, time_s, work_s)
+        reasons: dict[str, Any] = {
+            "server": tenant.server,
+            "device": tenant.device,
+            "capacity": d.capacity,
+            "classes": [[c.sigma_s, c.rho, c.delta_s] for c in d.classes],
+            "policy": self.context.policy,
+        }
+        if not d.admitted:
+            reasons["reason"] = (
+                f"its device would need {d.capacity:.3g} times its capacity (Lemma 3)"
+            )
+            return Outcome(False, reasons, None, self, time.perf_counter() - start)
+        decisions = (*self.decisions, d)
+        made = self._plan(decisions) if plan else None
+        return Outcome(
+            True, reasons, made, NestedEngine(self.context, decisions), time.perf_counter() - start
+        )
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        decisions = tuple(d for d in self.decisions if d.tenant.name != name)
+        made = self._plan(decisions) if plan else None
+        after = NestedEngine(self.context, decisions)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------ PSLO
+@dataclass(frozen=True)
+class PsloEngine:
+    """PSLO (``pslo``, family ``control``): every tenant PSLO can control is admitted
+    (``pslo.check_tenants``: a server, a device, a percentile in (0, 1), a throughput SLO in
+    IOPS), the Plan ``PsloPolicy.plan`` of the admitted tenants with the cluster's controller
+    (option ``pslo``: ``tailbound admit --pslo-*``)."""
+
+    context: Context
+    tenants: tuple[Tenant, ...]
+
+    @classmethod
+    def empty(cls, context: Context) -> PsloEngine:
+        cls._policy(context, ())  # the controller's parameters checked now
+        return cls(context, ())
+
+    @staticmethod
+    def _policy(context: Context, tenants: tuple[Tenant, ...]) -> Any:
+        options = dict(context.options["pslo"])
+        kind = options.pop("policy", "LS+T")
+        try:
+            return registry.build(
+                context.policy,
+                "admission",
+                context.tenant_set(tenants),
+                pslo_policy=kind,
+                **options,
+            )
+        except ValueError as e:  # a parameter the core refuses, named by its core name
+            name, _, message = str(e).partition(": ")
+            raise ConfigError(None, message, field=f"options.pslo.{name}") from None
+
+    def admitted(self) -> list[str]:
+        return [t.name for t in self.tenants]
+
+    def _plan(self, tenants: tuple[Tenant, ...]) -> Plan:
+        plan = self._policy(self.context, tenants).plan()
+        return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        from tailbound.policies.pslo import check_tenants
+
+        _no_characterisation(self.context, tenant)
+        start = time.perf_counter()
+        check_tenants(self.context.tenant_set((tenant,)))
+        tenants = (*self.tenants, tenant)
+        made = self._plan(tenants) if plan else None
+        reasons: dict[str, Any] = {
+            "server": tenant.server,
+            "device": tenant.device,
+            "slo_s": tenant.slo_s,
+            "throughput_iops": tenant.slo.throughput_iops,
+            "policy": self.context.policy,
+        }
+        after = PsloEngine(self.context, tenants)
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        tenants = tuple(t for t in self.tenants if t.name != name)
+        made = self._plan(tenants) if plan else None
+        after = PsloEngine(self.context, tenants)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+def _no_characterisation(context: Context, tenant: Tenant) -> None:
+    if tenant.name in context.characterisations:
+        raise ConfigError(
+            None,
+            f"{context.policy} analyses a tenant's trace; {tenant.name} has a characterisation "
+            "only",
+            field="characterisation",
+        )
+
+
+#: The engine of each admission family the service decides with, by its registry family. **The
+#: hook for a new family** (Aequitas, issue 26): add its engine — a value with ``empty(context)``,
+#: ``admitted``, ``admit`` and ``depart`` as above, deciding with the policy's own functions — here
+#: under its family's name; ``kind_of`` and the API then accept its policies.
+ADMISSION_ENGINES: dict[str, Callable[[Context], Engine]] = {
+    "snc": AdmissionEngine.empty,
+    "dnc": AdmissionEngine.empty,
+    "nested": NestedEngine.empty,
+    "control": PsloEngine.empty,  # pslo
+}
+#: Admission families the service decides with.
+FAMILIES = tuple(ADMISSION_ENGINES)

@@ -26,7 +26,8 @@ class ClusterIn(Body):
     """A cluster: its cluster-file document (``link_bandwidth_bytes_per_s``, ``server_hosts``,
     ``client_hosts``, as ``tailbound place --cluster`` reads), the device profile (an SSD or
     disk profile document; placement policies need one), the policy deciding admissions (a
-    placement policy, or an admission policy of the ``snc`` or ``dnc`` family) and its options;
+    placement policy, or an admission policy of a family ``service.engines.FAMILIES`` lists) and its
+    options;
     optionally each host's IPv4 or IPv6 address (``addresses``: host name → address), which the
     hosts' parts of the Plans carry for ``tailbound enforce net``."""
 
@@ -66,6 +67,8 @@ class TenantIn(Body):
     device: Name | None = None
     group: Name | None = None
     class_: Name | None = Field(default=None, alias="class")
+    throughput_iops: float | None = Field(default=None, gt=0)
+    throughput_bytes_per_s: float | None = Field(default=None, gt=0)
     port: int | None = Field(default=None, ge=1, le=65535)
 
 
