@@ -48,6 +48,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="URL",
         help="the gateway's metrics (http://HOST:PORT/metrics): post each tenant's latencies",
     )
+    parser.add_argument(
+        "--replay-csv",
+        type=Path,
+        metavar="FILE",
+        help="the replayer's client CSV (enforce replay --out): post each tenant's latencies "
+        "and its requests beyond the Plan's buckets, once per version of the file",
+    )
     parser.add_argument("--once", action="store_true", help="one step, then exit")
     parser.add_argument(
         "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
@@ -79,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     with Client(args.server, args.token) as client:
         agent = Agent(client, args.cluster, args.host, args.state, net, gate)
         agent.metrics_url = args.gate_metrics
+        agent.replay_csv = args.replay_csv
 
         def report(doc: dict[str, Any]) -> None:
             print(json.dumps(doc), flush=True)
@@ -88,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
                 done = agent.step(0.0)
                 if agent.metrics_url is not None:
                     done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
+                if agent.replay_csv is not None:
+                    done["replay_measurements"] = agent.measure_replay(agent.replay_csv)
             except (ServiceError, httpx.HTTPError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT

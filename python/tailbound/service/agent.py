@@ -22,7 +22,11 @@ Measurements (:meth:`Agent.measure`): the storage gateway's ``/metrics`` histogr
 (``tailbound_gate_latency_seconds``, one export per tenant) are read, the requests since the
 previous reading (kept in ``<state>/gate-metrics.json``) summarised per tenant — the count and
 the 0.5, 0.99, 0.999 percentiles, each the upper bound of the histogram bucket it falls in (a
-conservative reading: never below the true percentile) — and posted to the server.
+conservative reading: never below the true percentile) — and posted to the server. The
+replayer's client CSV (``enforce replay --out``: every request's latency through the network
+stages, and its bytes on the wire) is summarised per tenant of the part the same way, exactly,
+with the requests sent beyond the Plan's ``net_in`` token bucket counted
+(:meth:`Agent.measure_replay`).
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class Agent:
     gate: Gate | None = None
     #: The storage gateway's metrics URL (``http://HOST:PORT/metrics``) to report from.
     metrics_url: str | None = None
+    #: The replayer's client CSV (``enforce replay --out``) to report from.
+    replay_csv: Path | None = None
     #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
     run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
 
@@ -216,6 +222,40 @@ class Agent:
         write_text_atomic(path, json.dumps(now))  # only once posted: a failed post is retried
         return answer
 
+    def measure_replay(self, csv: Path) -> dict[str, Any] | None:
+        """Post the replayer's measurements of this host's tenants from its client CSV (the
+        network stages end to end, and the requests beyond the Plan's buckets:
+        :func:`replay_summaries`), once per version of the file (its size and modification time
+        are kept in ``<state>/replay.json``); the server's answer, or None when nothing new."""
+        mark = self.state / "replay.json"
+        try:
+            st = csv.stat()
+        except FileNotFoundError:
+            return None
+        seen = {"path": str(csv.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        try:
+            if json.loads(mark.read_text()) == seen:
+                return None
+        except (OSError, ValueError):
+            pass
+        if not self.plan_path.exists():
+            return None
+        rows = replay_summaries(csv, json.loads(self.plan_path.read_text()))
+        answer = None
+        if rows:
+            from tailbound.enforce.replay import read_latencies
+
+            spans = [float(m.time.max() - m.time.min()) for m in read_latencies(csv).values()]
+            body = {
+                "host": self.host,
+                "plan_version": self.applied().get("version", 0),
+                "window_s": max([*spans, 1e-3]),
+                "tenants": rows,
+            }
+            answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
+        write_text_atomic(mark, json.dumps(seen))  # only once posted: a failed post is retried
+        return answer
+
     def loop(self, wait_s: float, retry_s: float, report: Callable[[dict[str, Any]], None]) -> None:
         """Step forever; while the server is unreachable, retry every ``retry_s`` seconds."""
         while True:
@@ -225,6 +265,10 @@ class Agent:
                     posted = self.measure(httpx.get(self.metrics_url, timeout=10).text)
                     if posted is not None:
                         report({"measurements": posted})
+                if self.replay_csv is not None:
+                    posted = self.measure_replay(self.replay_csv)
+                    if posted is not None:
+                        report({"replay_measurements": posted})
             except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
                 report({"ok": False, "error": str(e)})
                 time.sleep(retry_s)
@@ -267,6 +311,74 @@ def summarise(
         "count": int(total),
         "percentiles": {k: v for k, v in percentiles.items() if v is not None},
     }
+
+
+def beyond_bucket(
+    times_s: Sequence[float], sizes_bytes: Sequence[float], rate_bytes_per_s: float, bucket: float
+) -> int:
+    """How many of a tenant's messages (issued at ``times_s``, in order, of ``sizes_bytes``
+    each) found fewer tokens than their size in the token bucket ``(rate_bytes_per_s,
+    bucket)`` (full at the start; a message takes its size when it has it): its requests sent
+    beyond the Plan's bucket, which its characterisation did not foresee.
+
+    >>> beyond_bucket([0.0, 0.0, 0.0, 1.0], [100, 100, 100, 100], 100.0, 200.0)
+    1
+    """
+    tokens, last, over = bucket, None, 0
+    for t, size in zip(times_s, sizes_bytes, strict=True):
+        if last is not None:
+            tokens = min(bucket, tokens + (t - last) * rate_bytes_per_s)
+        last = t
+        if size <= tokens + 1e-9:
+            tokens -= size
+        else:
+            over += 1
+    return over
+
+
+def replay_summaries(csv: Path, part: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per tenant of the host's ``part`` found in the replayer's client CSV (``tailbound enforce
+    replay --out``): its requests' count, the latency percentiles of :data:`FRACTIONS` and the
+    largest (s, exact: each request's latency is recorded; unanswered ones are left out), and
+    the requests sent beyond the Plan's ``net_in`` token bucket (:func:`beyond_bucket` over the
+    requests' issue times and bytes on the wire)."""
+    import numpy as np
+
+    from tailbound.enforce.replay import read_latencies
+    from tailbound.plan import Plan
+    from tailbound.stages import Stage
+
+    measured = read_latencies(csv)
+    rows = []
+    for t in Plan.from_json(part).tenants:
+        m = measured.get(t.name)
+        if m is None:
+            continue
+        answered = m.latency[np.isfinite(m.latency)]
+        if not answered.size:
+            continue
+        order = np.argsort(m.time + m.issue_lag, kind="stable")
+        limit = t.limits.get(Stage.NET_IN)
+        over = 0
+        if limit is not None and limit.capacity_per_s is not None:
+            over = beyond_bucket(
+                (m.time + m.issue_lag)[order].tolist(),
+                m.request_bytes[order].tolist(),
+                limit.rate * limit.capacity_per_s,
+                limit.bucket_s * limit.capacity_per_s,
+            )
+        rows.append(
+            {
+                "tenant": t.name,
+                "count": int(answered.size),
+                "percentiles": {
+                    str(f): float(np.quantile(answered, f, method="higher")) for f in FRACTIONS
+                },
+                "max_s": float(answered.max()),
+                "beyond_buckets": over,
+            }
+        )
+    return rows
 
 
 def tailbound(argv: Sequence[str]) -> tuple[int, str]:
