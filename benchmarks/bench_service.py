@@ -9,13 +9,19 @@ admitted one request at a time (the latency of an uncontended decision) and meas
 column is ``tailbound place`` (WorkloadCompactor) or ``tailbound admit`` (SNC-Meister) over the
 same tenants file: its wall time divided by the tenants decided.
 
-Run: ``.venv/bin/python -m benchmarks.bench_service [--tenants 100] [--clients 16] [--pg URL]``;
-``--quick``: ``--tenants 4 --clients 2`` (what the test suite runs).
+The server's own decision time (the ``seconds`` each decision records, request to commit) is
+reported over the first and the last 100 admissions of the serial run, which shows how the cost
+of one decision grows with the tenants admitted.
+
+Run: ``.venv/bin/python -m benchmarks.bench_service [--tenants 100] [--servers N] [--clients 16]
+[--pg URL | --pg auto]`` (``auto``: a PostgreSQL server initialised in a temporary directory, as
+the tests do); ``--quick``: 6 tenants of 5 s, 2 clients (what the test suite runs).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -115,6 +121,16 @@ def measure(url: str, token: str, policy: str, folder: Path, clients: int) -> di
         out["p50_ms"] = float(np.percentile(latencies, 50)) * 1e3
         out["p99_ms"] = float(np.percentile(latencies, 99)) * 1e3
         out["admitted"] = admitted
+        decided = [
+            d["seconds"]
+            for d in c.json("GET", f"/clusters/serial-{policy}/decisions")
+            if d["event"] == "admit"
+        ]
+        out["first_ms"] = float(np.median(decided[:100])) * 1e3
+        out["last_ms"] = float(np.median(decided[-100:])) * 1e3
+        if clients == 0:
+            out["crowd_per_s"] = out["crowd_p99_ms"] = float("nan")
+            return out
         register(c, f"crowd-{policy}", policy, folder, options)
     barrier = threading.Barrier(clients)
 
@@ -170,27 +186,50 @@ def cli_rate(policy: str, folder: Path) -> float:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tenants", type=int, default=100)
-    p.add_argument("--clients", type=int, default=16)
-    p.add_argument("--pg", help="a PostgreSQL database URL (fresh) to measure too")
+    p.add_argument("--servers", type=int, help="servers of the demo cluster (default tenants/4)")
+    p.add_argument(
+        "--clients", type=int, default=16, help="clients at once for the crowd (0: no crowd)"
+    )
+    p.add_argument("--client-hosts", type=int, default=2, help="client hosts of the demo cluster")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds of each trace")
+    p.add_argument(
+        "--pg", help="a PostgreSQL database URL (fresh) to measure too; 'auto': a temporary one"
+    )
     p.add_argument("--policies", default="workloadcompactor,snc-meister")
-    p.add_argument("--quick", action="store_true", help="--tenants 4 --clients 2")
+    p.add_argument("--quick", action="store_true", help="6 tenants of 5 s, 2 clients")
     args = p.parse_args(argv if argv is not None else [])
     if args.quick:
-        args.tenants, args.clients = 4, 2
+        args.tenants, args.clients, args.duration = 6, 2, 5.0
+    with contextlib.ExitStack() as stack:
+        if args.pg == "auto":
+            from benchmarks.tempdb import pg_database, temporary_postgres
+
+            args.pg = pg_database(stack.enter_context(temporary_postgres()))
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="tb-bench-service-"))
     folder = root / "fleet"
+    servers = args.servers or max(2, args.tenants // 4)
     write_fleet(
-        demo_fleet(args.tenants, seed=11, duration_s=10.0),
+        demo_fleet(args.tenants, seed=11, duration_s=args.duration),
         folder,
-        servers=max(2, args.tenants // 4),
+        servers=servers,
+        clients=args.client_hosts,
     )
     cores = os.cpu_count()
-    print(f"{args.tenants} tenants, {args.clients} clients at once for the crowd; {cores} cores\n")
+    print(
+        f"{args.tenants} tenants of {args.duration:g} s, {servers} servers, "
+        f"{args.client_hosts} client hosts, {args.clients} clients at once for the crowd; "
+        f"{cores} cores\n"
+    )
     print(
         "| policy | database | serial admissions/s | decision p50 ms | p99 ms "
+        "| server decision ms, first / last 100 "
         "| crowd admissions/s | crowd p99 ms | admitted | CLI decisions/s |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     databases = [("SQLite", f"sqlite:///{root / 'tb.db'}")] + (
         [("PostgreSQL", args.pg)] if args.pg else []
     )
@@ -205,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
                 process.wait(60)
             print(
                 f"| {policy} | {label} | {m['serial_per_s']:.1f} | {m['p50_ms']:.0f} "
-                f"| {m['p99_ms']:.0f} | {m['crowd_per_s']:.1f} | {m['crowd_p99_ms']:.0f} "
+                f"| {m['p99_ms']:.0f} | {m['first_ms']:.0f} / {m['last_ms']:.0f} "
+                f"| {m['crowd_per_s']:.1f} | {m['crowd_p99_ms']:.0f} "
                 f"| {m['admitted']:.0f} | {cli:.1f} |",
                 flush=True,
             )

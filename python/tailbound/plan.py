@@ -471,6 +471,9 @@ class Plan:
         if self.inputs is not None:
             folder = None if base is None else Path(base)
             for doc in tenants:
+                if doc["name"] in self.inputs.characterisations:
+                    doc["characterisation"] = self.inputs.characterisations[doc["name"]]
+                    continue
                 if doc["name"] not in self.inputs.traces:
                     raise ValueError(f"the plan's inputs record no trace of {doc['name']!r}")
                 doc["trace"] = self.inputs.traces[doc["name"]].to_json(folder)
@@ -1022,7 +1025,9 @@ _PLAN_KEYS = frozenset(
 )
 #: Keys version 3 adds to the plan and to a tenant's entry (:mod:`tailbound.plan_inputs`).
 _V3_PLAN_KEYS = frozenset({"inputs", "control", "aequitas"})
-_V3_TENANT_KEYS = frozenset({"trace", "slo_grades", "nested", *THROUGHPUT_FIELDS})
+_V3_TENANT_KEYS = frozenset(
+    {"trace", "characterisation", "slo_grades", "nested", *THROUGHPUT_FIELDS}
+)
 _TENANT_KEYS = frozenset(
     {"name", "slo_s", "percentile", "server", "device", "client_host", "client_vm"}
     | {"priority", "stages", "latency_bound_s", "bound", "weight", "deadline_s", "service_class"}

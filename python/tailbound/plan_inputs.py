@@ -25,6 +25,22 @@ file and the field (``tenants[3].trace.sha256``) before anything runs or is writ
 computed once per process per file (:func:`file_sha256` keeps them by path, size, modification
 time and inode), so a multi-GB trace is not hashed twice by one verb.
 
+**A characterisation instead of a trace.** A tenant may be planned from its characterisation
+given directly (the control plane accepts one: docs/service.md) rather than from a trace: its
+entry then records ``characterisation`` (:func:`check_characterisation`: per stage the r-b
+curve in the stage's utilisation and seconds of work, with the long-run rate, and the largest
+read and write in bytes for the storage stage's blocking term) instead of ``trace``, so the plan
+still stands alone for what the analysis needs; a consumer that replays requests (``verify``,
+``prioritize``, ``enforce replay``) has none to replay and says so, naming the entry, unless
+``--tenants`` gives a trace for it::
+
+    "tenants": [{"name": "C9", ...,
+                 "characterisation": {"stages": {"net_in": {"mean_rate": 0.01,
+                                                            "points": [[0.02, 0.004], ...]},
+                                                 "storage": {...}, "net_out": {...}},
+                                      "largest_read_bytes": 131072,
+                                      "largest_write_bytes": 65536}}]
+
 **Overrides.** ``--tenants FILE`` replaces the recorded traces, joined to the plan's tenants by
 name as before version 3; ``--profile FILE`` the embedded profile; ``--link-bandwidth`` the
 recorded bandwidth. A plan of version 1 or 2, or one built in memory and saved without inputs
@@ -39,7 +55,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +74,11 @@ _RACY_S = 2.0
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 TRACE_KEYS = frozenset({"path", "sha256", "format"})
 INPUTS_KEYS = frozenset({"link_bandwidth_bytes_per_s", "profile"})
+CHARACTERISATION_KEYS = frozenset({"stages", "largest_read_bytes", "largest_write_bytes"})
+#: The stages a characterisation describes (a storage request's path: ``stages.STORAGE_PATH``).
+CHARACTERISED_STAGES = ("net_in", "storage", "net_out")
+#: Points an r-b curve of a characterisation may have.
+MAX_CURVE_POINTS = 10_000
 
 
 # ------------------------------------------------------------------------------ hashing
@@ -96,6 +117,100 @@ def _digest(path: str) -> str:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------ characterisations
+def check_characterisation(doc: Any, where: str, path: str | None = None) -> dict[str, Any]:
+    """A tenant's characterisation given instead of its trace (module docstring), checked and
+    normalised (numbers as floats); :class:`ConfigError` naming ``path`` and the field under
+    ``where`` (``body.characterisation.stages.storage.points[2]``) otherwise.
+
+    Per stage of :data:`CHARACTERISED_STAGES`: ``mean_rate``, the long-run utilisation of the
+    stage's queue (work-seconds per second, in (0, 1]), and ``points``, the r-b curve as
+    ``[rate, bucket_s]`` pairs: rates utilisations, strictly increasing, the first at least the
+    mean rate (below it no bucket suffices; rounding of 1e-9 relative allowed); buckets seconds
+    of work, non-negative and non-increasing (``characterize.RbCurve``). ``largest_read_bytes`` and
+    ``largest_write_bytes`` (>= 0): the largest request of each kind, the storage stage's
+    blocking term.
+
+    >>> c = {"stages": {s: {"mean_rate": 0.1, "points": [[0.2, 0.01], [0.5, 0.002]]}
+    ...      for s in CHARACTERISED_STAGES}, "largest_read_bytes": 4096, "largest_write_bytes": 0}
+    >>> check_characterisation(c, "c")["stages"]["storage"]["points"]
+    [[0.2, 0.01], [0.5, 0.002]]
+    >>> c["stages"]["storage"]["points"] = [[0.5, 0.01], [0.2, 0.002]]
+    >>> try:
+    ...     check_characterisation(c, "c")
+    ... except ConfigError as e:
+    ...     print(e.field)
+    c.stages.storage.points[1]
+    """
+
+    def fail(field: str, message: str) -> ConfigError:
+        return ConfigError(path, message, field=f"{where}.{field}" if field else where)
+
+    def number(value: Any, field: str, low: float, high: float = math.inf) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not low <= value <= high
+        ):
+            span = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+            raise fail(field, f"expected a finite number {span}, got {value!r}")
+        return float(value)
+
+    if not isinstance(doc, dict):
+        raise fail("", f"expected an object, got {doc!r}")
+    unknown = sorted(str(k) for k in doc if k not in CHARACTERISATION_KEYS)
+    if unknown:
+        known = ", ".join(sorted(CHARACTERISATION_KEYS))
+        raise fail(unknown[0], f"unknown key (known: {known})")
+    stages = doc.get("stages")
+    if not isinstance(stages, dict):
+        raise fail("stages", f"expected an object of {', '.join(CHARACTERISED_STAGES)}")
+    out_stages: dict[str, Any] = {}
+    for name in sorted(stages):
+        if name not in CHARACTERISED_STAGES:
+            raise fail(
+                f"stages.{name}", f"unknown stage (known: {', '.join(CHARACTERISED_STAGES)})"
+            )
+    for name in CHARACTERISED_STAGES:
+        at = f"stages.{name}"
+        stage = stages.get(name)
+        if not isinstance(stage, dict):
+            raise fail(at, f"missing or not an object: {stage!r}")
+        extra = sorted(str(k) for k in stage if k not in ("mean_rate", "points"))
+        if extra:
+            raise fail(f"{at}.{extra[0]}", "unknown key (known: mean_rate, points)")
+        mean = number(stage.get("mean_rate"), f"{at}.mean_rate", 0.0, 1.0)
+        if mean <= 0:
+            raise fail(f"{at}.mean_rate", "expected a positive utilisation, got 0")
+        points = stage.get("points")
+        if not isinstance(points, list) or not 0 < len(points) <= MAX_CURVE_POINTS:
+            raise fail(
+                f"{at}.points",
+                f"expected a list of 1 to {MAX_CURVE_POINTS} [rate, bucket_s] pairs",
+            )
+        curve: list[list[float]] = []
+        for i, pair in enumerate(points):
+            here = f"{at}.points[{i}]"
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise fail(here, f"expected [rate, bucket_s], got {pair!r}")
+            rate = number(pair[0], here, 0.0)
+            bucket = number(pair[1], here, 0.0)
+            if i == 0 and rate < mean * (1 - 1e-9):  # rbGen's first rate is the mean
+                raise fail(here, f"the first rate {rate:g} is below the mean rate {mean:g}")
+            if curve and rate <= curve[-1][0]:
+                raise fail(here, "rates must be strictly increasing")
+            if curve and bucket > curve[-1][1]:
+                raise fail(here, "buckets must be non-increasing as the rate grows")
+            curve.append([rate, bucket])
+        out_stages[name] = {"mean_rate": mean, "points": curve}
+    return {
+        "stages": out_stages,
+        "largest_read_bytes": number(doc.get("largest_read_bytes"), "largest_read_bytes", 0.0),
+        "largest_write_bytes": number(doc.get("largest_write_bytes"), "largest_write_bytes", 0.0),
+    }
 
 
 # ------------------------------------------------------------------------------ values
@@ -140,11 +255,14 @@ class TraceRef:
 class PlanInputs:
     """What a plan was decided from: each tenant's trace by name, the link bandwidth of every
     host (bytes/s, each direction) and the device profile's JSON document (``None`` when the
-    plan was made without one: network-only tenants)."""
+    plan was made without one: network-only tenants); a tenant planned from a characterisation
+    given directly has that (:func:`check_characterisation`'s document) in
+    ``characterisations`` instead of a trace."""
 
     traces: Mapping[str, TraceRef]
     link_bytes_per_s: float
     profile: Mapping[str, Any] | None = None
+    characterisations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def record(
@@ -208,7 +326,11 @@ def read_inputs(
     """The inputs of a version 3 plan document (``None`` when it records none): ``inputs`` and
     every tenant entry's ``trace``, relative paths read relative to ``path``'s folder."""
     inputs = document.get("inputs")
-    has_trace = [i for i, t in enumerate(tenants) if isinstance(t, dict) and "trace" in t]
+    has_trace = [
+        i
+        for i, t in enumerate(tenants)
+        if isinstance(t, dict) and ("trace" in t or "characterisation" in t)
+    ]
     if inputs is None:
         if has_trace:
             raise ConfigError(
@@ -239,9 +361,21 @@ def read_inputs(
         )
     base = Path(os.path.abspath(path)).parent if path is not None else None
     refs = {}
+    characterisations = {}
     for i, doc in enumerate(tenants):
-        refs[str(doc.get("name"))] = _trace(doc.get("trace"), f"tenants[{i}].trace", base, path)
-    return PlanInputs(refs, float(link), profile)
+        name = str(doc.get("name"))
+        if "characterisation" in doc:
+            if "trace" in doc:
+                raise ConfigError(
+                    path,
+                    "a tenant records a trace or a characterisation, not both",
+                    field=f"tenants[{i}].characterisation",
+                )
+            where = f"tenants[{i}].characterisation"
+            characterisations[name] = check_characterisation(doc["characterisation"], where, path)
+            continue
+        refs[name] = _trace(doc.get("trace"), f"tenants[{i}].trace", base, path)
+    return PlanInputs(refs, float(link), profile, characterisations)
 
 
 def _trace(doc: Any, where: str, base: Path | None, path: str | None) -> TraceRef:
@@ -353,6 +487,14 @@ def resolve_inputs(
     else:
         traces = {}
         for n in wanted:
+            if n in recorded.characterisations:
+                raise ConfigError(
+                    plan_path,
+                    f"tenant {n!r} was planned from a characterisation given directly, not a "
+                    "trace: there are no requests of it to replay (pass --tenants with a trace "
+                    "for it)",
+                    field=f"tenants[{index[n]}].characterisation",
+                )
             ref = recorded.traces[n]
             where = f"tenants[{index[n]}].trace"
             if not ref.path.is_file():

@@ -4,15 +4,11 @@ a temporary directory) and inputs from the demo's generator (``tailbound.demo.wr
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from benchmarks.tempdb import free_port, pg_database, postgres_bin, temporary_postgres
 
 import tailbound
 from tailbound.demo import write_fleet
@@ -30,16 +27,12 @@ from tailbound.service.db import make_engine, sessions
 from tailbound.service.migrate import upgrade
 from tailbound.traces.fleet import demo_fleet
 
+__all__ = ["free_port", "pg_database", "postgres_bin", "temporary_postgres"]
+
 #: The folder holding the ``tailbound`` package the tests import (the server runs the same).
 SOURCE = Path(tailbound.__file__).resolve().parents[1]
 #: Seconds a server gets to answer /health after it starts.
 READY_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make_token(db: str, name: str, scope: str, host: str | None = None) -> str:
@@ -155,16 +148,20 @@ def register(
     policy: str = "workloadcompactor",
     options: dict[str, Any] | None = None,
     names: list[str] | None = None,
+    addresses: dict[str, str] | None = None,
+    ports: dict[str, int] | None = None,
 ) -> list[str]:
-    """Register ``cluster`` with ``d``'s cluster and profile, upload the traces and register the
-    tenants (all, or ``names``); the tenant names."""
-    client.create_cluster(cluster, policy, d.cluster, d.profile, options or {})
+    """Register ``cluster`` with ``d``'s cluster and profile (and hosts' ``addresses``), upload
+    the traces and register the tenants (all, or ``names``; with their ``ports``); the tenant
+    names."""
+    client.create_cluster(cluster, policy, d.cluster, d.profile, options or {}, addresses)
     done = []
     for entry in d.tenants:
         if names is not None and entry["name"] not in names:
             continue
         stored = client.upload_trace(d.folder / entry["trace"])
-        client.register_tenant(cluster, {**entry, "trace": stored["sha256"]})
+        port = {"port": ports[entry["name"]]} if ports and entry["name"] in ports else {}
+        client.register_tenant(cluster, {**entry, "trace": stored["sha256"], **port})
         done.append(entry["name"])
     return done
 
@@ -189,105 +186,10 @@ def server(tmp_path: Path, sqlite_url: str) -> Iterator[Server]:
 
 
 # ------------------------------------------------------------------------------ PostgreSQL
-def postgres_bin() -> Path:
-    """The folder of Debian's PostgreSQL server binaries (``apt-get install postgresql``)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
-    if found:
-        return Path(found[-1]).parent
-    which = shutil.which("postgres")
-    if which:
-        return Path(which).resolve().parent
-    raise AssertionError("PostgreSQL is not installed: apt-get install postgresql (.ci/run does)")
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[str]:
     """A PostgreSQL server initialised in a temporary directory (as the ``postgres`` user when
     the tests run as root), on a Unix socket there; yields the URL of a fresh database's server
     (``…/postgres``): tests create their own databases with :func:`pg_database`."""
-    bin_dir = postgres_bin()
-    root = Path(tempfile.mkdtemp(prefix="tb-pg-", dir="/tmp"))
-    data, sock = root / "data", root / "sock"
-    data.mkdir()
-    sock.mkdir()
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres", "postgres")
-        shutil.chown(data, "postgres", "postgres")
-        shutil.chown(sock, "postgres", "postgres")
-        root.chmod(0o755)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(
-        [
-            *as_user,
-            str(bin_dir / "initdb"),
-            "-D",
-            str(data),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-            "--no-sync",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    with open(root / "postgres.log", "wb") as log:
-        # the server runs as postgres itself (not under runuser), so that its signals reach it
-        process = subprocess.Popen(
-            [
-                str(bin_dir / "postgres"),
-                "-D",
-                str(data),
-                "-k",
-                str(sock),
-                "-p",
-                str(port),
-                "-c",
-                "listen_addresses=",
-                "-c",
-                "max_connections=200",
-            ],
-            stdout=log,
-            stderr=log,
-            user="postgres" if as_user else None,
-            group="postgres" if as_user else None,
-            extra_groups=[] if as_user else None,
-        )
-    url = f"postgresql+psycopg://postgres@/postgres?host={sock}&port={port}"
-    import psycopg
-
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            psycopg.connect(f"host={sock} port={port} user=postgres dbname=postgres").close()
-            break
-        except psycopg.OperationalError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"postgres did not start: {(root / 'postgres.log').read_text()[-2000:]}"
-                ) from None
-            time.sleep(0.2)
-    yield url
-    process.send_signal(signal.SIGINT)  # fast shutdown
-    process.wait(60)
-    shutil.rmtree(root, ignore_errors=True)
-
-
-_databases = iter(range(1, 1_000_000))
-
-
-def pg_database(server_url: str) -> str:
-    """A fresh database on the PostgreSQL server of ``server_url``; its URL."""
-    import psycopg
-
-    name = f"tb{next(_databases)}_{os.getpid()}"
-    query = server_url.split("?", 1)[1]
-    params = dict(p.split("=", 1) for p in query.split("&"))
-    with psycopg.connect(
-        f"host={params['host']} port={params['port']} user=postgres dbname=postgres",
-        autocommit=True,
-    ) as c:
-        c.execute(f"CREATE DATABASE {name}")
-    return server_url.replace("/postgres?", f"/{name}?")
+    with temporary_postgres() as url:
+        yield url

@@ -17,6 +17,7 @@ from tests.service.harness import Demo, Server, make_token, register
 from tailbound.plan import Plan
 from tailbound.service.agent import Agent
 from tailbound.service.client import ServiceError
+from tailbound.stages import Stage
 
 
 def hosts_file(d: Demo, path: Path) -> Path:
@@ -158,3 +159,42 @@ def test_agent_posts_the_gateways_latencies(
     assert row["count"] == 1000 and row["window_s"] == 60.0
     assert (row["measured_percentile"], row["measured_s"]) == (0.999, 0.05)
     assert row["predicted_s"] is not None
+
+
+def test_agent_posts_the_replayers_latencies_and_requests_beyond_the_buckets(
+    server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
+) -> None:
+    """From the replayer's client CSV the agent posts each tenant's exact latency percentiles
+    and counts the requests sent beyond the Plan's ``net_in`` token bucket; the report flags a
+    tenant that left its characterisation; the same file is posted once."""
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    name = small_demo.tenants[0]["name"]
+    with server.client(operator) as c:
+        register(c, small_demo, "c1", names=[name])
+        assert c.admit("c1", name)["admitted"]
+    with server.client(token) as client:
+        a = Agent(client, "c1", "server00", tmp_path / "state", run=lambda argv: (0, ""))
+        assert a.step()["tenants"] == [name]
+        planned = Plan.from_json(json.loads(a.plan_path.read_text())).tenant(name)
+        limit = planned.limits[Stage.NET_IN]
+        assert limit.capacity_per_s is not None
+        burst, rate = limit.bucket_s * limit.capacity_per_s, limit.rate * limit.capacity_per_s
+        # 100 requests of a tenth of the bucket 1 s apart (within it), then 40 at one instant
+        # at 100 s: the bucket holds 10 of them, the other 30 are beyond it
+        size = int(burst // 10)
+        assert size < rate  # a second refills what one request takes
+        times = [float(i) for i in range(100)] + [100.0] * 40
+        lines = ["tenant,time_s,issue_lag_s,latency_s,request_bytes,response_bytes,size"]
+        lines += [
+            f"{name},{t},0,{0.001 * (1 + i % 10)},{size},100,4096" for i, t in enumerate(times)
+        ]
+        csv = tmp_path / "latency.csv"
+        csv.write_text("\n".join(lines) + "\n")
+        assert a.measure_replay(csv) == {"stored": 1}
+        assert a.measure_replay(csv) is None  # the same file: nothing new
+    with server.client(operator) as c:
+        row = c.json("GET", "/clusters/c1/report")["tenants"][0]
+    assert row["count"] == 140 and row["beyond_buckets"] == 30
+    assert "beyond_characterisation" in row["flags"]
+    assert row["measured_s"] == pytest.approx(0.01)

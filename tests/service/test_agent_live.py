@@ -1,6 +1,8 @@
 """Two agents, live, in network namespaces (issue 27): the agent of ``server00`` in one namespace
 and of ``client00`` in another, joined by a veth pair, each applying its host's part of the
-current Plan with ``tailbound enforce net`` on its end of the pair. After an admission, a second
+current Plan with ``tailbound enforce net`` on its end of the pair, with the hosts' addresses and
+tenants' ports the cluster and tenant documents registered (no hosts file of the agents' own:
+the part carries them). After an admission, a second
 admission and a departure, both apply the new version and ``enforce net --check`` finds no drift;
 an agent killed while polling restarts and converges to the current version.
 
@@ -51,13 +53,11 @@ def namespaces() -> Iterator[dict[str, tuple[str, str]]]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
 
 
-def agent_argv(
-    server: Server, token: str, host: str, state: Path, hosts: Path, ns: str, dev: str
-) -> list[str]:
+def agent_argv(server: Server, token: str, host: str, state: Path, ns: str, dev: str) -> list[str]:
     return [
         *TAILBOUND, "agent", "--server", server.url, "--token", token, "--cluster", "c1",
         "--host", host, "--state", str(state), "--net-device", dev, "--netns", ns,
-        "--hosts", str(hosts), "--wait", "1", "--retry", "0.5",
+        "--wait", "1", "--retry", "0.5",
     ]  # fmt: skip
 
 
@@ -67,10 +67,13 @@ def once(argv: list[str]) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
-def no_drift(state: Path, host: str, hosts: Path, ns: str, dev: str) -> None:
+def no_drift(state: Path, host: str, ns: str, dev: str) -> None:
+    """``enforce net --check`` of the part the agent applied, with the addresses it came with."""
+    hosts = json.loads((state / "hosts.json").read_text())
+    assert hosts["hosts"][host] == HOSTS[host][1], hosts
     done = subprocess.run(
         [*TAILBOUND, "enforce", "net", "--plan", str(state / "plan.json"), "--host", host,
-         "--hosts", str(hosts), "--device", dev, "--netns", ns, "--check"],
+         "--hosts", str(state / "hosts.json"), "--device", dev, "--netns", ns, "--check"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -86,20 +89,16 @@ def test_two_agents_follow_the_plan_live(
     operator = make_token(sqlite_url, "op", "operator")
     tokens = {h: make_token(sqlite_url, f"agent-{h}", "agent", host=h) for h in HOSTS}
     names = [t["name"] for t in small_demo.tenants[:4]]
-    hosts = tmp_path / "hosts.json"
     every = [s["name"] for s in small_demo.cluster["server_hosts"]] + [
         c["name"] for c in small_demo.cluster["client_hosts"]
     ]
     addresses = {h: HOSTS[h][1] if h in HOSTS else f"198.18.8.{i + 1}" for i, h in enumerate(every)}
-    hosts.write_text(
-        json.dumps({"hosts": addresses, "ports": {n: 5000 + i for i, n in enumerate(names)}})
-    )
+    ports = {n: 5000 + i for i, n in enumerate(names)}
     argv = {
-        h: agent_argv(server, tokens[h], h, tmp_path / f"state-{h}", hosts, *namespaces[h])
-        for h in HOSTS
+        h: agent_argv(server, tokens[h], h, tmp_path / f"state-{h}", *namespaces[h]) for h in HOSTS
     }
     with server.client(operator) as c:
-        register(c, small_demo, "c1", names=names)
+        register(c, small_demo, "c1", names=names, addresses=addresses, ports=ports)
         events = [("admit", names[0]), ("admit", names[1]), ("depart", names[0])]
         for event, name in events:
             answer = c.admit("c1", name) if event == "admit" else c.depart("c1", name)
@@ -109,7 +108,10 @@ def test_two_agents_follow_the_plan_live(
                 report = once(argv[h])
                 assert report["ok"] and report["version"] == version, report
                 assert all(s["status"] == 0 for s in report.get("steps", [])), report
-                no_drift(tmp_path / f"state-{h}", h, hosts, *namespaces[h])
+                no_drift(tmp_path / f"state-{h}", h, *namespaces[h])
+                held = json.loads((tmp_path / f"state-{h}" / "hosts.json").read_text())
+                part = json.loads((tmp_path / f"state-{h}" / "plan.json").read_text())
+                assert held["ports"] == {t["name"]: ports[t["name"]] for t in part["tenants"]}
             _, plan = c.plan("c1")
             on_server00 = {t["name"] for t in plan["tenants"] if t["server"] == "server00"}
             assert on_server00, "the demo's first tenants go to server00"
@@ -128,4 +130,4 @@ def test_two_agents_follow_the_plan_live(
         current, _ = c.plan("c1")
         state = json.loads((tmp_path / "state-server00" / "state.json").read_text())
         assert state["version"] == current, (report, state)
-        no_drift(tmp_path / "state-server00", "server00", hosts, *namespaces["server00"])
+        no_drift(tmp_path / "state-server00", "server00", *namespaces["server00"])

@@ -211,10 +211,47 @@ def test_bad_input_names_the_field_and_stores_nothing(tmp_path: Path, small_demo
             ),
             (
                 "POST",
+                "/clusters",
+                {
+                    "json": {
+                        "name": "c2",
+                        "policy": "workloadcompactor",
+                        "cluster": small_demo.cluster,
+                        "profile": small_demo.profile,
+                        "addresses": {"server00": "10.0.0.1", "nohost": "10.0.0.2"},
+                    }
+                },
+                422,
+                "body.addresses.nohost",
+            ),
+            (
+                "POST",
+                "/clusters",
+                {
+                    "json": {
+                        "name": "c2",
+                        "policy": "workloadcompactor",
+                        "cluster": small_demo.cluster,
+                        "profile": small_demo.profile,
+                        "addresses": {"server00": "10.0.0.300"},
+                    }
+                },
+                422,
+                "body.addresses.server00",
+            ),
+            (
+                "POST",
                 "/clusters/c1/tenants",
                 {"json": {"name": "t", "trace": "0" * 64, "slo_s": 0.1}},
                 422,
                 "body.trace",
+            ),
+            (
+                "POST",
+                "/clusters/c1/tenants",
+                {"json": {"name": "t", "trace": "0" * 64, "slo_s": 0.1, "port": 70000}},
+                422,
+                "body.port",
             ),
             (
                 "POST",
@@ -278,8 +315,21 @@ def test_plans_parts_etags_diffs_departures_and_reports(
     operator = make_token(sqlite_url, "op", "operator")
     agent = make_token(sqlite_url, "agent1", "agent", host="server00")
     names = [t["name"] for t in small_demo.tenants[:4]]
+    every = [h["name"] for h in small_demo.cluster["server_hosts"]] + [
+        h["name"] for h in small_demo.cluster["client_hosts"]
+    ]
+    addresses = {h: f"198.18.0.{i + 1}" for i, h in enumerate(every)}
+    ports = {n: 6000 + i for i, n in enumerate(names)}
     with server.client(operator) as c:
-        register(c, small_demo, "c1", names=names)
+        register(c, small_demo, "c1", names=names, addresses=addresses, ports=ports)
+        assert c.json("GET", "/clusters/c1")["addresses"] == addresses
+        # a second tenant on a port taken: 409 naming the field, nothing stored
+        spare = small_demo.tenants[4]
+        stored = c.upload_trace(small_demo.folder / spare["trace"])
+        taken = {**spare, "trace": stored["sha256"], "port": ports[names[0]]}
+        with pytest.raises(ServiceError) as clash:
+            c.register_tenant("c1", taken)
+        assert (clash.value.status, clash.value.field) == (409, "body.port")
         results = [c.admit("c1", n) for n in names]
         admitted = [r for r in results if r["admitted"]]
         assert [r["published"] for r in admitted] == list(range(1, len(admitted) + 1))
@@ -297,6 +347,11 @@ def test_plans_parts_etags_diffs_departures_and_reports(
         assert text is not None and v == version
         part = Plan.from_json(json.loads(text))
         assert part.tenants and all("server00" in (t.server, t.client_host) for t in part.tenants)
+        # what enforce net needs comes with the part: its tenants' ports, its hosts' addresses
+        held = part.meta["addresses"]
+        assert held["ports"] == {t.name: ports[t.name] for t in part.tenants}
+        crossed = {h for t in part.tenants for h in (t.server, t.client_host) if h}
+        assert held["hosts"] == {h: addresses[h] for h in crossed}
         v2, etag2, text2 = a.host_part("c1", "server00", etag)
         assert (v2, etag2, text2) == (version, etag, None)
     # a departure publishes a version without the tenant; the diff says so

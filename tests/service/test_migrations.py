@@ -17,7 +17,7 @@ from tailbound.service.migrate import upgrade
 
 
 def differences(url: str) -> list[object]:
-    assert upgrade(url) == "0001"
+    assert upgrade(url) == "0002"
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
@@ -43,5 +43,5 @@ def test_serve_migrate_only(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "database at revision 0001"
+    assert done.stdout.strip() == "database at revision 0002"
     assert (tmp_path / "new.db").exists()

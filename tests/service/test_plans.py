@@ -1,15 +1,22 @@
 """Published Plans' text (:mod:`tailbound.service.plans`): compact, faithful, and a host's part
-that loads as a Plan with its ETag the SHA-256 of its text."""
+that loads as a Plan with its ETag the SHA-256 of its text; the incremental decisions give the
+text of a full recomputation."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 from tests.enforce.net_plans import plan, tenant, two_clients
+from tests.service.harness import Demo
 
+from tailbound.model import cluster_from_json, tenant_from_json
 from tailbound.plan import Plan
-from tailbound.service.plans import host_part, part_text, plan_text, sha256
+from tailbound.policies.workloadcompactor import to_plan
+from tailbound.profiles import SsdProfile
+from tailbound.service.engines import Context, check_options, new_engine
+from tailbound.service.plans import PlanWriter, host_part, part_text, plan_text, sha256
 
 
 def test_plan_text_round_trips_compact() -> None:
@@ -46,3 +53,37 @@ def test_plan_text_and_parts_use_the_c_encoder(monkeypatch: pytest.MonkeyPatch) 
     text = plan_text(big)
     part, _ = part_text(json.loads(text), "c")
     assert len(json.loads(part)["tenants"]) == 200
+
+
+def test_incremental_decisions_equal_full_recomputation(small_demo: Demo) -> None:
+    """The per-decision shortcuts (``Placer.fork`` instead of a deep copy, ``to_plan``'s memo of
+    unchanged servers, ``PlanWriter`` reusing unchanged entries' text) give exactly the Plan
+    text of a full recomputation, and leave the engine decided on unchanged."""
+    cluster = cluster_from_json(small_demo.cluster, "cluster")
+    path = small_demo.folder / "profile_ssd.json"
+    profile = SsdProfile.from_json(small_demo.profile, path=str(path))
+    options = check_options("workloadcompactor", {"mtu_bytes": 9000.0})
+    engine = new_engine(Context("c", "workloadcompactor", cluster, profile, path, options))
+    writer = PlanWriter()
+    tenants = [
+        tenant_from_json(t, source="demo", traces=small_demo.folder) for t in small_demo.tenants
+    ]
+    events = [("admit", t) for t in tenants] + [("depart", tenants[1]), ("admit", tenants[1])]
+    for event, who in events:
+        before = [list(s.tenants) for s in engine.placer.servers]
+        out = engine.admit(who) if event == "admit" else engine.depart(who.name)
+        assert [list(s.tenants) for s in engine.placer.servers] == before  # a value
+        if out.plan is None:
+            continue
+        after = out.after
+        full = after.context.plan_of(
+            to_plan(
+                copy.deepcopy(after.placer).result(0.0),
+                cluster,
+                policy="workloadcompactor",
+                safety_margin=1.0,
+            ),
+            after.tenants,
+        )
+        assert writer.text(out.plan) == plan_text(full) == plan_text(out.plan), (event, who.name)
+        engine = after

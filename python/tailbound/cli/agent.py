@@ -32,7 +32,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--host", required=True, help="the Plan's host this machine is")
     parser.add_argument("--state", type=Path, required=True, help="folder for the applied part")
     parser.add_argument("--net-device", help="apply the network stages on this device")
-    parser.add_argument("--hosts", type=Path, help="with --net-device: addresses and ports")
+    parser.add_argument(
+        "--hosts",
+        type=Path,
+        help="with --net-device: an enforce net hosts file (addresses, ports) replacing those "
+        "the part carries from the cluster's and tenants' documents",
+    )
     parser.add_argument("--netns", help="with --net-device: inside this network namespace")
     parser.add_argument("--link-rate", help="with --net-device: the link rate")
     parser.add_argument("--dry-run", action="store_true", help="print the tc objects only")
@@ -42,6 +47,13 @@ def add_parser(subparsers: Any) -> None:
         "--gate-metrics",
         metavar="URL",
         help="the gateway's metrics (http://HOST:PORT/metrics): post each tenant's latencies",
+    )
+    parser.add_argument(
+        "--replay-csv",
+        type=Path,
+        metavar="FILE",
+        help="the replayer's client CSV (enforce replay --out): post each tenant's latencies "
+        "and its requests beyond the Plan's buckets, once per version of the file",
     )
     parser.add_argument("--once", action="store_true", help="one step, then exit")
     parser.add_argument(
@@ -61,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from tailbound.service.client import Client, ServiceError
 
     net = gate = None
+    if args.hosts is not None and not args.net_device:
+        raise ConfigError(None, "--hosts goes with --net-device", field="--hosts")
     if args.net_device:
-        if args.hosts is None:
-            raise ConfigError(None, "--net-device needs --hosts", field="--hosts")
         net = Net(args.net_device, args.hosts, args.netns, args.link_rate, args.dry_run)
     if (args.gate_device is None) != (args.gate_backend is None):
         raise ConfigError(
@@ -74,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     with Client(args.server, args.token) as client:
         agent = Agent(client, args.cluster, args.host, args.state, net, gate)
         agent.metrics_url = args.gate_metrics
+        agent.replay_csv = args.replay_csv
 
         def report(doc: dict[str, Any]) -> None:
             print(json.dumps(doc), flush=True)
@@ -83,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
                 done = agent.step(0.0)
                 if agent.metrics_url is not None:
                     done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
+                if agent.replay_csv is not None:
+                    done["replay_measurements"] = agent.measure_replay(agent.replay_csv)
             except (ServiceError, httpx.HTTPError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT

@@ -38,6 +38,11 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--profile", type=Path, help="device profile JSON")
     c.add_argument("--options", default="{}", help="options as JSON (docs/service.md)")
     c.add_argument("--list", action="store_true", help="list the clusters instead")
+    hosts_help = (
+        "an enforce net hosts file ({'hosts': {host: address}, 'ports': {tenant: port}}): "
+        "the agents' parts carry them"
+    )
+    c.add_argument("--hosts", type=Path, help=hosts_help + "; its hosts' addresses")
 
     t = sub.add_parser(
         "tenants", help="upload the traces of a tenants file and register its tenants"
@@ -45,6 +50,7 @@ def add_parser(subparsers: Any) -> None:
     t.add_argument("--cluster", required=True)
     t.add_argument("--tenants", required=True, type=Path, help="tenants file")
     t.add_argument("--only", nargs="*", help="register only these tenants")
+    t.add_argument("--hosts", type=Path, help=hosts_help + "; its tenants' ports")
 
     for name, what in (("admit", "admit tenants in order"), ("depart", "depart tenants")):
         a = sub.add_parser(name, help=what)
@@ -110,6 +116,7 @@ def act(client: Any, args: argparse.Namespace) -> int:
             raise ConfigError(None, "client cluster needs --name and --cluster (or --list)")
         profile = read_json(args.profile, what="the profile") if args.profile else None
         options = loads_json(args.options, "--options")
+        hosts = hosts_file(args.hosts).hosts if args.hosts else {}
         show(
             client.create_cluster(
                 args.name,
@@ -117,6 +124,7 @@ def act(client: Any, args: argparse.Namespace) -> int:
                 read_json(args.cluster, what="the cluster file"),
                 profile,
                 options,
+                hosts,
             )
         )
     elif args.action == "tenants":
@@ -198,8 +206,17 @@ def register(client: Any, args: argparse.Namespace) -> None:
 
     tset = load_tenants(args.tenants)  # every field checked before anything is sent
     entries = read_json(args.tenants, what="the tenants file", finite=False)["tenants"]
+    ports = hosts_file(args.hosts).ports if args.hosts else {}
     for tenant, entry in zip(tset.tenants, entries, strict=True):
         if args.only and tenant.name not in args.only:
             continue
         stored = client.upload_trace(tenant.trace)
-        show(client.register_tenant(args.cluster, {**entry, "trace": stored["sha256"]}))
+        port = {"port": ports[tenant.name]} if tenant.name in ports else {}
+        show(client.register_tenant(args.cluster, {**entry, "trace": stored["sha256"], **port}))
+
+
+def hosts_file(path: Path) -> Any:
+    """An ``enforce net --hosts`` file, checked (``enforce.net.Addresses``)."""
+    from tailbound.enforce.net import Addresses
+
+    return Addresses.load(path)

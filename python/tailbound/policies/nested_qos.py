@@ -105,12 +105,34 @@ def select_classes(
 @dataclass(frozen=True)
 class Decision:
     """One arrival: the tenant, its selected classes, whether it was admitted and the capacity
-    (utilisation of its device) its device's admitted tenants would need with it."""
+    (utilisation of its device) its device's admitted tenants would need with it; ``largest_s``
+    is its largest request's work (s)."""
 
     tenant: Tenant
     classes: tuple[NestedClass, ...]
     admitted: bool
     capacity: float
+    largest_s: float = 0.0
+
+
+def decide_one(
+    there: Sequence[Decision],
+    tenant: Tenant,
+    time_s: NDArray[np.float64],
+    work_s: NDArray[np.float64],
+) -> Decision:
+    """One step of :meth:`NestedQosPolicy.decide`: ``tenant`` (its requests' arrivals and work,
+    s) against the admitted decisions ``there`` of its device; the control plane decides each
+    arrival with it."""
+    grades = tenant.slo.grades or ((tenant.slo.latency_s, tenant.slo.percentile),)
+    classes = select_classes(time_s, work_s, grades)
+    largest = float(np.max(work_s))
+    trial = [*((d.classes, d.largest_s) for d in there), (classes, largest)]
+    request = max(x for _, x in trial)
+    need = many_workload_capacity(
+        [[(c.sigma_s, c.rho, c.delta_s) for c in cs] for cs, _ in trial], request
+    )
+    return Decision(tenant, classes, need <= 1.0, need, largest)
 
 
 class NestedQosPolicy:
@@ -125,22 +147,14 @@ class NestedQosPolicy:
         self, traces: Sequence[tuple[NDArray[np.float64], NDArray[np.float64]]]
     ) -> list[Decision]:
         """Admit the tenants in file order, given each one's ``(arrivals s, work s)``."""
-        admitted: dict[tuple[str | None, str | None], list[tuple[tuple[NestedClass, ...], float]]]
-        admitted = {}
+        admitted: dict[tuple[str | None, str | None], list[Decision]] = {}
         out = []
         for t, (time_s, work_s) in zip(self.tset.tenants, traces, strict=True):
-            grades = t.slo.grades or ((t.slo.latency_s, t.slo.percentile),)
-            classes = select_classes(time_s, work_s, grades)
             there = admitted.setdefault((t.server, t.device), [])
-            trial = [*there, (classes, float(np.max(work_s)))]
-            request = max(x for _, x in trial)
-            need = many_workload_capacity(
-                [[(c.sigma_s, c.rho, c.delta_s) for c in cs] for cs, _ in trial], request
-            )
-            ok = need <= 1.0
-            if ok:
-                there.append((classes, float(np.max(work_s))))
-            out.append(Decision(t, classes, ok, need))
+            d = decide_one(there, t, time_s, work_s)
+            if d.admitted:
+                there.append(d)
+            out.append(d)
         return out
 
     def plan(self, decisions: Sequence[Decision], meta: dict[str, object] | None = None) -> Plan:

@@ -22,10 +22,11 @@ a plain per-server loop).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +50,8 @@ from tailbound.policies.server import (
 )
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
+
+T = TypeVar("T")
 
 #: Candidate servers screened at once, at first (then twice as many each time): first-fit
 #: usually stops within the first few, so screening all of them would mostly be wasted.
@@ -288,6 +291,24 @@ class Placer:
         self.in_use = 0  # servers with tenants
         self.calls = 0
 
+    def fork(self) -> Placer:
+        """An independent copy, as ``copy.deepcopy`` would make but in O(servers) cheap steps:
+        what :meth:`add` and :meth:`remove` change in place (the rate sums, the cluster screen,
+        the certificate store, the bookkeeping) is copied; each :class:`ServerState` is copied
+        shallowly, since its tenants and limits are replaced, never changed in place; the
+        cluster, the policy (its caches are keyed by workload, not by placement) and the
+        workloads are shared. The control plane forks the placer per decision
+        (docs/service.md, "Load benchmark")."""
+        new = copy.copy(self)
+        new.servers = [copy.copy(s) for s in self.servers]
+        new.sums = self.sums.copy()
+        new.screen = _fork_state(self.screen)
+        new.certificates = _fork_state(self.certificates)
+        new.where = dict(self.where)
+        new.rejected = list(self.rejected)
+        new.reasons = dict(self.reasons)
+        return new
+
     # ------------------------------------------------------------------ bookkeeping
     def _add_server(self) -> None:
         template = self.cluster.servers[-1]
@@ -464,6 +485,22 @@ class Placer:
             getattr(self.policy, "model", REFERENCE),
             dict(self.reasons),
         )
+
+
+def _fork_state(state: T) -> T:
+    """A copy of a :class:`ClusterScreen` or :class:`CertificateStore` (or ``None``) for
+    :meth:`Placer.fork`: their numpy arrays, lists and dicts are what they change in place, so
+    those are copied; what the lists hold (tuples, tenant lists replaced whole, levels) is
+    shared."""
+    if state is None:
+        return state
+    new = copy.copy(state)
+    for name, value in vars(state).items():
+        if isinstance(value, np.ndarray):
+            setattr(new, name, value.copy())
+        elif isinstance(value, list | dict | set):
+            setattr(new, name, copy.copy(value))
+    return new
 
 
 def place(

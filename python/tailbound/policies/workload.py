@@ -8,9 +8,10 @@ rbGen on the WorkloadCompactor rate grid, pruning to 12 segments, and the safety
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,33 @@ def characterize(
         curve = prune(rb_curve(trace, model), segments)
         curves[stage] = curve.scaled(safety_margin) if safety_margin != 1.0 else curve
     return TenantCurves(config.name, config.slo, curves, largest_requests(trace))
+
+
+def from_characterisation(
+    config: Tenant,
+    characterisation: Mapping[str, Any],
+    *,
+    safety_margin: float = 1.0,
+    segments: int = DEFAULT_SEGMENTS,
+) -> TenantCurves:
+    """The :class:`TenantCurves` of a tenant given by its characterisation instead of a trace
+    (``plan_inputs.check_characterisation``'s document: per stage the r-b curve in utilisation
+    and seconds of work with its mean rate, and the largest read and write in bytes), pruned and
+    scaled by ``safety_margin`` as :func:`characterize` treats a curve it computed."""
+    curves = {}
+    for stage in STORAGE_PATH:
+        doc = characterisation["stages"][str(stage)]
+        points = np.asarray(doc["points"], dtype=np.float64)
+        curve = prune(
+            RbCurve(points[:, 0], points[:, 1], float(doc["mean_rate"]), stage, config.name),
+            segments,
+        )
+        curves[stage] = curve.scaled(safety_margin) if safety_margin != 1.0 else curve
+    largest = (
+        float(characterisation["largest_read_bytes"]),
+        float(characterisation["largest_write_bytes"]),
+    )
+    return TenantCurves(config.name, config.slo, curves, largest)
 
 
 def largest_requests(trace: Trace) -> tuple[float, float]:

@@ -96,6 +96,7 @@ def to_plan(
     safety_margin: float,
     meta: dict[str, object] | None = None,
     priority_levels_limit: int = PRIORITY_LEVELS,
+    memo: dict[object, list[TenantPlan]] | None = None,
 ) -> Plan:
     """The :class:`Plan` of a placement: per tenant its server, device, client host, priority
     and ``(r, b)`` per stage, and its predicted bound.
@@ -104,8 +105,13 @@ def to_plan(
     the whole cluster when they fit in ``priority_levels_limit`` levels, else per server (every
     queue carries one server's tenants only: its own link, device and client host, so per-server
     ranks enforce the same order); a server with more SLO classes than that cannot be enforced as
-    analysed, and is an error."""
-    placed = result.placed()
+    analysed, and is an error.
+
+    ``memo``, a dict kept by the caller between calls on successive placements of one cluster
+    under one server model (the control plane's), keeps each server's tenant entries: a server
+    whose tenants, limits, priority levels and client VMs are unchanged since the previous call
+    reuses them instead of recomputing its bounds (the entries are immutable; the memo keeps
+    the last call's servers only)."""
     levels = _levels(result, priority_levels_limit)
     analysis = ANALYSIS if result.model is not REFERENCE else f"{ANALYSIS}-reference"
     clients = _client_hosts(result, cluster)
@@ -114,32 +120,57 @@ def to_plan(
         Stage.STORAGE: None,
         Stage.NET_OUT: cluster.link_bytes_per_s,
     }
-    tenants = []
-    bounds = {i: s.bounds(result.model) for i, s in enumerate(result.servers) if s.tenants}
-    for name, (i, p, row) in placed.items():
-        server = result.servers[i]
-        limits = {
-            stage: StageLimit(
-                rate=float(server.rate[row, s]),
-                bucket_s=float(server.bucket[row, s]),
-                capacity_per_s=capacity[stage],
+    tenants: list[TenantPlan] = []
+    kept: dict[object, list[TenantPlan]] = {}
+    for i, server in enumerate(result.servers):
+        if not server.tenants:
+            continue
+        key = None
+        if memo is not None:
+            key = (
+                server.config.name,
+                id(result.model),
+                tuple((p.workload, p.device) for p in server.tenants),
+                server.rate.tobytes(),
+                server.bucket.tobytes(),
+                tuple(sorted(levels[i].items())),
+                tuple(clients.get(p.workload.name) for p in server.tenants),
             )
-            for s, stage in enumerate(STORAGE_PATH)
-        }
-        host, vm = clients.get(name, (None, None))
-        tenants.append(
-            TenantPlan(
-                name=name,
-                slo=p.workload.slo,
-                server=server.config.name,
-                device=server.config.devices[p.device],
-                client_host=host,
-                client_vm=vm,
-                priority=dict.fromkeys(STORAGE_PATH, levels[i][p.workload.slo_s]),
-                limits=limits,
-                bound=Bound(float(bounds[i][row]), analysis),
+            if key in memo:
+                kept[key] = memo[key]
+                tenants.extend(memo[key])
+                continue
+        bounds = server.bounds(result.model)
+        mine = []
+        for row, p in enumerate(server.tenants):
+            limits = {
+                stage: StageLimit(
+                    rate=float(server.rate[row, s]),
+                    bucket_s=float(server.bucket[row, s]),
+                    capacity_per_s=capacity[stage],
+                )
+                for s, stage in enumerate(STORAGE_PATH)
+            }
+            host, vm = clients.get(p.workload.name, (None, None))
+            mine.append(
+                TenantPlan(
+                    name=p.workload.name,
+                    slo=p.workload.slo,
+                    server=server.config.name,
+                    device=server.config.devices[p.device],
+                    client_host=host,
+                    client_vm=vm,
+                    priority=dict.fromkeys(STORAGE_PATH, levels[i][p.workload.slo_s]),
+                    limits=limits,
+                    bound=Bound(float(bounds[row]), analysis),
+                )
             )
-        )
+        tenants.extend(mine)
+        if key is not None:
+            kept[key] = mine
+    if memo is not None:
+        memo.clear()
+        memo.update(kept)
     return Plan(
         policy=policy,
         priority_levels=priority_levels_limit,

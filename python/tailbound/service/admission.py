@@ -44,7 +44,7 @@ from tailbound.model import Tenant, cluster_from_json, tenant_from_json
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow
 from tailbound.service.engines import Context, Engine, Outcome, check_options, new_engine
 from tailbound.service.metrics import Metrics
-from tailbound.service.plans import plan_text, sha256
+from tailbound.service.plans import PlanWriter, sha256
 from tailbound.service.problems import Problem
 
 #: Times a decision is recomputed after losing the race for the next version.
@@ -96,9 +96,41 @@ def plan_json(document: Any) -> str:
     return json.dumps(document, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
+#: A tenant document's keys that are the service's, not a tenants-file entry's: where the
+#: tenant's server listens (``enforce net``'s ports), kept for the hosts' parts of the Plans.
+SERVICE_KEYS = ("port",)
+
+
+def tenant_entry(document: dict[str, Any]) -> dict[str, Any]:
+    """The tenants-file entry of a tenant document (without :data:`SERVICE_KEYS`)."""
+    return {k: v for k, v in document.items() if k not in SERVICE_KEYS}
+
+
 def tenant_of(row: TenantRow, traces: Path) -> Tenant:
-    """The :class:`Tenant` of a registered tenant (its trace in the store)."""
-    return tenant_from_json(row.document, source=f"tenant {row.name}", traces=traces)
+    """The :class:`Tenant` of a registered tenant: its trace in the store ``traces``, or for a
+    tenant given by its characterisation the file keeping that (:func:`characterisation_path`),
+    which the engines never read as a trace (:class:`Context.characterisations`)."""
+    entry = tenant_entry(row.document)
+    if "characterisation" in entry:
+        entry = {k: v for k, v in entry.items() if k != "characterisation"}
+        path = characterisation_path(traces, row.document["characterisation"])
+        return tenant_from_json(
+            {**entry, "trace": path.name}, source=f"tenant {row.name}", traces=path.parent
+        )
+    return tenant_from_json(entry, source=f"tenant {row.name}", traces=traces)
+
+
+def characterisation_path(traces: Path, characterisation: dict[str, Any]) -> Path:
+    """Where a characterisation is kept beside the trace store ``traces``: ``characterisations/
+    <sha256 of its canonical JSON>.json``, written on first use (content-addressed, immutable)."""
+    text = plan_json(characterisation)
+    path = traces.parent / "characterisations" / f"{sha256(text)}.json"
+    if not path.exists():
+        from tailbound.atomic import write_text_atomic
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, text)
+    return path
 
 
 class Decider:
@@ -119,6 +151,7 @@ class Decider:
             metrics,
         )
         self._engines: dict[int, tuple[int, Engine]] = {}
+        self._writers: dict[int, PlanWriter] = {}
         self._contexts: dict[int, Context] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -131,6 +164,14 @@ class Decider:
         if row.id not in self._contexts:
             self._contexts[row.id] = context_of(row, self.profiles)
         return self._contexts[row.id]
+
+    def tenant(self, row: ClusterRow, trow: TenantRow) -> Tenant:
+        """The :class:`Tenant` of ``trow``, its characterisation (if given instead of a trace)
+        made known to the cluster's engines."""
+        given = trow.document.get("characterisation")
+        if given is not None:
+            self.context(row).characterisations[trow.name] = given
+        return tenant_of(trow, self.traces)
 
     def engine(self, session: Session, row: ClusterRow) -> tuple[int, Engine]:
         """The cluster's engine at its current version ``row.version``: the cached one, brought
@@ -155,7 +196,7 @@ class Decider:
                 if version != have + 1:
                     raise RuntimeError(f"cluster {row.name}: Plan version {have + 1} is missing")
                 if event == "admit":
-                    outcome = engine.admit(tenant_of(tenants[name], self.traces), plan=False)
+                    outcome = engine.admit(self.tenant(row, tenants[name]), plan=False)
                     if not outcome.admitted:
                         raise RuntimeError(
                             f"cluster {row.name}: replaying version {version} rejects {name}"
@@ -171,17 +212,17 @@ class Decider:
         """Decide the admission of registered tenant ``tenant`` on ``cluster`` (404 for an
         unknown cluster or tenant, 409 for one already admitted)."""
 
-        def compute(engine: Engine, row: TenantRow) -> Outcome:
+        def compute(engine: Engine, crow: ClusterRow, row: TenantRow) -> Outcome:
             if row.state == "admitted":
                 raise Problem(409, f"tenant {tenant!r} is admitted already", "tenant")
-            return engine.admit(tenant_of(row, self.traces))
+            return engine.admit(self.tenant(crow, row))
 
         return self._decide(cluster, tenant, "admit", compute)
 
     def depart(self, cluster: str, tenant: str) -> Result:
         """The departure of admitted tenant ``tenant`` from ``cluster`` (409 if not admitted)."""
 
-        def compute(engine: Engine, row: TenantRow) -> Outcome:
+        def compute(engine: Engine, crow: ClusterRow, row: TenantRow) -> Outcome:
             if row.state != "admitted":
                 raise Problem(
                     409, f"tenant {tenant!r} is not admitted (it is {row.state})", "tenant"
@@ -191,7 +232,11 @@ class Decider:
         return self._decide(cluster, tenant, "depart", compute)
 
     def _decide(
-        self, cluster: str, tenant: str, event: str, compute: Callable[[Engine, TenantRow], Outcome]
+        self,
+        cluster: str,
+        tenant: str,
+        event: str,
+        compute: Callable[[Engine, ClusterRow, TenantRow], Outcome],
     ) -> Result:
         start = time.perf_counter()
         with self.sessions() as session:
@@ -203,7 +248,7 @@ class Decider:
                     trow = find_tenant(session, row, tenant)
                     version, engine = self.engine(session, row)
                 try:
-                    outcome = compute(engine, trow)
+                    outcome = compute(engine, row, trow)
                 except ConfigError as e:
                     raise Problem(
                         422, e.message, f"tenant.{e.field}" if e.field else "tenant"
@@ -265,7 +310,7 @@ class Decider:
                 plan = dataclasses.replace(
                     outcome.plan, meta={**outcome.plan.meta, "version": version + 1}
                 )
-                text = plan_text(plan)
+                text = self._writers.setdefault(row.id, PlanWriter()).text(plan)
                 session.add(
                     PlanRow(
                         cluster_id=row.id,

@@ -11,7 +11,9 @@ One step (:meth:`Agent.step`, all of ``agent --once``):
 3. it is applied by the same verbs an operator runs: ``tailbound enforce net`` (idempotent),
    then ``enforce net --check`` to confirm the device holds it, and/or ``tailbound gate
    --reload`` for the storage gateway; a part with no tenant left removes the network
-   configuration (``enforce net --remove``);
+   configuration (``enforce net --remove``). The addresses and ports ``enforce net`` needs come
+   with the part (its ``meta.addresses``, from the cluster's and tenants' documents), written
+   beside it as ``<state>/hosts.json``; an operator's ``--hosts`` file replaces them;
 4. only when everything applied is the ETag recorded in ``<state>/state.json`` (atomically), so
    an agent killed in the middle applies the same part again when it restarts (the verbs are
    idempotent), and one that finds the server down keeps what it applied and retries.
@@ -20,7 +22,11 @@ Measurements (:meth:`Agent.measure`): the storage gateway's ``/metrics`` histogr
 (``tailbound_gate_latency_seconds``, one export per tenant) are read, the requests since the
 previous reading (kept in ``<state>/gate-metrics.json``) summarised per tenant — the count and
 the 0.5, 0.99, 0.999 percentiles, each the upper bound of the histogram bucket it falls in (a
-conservative reading: never below the true percentile) — and posted to the server.
+conservative reading: never below the true percentile) — and posted to the server. The
+replayer's client CSV (``enforce replay --out``: every request's latency through the network
+stages, and its bytes on the wire) is summarised per tenant of the part the same way, exactly,
+with the requests sent beyond the Plan's ``net_in`` token bucket counted
+(:meth:`Agent.measure_replay`).
 """
 
 from __future__ import annotations
@@ -45,10 +51,11 @@ from tailbound.service.client import Client, ServiceError
 
 @dataclass(frozen=True)
 class Net:
-    """Apply the network stages with ``enforce net`` on ``device`` (addresses from ``hosts``)."""
+    """Apply the network stages with ``enforce net`` on ``device``; the addresses and ports from
+    ``hosts`` (an ``enforce net --hosts`` file), or when None from the part itself."""
 
     device: str
-    hosts: Path
+    hosts: Path | None = None
     netns: str | None = None
     link_rate: str | None = None
     dry_run: bool = False
@@ -74,6 +81,8 @@ class Agent:
     gate: Gate | None = None
     #: The storage gateway's metrics URL (``http://HOST:PORT/metrics``) to report from.
     metrics_url: str | None = None
+    #: The replayer's client CSV (``enforce replay --out``) to report from.
+    replay_csv: Path | None = None
     #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
     run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
 
@@ -85,6 +94,13 @@ class Agent:
     @property
     def plan_path(self) -> Path:
         return self.state / "plan.json"
+
+    @property
+    def hosts_path(self) -> Path:
+        """The ``enforce net --hosts`` file: the operator's, or the part's addresses."""
+        if self.net is not None and self.net.hosts is not None:
+            return self.net.hosts
+        return self.state / "hosts.json"
 
     def applied(self) -> dict[str, Any]:
         """What was last applied: ``{"etag", "version"}`` (empty before the first)."""
@@ -101,8 +117,16 @@ class Agent:
             return {"version": version, "changed": False, "ok": True}
         if f'"{hashlib.sha256(text.encode()).hexdigest()}"' != etag:
             raise ServiceError(502, "the part received does not match its ETag (incomplete)", None)
-        tenants = json.loads(text)["tenants"]
+        document = json.loads(text)
+        tenants = document["tenants"]
         write_text_atomic(self.plan_path, text)
+        if self.net is not None and self.net.hosts is None:
+            addresses = document.get("meta", {}).get("addresses")
+            if tenants and addresses is None:
+                raise ServiceError(
+                    502, "the part holds no addresses (meta.addresses): give --hosts", None
+                )
+            write_text_atomic(self.hosts_path, json.dumps(addresses or {"hosts": {}}))
         steps = self.apply(bool(tenants))
         ok = all(code == 0 for _, code, _ in steps)
         if ok:
@@ -142,7 +166,7 @@ class Agent:
                     "--host",
                     self.host,
                     "--hosts",
-                    str(n.hosts),
+                    str(self.hosts_path),
                 ]
                 base += ["--link-rate", n.link_rate] if n.link_rate else []
                 if n.dry_run:
@@ -198,6 +222,40 @@ class Agent:
         write_text_atomic(path, json.dumps(now))  # only once posted: a failed post is retried
         return answer
 
+    def measure_replay(self, csv: Path) -> dict[str, Any] | None:
+        """Post the replayer's measurements of this host's tenants from its client CSV (the
+        network stages end to end, and the requests beyond the Plan's buckets:
+        :func:`replay_summaries`), once per version of the file (its size and modification time
+        are kept in ``<state>/replay.json``); the server's answer, or None when nothing new."""
+        mark = self.state / "replay.json"
+        try:
+            st = csv.stat()
+        except FileNotFoundError:
+            return None
+        seen = {"path": str(csv.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        try:
+            if json.loads(mark.read_text()) == seen:
+                return None
+        except (OSError, ValueError):
+            pass
+        if not self.plan_path.exists():
+            return None
+        rows = replay_summaries(csv, json.loads(self.plan_path.read_text()))
+        answer = None
+        if rows:
+            from tailbound.enforce.replay import read_latencies
+
+            spans = [float(m.time.max() - m.time.min()) for m in read_latencies(csv).values()]
+            body = {
+                "host": self.host,
+                "plan_version": self.applied().get("version", 0),
+                "window_s": max([*spans, 1e-3]),
+                "tenants": rows,
+            }
+            answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
+        write_text_atomic(mark, json.dumps(seen))  # only once posted: a failed post is retried
+        return answer
+
     def loop(self, wait_s: float, retry_s: float, report: Callable[[dict[str, Any]], None]) -> None:
         """Step forever; while the server is unreachable, retry every ``retry_s`` seconds."""
         while True:
@@ -207,6 +265,10 @@ class Agent:
                     posted = self.measure(httpx.get(self.metrics_url, timeout=10).text)
                     if posted is not None:
                         report({"measurements": posted})
+                if self.replay_csv is not None:
+                    posted = self.measure_replay(self.replay_csv)
+                    if posted is not None:
+                        report({"replay_measurements": posted})
             except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
                 report({"ok": False, "error": str(e)})
                 time.sleep(retry_s)
@@ -249,6 +311,74 @@ def summarise(
         "count": int(total),
         "percentiles": {k: v for k, v in percentiles.items() if v is not None},
     }
+
+
+def beyond_bucket(
+    times_s: Sequence[float], sizes_bytes: Sequence[float], rate_bytes_per_s: float, bucket: float
+) -> int:
+    """How many of a tenant's messages (issued at ``times_s``, in order, of ``sizes_bytes``
+    each) found fewer tokens than their size in the token bucket ``(rate_bytes_per_s,
+    bucket)`` (full at the start; a message takes its size when it has it): its requests sent
+    beyond the Plan's bucket, which its characterisation did not foresee.
+
+    >>> beyond_bucket([0.0, 0.0, 0.0, 1.0], [100, 100, 100, 100], 100.0, 200.0)
+    1
+    """
+    tokens, last, over = bucket, None, 0
+    for t, size in zip(times_s, sizes_bytes, strict=True):
+        if last is not None:
+            tokens = min(bucket, tokens + (t - last) * rate_bytes_per_s)
+        last = t
+        if size <= tokens + 1e-9:
+            tokens -= size
+        else:
+            over += 1
+    return over
+
+
+def replay_summaries(csv: Path, part: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per tenant of the host's ``part`` found in the replayer's client CSV (``tailbound enforce
+    replay --out``): its requests' count, the latency percentiles of :data:`FRACTIONS` and the
+    largest (s, exact: each request's latency is recorded; unanswered ones are left out), and
+    the requests sent beyond the Plan's ``net_in`` token bucket (:func:`beyond_bucket` over the
+    requests' issue times and bytes on the wire)."""
+    import numpy as np
+
+    from tailbound.enforce.replay import read_latencies
+    from tailbound.plan import Plan
+    from tailbound.stages import Stage
+
+    measured = read_latencies(csv)
+    rows = []
+    for t in Plan.from_json(part).tenants:
+        m = measured.get(t.name)
+        if m is None:
+            continue
+        answered = m.latency[np.isfinite(m.latency)]
+        if not answered.size:
+            continue
+        order = np.argsort(m.time + m.issue_lag, kind="stable")
+        limit = t.limits.get(Stage.NET_IN)
+        over = 0
+        if limit is not None and limit.capacity_per_s is not None:
+            over = beyond_bucket(
+                (m.time + m.issue_lag)[order].tolist(),
+                m.request_bytes[order].tolist(),
+                limit.rate * limit.capacity_per_s,
+                limit.bucket_s * limit.capacity_per_s,
+            )
+        rows.append(
+            {
+                "tenant": t.name,
+                "count": int(answered.size),
+                "percentiles": {
+                    str(f): float(np.quantile(answered, f, method="higher")) for f in FRACTIONS
+                },
+                "max_s": float(answered.max()),
+                "beyond_buckets": over,
+            }
+        )
+    return rows
 
 
 def tailbound(argv: Sequence[str]) -> tuple[int, str]:

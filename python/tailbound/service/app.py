@@ -30,9 +30,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
+from tailbound.plan_inputs import check_characterisation
 from tailbound.policies import registry
 from tailbound.service import pages, tokens
-from tailbound.service.admission import Decider, find_cluster, find_tenant
+from tailbound.service.admission import Decider, find_cluster, find_tenant, tenant_entry
 from tailbound.service.db import (
     AgentRow,
     ClusterRow,
@@ -47,7 +48,7 @@ from tailbound.service.db import (
 )
 from tailbound.service.engines import Context, check_options, kind_of, new_engine
 from tailbound.service.metrics import Metrics
-from tailbound.service.plans import diff, part_text
+from tailbound.service.plans import Addresses, diff, part_text
 from tailbound.service.problems import Problem, bad_input
 from tailbound.service.reports import tenant_report
 from tailbound.service.schemas import (
@@ -214,7 +215,12 @@ def create_app(settings: Settings) -> FastAPI:
         cluster = cluster_from_json(row.document, f"cluster {row.name}")
         hosts = [s.name for s in cluster.servers] + [c.name for c in cluster.client_hosts]
         return ClusterOut(
-            name=row.name, policy=row.policy, version=row.version, options=row.options, hosts=hosts
+            name=row.name,
+            policy=row.policy,
+            version=row.version,
+            options=row.options,
+            hosts=hosts,
+            addresses=row.addresses or {},
         )
 
     @app.post("/clusters", status_code=201, tags=["clusters"])
@@ -248,6 +254,7 @@ def create_app(settings: Settings) -> FastAPI:
             new_engine(Context(body.name, body.policy, cluster, profile, None, options))
         except ConfigError as e:
             raise bad_input(e, "body") from None
+        addresses = check_addresses(cluster, body.addresses)
         try:
             with state.sessions.begin() as s:
                 row = ClusterRow(
@@ -256,6 +263,7 @@ def create_app(settings: Settings) -> FastAPI:
                     document=body.cluster,
                     profile=body.profile,
                     options=body.options,
+                    addresses=addresses,
                     version=0,
                 )
                 s.add(row)
@@ -283,22 +291,58 @@ def create_app(settings: Settings) -> FastAPI:
     # ------------------------------------------------------------------ tenants
     @app.post("/clusters/{cluster}/tenants", status_code=201, tags=["tenants"])
     def register_tenant(cluster: str, body: TenantIn, who: Operator) -> TenantOut:
-        """Register a tenant (SLO, uploaded trace, hosts) on a cluster; admission is a separate
-        request."""
+        """Register a tenant (SLO, uploaded trace or characterisation, hosts) on a cluster;
+        admission is a separate request."""
         doc = body.model_dump(by_alias=True, exclude_none=True)
+        if (body.trace is None) == (body.characterisation is None):
+            raise Problem(
+                422,
+                "give trace (an uploaded trace's SHA-256) or characterisation, one of them",
+                "body.trace",
+            )
         with state.sessions() as s:
             row = find_cluster(s, cluster)
-            if s.get(TraceRow, body.trace) is None:
+            if body.trace is not None and s.get(TraceRow, body.trace) is None:
                 raise Problem(
                     422, f"no trace {body.trace!r} was uploaded (POST /traces)", "body.trace"
                 )
+        entry = tenant_entry(doc)
+        if body.characterisation is not None:
+            if kind_of(row.policy) != "placement":
+                raise Problem(
+                    422,
+                    f"{row.policy} analyses each tenant's trace: give one (a characterisation "
+                    "is for placement policies)",
+                    "body.characterisation",
+                )
+            try:
+                doc["characterisation"] = check_characterisation(
+                    body.characterisation, "characterisation"
+                )
+            except ConfigError as e:
+                raise bad_input(e, "body") from None
+            entry = {k: v for k, v in entry.items() if k != "characterisation"}
+            entry["trace"] = "characterisation"  # checked below as a name only, never read
         try:
-            tenant = tenant_from_json(doc, source="body", traces=state.traces.root)
+            tenant = tenant_from_json(entry, source="body", traces=state.traces.root)
         except ConfigError as e:
             raise bad_input(e, "body") from None
         check_hosts(row, doc)
-        if registry.find(row.policy).family == "snc" and tenant.percentile >= 1:
+        if body.port is not None:
+            with state.sessions() as s:
+                check_port(s, row, body.name, body.port)
+        family = registry.find(row.policy).family
+        if family == "snc" and tenant.percentile >= 1:
             raise Problem(422, "SNC bounds need a percentile in (0, 1)", "body.percentile")
+        if family == "control":  # what PSLO's controller needs of each tenant
+            from tailbound.model import TenantSet
+            from tailbound.policies.pslo import check_tenants
+
+            try:
+                check_tenants(TenantSet((tenant,)))
+            except ConfigError as e:
+                field = (e.field or "").removeprefix("tenants[0].")
+                raise Problem(422, e.message, f"body.{field}" if field else "body") from None
         try:
             with state.sessions.begin() as s:
                 s.add(
@@ -463,8 +507,10 @@ def create_app(settings: Settings) -> FastAPI:
 
         def part(version: int) -> tuple[str, str]:
             with state.sessions() as s:
-                document = plan_row(s, find_cluster(s, cluster), version).document
-            return part_text(json.loads(document), host)
+                row = find_cluster(s, cluster)
+                document = plan_row(s, row, version).document
+                addresses = addresses_of(s, row)
+            return part_text(json.loads(document), host, addresses)
 
         held = request.headers.get("if-none-match")
         deadline = time.monotonic() + wait
@@ -608,6 +654,54 @@ def create_app(settings: Settings) -> FastAPI:
     return app
 
 
+def check_addresses(cluster: Any, addresses: dict[str, str]) -> dict[str, str]:
+    """``addresses`` (host → IPv4 or IPv6) normalised; 422 naming ``body.addresses.<host>`` for
+    a host the cluster lacks or a value that is no address."""
+    import ipaddress
+
+    hosts = {s.name for s in cluster.servers} | {c.name for c in cluster.client_hosts}
+    out = {}
+    for host, address in addresses.items():
+        where = f"body.addresses.{host}"
+        if host not in hosts:
+            raise Problem(422, f"the cluster has no host {host!r}", where)
+        try:
+            out[host] = str(ipaddress.ip_address(address))
+        except ValueError:
+            message = f"expected an IPv4 or IPv6 address, got {address!r}"
+            raise Problem(422, message, where) from None
+    return out
+
+
+def check_port(s: Session, row: ClusterRow, name: str, port: int) -> None:
+    """409 naming ``body.port`` when another tenant of the cluster, not departed or rejected,
+    has ``port`` (``enforce net`` could not tell the two apart)."""
+    others = s.execute(
+        select(TenantRow.name, TenantRow.document).where(
+            TenantRow.cluster_id == row.id, TenantRow.state.in_(("registered", "admitted"))
+        )
+    )
+    for other, document in others:
+        if other != name and document.get("port") == port:
+            raise Problem(409, f"port {port} is tenant {other!r}'s", "body.port")
+
+
+def addresses_of(s: Session, row: ClusterRow) -> Addresses:
+    """The cluster's hosts' addresses and its tenants' ports (``plans.Addresses``)."""
+    ports = {
+        name: int(document["port"])
+        for name, document in s.execute(
+            select(TenantRow.name, TenantRow.document).where(TenantRow.cluster_id == row.id)
+        )
+        if document.get("port") is not None
+    }
+    return Addresses(dict(row.addresses or {}), ports)
+
+
+#: The hosts a tenant of the network analyses' families (``snc``, ``dnc``) needs.
+NETWORK_HOSTS = ("client_host", "server_host")
+
+
 def check_hosts(row: ClusterRow, doc: dict[str, Any]) -> None:
     """422 naming the field when a tenant names a host, VM or device the cluster lacks, or lacks
     the hosts its cluster's admission policy needs."""
@@ -633,7 +727,10 @@ def check_hosts(row: ClusterRow, doc: dict[str, Any]) -> None:
     if vm is not None and (client is None or vm not in clients[client].vms):
         raise Problem(422, f"client host {client!r} has no VM {vm!r}", "body.client_vm")
     if kind_of(row.policy) == "admission":
-        for key in ("client_host", "server_host"):
+        family = registry.find(row.policy).family
+        # the SNC and DNC analyses follow the network path; Nested QoS and PSLO the device
+        needs = ("server_host", "device") if family in ("nested", "control") else NETWORK_HOSTS
+        for key in needs:
             if doc.get(key) is None:
                 raise Problem(422, f"missing ({row.policy} needs it)", f"body.{key}")
 

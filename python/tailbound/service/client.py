@@ -81,6 +81,7 @@ class Client:
         cluster: dict[str, Any],
         profile: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        addresses: dict[str, str] | None = None,
     ) -> Any:
         body = {
             "name": name,
@@ -88,6 +89,7 @@ class Client:
             "cluster": cluster,
             "profile": profile,
             "options": options or {},
+            "addresses": addresses or {},
         }
         return self.json("POST", "/clusters", json=body)
 

@@ -8,9 +8,9 @@ for queries, and a test checks that the migrated schema and these classes agree.
 
 Tables:
 
-- ``clusters``: a cluster (its cluster-file document, device profile, policy, options) and the
-  **version of its current Plan** (0: no Plan yet), the counter every admission compares and
-  sets (:mod:`tailbound.service.admission`);
+- ``clusters``: a cluster (its cluster-file document, hosts' addresses, device profile, policy,
+  options) and the **version of its current Plan** (0: no Plan yet), the counter every
+  admission compares and sets (:mod:`tailbound.service.admission`);
 - ``plans``: each published Plan version of a cluster, immutable, with the event that made it
   (``admit`` or ``depart`` of one tenant) and its SHA-256; ``(cluster_id, version)`` is unique;
 - ``tenants``: the tenants registered on a cluster (their tenants-file entry) and their state
@@ -69,6 +69,8 @@ class ClusterRow(Base):
     document: Mapped[dict[str, Any]] = mapped_column(JSON)
     profile: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: Host name → IPv4 or IPv6 address (``enforce net``'s hosts); None: none given.
+    addresses: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     version: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 
@@ -95,7 +97,8 @@ class TenantRow(Base):
     cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id"), index=True)
     name: Mapped[str] = mapped_column(String(200))
     document: Mapped[dict[str, Any]] = mapped_column(JSON)
-    trace_sha256: Mapped[str] = mapped_column(ForeignKey("traces.sha256"))
+    #: The uploaded trace; None for a tenant given by its characterisation (no trace).
+    trace_sha256: Mapped[str | None] = mapped_column(ForeignKey("traces.sha256"), nullable=True)
     state: Mapped[str] = mapped_column(String(20), default="registered")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
 

@@ -12,10 +12,15 @@ A cluster's policy is a name of :mod:`tailbound.policies.registry`:
 - an **admission** policy of the ``snc`` or ``dnc`` family (``snc-meister``, ``dnc``, ``silo``,
   ``qjump``, ...): the state is the admitted tenants in arrival order; an arrival is one step of
   ``admit``'s loop (:func:`~tailbound.policies.admission.decide`), a departure drops the tenant,
-  and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants.
+  and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants;
+- Nested QoS (family ``nested``) and PSLO (family ``control``): :class:`NestedEngine`,
+  :class:`PsloEngine`; a new family adds its engine to :data:`ADMISSION_ENGINES`.
 
-Either way the Plan records its inputs (:func:`~tailbound.plan_inputs.with_inputs`: traces with
-their hashes, the embedded profile, the link bandwidth), so it stands alone.
+Either way the Plan records its inputs (:class:`~tailbound.plan_inputs.PlanInputs`: traces with
+their hashes, the embedded profile, the link bandwidth), so it stands alone. A tenant given by
+its characterisation instead of a trace (placement policies only: the r-b curves and largest
+requests are what they analyse; :func:`~tailbound.policies.workload.from_characterisation`)
+has that recorded in the Plan in place of a trace.
 
 An engine is a value: :meth:`Engine.admit` and :meth:`Engine.depart` return an
 :class:`Outcome` holding the engine *after* the event, and leave the engine they were called on
@@ -25,18 +30,18 @@ is no longer current at commit (:mod:`tailbound.service.admission`).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from tailbound.errors import ConfigError
+from tailbound.jsonio import read_json
 from tailbound.model import Cluster, Tenant, TenantSet
 from tailbound.plan import Plan
-from tailbound.plan_inputs import with_inputs
+from tailbound.plan_inputs import PlanInputs, TraceRef
 from tailbound.policies import registry
 
 #: The options a cluster may set, with their defaults (docs/service.md, "Clusters").
@@ -46,9 +51,8 @@ OPTIONS: dict[str, Any] = {
     "low_priority_work_s": None,  # placement: cap on the work in service below the top level
     "fast_first_fit": False,  # placement: skip near-full servers
     "rule": {},  # snc admission: SncRule's fields (tailbound admit's flags); default its rule
+    "pslo": {},  # pslo: {"policy": one of _core.PSLO_POLICIES, and pslo.PARAMETERS' numbers}
 }
-#: Admission families the service decides with (``nested`` is not served yet).
-FAMILIES = ("snc", "dnc")
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class Engine(Protocol):
 @dataclass
 class Context:
     """What every version of a cluster's engine shares: the cluster, its policy and options,
-    its profile (and the file it is kept in) and the cache of characterisations by tenant."""
+    its profile (and the file it is kept in), the cache of r-b curves and of trace references by
+    tenant, and the characterisations of the tenants given by one instead of a trace (by name)."""
 
     name: str
     policy: str
@@ -91,19 +96,40 @@ class Context:
     profile_path: Path | None
     options: dict[str, Any]
     curves: dict[Tenant, Any] = field(default_factory=dict)
+    characterisations: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    refs: dict[Tenant, TraceRef] = field(default_factory=dict)
+    #: ``workloadcompactor.to_plan``'s memo of each server's entries (unchanged servers reuse).
+    plan_memo: dict[object, Any] = field(default_factory=dict)
+    _profile_document: dict[str, Any] | None = None
 
     def tenant_set(self, tenants: tuple[Tenant, ...]) -> TenantSet:
         return TenantSet(tenants, self.cluster.link_bytes_per_s, self.profile_path)
 
+    def trace_ref(self, tenant: Tenant) -> TraceRef:
+        """``tenant``'s trace hashed and its format detected once: the service's traces are
+        stored by content hash and never change."""
+        if tenant not in self.refs:
+            self.refs[tenant] = TraceRef.of(tenant.trace)
+        return self.refs[tenant]
+
+    def inputs(self, tenants: list[Tenant]) -> PlanInputs:
+        """The inputs a Plan of ``tenants`` records (``plan_inputs``): their traces or their
+        characterisations, the embedded profile, the link bandwidth."""
+        if self._profile_document is None and self.profile_path is not None:
+            self._profile_document = dict(read_json(self.profile_path, what="the profile"))
+        traces = {
+            t.name: self.trace_ref(t) for t in tenants if t.name not in self.characterisations
+        }
+        given = {t.name: self.characterisations[t.name] for t in tenants if t.name not in traces}
+        return PlanInputs(
+            traces, self.cluster.link_bytes_per_s, self._profile_document, characterisations=given
+        )
+
     def plan_of(self, plan: Plan, tenants: Mapping[str, Tenant]) -> Plan:
         """``plan`` with its inputs recorded and its ``meta`` naming the cluster."""
-        kept = tuple(tenants[t.name] for t in plan.tenants)
-        plan = dataclasses.replace(plan, meta={**plan.meta, "cluster": self.name})
-        return with_inputs(
-            plan,
-            self.tenant_set(kept),
-            profile=self.profile_path,
-            link_bytes_per_s=self.cluster.link_bytes_per_s,
+        kept = [tenants[t.name] for t in plan.tenants]
+        return dataclasses.replace(
+            plan, meta={**plan.meta, "cluster": self.name}, inputs=self.inputs(kept)
         )
 
 
@@ -131,6 +157,26 @@ def check_options(policy: str, options: Mapping[str, Any]) -> dict[str, Any]:
             f"expected a number >= 0 or null, got {cap!r}",
             field=where + "low_priority_work_s",
         )
+    pslo = out["pslo"]
+    if not isinstance(pslo, dict):
+        raise ConfigError(None, "expected an object", field=where + "pslo")
+    from tailbound.policies.pslo import PARAMETERS
+
+    for key, value in pslo.items():
+        if key == "policy":
+            from tailbound import _core
+
+            if value not in _core.PSLO_POLICIES:
+                raise ConfigError(
+                    None,
+                    f"expected one of {', '.join(_core.PSLO_POLICIES)}, got {value!r}",
+                    field=f"{where}pslo.policy",
+                )
+        elif key not in PARAMETERS:
+            names = ", ".join(["policy", *PARAMETERS])
+            raise ConfigError(None, f"unknown key (known: {names})", field=f"{where}pslo.{key}")
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(None, f"expected a number, got {value!r}", field=f"{where}pslo.{key}")
     if not isinstance(out["fast_first_fit"], bool):
         raise ConfigError(None, "expected true or false", field=where + "fast_first_fit")
     rule = out["rule"]
@@ -176,7 +222,7 @@ def new_engine(context: Context) -> Engine:
     """The empty engine of ``context``'s cluster (no tenant admitted)."""
     if kind_of(context.policy) == "placement":
         return PlacementEngine.empty(context)
-    return AdmissionEngine.empty(context)
+    return ADMISSION_ENGINES[registry.find(context.policy).family](context)
 
 
 # ------------------------------------------------------------------------------ placement
@@ -217,6 +263,13 @@ class PlacementEngine:
         from tailbound.traces.readers import read_trace
 
         cache = self.context.curves
+        given = self.context.characterisations.get(tenant.name)
+        if tenant not in cache and given is not None:
+            from tailbound.policies.workload import from_characterisation
+
+            cache[tenant] = from_characterisation(
+                tenant, given, safety_margin=self.context.options["safety_margin"]
+            )
         if tenant not in cache:
             cache[tenant] = characterize(
                 tenant,
@@ -228,10 +281,8 @@ class PlacementEngine:
         return cache[tenant]
 
     def _copy(self) -> Any:
-        # the characterisations are immutable and shared, never copied
-        memo = {id(w): w for w in self.context.curves.values()}
-        memo[id(self.context.cluster)] = self.context.cluster
-        return copy.deepcopy(self.placer, memo)
+        # O(servers) cheap steps, sharing what is immutable (Placer.fork)
+        return self.placer.fork()
 
     def _plan(self, placer: Any, tenants: dict[str, Tenant]) -> Plan:
         from tailbound.policies.workloadcompactor import to_plan
@@ -242,6 +293,7 @@ class PlacementEngine:
             self.context.cluster,
             policy=self.context.policy,
             safety_margin=self.context.options["safety_margin"],
+            memo=self.context.plan_memo,
         )
         return self.context.plan_of(plan, tenants)
 
@@ -317,6 +369,13 @@ class AdmissionEngine:
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
         from tailbound.policies.admission import decide
 
+        if tenant.name in self.context.characterisations:
+            raise ConfigError(
+                None,
+                f"{self.context.policy} analyses a tenant's trace; {tenant.name} has a "
+                "characterisation only",
+                field="characterisation",
+            )
         start = time.perf_counter()
         decision, bounds = decide(self.tenants, tenant, self.policy)
         reasons: dict[str, Any] = {
@@ -346,3 +405,171 @@ class AdmissionEngine:
             made = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
         after = AdmissionEngine(self.context, self.policy, tenants)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------ nested QoS
+@dataclass(frozen=True)
+class NestedEngine:
+    """Nested QoS (``nested-qos``, family ``nested``): the admitted tenants' decisions in
+    arrival order; an arrival is one step of ``NestedQosPolicy.decide``
+    (:func:`~tailbound.policies.nested_qos.decide_one`: the tenant's classes from its trace's
+    storage work, Lemma 3 against the tenants admitted on its device), the Plan
+    ``NestedQosPolicy.plan`` of the admitted decisions."""
+
+    context: Context
+    decisions: tuple[Any, ...]  # nested_qos.Decision, admitted, in arrival order
+
+    @classmethod
+    def empty(cls, context: Context) -> NestedEngine:
+        from tailbound.profiles import SsdProfile
+
+        if not isinstance(context.profile, SsdProfile):
+            raise ConfigError(None, f"{context.policy} needs an SSD profile", field="profile")
+        return cls(context, ())
+
+    def admitted(self) -> list[str]:
+        return [d.tenant.name for d in self.decisions]
+
+    def _work(self, tenant: Tenant) -> Any:
+        """The tenant's requests' arrivals and work (s) on the profile's SSD, computed once."""
+        from tailbound.profiles.tokens import SsdModel
+        from tailbound.traces.readers import read_trace
+
+        cache = self.context.curves
+        if tenant not in cache:
+            trace = read_trace(tenant.trace)
+            cache[tenant] = (trace.time, SsdModel(self.context.profile).tokens(trace))
+        return cache[tenant]
+
+    def _plan(self, decisions: tuple[Any, ...]) -> Plan:
+        from tailbound.policies.nested_qos import NestedQosPolicy
+
+        tenants = tuple(d.tenant for d in decisions)
+        plan = NestedQosPolicy(self.context.tenant_set(tenants)).plan(decisions)
+        return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        from tailbound.policies.nested_qos import decide_one
+
+        _no_characterisation(self.context, tenant)
+        start = time.perf_counter()
+        there = [
+            d
+            for d in self.decisions
+            if (d.tenant.server, d.tenant.device) == (tenant.server, tenant.device)
+        ]
+        time_s, work_s = self._work(tenant)
+        d = decide_one(there, tenant, time_s, work_s)
+        reasons: dict[str, Any] = {
+            "server": tenant.server,
+            "device": tenant.device,
+            "capacity": d.capacity,
+            "classes": [[c.sigma_s, c.rho, c.delta_s] for c in d.classes],
+            "policy": self.context.policy,
+        }
+        if not d.admitted:
+            reasons["reason"] = (
+                f"its device would need {d.capacity:.3g} times its capacity (Lemma 3)"
+            )
+            return Outcome(False, reasons, None, self, time.perf_counter() - start)
+        decisions = (*self.decisions, d)
+        made = self._plan(decisions) if plan else None
+        return Outcome(
+            True, reasons, made, NestedEngine(self.context, decisions), time.perf_counter() - start
+        )
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        decisions = tuple(d for d in self.decisions if d.tenant.name != name)
+        made = self._plan(decisions) if plan else None
+        after = NestedEngine(self.context, decisions)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------ PSLO
+@dataclass(frozen=True)
+class PsloEngine:
+    """PSLO (``pslo``, family ``control``): every tenant PSLO can control is admitted
+    (``pslo.check_tenants``: a server, a device, a percentile in (0, 1), a throughput SLO in
+    IOPS), the Plan ``PsloPolicy.plan`` of the admitted tenants with the cluster's controller
+    (option ``pslo``: ``tailbound admit --pslo-*``)."""
+
+    context: Context
+    tenants: tuple[Tenant, ...]
+
+    @classmethod
+    def empty(cls, context: Context) -> PsloEngine:
+        cls._policy(context, ())  # the controller's parameters checked now
+        return cls(context, ())
+
+    @staticmethod
+    def _policy(context: Context, tenants: tuple[Tenant, ...]) -> Any:
+        options = dict(context.options["pslo"])
+        kind = options.pop("policy", "LS+T")
+        try:
+            return registry.build(
+                context.policy,
+                "admission",
+                context.tenant_set(tenants),
+                pslo_policy=kind,
+                **options,
+            )
+        except ValueError as e:  # a parameter the core refuses, named by its core name
+            name, _, message = str(e).partition(": ")
+            raise ConfigError(None, message, field=f"options.pslo.{name}") from None
+
+    def admitted(self) -> list[str]:
+        return [t.name for t in self.tenants]
+
+    def _plan(self, tenants: tuple[Tenant, ...]) -> Plan:
+        plan = self._policy(self.context, tenants).plan()
+        return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        from tailbound.policies.pslo import check_tenants
+
+        _no_characterisation(self.context, tenant)
+        start = time.perf_counter()
+        check_tenants(self.context.tenant_set((tenant,)))
+        tenants = (*self.tenants, tenant)
+        made = self._plan(tenants) if plan else None
+        reasons: dict[str, Any] = {
+            "server": tenant.server,
+            "device": tenant.device,
+            "slo_s": tenant.slo_s,
+            "throughput_iops": tenant.slo.throughput_iops,
+            "policy": self.context.policy,
+        }
+        after = PsloEngine(self.context, tenants)
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        tenants = tuple(t for t in self.tenants if t.name != name)
+        made = self._plan(tenants) if plan else None
+        after = PsloEngine(self.context, tenants)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+def _no_characterisation(context: Context, tenant: Tenant) -> None:
+    if tenant.name in context.characterisations:
+        raise ConfigError(
+            None,
+            f"{context.policy} analyses a tenant's trace; {tenant.name} has a characterisation "
+            "only",
+            field="characterisation",
+        )
+
+
+#: The engine of each admission family the service decides with, by its registry family. **The
+#: hook for a new family** (Aequitas, issue 26): add its engine — a value with ``empty(context)``,
+#: ``admitted``, ``admit`` and ``depart`` as above, deciding with the policy's own functions — here
+#: under its family's name; ``kind_of`` and the API then accept its policies.
+ADMISSION_ENGINES: dict[str, Callable[[Context], Engine]] = {
+    "snc": AdmissionEngine.empty,
+    "dnc": AdmissionEngine.empty,
+    "nested": NestedEngine.empty,
+    "control": PsloEngine.empty,  # pslo
+}
+#: Admission families the service decides with.
+FAMILIES = tuple(ADMISSION_ENGINES)

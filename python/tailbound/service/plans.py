@@ -5,15 +5,20 @@ writes, with absolute trace paths, in JSON's compact form) and never changed. A 
 is the Plan restricted to the tenants whose queues cross that host
 (:func:`tailbound.plan.stage_queues`: its client host's egress and ingress, its server's
 ingress, device and egress), with every plan-wide field kept, so it loads as a Plan and
-``enforce net --host H`` or ``gate`` reads it unchanged. Its ETag is the SHA-256 of its text: an
+``enforce net --host H`` or ``gate`` reads it unchanged; its ``meta.addresses`` holds what
+``enforce net`` needs beside it, in its hosts file's layout (``{"hosts": {host: address},
+"ports": {tenant: port}}``: the addresses of the hosts its tenants cross and the tenants' ports,
+as the cluster and tenant documents give them). Its ETag is the SHA-256 of its text: an
 agent polling with ``If-None-Match`` gets 304 while its part is unchanged, even when other
 hosts' parts changed in a newer version.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from tailbound.plan import Plan, stage_queues
@@ -30,6 +35,45 @@ def plan_text(plan: Plan) -> str:
     return json.dumps(plan.to_json(), separators=COMPACT, allow_nan=False) + "\n"
 
 
+#: Stands for the tenants' entries in a Plan's text while the rest is encoded (a JSON string
+#: no Plan field holds: its NUL characters are escaped in JSON).
+_TENANTS = "\x00tenants\x00"
+
+
+class PlanWriter:
+    """The text of successive Plans of one cluster, exactly :func:`plan_text`'s, with each
+    tenant's entry encoded once while it is unchanged: a Plan of ``n`` tenants costs the encoding
+    of the entries that changed (the server the event touched) and the joining of the others'
+    text, not ``n`` encodings (docs/service.md, "Load benchmark"). Keeps the last Plan's entries
+    only."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Any, Any, str]] = {}
+
+    def text(self, plan: Plan) -> str:
+        entries = []
+        kept: dict[str, tuple[Any, Any, str]] = {}
+        for t in plan.tenants:
+            source: Any = None
+            if plan.inputs is not None:
+                source = plan.inputs.characterisations.get(t.name) or plan.inputs.traces[t.name]
+            hit = self._entries.get(t.name)
+            if hit is not None and (hit[0] is t or hit[0] == t) and hit[1] == source:
+                entry = hit[2]
+            else:
+                (doc,) = dataclasses.replace(plan, tenants=[t]).to_json()["tenants"]
+                entry = json.dumps(doc, separators=COMPACT, allow_nan=False)
+            kept[t.name] = (t, source, entry)
+            entries.append(entry)
+        self._entries = kept
+        skeleton = dataclasses.replace(plan, tenants=[]).to_json()
+        skeleton["tenants"] = _TENANTS
+        text = json.dumps(skeleton, separators=COMPACT, allow_nan=False) + "\n"
+        marker = json.dumps(_TENANTS)
+        assert text.count(marker) == 1
+        return text.replace(marker, "[" + ",".join(entries) + "]")
+
+
 def sha256(text: str) -> str:
     """The SHA-256 (hex) of ``text``'s UTF-8 bytes."""
     return hashlib.sha256(text.encode()).hexdigest()
@@ -41,25 +85,48 @@ def hosts_of(document: dict[str, Any]) -> set[str]:
     return {q.split(".", 1)[0] for t in plan.tenants for qs in stage_queues(t).values() for q in qs}
 
 
-def host_part(document: dict[str, Any], host: str) -> dict[str, Any]:
+def host_part(
+    document: dict[str, Any], host: str, addresses: Addresses | None = None
+) -> dict[str, Any]:
     """The part of a Plan document for ``host``: the tenants one of whose queues is on it (and
-    the rejected entries none: they are nobody's part)."""
+    the rejected entries none: they are nobody's part); with ``addresses`` (the cluster's hosts
+    and tenants' ports), those of its tenants and the hosts they cross in ``meta.addresses``
+    (module docstring)."""
     plan = Plan.from_json(document)
-    keep = {
-        t.name
-        for t in plan.tenants
-        if any(q.split(".", 1)[0] == host for qs in stage_queues(t).values() for q in qs)
-    }
+    keep: set[str] = set()
+    crossed: set[str] = set()
+    for t in plan.tenants:
+        hosts = {q.split(".", 1)[0] for qs in stage_queues(t).values() for q in qs}
+        if host in hosts:
+            keep.add(t.name)
+            crossed |= hosts
     part = dict(document)
     part["tenants"] = [t for t in document["tenants"] if t["name"] in keep]
     part["rejected"] = []
     part["meta"] = {**document.get("meta", {}), "host": host}
+    if addresses is not None:
+        part["meta"]["addresses"] = {
+            "hosts": {h: a for h, a in sorted(addresses.hosts.items()) if h in crossed},
+            "ports": {t: p for t, p in sorted(addresses.ports.items()) if t in keep},
+        }
     return part
 
 
-def part_text(document: dict[str, Any], host: str) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Addresses:
+    """A cluster's hosts' addresses (host → IPv4 or IPv6) and its tenants' ports (tenant → TCP
+    port), as the cluster and tenant documents give them."""
+
+    hosts: dict[str, str]
+    ports: dict[str, int]
+
+
+def part_text(
+    document: dict[str, Any], host: str, addresses: Addresses | None = None
+) -> tuple[str, str]:
     """The text of ``host``'s part and its ETag (quoted SHA-256, as HTTP writes ETags)."""
-    text = json.dumps(host_part(document, host), separators=COMPACT, allow_nan=False) + "\n"
+    part = host_part(document, host, addresses)
+    text = json.dumps(part, separators=COMPACT, allow_nan=False) + "\n"
     return text, f'"{sha256(text)}"'
 
 

@@ -26,13 +26,17 @@ class ClusterIn(Body):
     """A cluster: its cluster-file document (``link_bandwidth_bytes_per_s``, ``server_hosts``,
     ``client_hosts``, as ``tailbound place --cluster`` reads), the device profile (an SSD or
     disk profile document; placement policies need one), the policy deciding admissions (a
-    placement policy, or an admission policy of the ``snc`` or ``dnc`` family) and its options."""
+    placement policy, or an admission policy of a family ``service.engines.FAMILIES`` lists) and its
+    options;
+    optionally each host's IPv4 or IPv6 address (``addresses``: host name → address), which the
+    hosts' parts of the Plans carry for ``tailbound enforce net``."""
 
     name: Name
     policy: str = Field(min_length=1, max_length=100)
     cluster: dict[str, Any]
     profile: dict[str, Any] | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    addresses: dict[Name, str] = Field(default_factory=dict)
 
 
 class ClusterOut(BaseModel):
@@ -41,14 +45,19 @@ class ClusterOut(BaseModel):
     version: int
     options: dict[str, Any]
     hosts: list[str]
+    addresses: dict[str, str]
 
 
 class TenantIn(Body):
     """A tenant, as an entry of a tenants file, with its trace given by the SHA-256 an upload
-    (``POST /traces``) returned."""
+    (``POST /traces``) returned, or instead its ``characterisation`` given directly (placement
+    policies: ``tailbound.plan_inputs.check_characterisation``); optionally the TCP port its
+    server listens on for it (``port``, which ``tailbound enforce net`` filters on, so that two
+    tenants of one client and server are told apart)."""
 
     name: Name
-    trace: Sha256
+    trace: Sha256 | None = None
+    characterisation: dict[str, Any] | None = None
     slo_s: float | None = Field(default=None, gt=0)
     percentile: float | None = Field(default=None, gt=0, le=1)
     slo_grades: list[tuple[float, float]] | None = None
@@ -58,6 +67,9 @@ class TenantIn(Body):
     device: Name | None = None
     group: Name | None = None
     class_: Name | None = Field(default=None, alias="class")
+    throughput_iops: float | None = Field(default=None, gt=0)
+    throughput_bytes_per_s: float | None = Field(default=None, gt=0)
+    port: int | None = Field(default=None, ge=1, le=65535)
 
 
 class TenantOut(BaseModel):

@@ -1,1 +1,1 @@
-"""One module per schema revision, oldest first (``0001_initial``)."""
+"""One module per schema revision, oldest first (``0001_initial``, ``0002_addresses``)."""
