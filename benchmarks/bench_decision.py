@@ -11,7 +11,8 @@ incremental shortcuts (docs/service.md, "Load benchmark"), in one process on the
 Medians over six WorkloadCompactor admissions onto a demo fleet of 10 s traces (``tenants / 4 +
 5`` servers, MTU 9000); building the fleet characterises every tenant first (minutes at 1,000).
 
-Run: ``.venv/bin/python -m benchmarks.bench_decision [--tenants 300]``.
+Run: ``.venv/bin/python -m benchmarks.bench_decision [--tenants 300]``; ``--quick``: 20 tenants
+(what the test suite runs).
 """
 
 from __future__ import annotations
@@ -38,8 +39,13 @@ from tailbound.traces.fleet import demo_fleet
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tenants", type=int, default=300)
-    n = p.parse_args(argv).tenants
-    folder = Path(tempfile.mkdtemp(prefix="tb-bench-decision-"))
+    p.add_argument("--quick", action="store_true", help="--tenants 20")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="tb-bench-decision-") as tmp:
+        run(20 if args.quick else args.tenants, Path(tmp))
+
+
+def run(n: int, folder: Path) -> None:
     write_fleet(demo_fleet(n + 10, seed=1, duration_s=10.0), folder, servers=n // 4 + 5)
     cluster = cluster_from_json(json.loads((folder / "cluster.json").read_text()), "cluster")
     path = folder / "profile_ssd.json"
