@@ -294,6 +294,8 @@ def create_app(settings: Settings) -> FastAPI:
         """Register a tenant (SLO, uploaded trace or characterisation, hosts) on a cluster;
         admission is a separate request."""
         doc = body.model_dump(by_alias=True, exclude_none=True)
+        if "slo_grades" in doc:  # the tenants file's form: [latency_s, fraction] lists
+            doc["slo_grades"] = [list(g) for g in doc["slo_grades"]]
         if (body.trace is None) == (body.characterisation is None):
             raise Problem(
                 422,
