@@ -12,7 +12,7 @@ prompt sizes standing for production's, WFQ 8:4:1, 512 KiB buffers, the Fig. 12 
 0.6/0.3/0.1 (the paper gives none for this figure), the artifact's normalised SLOs 25 / 35 µs
 per MTU; WFQ alone against Aequitas on the same RPCs. 144 hosts at 0.8 of 100 Gb/s with 5.7 KB
 RPCs are 250M RPCs a simulated second: the default ``--duration-s`` 0.02 (5M RPCs, the paper's
-20 ms of convergence) takes about 1 min 15 s and 0.8 GB on a quiet 2-core machine
+20 ms of convergence) took 1 min 14 s and 0.8 GB on this 2-core machine at load ~5
 (``docs/results-aequitas.md``, "Fig. 21", gives the cost of other lengths). Much shorter runs
 measure the start, when every pair's first burst arrives at once (all the run's drops and
 timeouts are in its first milliseconds), not the controller.
