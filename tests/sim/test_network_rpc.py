@@ -104,6 +104,7 @@ def test_network_rpc_columns_and_determinism() -> None:
         (NetworkConfig(n_hosts=2, weights=(4.0, 1.0)), "dst[0]"),
         (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), scheduling="drr"), "scheduling"),
         (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), scheduling="qjump"), "qjump"),
+        (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), channels_per_class=0), "channels_per_class"),
         (
             NetworkConfig(
                 n_hosts=3, weights=(4.0, 1.0), scheduling="qjump", qjump=QjumpLevels((32.0,))

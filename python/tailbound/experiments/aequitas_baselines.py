@@ -13,7 +13,10 @@ the authors' artifact sets it (SymbioticLab/Aequitas, ``artifact-eval``,
   dropped on overflow; pFabric's minimal rate control as the artifact's ``PFabricFlow``: a
   window starting at 30 packets (their ``init_cwnd: 30``, ``max_cwnd: 30``: line rate), back
   to 1 on a timeout and slow start to half of it (``CongestionWindow(loss_based=True)``),
-  go-back-N after the 450 µs timeout;
+  go-back-N after the 450 µs timeout; each RPC a flow of its own (pFabric's hosts, and the
+  artifact's ``PFabricFlow`` per RPC), modelled as :data:`PFABRIC_FLOWS` parallel channels
+  per (source, destination, class), an RPC issued on an idle one (each keeps its window
+  between RPCs, as a pool of connections);
 - ``qjump``: strict priority ports pushing out the lowest class, each host pacing each class
   to one packet per epoch with throughput factors 32:16:1 and 1 µs of processing delay
   (``qjump_tput_factor``, ``qjump_cumulative_pd``), no window.
@@ -61,6 +64,10 @@ WEIGHTS = (8.0, 4.0, 1.0)
 #: The artifact's normalised SLOs for Fig. 22 (``hardcoded_targets: 25,35`` µs with
 #: ``normalized_lat: 1``), s per MTU, QoS_h and QoS_m.
 SLOS_PER_MTU_S = (25e-6, 35e-6)
+#: pFabric's parallel channels per (source, destination, class): more than the RPCs a triple
+#: has in progress at once in Fig. 22 (bursts of 23 RPCs, about 12 per class), so that each
+#: RPC gets a flow of its own instead of waiting in its triple's FIFO.
+PFABRIC_FLOWS = 32
 #: The artifact's QJump levels.
 QJUMP = QjumpLevels((32.0, 16.0, 1.0), 1e-6)
 BYTES_PER_TOKEN = 4
@@ -132,6 +139,7 @@ def scheme_config(
         scheduling=kind,
         cc=cc,
         qjump=QJUMP if scheme == QJUMP_SCHEME else None,
+        channels_per_class=PFABRIC_FLOWS if scheme == PFABRIC else 1,
     )
 
 

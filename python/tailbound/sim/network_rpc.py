@@ -113,6 +113,11 @@ class NetworkConfig:
     pFabric's line-rate start and minimal rate control) or ``"qjump"`` (strict priority
     pushing out the lowest class, and ``qjump``'s per-host pacing of each class in place of
     the window); ``weights`` still count the classes for every kind.
+    ``channels_per_class`` parallel channels (sub-queues, each with its own window and timer)
+    per (source, destination, class): an RPC is issued on an idle one, else on the one with
+    the fewest unacknowledged packets; 1 (the default) is the authors' one channel and RPC
+    FIFO per triple, a number above the RPCs a triple has in progress gives each RPC its own
+    flow (pFabric's hosts, :data:`~tailbound.experiments.aequitas_baselines.PFABRIC_FLOWS`).
     """
 
     n_hosts: int
@@ -129,6 +134,7 @@ class NetworkConfig:
     seed: int = 0
     scheduling: str = "wfq"
     qjump: QjumpLevels | None = None
+    channels_per_class: int = 1
 
     def to_json(self) -> str:
         """The core's ``NetConfig`` JSON."""

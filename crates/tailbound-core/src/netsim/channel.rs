@@ -1,5 +1,6 @@
 //! A channel: the transport of one `(source, destination, class)` triple, as the authors'
-//! `coresim/channel.cpp` (one channel per triple, `multiplex_constant: 1`).
+//! `coresim/channel.cpp` (one channel per triple, `multiplex_constant: 1`), or one of its
+//! `channels_per_class` parallel sub-queues (pFabric's flow per RPC, `NetConfig`).
 //!
 //! **Sender.** The channel's RPCs form one FIFO stream of packets: an RPC issued on it takes
 //! the next `⌈size / MSS⌉` packet numbers (`[start, start + packets)`), so it waits behind the

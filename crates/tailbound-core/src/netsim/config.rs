@@ -38,6 +38,12 @@ fn default_buffer() -> u64 {
 fn yes() -> bool {
     true
 }
+fn one() -> u32 {
+    1
+}
+
+/// The most sub-queues a `(source, destination, class)` may have (`channels_per_class`).
+pub const MAX_CHANNELS_PER_CLASS: u32 = 1024;
 
 /// The per-channel delay-based congestion window (Swift-like, as `coresim/channel.cpp`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -250,6 +256,14 @@ pub struct NetConfig {
     /// QJump's levels, required with `scheduling: "qjump"` (one factor per class).
     #[serde(default)]
     pub qjump: Option<QjumpLevels>,
+    /// Parallel channels (sub-queues) per `(source, destination, class)`, each with its own
+    /// packet stream, window and timer; an RPC is issued on an idle one, else on the one with
+    /// the fewest unacknowledged packets (the lowest index on ties). 1 (the default) is the
+    /// authors' one channel per triple (`multiplex_constant: 1`) with its RPC FIFO; a `K`
+    /// above the RPCs a triple has in progress at once gives each RPC a flow of its own, as
+    /// pFabric's hosts do (one flow per RPC, Alizadeh et al., SIGCOMM 2013, §4.2).
+    #[serde(default = "one")]
+    pub channels_per_class: u32,
     /// The congestion window.
     #[serde(default)]
     pub cc: CcConfig,
@@ -340,6 +354,15 @@ impl NetConfig {
                 format!(
                     "must hold one packet of {} bytes, got {}",
                     self.mtu_bytes, self.buffer_bytes
+                ),
+            );
+        }
+        if self.channels_per_class == 0 || self.channels_per_class > MAX_CHANNELS_PER_CLASS {
+            return bad(
+                "channels_per_class",
+                format!(
+                    "must be in [1, {MAX_CHANNELS_PER_CLASS}], got {}",
+                    self.channels_per_class
                 ),
             );
         }

@@ -18,6 +18,10 @@
 //! instant, else after every arrival of the instant (wake urgency), so packets arriving
 //! together compete by finish tag (as the authors' separate `QueueProcessingEvent`). RPCs are
 //! issued in input order, one event scheduled at a time.
+//!
+//! **Channels.** `channels_per_class` channels per `(src, dst, class)` (default 1: the
+//! authors' one channel, one RPC FIFO, per triple); an RPC is issued on an idle one, else on
+//! the least loaded (`pick_channel`). With 1 the run is the same as without the option.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -93,6 +97,8 @@ pub struct NetworkSim {
     admission: Option<AdmissionConfig>,
     n: u32,
     classes: u32,
+    /// Channels (sub-queues) per `(src, dst, class)`: `NetConfig::channels_per_class`.
+    per_class: u32,
     mss: u32,
     /// Seconds per byte on a link.
     byte_s: f64,
@@ -113,6 +119,7 @@ pub struct NetworkSim {
     epochs: Vec<f64>,
     /// QJump: `[host · classes + class]`.
     pacers: Vec<Pacer>,
+    /// `[((src · n + dst) · classes + class) · per_class + j]`: sub-queue `j` of a triple.
     chans: Vec<Channel>,
     /// `[(src · n + dst) · (classes − 1) + k]`: the controller's state per channel and class.
     adm: Vec<ClassState>,
@@ -159,7 +166,9 @@ impl NetworkSim {
             vec![Pacer { next: f64::NEG_INFINITY, scheduled: false, rr: 0 }; (n * classes) as usize]
         };
         let pairs = (n * n) as usize;
-        let chans = vec![Channel::new(Window::new(&cfg.cc)); pairs * classes as usize];
+        let per_class = cfg.channels_per_class;
+        let chans =
+            vec![Channel::new(Window::new(&cfg.cc)); pairs * classes as usize * per_class as usize];
         let adm = vec![ClassState::new(0.0); pairs * (classes as usize - 1)];
         let count = rpcs.len();
         let mut kernel = Kernel::new();
@@ -174,6 +183,7 @@ impl NetworkSim {
             admission,
             n,
             classes,
+            per_class,
             stretch,
             kernel,
             timers: BinaryHeap::new(),
@@ -243,7 +253,7 @@ impl NetworkSim {
         self.adm[self.adm_index(src, dst, k)].p_admit
     }
 
-    /// The congestion window of channel `(src, dst, class)`, packets.
+    /// The congestion window of the first channel of `(src, dst, class)`, packets.
     pub fn cwnd(&self, src: u32, dst: u32, class: u32) -> f64 {
         self.chans[self.chan_index(src, dst, class)].window.cwnd()
     }
@@ -252,14 +262,34 @@ impl NetworkSim {
         ((src * self.n + dst) * (self.classes - 1) + k) as usize
     }
 
+    /// The first of the `per_class` channels of `(src, dst, class)`.
     fn chan_index(&self, src: u32, dst: u32, class: u32) -> usize {
-        ((src * self.n + dst) * self.classes + class) as usize
+        ((src * self.n + dst) * self.classes + class) as usize * self.per_class as usize
     }
 
     /// `(src, dst, class)` of channel `c`.
     fn chan_parts(&self, c: u32) -> (u32, u32, u32) {
-        let pair = c / self.classes;
-        (pair / self.n, pair % self.n, c % self.classes)
+        let triple = c / self.per_class;
+        let pair = triple / self.classes;
+        (pair / self.n, pair % self.n, triple % self.classes)
+    }
+
+    /// The channel of `(src, dst, class)` a new RPC is issued on: the first idle one (nothing
+    /// unacknowledged), else the one with the fewest unacknowledged packets (first on ties).
+    fn pick_channel(&self, src: u32, dst: u32, class: u32) -> usize {
+        let first = self.chan_index(src, dst, class);
+        let mut best = (u64::MAX, first);
+        for c in first..first + self.per_class as usize {
+            let ch = &self.chans[c];
+            let load = ch.end_seq - ch.last_unacked;
+            if load == 0 {
+                return c;
+            }
+            if load < best.0 {
+                best = (load, c);
+            }
+        }
+        best.1
     }
 
     fn alloc(&mut self, p: Packet) -> u32 {
@@ -332,7 +362,7 @@ impl NetworkSim {
             }
         }
         self.out.class_run[i] = class_run as u8;
-        let c = self.chan_index(src, dst, class_run);
+        let c = self.pick_channel(src, dst, class_run);
         let ch = &mut self.chans[c];
         let span = RpcSpan::new(ch.end_seq, self.rpcs.size_bytes[i], self.mss);
         ch.end_seq = span.end();
@@ -370,20 +400,23 @@ impl NetworkSim {
     }
 
     /// QJump: pacer `i = host · classes + class` sends one packet of the next channel (round
-    /// robin over destinations) that has one to send, whatever its window, then waits an epoch.
+    /// robin over destinations, and over a destination's `per_class` channels) that has one to
+    /// send, whatever its window, then waits an epoch.
     fn epoch(&mut self, i: u32) {
         let now = self.kernel.now();
         let (host, class) = (i / self.classes, i % self.classes);
         self.pacers[i as usize].scheduled = false;
         let start = self.pacers[i as usize].rr;
-        for step in 0..self.n {
-            let dst = (start + step) % self.n;
-            let c = self.chan_index(host, dst, class) as u32;
+        let slots = self.n * self.per_class;
+        for step in 0..slots {
+            let slot = (start + step) % slots;
+            let (dst, j) = (slot / self.per_class, slot % self.per_class);
+            let c = (self.chan_index(host, dst, class) + j as usize) as u32;
             let ch = &self.chans[c as usize];
             if ch.next_seq < ch.end_seq {
                 self.send_one(c);
                 let p = &mut self.pacers[i as usize];
-                p.rr = (dst + 1) % self.n;
+                p.rr = (slot + 1) % slots;
                 p.next = now + self.epochs[class as usize];
                 p.scheduled = true;
                 let t = p.next;
@@ -461,7 +494,7 @@ impl NetworkSim {
     fn arrive(&mut self, port: u32, pkt: u32) {
         let now = self.kernel.now();
         let p = self.packets[pkt as usize];
-        let class = (p.chan % self.classes) as usize;
+        let class = ((p.chan / self.per_class) % self.classes) as usize;
         let tx = f64::from(p.bytes) * self.byte_s;
         let q = &mut self.ports[port as usize];
         let prio = u64::from(p.prio);

@@ -395,3 +395,99 @@ fn bad_port_kinds_are_refused_by_field() {
         NetConfig::from_json(&format!(r#"{{{base}, "scheduling": "{kind}"}}"#)).unwrap();
     }
 }
+
+/// RPCs `(size, class)` all issued at 0 from host 0 to host 1.
+fn together(rpcs: &[(u64, u8)]) -> RpcInput {
+    RpcInput {
+        time_s: vec![0.0; rpcs.len()],
+        src: vec![0; rpcs.len()],
+        dst: vec![1; rpcs.len()],
+        size_bytes: rpcs.iter().map(|r| r.0).collect(),
+        cls: rpcs.iter().map(|r| r.1).collect(),
+    }
+}
+
+#[test]
+fn parallel_channels_let_an_rpc_skip_the_fifo_of_its_triple() {
+    // As `rnl_includes_the_wait_in_the_channel_fifo`, with two channels per triple: the second
+    // RPC takes the idle second channel and leaves at once; its packet only queues behind the
+    // first one's at the ports (one T more than the idle RTT), not behind its round trip.
+    let mut cfg = net(2);
+    cfg.cc.init_cwnd = 1.0;
+    cfg.channels_per_class = 2;
+    let (out, c) = simulate(cfg, together(&[(5080, 0), (5080, 0)]), f64::INFINITY).unwrap();
+    let rtt = 4.0 * P + 2.0 * T + 2.0 * A;
+    assert!(close(out.rnl_s[0], rtt));
+    assert!(close(out.rnl_s[1], rtt + T), "{} vs {}", out.rnl_s[1], rtt + T);
+    assert_eq!((c.data_packets, c.acks, c.timeouts), (2, 2, 0));
+}
+
+#[test]
+fn a_new_rpc_takes_the_least_loaded_channel_when_none_is_idle() {
+    // A fixed window of one packet and two channels: RPC 0 (3 packets) takes channel 0, RPC 1
+    // (1 packet) the idle channel 1, RPC 2 (1 packet) the less loaded channel 1 (1 packet
+    // unacknowledged against 3) and finishes second, before RPC 0. With one channel they
+    // finish in issue order.
+    let rpcs = together(&[(3 * 5080, 0), (5080, 0), (5080, 0)]);
+    let mut cfg = net(2);
+    cfg.cc.enabled = false;
+    cfg.cc.init_cwnd = 1.0;
+    cfg.cc.max_cwnd = 1.0;
+    let (fifo, _) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
+    assert!(fifo.finish_s[0] < fifo.finish_s[1] && fifo.finish_s[1] < fifo.finish_s[2]);
+    cfg.channels_per_class = 2;
+    let (out, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    assert!(out.finish_s[1] < out.finish_s[2] && out.finish_s[2] < out.finish_s[0], "{out:?}");
+    assert_eq!((c.data_packets, c.unfinished), (5, 0));
+}
+
+#[test]
+fn pfabric_with_a_flow_per_rpc_lets_a_short_rpc_of_the_same_pair_overtake() {
+    // A 20-packet RPC then a 1-packet one, same pair and class, under pFabric's ports. With one
+    // channel the short RPC's packet is numbered after the long one's 20 and waits for them;
+    // with a channel per RPC it is sent at once and its small remaining size puts it first.
+    let rpcs = together(&[(20 * 5080, 0), (1000, 0)]);
+    let mut cfg = net(2);
+    cfg.scheduling = "pfabric".into();
+    cfg.cc.init_cwnd = 30.0;
+    cfg.cc.loss_based = true;
+    let (fifo, _) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
+    assert!(fifo.finish_s[1] > fifo.finish_s[0]);
+    cfg.channels_per_class = 8;
+    let (out, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    assert!(out.finish_s[1] < out.finish_s[0]);
+    // Behind at most the long RPC's packet in transmission at each of the two ports.
+    let idle = 4.0 * P + 2.0 * 1040.0 * BYTE + 2.0 * A;
+    assert!(out.rnl_s[1] <= idle + 2.0 * T + 1e-12, "{} vs {idle}", out.rnl_s[1]);
+    assert_eq!((c.data_packets, c.timeouts, c.unfinished), (21, 0, 0));
+}
+
+#[test]
+fn qjump_paces_the_parallel_channels_of_a_host_class_in_turn() {
+    // Two channels of the same triple, each with one packet: the pacer sends one per epoch,
+    // first channel 0's, then channel 1's.
+    let mut cfg = net(2);
+    cfg.scheduling = "qjump".into();
+    cfg.qjump = Some(super::config::QjumpLevels {
+        throughput_factors: vec![1.0, 1.0],
+        processing_delay_s: 1e-6,
+    });
+    cfg.channels_per_class = 2;
+    let epoch = cfg.qjump_epochs_s()[0];
+    let (out, c) = simulate(cfg, together(&[(5080, 0), (5080, 0)]), f64::INFINITY).unwrap();
+    assert_eq!((c.data_packets, c.unfinished), (2, 0));
+    let gap = out.finish_s[1] - out.finish_s[0];
+    assert!(close(gap, epoch), "{gap} vs {epoch}");
+}
+
+#[test]
+fn channels_per_class_is_refused_outside_its_range() {
+    for k in [0, super::config::MAX_CHANNELS_PER_CLASS + 1] {
+        let e = NetConfig::from_json(&format!(
+            r#"{{"n_hosts": 3, "weights": [4, 1], "channels_per_class": {k}}}"#
+        ))
+        .unwrap_err();
+        assert!(matches!(e, Error::Field { ref field, .. } if field == "channels_per_class"));
+    }
+    assert_eq!(net(3).channels_per_class, 1);
+}
