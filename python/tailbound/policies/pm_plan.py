@@ -30,6 +30,7 @@ from tailbound.policies.prioritymeister import (
     PmTenant,
     Prioritized,
     by_slo,
+    path_limits,
     prioritize,
     rate_limits,
 )
@@ -56,16 +57,20 @@ def plan_tenant(
     queues = stage_queues(tenant)
     buckets: dict[Stage, tuple[tuple[float, float], ...]] = {}
     biggest: dict[Stage, float] = {}
+    models: dict[Stage, object] = {}
     for stage in STORAGE_PATH:
         model = stage_model(
             stage, link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, profile=profile
         )
+        models[stage] = model
         buckets[stage] = rate_limits(rb_curve(trace, model), k)
         if stage == Stage.STORAGE:
             biggest[stage] = float(model.tokens(trace).max())
         else:
             biggest[stage] = mtu_bytes / link_bandwidth_bytes_per_s
-    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest)
+    on_path = {s: m for s, m in models.items() if queues.get(s)}
+    path, work = path_limits(trace, on_path, k)  # for the end-to-end LP
+    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest, path, work)
 
 
 def groups(tenants: Sequence[PmTenant]) -> list[list[PmTenant]]:
