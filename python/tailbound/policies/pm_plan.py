@@ -26,6 +26,7 @@ from tailbound.plan import (
     stage_queues,
 )
 from tailbound.policies.prioritymeister import (
+    Analysis,
     Devices,
     PmTenant,
     Prioritized,
@@ -118,16 +119,18 @@ def prioritize_all(
     policy: str = "prioritymeister",
     levels: int = PRIORITY_LEVELS,
     devices: Devices | None = None,
+    analysis: Analysis = "tighter",
 ) -> Prioritized:
     """The prioritization policy ``policy`` (a name of the registry's ``prioritization`` kind:
     ``prioritymeister`` or ``byslo``) on each group of :func:`groups`, merged; ``devices`` are
-    the device queues with several requests in service (:func:`plan_devices`)."""
+    the device queues with several requests in service (:func:`plan_devices`); ``analysis``
+    the end-to-end bound (``prioritymeister.ANALYSES``)."""
     run = build(policy, "prioritization")
     priorities: dict[str, dict[Stage, int]] = {}
     bounds: dict[str, float] = {}
     stage_bounds: dict[str, dict[Stage, float]] = {}
     for group in groups(tenants):
-        r = run(group, levels, devices)
+        r = run(group, levels, devices, analysis=analysis)
         priorities |= r.priorities
         bounds |= r.bounds
         stage_bounds |= r.stage_bounds
