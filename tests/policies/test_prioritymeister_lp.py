@@ -222,3 +222,21 @@ def test_path_delay_refuses_a_queue_twice_and_missing_work() -> None:
         path_delay(PathFlow("w", (a, a)), [])
     with pytest.raises(ValueError, match="max_work_s"):
         path_delay(PathFlow("w", (a,), ((0.5, 0.05),)), [])
+
+
+def test_path_delay_of_a_device_alone_is_lp_delay() -> None:
+    """A local tenant (its only stage a device with a read and a write in service): the path
+    LP is the device's LP, shared level and blocking included."""
+    from tailbound.dnc.device import DeviceLimits
+
+    sizes = np.array([512.0])
+    dev = {"d": DeviceLimits(1, 1, np.inf, np.inf, sizes, sizes, sizes, None)}
+    w = link("w", "d", 1, [(0.2, 0.01), (0.5, 0.004)], 0.001)
+    others = [
+        link("h", "d", 0, [(0.3, 0.02)], 0.002),
+        link("l", "d", 2, [(0.1, 0.02)], 0.003),
+        link("e", "d", 1, [(0.1, 0.005)], 0.003),
+    ]
+    got = path_delay(PathFlow("w", (w,)), others, devices=dev)
+    assert got == pytest.approx(lp_delay(w, others, devices=dev))
+    assert got > lp_delay(w, others)  # the device model counts more than one blocker
