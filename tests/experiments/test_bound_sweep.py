@@ -60,6 +60,15 @@ def test_prioritymeister_path_analysis_holds_in_simulation(
     assert s["exceeded"] == 0 and s["tenants"] >= 6, s
 
 
+def test_an_lp_highs_leaves_unfinished_without_presolve_is_solved(
+    profile: SsdProfile, data_dir: Path
+) -> None:
+    """Seed 9020 (PriorityMeister, network path, 11 candidates): one of its LPs ends with
+    HiGHS's status "Unknown" without presolve; the analysis solves it again with presolve."""
+    outcome = run(draw(9020), profile, data_dir)
+    assert outcome.ratios and not outcome.exceeded
+
+
 @pytest.mark.slow
 def test_a_thousand_scenarios(profile: SsdProfile, data_dir: Path) -> None:
     outcomes = [run(draw(seed), profile, data_dir) for seed in range(1000)]

@@ -120,6 +120,16 @@ class _Lp:
         )
         h.run()
         status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kUnknown:
+            # HiGHS's simplex without presolve sometimes stops short on a badly scaled LP
+            # (bound_sweep seed 9020); the same model with presolve is solved
+            h.clearSolver()
+            h.setOptionValue("presolve", "on")
+            try:
+                h.run()
+            finally:
+                h.setOptionValue("presolve", "off")
+            status = h.getModelStatus()
         unbounded = (
             highspy.HighsModelStatus.kUnbounded,
             highspy.HighsModelStatus.kUnboundedOrInfeasible,
