@@ -46,6 +46,32 @@ def test_prioritize_writes_priorities_and_buckets(
     assert "| tenant | net_in | storage | net_out |" in printed and "plan written" in printed
 
 
+def test_prioritize_analysis_switch_the_default_bound_is_the_tighter(
+    tmp_path: Path, wc62_dir: Path
+) -> None:
+    """``--analysis``: every tenant's bound by the default (the tighter of the per-stage sum and
+    the path LP) is at most the one by either analysis alone under the same priorities."""
+    tenants = write_tenants(tmp_path, wc62_dir, [2, 4, 13])
+    placed = tmp_path / "plan.json"
+    assert main(place_args(tenants, wc62_dir, "--out", str(placed), "--quiet")) == 0
+    plans = {}
+    for analysis in ("tighter", "stages", "path"):
+        out = tmp_path / f"plan-{analysis}.json"
+        argv = ["prioritize", "--plan", str(placed), "--tenants", str(tenants)]
+        argv += ["--profile", str(wc62_dir / "profile_ssd.json"), "--analysis", analysis]
+        main([*argv, "--out", str(out), "--quiet"])
+        plans[analysis] = Plan.load(out)
+    order = {a: {t.name: t.priority for t in p.tenants} for a, p in plans.items()}
+    bound = {a: {t.name: t.latency_bound_s for t in p.tenants} for a, p in plans.items()}
+    compared = 0
+    for name, b in bound["tighter"].items():
+        for other in ("stages", "path"):
+            if order[other] == order["tighter"]:
+                assert b <= bound[other][name] * (1 + 1e-9)
+                compared += 1
+    assert compared >= 3
+
+
 def test_prioritize_bad_k_is_a_one_line_error(
     tmp_path: Path, wc62_dir: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -3,6 +3,7 @@ admission limit and replayed; no request may exceed its tenant's worst-case boun
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,31 @@ def test_the_sweep_covers_every_choice_and_binds(profile: SsdProfile, data_dir: 
     s = summary(outcomes)
     assert s["exceeded"] == 0 and s["tenants"] >= 40
     assert s["worst"] > 0.5
+
+
+def test_prioritymeister_path_analysis_holds_in_simulation(
+    profile: SsdProfile, data_dir: Path
+) -> None:
+    """PriorityMeister's end-to-end LP alone (``analysis="path"``, not the minimum with the
+    per-stage sum) on PriorityMeister's scenarios among seeds 1000–1011 (every path drawn):
+    tenants are admitted by it and no replayed request exceeds its bound."""
+    cases = [
+        dataclasses.replace(c, analysis="path")
+        for c in (draw(seed) for seed in range(1000, 1012))
+        if c.policy == "prioritymeister"
+    ]
+    assert {c.path for c in cases} == {"storage", "network", "local"}
+    s = summary([run(c, profile, data_dir) for c in cases])
+    assert s["exceeded"] == 0 and s["tenants"] >= 6, s
+
+
+def test_an_lp_highs_leaves_unfinished_without_presolve_is_solved(
+    profile: SsdProfile, data_dir: Path
+) -> None:
+    """Seed 9020 (PriorityMeister, network path, 11 candidates): one of its LPs ends with
+    HiGHS's status "Unknown" without presolve; the analysis solves it again with presolve."""
+    outcome = run(draw(9020), profile, data_dir)
+    assert outcome.ratios and not outcome.exceeded
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from tailbound.policies.prioritymeister import (
     PmTenant,
     by_slo,
     latencies,
+    path_limits,
     prioritize,
     rate_limits,
 )
@@ -139,3 +140,61 @@ def test_prioritized_feasible_and_violations_report_the_bounds_over_slo() -> Non
     loose = [device_tenant("a", 1.0, [(0.5, 0.01)]), device_tenant("b", 1.0, [(0.5, 0.01)])]
     ok = prioritize(loose)
     assert ok.feasible(loose) and ok.violations(loose) == {}
+
+
+def network_tenant(name: str, slo: float, level_buckets, work: float) -> PmTenant:
+    """A tenant over two one-link network stages, the same buckets at both and end to end."""
+    queues = {Stage.NET_IN: (f"{name}.out",), Stage.NET_OUT: (f"{name}.in",)}
+    buckets = dict.fromkeys(queues, tuple(level_buckets))
+    return PmTenant(
+        name,
+        slo,
+        queues,
+        buckets,
+        {},
+        tuple(level_buckets),
+        dict.fromkeys(queues, work),
+    )
+
+
+def test_latencies_by_analysis_tighter_is_the_smaller() -> None:
+    """Ten 5 ms requests at once over two links: 100 ms per stage summed, 55 ms end to end;
+    the default takes the smaller."""
+    w = network_tenant("w", 1.0, [(0.5, 0.05)], 0.005)
+    prio = {"w": {Stage.NET_IN: 0, Stage.NET_OUT: 0}}
+    assert latencies([w], prio, analysis="stages")["w"] == pytest.approx(0.1)
+    assert latencies([w], prio, analysis="path")["w"] == pytest.approx(0.055)
+    assert latencies([w], prio)["w"] == pytest.approx(0.055)
+    # a tenant whose only stage is a device: both analyses agree
+    d = device_tenant("d", 1.0, [(0.3, 0.02)])
+    one = {"d": {ST: 0}}
+    assert latencies([d], one, analysis="path")["d"] == pytest.approx(
+        latencies([d], one, analysis="stages")["d"]
+    )
+    with pytest.raises(ValueError, match="analysis"):
+        latencies([w], prio, analysis="both")  # type: ignore[arg-type]
+
+
+def test_prioritize_with_the_path_analysis_admits_what_the_sum_refuses() -> None:
+    """SLO 60 ms: the per-stage sum (100 ms) misses it, the end-to-end bound (55 ms) meets it."""
+    w = network_tenant("w", 0.06, [(0.5, 0.05)], 0.005)
+    assert not prioritize([w], analysis="stages").feasible([w])
+    assert prioritize([w]).feasible([w])
+
+
+def test_path_limits_bound_the_per_request_maximum() -> None:
+    """The end-to-end buckets let the per-request maximum of the stage works through unshaped,
+    and the largest work per stage is the largest request's."""
+    from tailbound.profiles import stage_model
+    from tailbound.traces.synthetic import poisson_trace
+
+    trace = poisson_trace(200.0, 10.0, seed=3, read_fraction=0.5, name="t")
+    models = {
+        s: stage_model(s, link_bandwidth_bytes_per_s=125e6) for s in (Stage.NET_IN, Stage.NET_OUT)
+    }
+    buckets, work = path_limits(trace, models, 3)
+    works = np.vstack([np.asarray(m.tokens(trace)) for m in models.values()])
+    peak = works.max(axis=0)
+    assert buckets
+    assert np.allclose(shape(trace.time, peak, list(buckets)), trace.time)
+    assert work == {s: pytest.approx(float(w.max())) for s, w in zip(models, works, strict=True)}

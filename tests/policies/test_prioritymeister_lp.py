@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tailbound.dnc import bounds
 from tailbound.dnc.curves import TokenBucket, constant_rate, token_bucket_min
-from tailbound.dnc.lp import LpFlow, lp_delay, service_inverse
+from tailbound.dnc.lp import LpFlow, PathFlow, lp_delay, path_delay, service_inverse
 from tailbound.dnc.operators import aggregate, horizontal_deviation, leftover
 from tailbound.sim import shape, single_queue
 
@@ -162,3 +162,81 @@ def test_simulated_latency_never_exceeds_lp_bound(seed: int, load: float) -> Non
         bound = lp_delay(flows[i], flows[:i] + flows[i + 1 :])
         worst = float(res.latency.max())
         assert worst <= bound + 1e-9, (seed, load, i, worst, bound)
+
+
+# ------------------------------------------------------------------ the end-to-end LP
+
+
+def link(name: str, queue: str, level: int, buckets, max_request: float = 0.0) -> LpFlow:
+    return LpFlow(name, (queue,), {queue: level}, tuple(buckets), max_request)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), load=st.floats(0.05, 0.9))
+def test_path_delay_of_one_stage_is_lp_delay(seed: int, load: float) -> None:
+    """One stage (two links), no path buckets: the path LP is the stage's LP."""
+    rng = np.random.default_rng(seed)
+    rates = rng.dirichlet(np.ones(3)) * load
+    qs = ("a", "b")
+    w = LpFlow("w", qs, {"a": 1, "b": 1}, ((float(rates[0]), 0.02),))
+    others = [
+        LpFlow("h", qs, {"a": 0, "b": 0}, ((float(rates[1]), 0.01),)),
+        LpFlow("p", ("b",), {"b": 1}, ((float(rates[2]), 0.005),)),
+        LpFlow("l", ("a",), {"a": 2}, ((0.1, 0.01),), 0.003),
+    ]
+    assert path_delay(PathFlow("w", (w,)), others) == pytest.approx(lp_delay(w, others))
+
+
+def test_path_delay_pays_the_burst_once_hand_example() -> None:
+    """Two one-link stages. w: ten requests of 5 ms of work at each stage (buckets (0.3, 50 ms)
+    at both, and on the per-request maximum); at the second link a more important flow h with
+    (0.2, 10 ms). Per stage: 50 ms + (10 + 50) / 0.8 = 125 ms. End to end (by hand): the LP
+    puts y_B = 50 ms at the second link and y_A = 5 ms (the straddling request) at the first,
+    whose backlog periods chain: y_A + (y_B + 10 ms) / 0.8 = 5 + 75 = 80 ms (s = 0; a later
+    arrival s gains 0.3·1.25 < 1 per second)."""
+    a = link("w/a", "l1", 1, [(0.3, 0.05)])
+    b = link("w/b", "l2", 1, [(0.3, 0.05)])
+    h = link("h", "l2", 0, [(0.2, 0.01)])
+    summed = lp_delay(a, [h]) + lp_delay(b, [h])
+    assert summed == pytest.approx(0.125)
+    path = path_delay(PathFlow("w", (a, b), ((0.3, 0.05),), (0.005, 0.005)), [h])
+    assert path == pytest.approx(0.08)
+    # without the path buckets the stages are joined through time only: no gain
+    assert path_delay(PathFlow("w", (a, b)), [h]) == pytest.approx(summed)
+
+
+def test_path_delay_is_exact_for_a_burst_through_two_links() -> None:
+    """Ten requests of 5 ms at once through two links in tandem: the tenth leaves the second
+    link at 55 ms, which the path LP gives exactly (per stage summed: 100 ms)."""
+    a = link("w/a", "l1", 0, [(0.5, 0.05)])
+    b = link("w/b", "l2", 0, [(0.5, 0.05)])
+    assert path_delay(PathFlow("w", (a, b), ((0.5, 0.05),), (0.005, 0.005)), []) == (
+        pytest.approx(0.055)
+    )
+    assert lp_delay(a, []) + lp_delay(b, []) == pytest.approx(0.1)
+
+
+def test_path_delay_refuses_a_queue_twice_and_missing_work() -> None:
+    a = link("w/a", "l1", 0, [(0.5, 0.05)])
+    with pytest.raises(ValueError, match="twice"):
+        path_delay(PathFlow("w", (a, a)), [])
+    with pytest.raises(ValueError, match="max_work_s"):
+        path_delay(PathFlow("w", (a,), ((0.5, 0.05),)), [])
+
+
+def test_path_delay_of_a_device_alone_is_lp_delay() -> None:
+    """A local tenant (its only stage a device with a read and a write in service): the path
+    LP is the device's LP, shared level and blocking included."""
+    from tailbound.dnc.device import DeviceLimits
+
+    sizes = np.array([512.0])
+    dev = {"d": DeviceLimits(1, 1, np.inf, np.inf, sizes, sizes, sizes, None)}
+    w = link("w", "d", 1, [(0.2, 0.01), (0.5, 0.004)], 0.001)
+    others = [
+        link("h", "d", 0, [(0.3, 0.02)], 0.002),
+        link("l", "d", 2, [(0.1, 0.02)], 0.003),
+        link("e", "d", 1, [(0.1, 0.005)], 0.003),
+    ]
+    got = path_delay(PathFlow("w", (w,)), others, devices=dev)
+    assert got == pytest.approx(lp_delay(w, others, devices=dev))
+    assert got > lp_delay(w, others)  # the device model counts more than one blocker

@@ -67,6 +67,13 @@ def add_parser(subparsers: Any) -> None:
         default="prioritymeister",
         help="prioritization policy (default prioritymeister)",
     )
+    parser.add_argument(
+        "--analysis",
+        choices=("tighter", "stages", "path"),
+        default="tighter",
+        help="end-to-end bound: the tighter of the per-stage LPs summed and the LP over the "
+        "whole path (default), or one of them (docs/prioritymeister.md)",
+    )
     parser.add_argument("--out", type=Path, default=Path("plan-pm.json"), help="plan to write")
     add_quiet(parser)
     parser.set_defaults(run=run)
@@ -156,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
             )
             bar.update()
     # the plan's devices keep several requests in service: their blocking and sharing count
-    result = prioritize_all(tenants, args.policy, devices=plan_devices(plan, profile))
+    result = prioritize_all(
+        tenants, args.policy, devices=plan_devices(plan, profile), analysis=args.analysis
+    )
     seconds = time.perf_counter() - start
     out = prioritized_plan(
         plan,

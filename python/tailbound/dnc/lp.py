@@ -77,7 +77,8 @@ class _Lp:
     rows: list[tuple[dict[int, float], float, float]] = field(default_factory=list)
     #: rate-limit rows of flows served FIFO with the tagged flow, whose end time (``s`` or
     #: ``t_out``) the caller fills in: ``(row, rate)``
-    fifo: list[tuple[int, float]] = field(default_factory=list)
+    #: ``(row, rate, position)``: the queue position whose FIFO it is
+    fifo: list[tuple[int, float, int]] = field(default_factory=list)
 
     def var(self, lo: float = -_INF, hi: float = _INF) -> int:
         self.col_lo.append(lo)
@@ -119,6 +120,16 @@ class _Lp:
         )
         h.run()
         status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kUnknown:
+            # HiGHS's simplex without presolve sometimes stops short on a badly scaled LP
+            # (bound_sweep seed 9020); the same model with presolve is solved
+            h.clearSolver()
+            h.setOptionValue("presolve", "on")
+            try:
+                h.run()
+            finally:
+                h.setOptionValue("presolve", "off")
+            status = h.getModelStatus()
         unbounded = (
             highspy.HighsModelStatus.kUnbounded,
             highspy.HighsModelStatus.kUnboundedOrInfeasible,
@@ -138,12 +149,15 @@ def _build(
     blocking: bool,
     devices: Mapping[str, DeviceLimits] | None = None,
     fifo_first: bool = True,
-) -> tuple[_Lp, list[int], list[int], int, int]:
-    """The LP's common part; returns it, the ``t_in``/``t_out`` columns and the ``R_w^{q_0}`` and
-    ``R'_w^{q_{n−1}}`` columns. Queues in ``devices`` are storage devices with several requests
-    in service (:mod:`tailbound.dnc.device`): their level is shared, not FIFO, and their
-    blocking is the work less important requests can have in service. Without ``fifo_first``
-    the flows of ``w``'s level at ``q_0`` count in full, as more important ones do."""
+    breaks: frozenset[int] = frozenset(),
+) -> tuple[_Lp, list[int], list[int], dict[int, tuple[int, int]]]:
+    """The LP's common part; returns it, the ``t_in``/``t_out`` columns and the tagged flow's
+    ``(R_w^q, R'_w^q)`` columns by queue position. Queues in ``devices`` are storage devices
+    with several requests in service (:mod:`tailbound.dnc.device`): their level is shared, not
+    FIFO, and their blocking is the work less important requests can have in service. Without
+    ``fifo_first`` the flows of ``w``'s level at ``q_0`` count in full, as more important ones
+    do. At the positions in ``breaks`` (a stage's first queue, :func:`path_delay`) the tagged
+    flow's amounts are not carried over from the queue before: its tokens change unit there."""
     shared = devices or {}
     path = target.queues
     lp = _Lp()
@@ -158,19 +172,21 @@ def _build(
     # per queue: the columns of (R, R') of every flow that counts there
     served: list[list[tuple[int, int]]] = [[] for _ in path]
 
-    def chain(flow: LpFlow, on_path: list[int]) -> dict[int, tuple[int, int]]:
+    def chain(
+        flow: LpFlow, on_path: list[int], cut: frozenset[int] = frozenset()
+    ) -> dict[int, tuple[int, int]]:
         cols: dict[int, tuple[int, int]] = {}
         prev = None
         for i in on_path:
             r, rp = lp.var(), lp.var()
             lp.row({r: -1.0, rp: 1.0}, 0.0, _INF)  # flow: R <= R'
-            if prev is not None and prev[0] == i - 1:
+            if prev is not None and prev[0] == i - 1 and i not in cut:
                 lp.row({r: 1.0, prev[1]: -1.0}, 0.0, 0.0)  # R^q = R'^{q'}
             cols[i] = (r, rp)
             prev = (i, rp)
         return cols
 
-    w_cols = chain(target, list(range(len(path))))
+    w_cols = chain(target, list(range(len(path))), breaks)
     for i in range(len(path)):
         served[i].append(w_cols[i])
     lowest_blocker = [0.0] * len(path)
@@ -190,9 +206,9 @@ def _build(
             # FIFO inside a level, except at a device: it shares its level by processor sharing
             fifo = (
                 fifo_first
-                and i == 0
-                and k.level(path[0]) == target.level(path[0])
-                and path[0] not in shared
+                and (i == 0 or i in breaks)
+                and k.level(path[i]) == target.level(path[i])
+                and path[i] not in shared
             )
             for rate, size in k.buckets:
                 row = {cols[i][1]: 1.0, r_entry: -1.0, t_in[entry]: rate}
@@ -200,7 +216,7 @@ def _build(
                     row[t_out[i]] = -rate
                 lp.row(row, -_INF, size)
                 if fifo:
-                    lp.fifo.append((len(lp.rows) - 1, rate))
+                    lp.fifo.append((len(lp.rows) - 1, rate, i))
     for i, q in enumerate(path):
         c = 1.0 if capacity is None else float(capacity.get(q, 1.0))
         coefs: dict[int, float] = {t_out[i]: -c, t_in[i]: c}
@@ -213,7 +229,7 @@ def _build(
         if blocking and blocker > 0:
             coefs[lp.var(0.0, blocker)] = 1.0
         lp.row(coefs, 0.0, 0.0)
-    return lp, t_in, t_out, w_cols[0][0], w_cols[len(path) - 1][1]
+    return lp, t_in, t_out, w_cols
 
 
 def lp_delay(
@@ -240,9 +256,8 @@ def lp_delay(
     >>> round(lp_delay(w, [hi]), 9)
     0.05
     """
-    lp, t_in, t_out, r_first, rp_last = _build(
-        target, others, capacity, blocking, devices, fifo_first
-    )
+    lp, t_in, t_out, w_cols = _build(target, others, capacity, blocking, devices, fifo_first)
+    r_first, rp_last = w_cols[0][0], w_cols[len(target.queues) - 1][1]
     shared = target.queues[0] in (devices or {})
     # at a device the tagged request shares service with the flow's later requests too
     # (processor sharing): its delay is bounded by its busy period, which starts with it
@@ -251,7 +266,7 @@ def lp_delay(
     for rate, size in target.buckets:
         last = t_out[-1] if shared else s
         lp.row({y: 1.0, last: -rate, t_in[0]: rate}, -_INF, size)
-    for row, rate in lp.fifo:
+    for row, rate, _ in lp.fifo:
         lp.rows[row][0][s] = -rate
     lp.cost[t_out[-1]] = 1.0
     lp.cost[s] = -1.0
@@ -278,10 +293,148 @@ def service_inverse(
     >>> round(service_inverse(w, [hi], 0.03), 9)  # (0.01 + 0.03) / 0.6
     0.066666667
     """
-    lp, t_in, t_out, r_first, rp_last = _build(target, others, capacity, blocking, devices)
+    lp, t_in, t_out, w_cols = _build(target, others, capacity, blocking, devices)
+    r_first, rp_last = w_cols[0][0], w_cols[len(target.queues) - 1][1]
     lp.row({rp_last: 1.0, r_first: -1.0}, y, y)
-    for row, rate in lp.fifo:
+    for row, rate, _ in lp.fifo:
         lp.rows[row][0][t_out[0]] = -rate
     lp.cost[t_out[-1]] = 1.0
     lp.cost[t_in[0]] = -1.0
+    return lp.maximise()
+
+
+@dataclass(frozen=True)
+class PathFlow:
+    """The tagged flow end to end: its stages in path order, each an :class:`LpFlow` with the
+    stage's queues, levels and the flow's own buckets in that stage's tokens (seconds of
+    service at the stage's queues).
+
+    ``path_buckets`` (optional) bound, over every window of the flow's arrivals at the path's
+    start, the sum over its requests of ``max_s u_j^s``: the largest of request ``j``'s works at
+    the stages, all in seconds of service (the common unit), from the trace's r-b curve of that
+    per-request maximum. ``max_work_s`` gives per stage the largest work of one request (a whole
+    message on a network stage, not a packet); it is needed with ``path_buckets``.
+    """
+
+    name: str
+    stages: tuple[LpFlow, ...]
+    path_buckets: tuple[Bucket, ...] = ()
+    max_work_s: tuple[float, ...] = ()
+
+
+def _straddlers(queue: str, devices: Mapping[str, DeviceLimits]) -> int:
+    """How many of the tagged flow's requests can be part-served at ``queue`` at one time: one
+    on a link (FIFO inside the flow), a device's read and write MPLs together."""
+    if queue in devices:
+        return int(devices[queue].read_mpl + devices[queue].write_mpl)
+    return 1
+
+
+def path_delay(
+    target: PathFlow,
+    others: Sequence[LpFlow],
+    *,
+    capacity: Mapping[str, float] | None = None,
+    blocking: bool = True,
+    devices: Mapping[str, DeviceLimits] | None = None,
+) -> float:
+    """Worst-case delay (s) of ``target`` across all its stages in **one** LP (thesis §3.2.3 over
+    the whole path: the time constraints chain every queue of every stage, ``t_out^{q'} =
+    t_in^q``), fluid as :func:`lp_delay` (the caller adds packet store-and-forward terms).
+
+    *Units*: every token is seconds of service at its queue, but a request's seconds differ
+    from stage to stage (a read is a header on ``net_in``, a large reply on ``net_out``), so the
+    tagged flow's amounts are not carried over a stage boundary. Per stage ``s`` its served work
+    ``y_s = R'_w^{last_s} − R_w^{first_s}`` (stage seconds) is bounded by its stage buckets over
+    the **end-to-end** window: ``y_s <= b_i + r_i (E_s − t_in^{q_0})``, valid because the buckets
+    bound the trace's stage work at its arrival times (the path's start) and every request
+    counted at a stage arrived at the path after ``t_in^{q_0}`` (the backlog chain empties it);
+    ``E_s = s`` (the tagged request's arrival: FIFO inside the flow on links), or
+    ``t_out^{q_{n−1}}`` from the first shared device on (a device serves the flow's later
+    requests alongside, so they may be counted). The **common unit** joins the stages: the
+    requests counted at different stages are disjoint (a request counted at stage ``s+1``
+    arrived there after ``t_in^{first_{s+1}}``, when everything counted at ``s`` had left it)
+    except those part-served at the last queue of ``s`` then (:func:`_straddlers`), so
+    ``Σ_s y_s <= Σ_j max_s u_j^s + Σ_boundaries n_b · max(W_s, W_{s+1})
+    <= b^P_i + r^P_i (E − t_in^{q_0}) + allowance`` for the ``path_buckets``: the flow's burst
+    is paid once over the path instead of once per stage. Interfering flows stay per stage
+    (each is shaped where its stage starts, in its own units). Objective ``t_out^{q_{n−1}} − s``.
+
+    With one stage and no ``path_buckets`` this is :func:`lp_delay`.
+
+    Examples
+    --------
+    Two one-link stages, alone; the flow sends ten requests of 5 ms of work at each stage at
+    once (bursts of 50 ms, long-run rate 0.5). Per stage, each link's delay is 50 ms: 100 ms
+    summed. End to end: the burst of the per-request maximum (50 ms) and one request part-served
+    at the boundary (5 ms): 55 ms, exactly when the tenth request leaves the second link.
+
+    >>> a = LpFlow("w/a", ("l1",), {"l1": 0}, ((0.5, 0.05),))
+    >>> b = LpFlow("w/b", ("l2",), {"l2": 0}, ((0.5, 0.05),))
+    >>> round(lp_delay(a, []) + lp_delay(b, []), 9)
+    0.1
+    >>> round(path_delay(PathFlow("w", (a, b), ((0.5, 0.05),), (0.005, 0.005)), []), 9)
+    0.055
+    """
+    shared = devices or {}
+    queues = tuple(q for st in target.stages for q in st.queues)
+    if not queues:
+        raise ValueError(f"path_delay: flow {target.name!r} crosses no queue")
+    if len(set(queues)) != len(queues):
+        raise ValueError(f"path_delay: flow {target.name!r} crosses a queue twice: {queues}")
+    if target.path_buckets and len(target.max_work_s) != len(target.stages):
+        raise ValueError(
+            f"path_delay: flow {target.name!r}: max_work_s needs one value per stage "
+            f"({len(target.stages)}), got {len(target.max_work_s)}"
+        )
+    levels = {q: st.level(q) for st in target.stages for q in st.queues}
+    whole = LpFlow(target.name, queues, levels, ())
+    spans: list[tuple[int, int]] = []
+    for st in target.stages:
+        lo = spans[-1][1] + 1 if spans else 0
+        spans.append((lo, lo + len(st.queues) - 1))
+    breaks = frozenset(lo for lo, _ in spans[1:])
+    lp, t_in, t_out, w_cols = _build(whole, others, capacity, blocking, devices, True, breaks)
+    s = lp.var(0.0)
+    #: the tagged request's arrival at the first queue of each stage (FIFO there in its level)
+    arrival = {0: s}
+    after_device = False
+    ys: list[int] = []
+    end = s
+    for st, (lo, hi) in zip(target.stages, spans, strict=True):
+        after_device = after_device or any(q in shared for q in st.queues)
+        end = t_out[-1] if after_device else s
+        y = lp.var(0.0)
+        lp.row({w_cols[hi][1]: 1.0, w_cols[lo][0]: -1.0, y: -1.0}, 0.0, 0.0)
+        for rate, size in st.buckets:
+            lp.row({y: 1.0, end: -rate, t_in[0]: rate}, -_INF, size)
+        if lo > 0:
+            # locally too: the flow enters the stage shaped by these buckets (as the per-stage
+            # analysis assumes), so what is counted here arrived at the stage after
+            # t_in^{first_s} and before the tagged request did (``a``, at most its departure
+            # from the path), or, at a device, before the end of the device's backlog period
+            here = any(q in shared for q in st.queues)
+            local = t_out[hi] if here else lp.var()
+            if not here:
+                lp.row({local: 1.0, t_in[lo]: -1.0}, 0.0, _INF)
+                lp.row({local: 1.0, t_out[-1]: -1.0}, -_INF, 0.0)
+                arrival[lo] = local
+            for rate, size in st.buckets:
+                lp.row({y: 1.0, local: -rate, t_in[lo]: rate}, -_INF, size)
+        ys.append(y)
+    if target.path_buckets:
+        allowance = sum(
+            _straddlers(queues[spans[j][1]], shared)
+            * max(target.max_work_s[j], target.max_work_s[j + 1])
+            for j in range(len(spans) - 1)
+        )
+        for rate, size in target.path_buckets:
+            row = dict.fromkeys(ys, 1.0)
+            row[end] = row.get(end, 0.0) - rate
+            row[t_in[0]] = rate
+            lp.row(row, -_INF, size + allowance)
+    for row_index, rate, position in lp.fifo:
+        lp.rows[row_index][0][arrival[position]] = -rate
+    lp.cost[t_out[-1]] = 1.0
+    lp.cost[s] = -1.0
     return lp.maximise()

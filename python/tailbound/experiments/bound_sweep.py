@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import statistics
 import time
@@ -64,7 +65,7 @@ from tailbound.plan import (
 from tailbound.policies import registry
 from tailbound.policies.placement import place
 from tailbound.policies.pm_plan import stage_limits
-from tailbound.policies.prioritymeister import RATE_CAP, PmTenant, rate_limits
+from tailbound.policies.prioritymeister import RATE_CAP, PmTenant, path_limits, rate_limits
 from tailbound.policies.workload import characterize
 from tailbound.policies.workloadcompactor import server_model, to_plan
 from tailbound.profiles import SsdProfile, stage_model
@@ -102,6 +103,9 @@ class Case:
     devices: int = 1
     #: The dispatcher's limit on one level's requests in service (WorkloadCompactor only).
     level_mpl: int | None = None
+    #: PriorityMeister's end-to-end analysis (``prioritymeister.ANALYSES``; the default takes the
+    #: tighter of the per-stage sum and the path LP).
+    analysis: str = "tighter"
 
 
 @dataclass(frozen=True)
@@ -200,19 +204,25 @@ def run(case: Case, profile: SsdProfile, data: Path | None) -> Outcome:
     return Outcome(case, ratios, time.perf_counter() - start)
 
 
-def run_seed(shared: tuple[SsdProfile, Path | None], seed: int) -> Outcome:
-    """Scenario ``seed`` (the task a runner's worker runs; ``shared`` = the profile and data)."""
-    profile, data = shared
-    return run(draw(seed), profile, data)
+def run_seed(shared: tuple[SsdProfile, Path | None, str], seed: int) -> Outcome:
+    """Scenario ``seed`` (the task a runner's worker runs; ``shared`` = the profile, data and
+    PriorityMeister's analysis)."""
+    profile, data, analysis = shared
+    return run(dataclasses.replace(draw(seed), analysis=analysis), profile, data)
 
 
 def sweep(
-    seeds: Sequence[int], profile: SsdProfile, data: Path | None, runner: Runner | None = None
+    seeds: Sequence[int],
+    profile: SsdProfile,
+    data: Path | None,
+    runner: Runner | None = None,
+    analysis: str = "tighter",
 ) -> list[Outcome]:
-    """:func:`run` for every seed on ``runner`` (default: this process), in seed order."""
+    """:func:`run` for every seed on ``runner`` (default: this process), in seed order, with
+    PriorityMeister's bounds by ``analysis``."""
     runner = runner if runner is not None else Runner()
     return runner.map(
-        run_seed, list(seeds), shared=(profile, data), desc="scenarios", unit="scenario"
+        run_seed, list(seeds), shared=(profile, data, analysis), desc="scenarios", unit="scenario"
     )
 
 
@@ -233,7 +243,7 @@ def _workloadcompactor(
 def _prioritymeister(
     case: Case, tenants: Sequence[tuple[Tenant, Trace]], profile: SsdProfile
 ) -> tuple[Plan, dict[str, Any] | None]:
-    prioritizer = registry.build(PM, "prioritization")
+    prioritizer = functools.partial(registry.build(PM, "prioritization"), analysis=case.analysis)
     disk = DiskProfile.from_json(DISK)
     device_profile: SsdProfile | DiskProfile = disk if case.device == "disk" else profile
     disk_model = DiskModel(disk, shared_gap_bytes=DISK_GAP_BYTES)
@@ -259,11 +269,12 @@ def _prioritymeister(
         queues = stage_queues(tp)
         if case.path == "local":
             queues = {Stage.STORAGE: queues[Stage.STORAGE]}
-        buckets, biggest = {}, {}
+        buckets, biggest, models = {}, {}, {}
         for stage in queues:
             model = stage_model(stage, link_bandwidth_bytes_per_s=LINK, profile=device_profile)
             if stage == Stage.STORAGE and case.device == "disk":
                 model = disk_model  # every write at its worst on a shared disk
+            models[stage] = model
             curve = rb_curve(trace, model)
             if curve.rates[0] >= RATE_CAP:
                 break  # its mean rate alone fills the stage: never admitted
@@ -272,7 +283,8 @@ def _prioritymeister(
             biggest[stage] = float(tokens.max()) if stage == Stage.STORAGE else MTU / LINK
         if len(buckets) < len(queues):
             continue
-        me = PmTenant(t.name, t.slo.latency_s, queues, buckets, biggest)
+        path_buckets, work = path_limits(trace, models, case.buckets)
+        me = PmTenant(t.name, t.slo.latency_s, queues, buckets, biggest, path_buckets, work)
         devices = {device_name(tp): limits} if device is not None else None
         trial = prioritizer([*pm, me], PRIORITY_LEVELS, devices)
         if all(trial.meets([*pm, me]).values()):
@@ -330,6 +342,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="first scenario's seed")
     p.add_argument("--out", default="out/experiments", help="output folder")
     p.add_argument("--data", help="shared data folder (default: found automatically)")
+    p.add_argument(
+        "--analysis",
+        choices=("tighter", "stages", "path"),
+        default="tighter",
+        help="PriorityMeister's end-to-end bound: the tighter of the two (default), the "
+        "per-stage sum or the path LP",
+    )
     add_executor(p, "scenarios")
     add_quiet(p)
     args = p.parse_args(argv)
@@ -337,7 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = SsdProfile.load(data / "wc62" / "profile_ssd.json")
     start = time.perf_counter()
     with runner_of(args) as runner:
-        outcomes = sweep(range(args.seed, args.seed + args.scenarios), profile, data, runner)
+        outcomes = sweep(
+            range(args.seed, args.seed + args.scenarios), profile, data, runner, args.analysis
+        )
     rows = []
     groups = {
         f"{WC} (level_mpl 1)": [o for o in outcomes if o.case.policy == WC and o.case.level_mpl],

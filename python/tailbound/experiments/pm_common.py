@@ -46,7 +46,7 @@ from tailbound.plan import (
 )
 from tailbound.policies.pm_plan import ANALYSIS as PM_ANALYSIS
 from tailbound.policies.pm_plan import stage_limits
-from tailbound.policies.prioritymeister import PmTenant, Prioritized, rate_limits
+from tailbound.policies.prioritymeister import PmTenant, Prioritized, path_limits, rate_limits
 from tailbound.policies.registry import Entry, find
 from tailbound.policies.scheduling import RuntimeController
 from tailbound.profiles import SsdProfile, stage_model
@@ -348,6 +348,7 @@ def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmT
         queues = stage_queues(placed[t.name])
         buckets: dict[Stage, tuple[tuple[float, float], ...]] = {}
         biggest: dict[Stage, float] = {}
+        models: dict[Stage, object] = {}
         for stage in STORAGE_PATH:
             if stage == Stage.STORAGE and t.device in memory:
                 queues.pop(stage)
@@ -360,12 +361,17 @@ def pm_tenants(setup: Setup, profile: SsdProfile | None, k: int = 3) -> list[PmT
                 model = DiskModel(disks[t.device], shared_gap_bytes=DISK_GAP_BYTES)
             tokens = model.tokens(t.trace)
             biggest[stage] = float(tokens.max()) if stage == Stage.STORAGE else MTU / BANDWIDTH
+            models[stage] = model
             if t.outstanding is None:
                 buckets[stage] = rate_limits(rb_curve(t.trace, model), k)
             else:
                 buckets[stage] = ()  # closed loop: no arrival curve; placed lowest (no SLO)
+        path: tuple[tuple[float, float], ...] = ()
+        work: dict[Stage, float] = {}
+        if t.outstanding is None:  # end to end (prioritymeister.path_limits)
+            path, work = path_limits(t.trace, models, k)
         slo = t.slo.latency_s if t.slo is not None else float("inf")
-        out.append(PmTenant(t.name, slo, queues, buckets, biggest))
+        out.append(PmTenant(t.name, slo, queues, buckets, biggest, path, work))
     return out
 
 

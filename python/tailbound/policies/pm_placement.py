@@ -75,7 +75,9 @@ class PriorityMeisterPolicy:
             if self.model.device is not None
             else None
         )
-        result = prioritize(pm, devices=shared)
+        # per stage: a placement sees r-b curves, not traces, so its tenants have no end-to-end
+        # buckets (``PmTenant.path_buckets``) and the path LP would only add solver time
+        result = prioritize(pm, devices=shared, analysis="stages")
         if not all(result.meets(pm).values()):
             return None
         rate = np.array([[min(t.buckets[s])[0] for s in STORAGE_PATH] for t in pm])

@@ -26,10 +26,12 @@ from tailbound.plan import (
     stage_queues,
 )
 from tailbound.policies.prioritymeister import (
+    Analysis,
     Devices,
     PmTenant,
     Prioritized,
     by_slo,
+    path_limits,
     prioritize,
     rate_limits,
 )
@@ -56,16 +58,20 @@ def plan_tenant(
     queues = stage_queues(tenant)
     buckets: dict[Stage, tuple[tuple[float, float], ...]] = {}
     biggest: dict[Stage, float] = {}
+    models: dict[Stage, object] = {}
     for stage in STORAGE_PATH:
         model = stage_model(
             stage, link_bandwidth_bytes_per_s=link_bandwidth_bytes_per_s, profile=profile
         )
+        models[stage] = model
         buckets[stage] = rate_limits(rb_curve(trace, model), k)
         if stage == Stage.STORAGE:
             biggest[stage] = float(model.tokens(trace).max())
         else:
             biggest[stage] = mtu_bytes / link_bandwidth_bytes_per_s
-    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest)
+    on_path = {s: m for s, m in models.items() if queues.get(s)}
+    path, work = path_limits(trace, on_path, k)  # for the end-to-end LP
+    return PmTenant(tenant.name, tenant.slo_s, queues, buckets, biggest, path, work)
 
 
 def groups(tenants: Sequence[PmTenant]) -> list[list[PmTenant]]:
@@ -113,16 +119,18 @@ def prioritize_all(
     policy: str = "prioritymeister",
     levels: int = PRIORITY_LEVELS,
     devices: Devices | None = None,
+    analysis: Analysis = "tighter",
 ) -> Prioritized:
     """The prioritization policy ``policy`` (a name of the registry's ``prioritization`` kind:
     ``prioritymeister`` or ``byslo``) on each group of :func:`groups`, merged; ``devices`` are
-    the device queues with several requests in service (:func:`plan_devices`)."""
+    the device queues with several requests in service (:func:`plan_devices`); ``analysis``
+    the end-to-end bound (``prioritymeister.ANALYSES``)."""
     run = build(policy, "prioritization")
     priorities: dict[str, dict[Stage, int]] = {}
     bounds: dict[str, float] = {}
     stage_bounds: dict[str, dict[Stage, float]] = {}
     for group in groups(tenants):
-        r = run(group, levels, devices)
+        r = run(group, levels, devices, analysis=analysis)
         priorities |= r.priorities
         bounds |= r.bounds
         stage_bounds |= r.stage_bounds

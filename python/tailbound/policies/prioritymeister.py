@@ -8,25 +8,37 @@ client's links), its token buckets at each stage and its largest request per sta
 are per tenant and stage, 0 the most important (as in :class:`tailbound.plan.Plan`); a stage's
 priority applies at every queue of the stage.
 
-**Latency of a tenant** = the sum over its stages of the LP bound through the stage's queues.
-*Choice*: stages are analysed one at a time because their tokens are different units (bytes on a
-link, seconds of device work); joining them in one LP would need each tenant's work per byte to
-be the same for every request, which mixed read/write traces break. Within a stage (a network
-stage's two links) the LP is end-to-end, so bursts are paid once there.
+**Latency of a tenant** (``analysis``): ``"stages"`` is the sum over its stages of the LP bound
+through the stage's queues (:func:`~tailbound.dnc.lp.lp_delay`; within a stage, a network
+stage's two links, the LP is end to end, so bursts are paid once there); ``"path"`` is one LP
+over all its stages (:func:`~tailbound.dnc.lp.path_delay`: tokens in seconds of service at each
+stage, the tenant's burst paid once over the path through the per-request maximum of its stage
+works, ``PmTenant.path_buckets``); ``"tighter"`` (the default) is the smaller of the two, per
+tenant: both are sound bounds, so their minimum is one (``docs/prioritymeister.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
-from tailbound.characterize import RbCurve, prune
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.characterize import RbCurve, prune, rb_curve
 from tailbound.dnc.device import DeviceLimits
-from tailbound.dnc.lp import Bucket, LpFlow, lp_delay
+from tailbound.dnc.lp import Bucket, LpFlow, PathFlow, lp_delay, path_delay
 from tailbound.plan import PRIORITY_LEVELS
 from tailbound.stages import STORAGE_PATH, Stage
+from tailbound.traces.trace import Trace
 
 Priorities = dict[str, dict[Stage, int]]
+
+#: How a tenant's end-to-end bound is computed (module docstring): per stage summed, one LP over
+#: the path, or the smaller of the two (the default).
+Analysis = Literal["tighter", "stages", "path"]
+ANALYSES: tuple[Analysis, ...] = ("tighter", "stages", "path")
 
 #: Rates above this are not granted (a stage at 100% utilisation has unbounded delay).
 RATE_CAP = 0.999
@@ -65,17 +77,55 @@ def rate_limits(curve: RbCurve, k: int = 3) -> tuple[Bucket, ...]:
 
 
 @dataclass(frozen=True)
+class _PeakWork:
+    """A token model whose tokens are each request's largest work over several stage models
+    (seconds of service at each stage: the common unit of :func:`~tailbound.dnc.lp.path_delay`)."""
+
+    models: tuple[object, ...]
+    stage: None = None
+
+    def tokens(self, trace: Trace) -> NDArray[np.float64]:
+        works = [np.asarray(m.tokens(trace), dtype=np.float64) for m in self.models]  # type: ignore[attr-defined]
+        return np.max(np.vstack(works), axis=0)
+
+
+def path_limits(
+    trace: Trace, models: Mapping[Stage, object], k: int = 3
+) -> tuple[tuple[Bucket, ...], dict[Stage, float]]:
+    """A tenant's end-to-end buckets and largest work per stage, for ``PmTenant.path_buckets``
+    and ``PmTenant.max_work_s``: ``k`` buckets (:func:`rate_limits`) from the r-b curve of the
+    per-request maximum of its works at the stages of ``models`` (each a token model, the same
+    the stage buckets come from), and per stage the largest request's work (a whole message on
+    a link). No buckets (``()``) when that maximum's long-run rate reaches :data:`RATE_CAP`: the
+    path analysis then joins the stages through time only."""
+    peak = _PeakWork(tuple(models.values()))
+    work = {
+        s: float(np.max(np.asarray(m.tokens(trace), dtype=np.float64)))  # type: ignore[attr-defined]
+        for s, m in models.items()
+    }
+    curve = rb_curve(trace, peak)
+    if curve.mean_rate >= RATE_CAP:
+        return (), work
+    return rate_limits(curve, k), work
+
+
+@dataclass(frozen=True)
 class PmTenant:
     """A placed tenant: its SLO latency (``inf``: none, a throughput tenant; the analysis is
     worst case, so the SLO's percentile plays no part), per stage the queues crossed, token
     buckets and largest request (seconds of work at the stage; one packet's time on a link, a
-    request's work on a device)."""
+    request's work on a device). For the end-to-end analysis (:func:`~tailbound.dnc.lp.path_delay`),
+    ``path_buckets`` bound the per-request maximum over its stages of the work (seconds of
+    service; empty: the stages are joined only through time) and ``max_work_s`` is per stage
+    the largest request's work (a whole message on a link; default ``max_request_s``)."""
 
     name: str
     slo_s: float
     queues: Mapping[Stage, tuple[str, ...]]
     buckets: Mapping[Stage, tuple[Bucket, ...]]
     max_request_s: Mapping[Stage, float]
+    path_buckets: tuple[Bucket, ...] = ()
+    max_work_s: Mapping[Stage, float] = field(default_factory=dict)
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -90,6 +140,19 @@ class PmTenant:
             tuple(self.buckets[stage]),
             float(self.max_request_s.get(stage, 0.0)),
         )
+
+    def path(self, priorities: Mapping[Stage, int]) -> PathFlow:
+        """The tenant end to end at ``priorities`` (its level per stage)."""
+        stages = self.stages
+        missing = [s.value for s in stages if s not in self.max_work_s]
+        if self.path_buckets and missing:
+            raise ValueError(
+                f"PmTenant {self.name!r}: path_buckets need max_work_s at every stage, "
+                f"missing {missing}"
+            )
+        work = tuple(float(self.max_work_s.get(s, 0.0)) for s in stages)
+        flows = tuple(self.flow(s, priorities[s]) for s in stages)
+        return PathFlow(self.name, flows, tuple(self.path_buckets), work)
 
 
 #: Queues that are storage devices with several requests in service, and their limits
@@ -119,12 +182,58 @@ def _store_and_forward(tenant: PmTenant, stage: Stage) -> float:
     return (len(tenant.queues[stage]) - 1) * float(tenant.max_request_s.get(stage, 0.0))
 
 
+def path_latency(
+    tenants: Sequence[PmTenant],
+    priorities: Priorities,
+    target: PmTenant,
+    devices: Devices | None = None,
+) -> float:
+    """``target``'s worst-case latency (s) by one LP over all its stages
+    (:func:`~tailbound.dnc.lp.path_delay`), plus the packets' store-and-forward terms of its
+    network stages; the other tenants interfere stage by stage."""
+    if not target.stages:
+        return 0.0
+    others = [
+        t.flow(st, priorities[t.name][st])
+        for t in tenants
+        if t.name != target.name
+        for st in t.stages
+    ]
+    fluid = path_delay(target.path(priorities[target.name]), others, devices=devices)
+    return fluid + sum(_store_and_forward(target, s) for s in target.stages)
+
+
+def end_to_end(
+    tenants: Sequence[PmTenant],
+    priorities: Priorities,
+    target: PmTenant,
+    per_stage: Mapping[Stage, float],
+    devices: Devices | None = None,
+    analysis: Analysis = "tighter",
+) -> float:
+    """``target``'s end-to-end bound (s) by ``analysis`` (module docstring), given its
+    per-stage bounds ``per_stage``."""
+    if analysis not in ANALYSES:
+        raise ValueError(f"PriorityMeister analysis must be one of {ANALYSES}, got {analysis!r}")
+    summed = float(sum(per_stage.values()))
+    if analysis == "stages":
+        return summed
+    path = path_latency(tenants, priorities, target, devices)
+    return path if analysis == "path" else min(summed, path)
+
+
 def latencies(
-    tenants: Sequence[PmTenant], priorities: Priorities, devices: Devices | None = None
+    tenants: Sequence[PmTenant],
+    priorities: Priorities,
+    devices: Devices | None = None,
+    analysis: Analysis = "tighter",
 ) -> dict[str, float]:
-    """Every tenant's worst-case end-to-end latency (s): the sum over its stages."""
+    """Every tenant's worst-case end-to-end latency (s), by ``analysis``."""
     per_stage = stage_latencies(tenants, priorities, devices)
-    return {n: float(sum(v.values())) for n, v in per_stage.items()}
+    return {
+        t.name: end_to_end(tenants, priorities, t, per_stage[t.name], devices, analysis)
+        for t in tenants
+    }
 
 
 @dataclass(frozen=True)
@@ -228,17 +337,27 @@ def limit_levels(priorities: Priorities, levels: int) -> Priorities:
 
 
 def _result(
-    tenants: Sequence[PmTenant], prio: Priorities, levels: int, devices: Devices | None
+    tenants: Sequence[PmTenant],
+    prio: Priorities,
+    levels: int,
+    devices: Devices | None,
+    analysis: Analysis,
 ) -> Prioritized:
     """The bounds of ``tenants`` under ``prio`` capped at ``levels`` levels."""
     prio = limit_levels(prio, levels)
     stage_bounds = stage_latencies(tenants, prio, devices)
-    bounds = {n: float(sum(v.values())) for n, v in stage_bounds.items()}
+    bounds = {
+        t.name: end_to_end(tenants, prio, t, stage_bounds[t.name], devices, analysis)
+        for t in tenants
+    }
     return Prioritized(prio, bounds, stage_bounds)
 
 
 def prioritize(
-    tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS, devices: Devices | None = None
+    tenants: Sequence[PmTenant],
+    levels: int = PRIORITY_LEVELS,
+    devices: Devices | None = None,
+    analysis: Analysis = "tighter",
 ) -> Prioritized:
     """The prioritizer of thesis §3.2.2, within ``levels`` priority levels per stage.
 
@@ -251,7 +370,8 @@ def prioritize(
     revisited; tenants that cannot meet their SLO end up with the levels this leaves them.
     *Choice* (the thesis assumes as many levels as tenants): past ``levels`` levels at a stage
     the least important tenants share the lowest (:func:`limit_levels`), and the bounds are
-    computed for the levels enforced.
+    computed for the levels enforced. A tenant's latency is its end-to-end bound by ``analysis``
+    (module docstring); the per-stage split (step 3) uses its per-stage bounds.
 
     Examples
     --------
@@ -276,7 +396,19 @@ def prioritize(
             else {s: 0.0 for s in t.stages}
             for n, t in todo.items()
         }
-        totals = {n: float(sum(v.values())) for n, v in results.items()}
+        totals = {
+            n: 0.0
+            if n in unbounded
+            else end_to_end(
+                tenants,
+                _priorities(tenants, order, lowest=n),
+                todo[n],
+                results[n],
+                devices,
+                analysis,
+            )
+            for n in todo
+        }
         slack = {n: float("inf") if n in unbounded else todo[n].slo_s - totals[n] for n in todo}
         fits = [n for n in todo if slack[n] >= 0]
         if fits:
@@ -291,11 +423,14 @@ def prioritize(
             pending[name].discard(stage)
         if not pending[name]:
             del todo[name]
-    return _result(tenants, _compact(_priorities(tenants, order)), levels, devices)
+    return _result(tenants, _compact(_priorities(tenants, order)), levels, devices, analysis)
 
 
 def by_slo(
-    tenants: Sequence[PmTenant], levels: int = PRIORITY_LEVELS, devices: Devices | None = None
+    tenants: Sequence[PmTenant],
+    levels: int = PRIORITY_LEVELS,
+    devices: Devices | None = None,
+    analysis: Analysis = "tighter",
 ) -> Prioritized:
     """The ``bySLO`` baseline (thesis §3.3.1): the tightest SLO gets the highest priority at
     every stage; equal SLOs share a level, and past ``levels`` levels the loosest share the
@@ -309,4 +444,4 @@ def by_slo(
     """
     slos = sorted({t.slo_s for t in tenants})
     prio: Priorities = {t.name: {s: slos.index(t.slo_s) for s in t.stages} for t in tenants}
-    return _result(tenants, prio, levels, devices)
+    return _result(tenants, prio, levels, devices, analysis)
