@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from tests.service.harness import Demo, Server, make_token, register
+from tests.service.ui_harness import sign_in
 
 from tailbound.model import tenant_from_json
 from tailbound.plan import Plan
@@ -95,6 +96,10 @@ def test_a_characterisation_instead_of_a_trace(
             assert a["reasons"] == b["reasons"], (a, b)
         _, traced = c.plan("traced")
         _, plan = c.plan("given")
+    with sign_in(server.url, operator) as ui:  # its page draws the curves it was given
+        page = ui.get(f"/ui/clusters/given/tenants/{names[0]}")
+        assert page.status_code == 200, page.text
+        assert f"r-b curve of {names[0]} at storage" in page.text
     for t in plan["tenants"]:
         assert "trace" not in t and set(t["characterisation"]["stages"]) == set(
             CHARACTERISED_STAGES

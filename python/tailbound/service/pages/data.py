@@ -277,7 +277,8 @@ class CurveCache:
         """``{stage: RbCurve}`` of ``tenant`` as the cluster's placement characterises it
         (:func:`tailbound.policies.workload.characterize`: every stage, the safety margin
         applied), or its network stages only when the cluster has no device profile."""
-        key = (cluster_id, tenant.name, tenant.trace_sha256)
+        # a tenant given by its characterisation has no trace; its document is immutable too
+        key = (cluster_id, tenant.name, tenant.trace_sha256 or "characterisation")
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
@@ -294,25 +295,34 @@ def rb_curves(context: Context, tenant: TenantRow, traces: Path) -> dict[str, An
     """The r-b curves of one registered tenant (:meth:`CurveCache.get`)."""
     from tailbound.characterize import rb_curve
     from tailbound.characterize.prune import prune
-    from tailbound.model import tenant_from_json
-    from tailbound.policies.workload import DEFAULT_SEGMENTS, characterize
+    from tailbound.policies.workload import (
+        DEFAULT_SEGMENTS,
+        characterize,
+        from_characterisation,
+    )
     from tailbound.profiles import stage_model
+    from tailbound.service.admission import tenant_of
     from tailbound.stages import NETWORK_PATH
     from tailbound.traces.readers import read_trace
 
-    t = tenant_from_json(tenant.document, source=f"tenant {tenant.name}", traces=traces)
+    t = tenant_of(tenant, traces)
     link = context.cluster.link_bytes_per_s
+    given = tenant.document.get("characterisation")
     if context.profile is not None:
         # the engine's own cache first (an admitted tenant of a placement cluster has the curves
-        # it was placed with), read only: the engine iterates it while deciding
+        # it was placed with), read only: the engine iterates it while deciding; a tenant given
+        # by its characterisation (placement clusters only) has no trace to characterise
+        margin = context.options.get("safety_margin", 1.0)
         made = context.curves.get(t)
-        if made is None:
+        if made is None and given is not None:
+            made = from_characterisation(t, given, safety_margin=margin)
+        elif made is None:
             made = characterize(
                 t,
                 read_trace(t.trace),
                 profile=context.profile,
                 link_bandwidth_bytes_per_s=link,
-                safety_margin=context.options.get("safety_margin", 1.0),
+                safety_margin=margin,
             )
         return {str(stage): curve for stage, curve in made.curves.items()}
     return {
