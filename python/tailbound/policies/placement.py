@@ -247,8 +247,13 @@ class Placer:
         grow: bool = False,
         cluster_screen: bool = True,
         remember_refusals: bool = True,
+        window: int | None = None,
     ) -> None:
+        if window is not None and window < 1:
+            raise ValueError(f"window must be at least 1 server, got {window}")
         self.cluster = cluster
+        #: Only the last ``window`` servers are tried (bounded first-fit); ``None``: all.
+        self.window = window
         self.policy = policy
         self.fast_first_fit = fast_first_fit
         self.grow = grow
@@ -358,7 +363,9 @@ class Placer:
         """Place ``workload`` on the first (server, device) where it fits; its server index."""
         if workload.name in self.where:
             raise ValueError(f"tenant {workload.name!r} is already placed")
-        first = 0  # servers before this one have refused the newcomer already
+        # servers before ``first`` are not tried: they refused the newcomer already, or lie
+        # outside the window
+        first = 0 if self.window is None else max(0, len(self.servers) - self.window)
         while True:
             servers, devices = self._candidates(workload)
             servers, devices = servers[servers >= first], devices[servers >= first]
@@ -477,11 +484,13 @@ def place(
     progress: Callable[[int], None] | None = None,
     cluster_screen: bool = True,
     remember_refusals: bool = True,
+    window: int | None = None,
 ) -> PlacementResult:
     """Place ``workloads`` in order (or replay ``events``, whose indices refer to
     ``workloads``); ``progress(1)`` after each event. ``remember_refusals=False`` checks a
     fixed-limit policy's refusals again (the same placement, slower: :meth:`FixedPolicy
-    .refusal_key`)."""
+    .refusal_key`). ``window`` tries only the last ``window`` servers (:class:`Placer`): fewer
+    screens and LPs per tenant, a few more servers."""
     start = time.perf_counter()
     placer = Placer(
         cluster,
@@ -490,6 +499,7 @@ def place(
         grow=grow,
         cluster_screen=cluster_screen,
         remember_refusals=remember_refusals,
+        window=window,
     )
     steps = events if events is not None else [Event(i, "add") for i in range(len(workloads))]
     for event in steps:
