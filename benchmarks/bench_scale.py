@@ -5,7 +5,9 @@
    chunks on the runner and timed apart from the placement. WorkloadCompactor with
    fast-first-fit places them (a) in one process, for the sizes where that finishes in
    reasonable time, and (b) in partitions of ``--partition`` tenants on a local pool of
-   ``--jobs`` processes, reconciled (:mod:`tailbound.policies.partitioned`). The table gives
+   ``--jobs`` processes, each partition trying only its last ``--window`` servers (bounded
+   first-fit, :class:`~tailbound.policies.placement.Placer`), reconciled
+   (:mod:`tailbound.policies.partitioned`). The table gives
    the wall-clock seconds, the CPU seconds the partitions took in their workers (the machine is
    shared: CPU time is the load-independent measure), the servers used and their excess over
    the single placement.
@@ -16,7 +18,7 @@
    run.
 
 Run: ``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
-[--partition 2000] [--jobs 2] [--scenarios 24]``; ``--quick`` (every path on small
+[--partition 2000] [--window 16] [--jobs 2] [--scenarios 24]``; ``--quick`` (every path on small
 inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4 scenarios, 12 traces, 1 and 2 workers.
 """
 
@@ -106,6 +108,7 @@ def placement(args: argparse.Namespace) -> None:
                 f"{time.process_time() - cpu:.1f} | {single.servers_used} | | | |"
             )
         parts = max(1, n // args.partition)
+        how = "" if args.window is None else f", window {args.window}"
         start = time.perf_counter()
         out = place_partitioned(
             fleet,
@@ -114,13 +117,14 @@ def placement(args: argparse.Namespace) -> None:
             partitions=parts,
             runner=runner,
             grow=True,
+            window=args.window,
         )
         wall = time.perf_counter() - start
         used = out.result.servers_used
         vs = f"{100 * (used / single.servers_used - 1):+.2f} %" if single is not None else ""
         goal = f" (target {TARGET_S:.0f} s)" if n >= 100_000 else ""
         print(
-            f"| {n} | {parts} partitions, {runner.describe()} | {parts} | {wall:.1f}{goal} | "
+            f"| {n} | {parts} partitions{how}, {runner.describe()} | {parts} | {wall:.1f}{goal} | "
             f"{out.cpu_s:.1f} | {used} | {vs} | {out.reconcile_s:.2f} | {out.tail_saved} |"
         )
         sys.stdout.flush()
@@ -181,6 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tenants", type=int, default=100_000)
     p.add_argument("--single", type=int, default=10_000, help="largest one-process placement")
     p.add_argument("--partition", type=int, default=2000, help="tenants per partition")
+    p.add_argument(
+        "--window",
+        type=lambda s: None if s == "all" else int(s),
+        default=16,
+        help="servers each partition tries, its last ones ('all': plain first-fit)",
+    )
     p.add_argument("--jobs", type=int, default=2, help="local worker processes for placement")
     p.add_argument("--scenarios", type=int, default=24)
     p.add_argument("--traces", type=int, default=62, help="wc62 traces to characterise")

@@ -88,3 +88,29 @@ def test_a_tenant_its_partition_refuses_is_placed_in_another() -> None:
     assert sorted(parts.result.rejected) == sorted(single.rejected)
     on = {p.workload.name: s.config.name for s in parts.result.servers for p in s.tenants}
     assert on["heavy0"] == "server000" and on["light0"] == "server001"
+
+
+def test_windowed_partitions_stay_valid(fleet: list[TenantCurves]) -> None:
+    """Partitions trying only their last 4 servers: every tenant placed once on a checked
+    server, within 10 % of one unbounded placement's servers on this fleet."""
+    single = place(
+        fleet, server_cluster(), WorkloadCompactorPolicy(), fast_first_fit=True, grow=True
+    )
+    parts = place_partitioned(
+        fleet, server_cluster(), WorkloadCompactorPolicy, partitions=3, grow=True, window=4
+    )
+    checked(parts.result, fleet)
+    assert not parts.result.rejected
+    assert parts.result.servers_used <= 1.1 * single.servers_used
+
+
+def test_one_partition_with_a_window_is_the_windowed_placement(fleet: list[TenantCurves]) -> None:
+    single = place(
+        fleet, server_cluster(), WorkloadCompactorPolicy(), fast_first_fit=True, grow=True, window=4
+    )
+    one = place_partitioned(
+        fleet, server_cluster(), WorkloadCompactorPolicy, partitions=1, grow=True, window=4
+    )
+    assert [[p.workload.name for p in s.tenants] for s in one.result.servers] == [
+        [p.workload.name for p in s.tenants] for s in single.servers
+    ]

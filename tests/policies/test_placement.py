@@ -5,10 +5,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.model import Cluster, Server
 from tailbound.policies import registry
 from tailbound.policies.events import Event
-from tailbound.policies.placement import Placer, place
+from tailbound.policies.placement import (
+    PlacementResult,
+    Placer,
+    WorkloadCompactorPolicy,
+    place,
+)
+from tailbound.policies.server import check
 from tailbound.policies.workload import TenantCurves
 
 POLICIES = [
@@ -195,3 +202,52 @@ def test_fixed_limits_are_chosen_once_per_curves_and_slo(
     policy.limits(w.with_slo(1.0, "c"))
     assert calls == ["a", "c"]
     assert a is b
+
+
+def _names(result: PlacementResult) -> list[list[str]]:
+    return [[p.workload.name for p in s.tenants] for s in result.servers]
+
+
+def test_a_window_wider_than_the_cluster_is_first_fit(wc62_subset: list[TenantCurves]) -> None:
+    """A window that always covers every server tries what first-fit tries: the same
+    placement, server by server."""
+    fleet = resample(wc62_subset, 120, np.random.default_rng(3), slos=FIG54_SLOS)
+    plain = place(
+        fleet, server_cluster(), WorkloadCompactorPolicy(), fast_first_fit=True, grow=True
+    )
+    wide = place(
+        fleet,
+        server_cluster(),
+        WorkloadCompactorPolicy(),
+        fast_first_fit=True,
+        grow=True,
+        window=len(fleet) + 1,
+    )
+    assert _names(wide) == _names(plain)
+
+
+@pytest.mark.parametrize("window", [1, 4])
+def test_a_window_places_only_on_the_last_servers(
+    wc62_subset: list[TenantCurves], window: int
+) -> None:
+    """Bounded first-fit: each tenant lands on one of the last ``window`` servers at its
+    arrival (or a new one), every server's limits pass the exact check, and no tenant is
+    refused (``grow``)."""
+    fleet = resample(wc62_subset, 120, np.random.default_rng(3), slos=FIG54_SLOS)
+    placer = Placer(
+        server_cluster(), WorkloadCompactorPolicy(), fast_first_fit=True, grow=True, window=window
+    )
+    for w in fleet:
+        before = len(placer.servers)
+        i = placer.add(w)
+        assert i is not None and i >= before - window
+    result = placer.result(0.0)
+    assert not result.rejected
+    for s in result.servers:
+        if s.tenants:
+            assert check(s.tenants, s.rate, s.bucket, s.devices), s.config.name
+
+
+def test_a_window_needs_a_server() -> None:
+    with pytest.raises(ValueError, match="window"):
+        Placer(server_cluster(), WorkloadCompactorPolicy(), window=0)

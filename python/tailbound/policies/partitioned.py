@@ -70,6 +70,7 @@ class _Options:
     fast_first_fit: bool
     grow: bool
     link_bytes_per_s: float
+    window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ def _place_part(
         options.policy(),
         fast_first_fit=options.fast_first_fit,
         grow=options.grow,
+        window=options.window,
     )
     index = {w.name: i for i, w in enumerate(workloads)}
     servers = tuple(
@@ -174,6 +176,7 @@ def place_partitioned(
     fast_first_fit: bool = True,
     grow: bool = False,
     tail: int = TAIL,
+    window: int | None = None,
 ) -> PartitionedPlacement:
     """Place ``workloads`` (in arrival order) in ``partitions`` parallel partitions on
     ``runner`` (default: this process) and reconcile them (module docstring).
@@ -181,6 +184,9 @@ def place_partitioned(
     ``policy`` builds a fresh policy for each partition and for the reconciliation (a class or a
     :func:`functools.partial`: it is pickled to the workers). Without ``grow`` every partition
     needs at least one server, so ``partitions`` is capped by the cluster's servers.
+    ``window`` makes each partition (and the tail re-placement) try only its last ``window``
+    servers (:class:`~tailbound.policies.placement.Placer`); the rescue of refused tenants
+    still sees the whole merged cluster.
     """
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
@@ -199,7 +205,7 @@ def place_partitioned(
         ([workloads[i] for i in members], block)
         for members, block in zip(parts_of, server_blocks, strict=True)
     ]
-    options = _Options(policy, fast_first_fit, grow, cluster.link_bytes_per_s)
+    options = _Options(policy, fast_first_fit, grow, cluster.link_bytes_per_s, window)
     runner = runner if runner is not None else Runner()
     parts = runner.map(_place_part, items, shared=options, desc="partitions", unit="partition")
     parallel_s = time.perf_counter() - start
@@ -296,6 +302,7 @@ def _repack_tails(
         options.policy(),
         fast_first_fit=options.fast_first_fit,
         grow=True,
+        window=options.window,
     )
     fresh = [s for s in result.servers if s.tenants]
     if result.rejected or len(fresh) >= len(picked):
