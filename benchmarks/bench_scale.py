@@ -145,7 +145,7 @@ def speedup(args: argparse.Namespace) -> None:
     traces = traces[: args.traces]
     seeds = list(range(args.scenarios))
     jobs: dict[str, tuple[Any, list[Any], Any]] = {
-        f"soundness sweep, {len(seeds)} scenarios": (run_seed, seeds, (profile, data)),
+        f"soundness sweep, {len(seeds)} scenarios": (run_seed, seeds, (profile, data, "tighter")),
         f"characterisation, {len(traces)} wc62 traces × 3 stages": (
             characterize_one,
             traces,

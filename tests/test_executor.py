@@ -97,7 +97,7 @@ def test_a_local_pool_process_killed_mid_sweep_changes_nothing(
 ) -> None:
     runner = Runner(jobs=2)
     got: dict[int, Outcome] = {}
-    for i, outcome in runner.run(run_seed, SEEDS, shared=(profile, data_dir)):
+    for i, outcome in runner.run(run_seed, SEEDS, shared=(profile, data_dir, "tighter")):
         if not got:  # after the first result, while others run: kill a worker
             children = multiprocessing.active_children()
             assert children
@@ -124,7 +124,7 @@ def test_two_worker_processes_survive_a_killed_worker(
         runner = Runner(client=client)
         assert runner.workers == 2
         got: dict[int, Outcome] = {}
-        for i, outcome in runner.run(run_seed, SEEDS, shared=(profile, data_dir)):
+        for i, outcome in runner.run(run_seed, SEEDS, shared=(profile, data_dir, "tighter")):
             if not got:
                 os.kill(next(iter(pids.values())), signal.SIGKILL)
             got[i] = outcome

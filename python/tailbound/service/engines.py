@@ -566,8 +566,8 @@ def _no_characterisation(context: Context, tenant: Tenant) -> None:
 #: ``admitted``, ``admit`` and ``depart`` as above, deciding with the policy's own functions — here
 #: under its family's name; ``kind_of`` and the API then accept its policies.
 ADMISSION_ENGINES: dict[str, Callable[[Context], Engine]] = {
-    "snc": AdmissionEngine.empty,
-    "dnc": AdmissionEngine.empty,
+    # families, not policy names (the DNC family shares its name with the `dnc` policy)
+    **dict.fromkeys(("snc", "dnc"), AdmissionEngine.empty),
     "nested": NestedEngine.empty,
     "control": PsloEngine.empty,  # pslo
 }
