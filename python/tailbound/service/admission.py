@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tailbound.errors import ConfigError
 from tailbound.model import Tenant, cluster_from_json, tenant_from_json
+from tailbound.service import plan_store
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow
 from tailbound.service.engines import Context, Engine, Outcome, check_options, new_engine
 from tailbound.service.metrics import Metrics
@@ -152,6 +153,9 @@ class Decider:
         )
         self._engines: dict[int, tuple[int, Engine]] = {}
         self._writers: dict[int, PlanWriter] = {}
+        #: Per cluster, the last version this server published and its entries' hashes (the
+        #: base of the next version's edits: plan_store).
+        self._lists: dict[int, tuple[int, list[str]]] = {}
         self._contexts: dict[int, Context] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -310,14 +314,26 @@ class Decider:
                 plan = dataclasses.replace(
                     outcome.plan, meta={**outcome.plan.meta, "version": version + 1}
                 )
-                text = self._writers.setdefault(row.id, PlanWriter()).text(plan)
+                skeleton, texts = self._writers.setdefault(row.id, PlanWriter()).parts(plan)
+                hashes = [plan_store.entry_hash(t) for t in texts]
+                last = self._lists.get(row.id)
+                previous = last[1] if last is not None and last[0] == version else None
+                if previous is None and (version + 1 - 1) % plan_store.SNAPSHOT_EVERY != 0:
+                    previous = plan_store.load_hashes(session, row.id, version)
+                known = set(previous or ())
+                plan_store.store_entries(
+                    session,
+                    {h: t for h, t in zip(hashes, texts, strict=True) if h not in known},
+                )
+                text = plan_store.join(skeleton, texts)
                 session.add(
                     PlanRow(
                         cluster_id=row.id,
                         version=version + 1,
                         event=event,
                         tenant=trow.name,
-                        document=text,
+                        skeleton=skeleton,
+                        entries=plan_store.record(version + 1, previous, hashes),
                         sha256=sha256(text),
                     )
                 )
@@ -337,6 +353,8 @@ class Decider:
                     seconds=seconds,
                 )
             )
+        if outcome.admitted:
+            self._lists[row.id] = (version + 1, hashes)
         return True
 
 
