@@ -338,6 +338,11 @@ class AdmissionEngine:
     context: Context
     policy: Any  # tailbound.policies.admission.AdmissionPolicy
     tenants: tuple[Tenant, ...]
+    #: The bounds of ``tenants`` (in order) when known: an arrival then re-analyses only the
+    #: newcomer's component of the queue-sharing graph where that is exact (snc_local).
+    bounds: tuple[Any, ...] | None = None
+    #: Each tenant's queues (snc_local.queues_of), shared by the engine's successive values.
+    queues: dict[Any, frozenset[str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def empty(cls, context: Context) -> AdmissionEngine:
@@ -349,10 +354,32 @@ class AdmissionEngine:
             policy = registry.build(context.policy, "admission", tset, **rule.kwargs())
         except ValueError as e:
             raise ConfigError(None, str(e), field="policy") from None
-        return cls(context, policy, ())
+        return cls(context, policy, (), ())
 
     def admitted(self) -> list[str]:
         return [t.name for t in self.tenants]
+
+    def _decide(self, tenant: Tenant) -> tuple[Any, list[Any] | None]:
+        """:func:`~tailbound.policies.admission.decide` of ``tenant``, re-analysing only the
+        admitted tenants of its component when that is exact (:mod:`snc_local`): the same
+        decision and bounds as the full re-analysis."""
+        from tailbound.policies.admission import decide
+        from tailbound.service import snc_local
+
+        trial = (*self.tenants, tenant)
+        if self.bounds is None or not snc_local.applies(self.policy, trial):
+            return decide(self.tenants, tenant, self.policy)
+        queues = {t.name: snc_local.queues_of(self.policy, t, self.queues) for t in trial}
+        near = snc_local.component(queues, tenant.name)
+        sub = tuple(t for t in self.tenants if t.name in near)
+        decision, found = decide(sub, tenant, self.policy)
+        if found is None:
+            return decision, None
+        fresh = {b.name: b for b in found}
+        old = dict(zip((t.name for t in self.tenants), self.bounds, strict=True))
+        merged = [fresh[t.name] if t.name in fresh else old[t.name] for t in trial]
+        merged = snc_local.with_global_priorities(trial, merged)
+        return dataclasses.replace(decision, bound=merged[-1]), merged
 
     def _plan(self, tenants: tuple[Tenant, ...], bounds: Any) -> Plan:
         from tailbound.policies.admission import bounds_plan
@@ -367,8 +394,6 @@ class AdmissionEngine:
         return self.context.plan_of(plan, {t.name: t for t in tenants})
 
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
-        from tailbound.policies.admission import decide
-
         if tenant.name in self.context.characterisations:
             raise ConfigError(
                 None,
@@ -377,7 +402,7 @@ class AdmissionEngine:
                 field="characterisation",
             )
         start = time.perf_counter()
-        decision, bounds = decide(self.tenants, tenant, self.policy)
+        decision, bounds = self._decide(tenant)
         reasons: dict[str, Any] = {
             "bound_s": decision.bound.latency_s,
             "slo_s": tenant.slo_s,
@@ -394,16 +419,20 @@ class AdmissionEngine:
             return Outcome(False, reasons, None, self, time.perf_counter() - start)
         tenants = (*self.tenants, tenant)
         made = self._plan(tenants, bounds) if plan else None
-        after = AdmissionEngine(self.context, self.policy, tenants)
+        after = AdmissionEngine(
+            self.context, self.policy, tenants, tuple(bounds or ()) or None, self.queues
+        )
         return Outcome(True, reasons, made, after, time.perf_counter() - start)
 
     def depart(self, name: str, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
         tenants = tuple(t for t in self.tenants if t.name != name)
         made = None
+        known: tuple[Any, ...] | None = None  # replaying (plan=False): left to the next arrival
         if plan:
-            made = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
-        after = AdmissionEngine(self.context, self.policy, tenants)
+            bounds = self.policy(list(tenants)) if tenants else []
+            made, known = self._plan(tenants, bounds), tuple(bounds)
+        after = AdmissionEngine(self.context, self.policy, tenants, known, self.queues)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
 
 
