@@ -95,7 +95,7 @@ def test_0003_converts_stored_plan_texts(tmp_path: Path) -> None:
             assert plan_store.version_texts(c, 1, 1, len(texts)) == dict(enumerate(texts, 1))
             assert plan_store.version_text(c, 1, 66) == texts[65]
             distinct = c.execute(sa.text("SELECT count(*) FROM plan_entries")).scalar()
-            assert distinct == 3
+            assert distinct > 3  # the 3 tenant entries and the skeletons' fields
         with engine.begin() as c:
             cfg = config()
             cfg.attributes["connection"] = c

@@ -100,6 +100,9 @@ def test_plan_store_split_join_edits_and_snapshots() -> None:
     skeleton, entries = plan_store.split(text)
     assert len(entries) == 3 and plan_store.join(skeleton, entries) == text
     assert len(skeleton) < len(text)
+    fields = plan_store.skeleton_parts(skeleton)
+    assert len(fields) > 5 and "".join(fields) == skeleton
+    assert plan_store.skeleton_parts("[1]\n") == ["[1]\n"]
     odd = '{"tenants": [1]}\n'  # not compact: kept whole
     assert plan_store.split(odd) == (odd, []) and plan_store.join(odd, []) == odd
     rng = random.Random(7)

@@ -10,14 +10,18 @@ square of the versions (508 MB at 1,000 WorkloadCompactor versions). Here:
 
 - ``plan_entries`` holds each distinct entry text once, keyed by its SHA-256 (shared by every
   version and cluster that holds it; never deleted, as old versions still need it);
-- ``plans.skeleton`` holds the version's skeleton (a few hundred bytes: it carries no tenant);
+- ``plans.skeleton`` holds the JSON list of the hashes of the skeleton's top-level fields
+  (:func:`skeleton_parts`), whose texts are in ``plan_entries`` too: a skeleton carries no
+  tenant but its ``inputs`` (the embedded device profile, every trace's hash) are tens of
+  kilobytes, unchanged from version to version;
 - ``plans.entries`` holds the version's ordered list of entry hashes: in full
   (``{"full": [h, ...]}``) when ``(version - 1) % SNAPSHOT_EVERY == 0``, otherwise as the edits
   turning version ``version - 1``'s list into it (``{"edits": [[i, j, [h, ...]], ...]}``:
   replace the items ``i:j`` of the previous list, indexes into the previous list, edits in
   increasing order).
 
-Cost: a version stores its skeleton, its edits (about one hash per changed entry) and the
+Cost: a version stores its skeleton's list of field hashes and its changed fields (``meta``
+at least, which holds the version), its edits (about one hash per changed entry) and the
 entries not stored before; every :data:`SNAPSHOT_EVERY`-th version adds ``n`` hashes (65 bytes
 each), so 1,000 versions of up to 1,000 tenants take about ``1000 / 64 * n * 65`` bytes of lists
 beside the distinct entries, instead of ``1000 * n`` entries. Loading a version reads at most
@@ -62,6 +66,28 @@ def join(skeleton: str, entries: Sequence[str]) -> str:
     if MARKER not in skeleton:
         return skeleton
     return skeleton.replace(MARKER, "[" + ",".join(entries) + "]", 1)
+
+
+def skeleton_parts(skeleton: str) -> list[str]:
+    """Pieces of ``skeleton`` whose concatenation is it, one per top-level field of the Plan
+    document (``{"format":1`` … ``,"meta":{…}}`` and its newline), so that a field unchanged
+    between versions (the inputs: the embedded profile and every trace's hash, tens of
+    kilobytes) is stored once; a skeleton not in compact JSON's form is one piece."""
+    try:
+        document = json.loads(skeleton)
+    except ValueError:
+        return [skeleton]
+    if not isinstance(document, dict) or not document:
+        return [skeleton]
+    parts = [
+        ("{" if i == 0 else ",")
+        + json.dumps(k)
+        + ":"
+        + json.dumps(v, separators=COMPACT, allow_nan=False)
+        for i, (k, v) in enumerate(document.items())
+    ]
+    parts[-1] += "}\n"
+    return parts if "".join(parts) == skeleton else [skeleton]
 
 
 def split(text: str) -> tuple[str, list[str]]:
@@ -170,8 +196,22 @@ def entry_texts(bind: Session | Connection, hashes: Sequence[str]) -> list[str]:
     return [found[h] for h in hashes]
 
 
-def load_text(bind: Session | Connection, cluster_id: int, version: int, skeleton: str) -> str:
-    """The text of a cluster's Plan version ``version`` whose skeleton is ``skeleton``."""
+def stored_skeleton(parts: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """What ``plans.skeleton`` holds for a skeleton of ``parts`` (:func:`skeleton_parts`): the
+    JSON list of their hashes; and the parts by hash, to store in ``plan_entries``."""
+    by_hash = {entry_hash(p): p for p in parts}
+    return json.dumps([entry_hash(p) for p in parts]), by_hash
+
+
+def load_skeleton(bind: Session | Connection, stored: str) -> str:
+    """The skeleton text ``plans.skeleton`` holds as ``stored`` (:func:`stored_skeleton`)."""
+    return "".join(entry_texts(bind, json.loads(stored)))
+
+
+def load_text(bind: Session | Connection, cluster_id: int, version: int, stored: str) -> str:
+    """The text of a cluster's Plan version ``version`` whose ``plans.skeleton`` is
+    ``stored``."""
+    skeleton = load_skeleton(bind, stored)
     if MARKER not in skeleton:
         return skeleton
     return join(skeleton, entry_texts(bind, load_hashes(bind, cluster_id, version)))
@@ -229,7 +269,7 @@ def version_texts(
         else:
             current = apply(current, stored["edits"])
         if v >= low:
-            lists[v] = (skeleton, current)
+            lists[v] = (load_skeleton(bind, skeleton), current)
         expected += 1
     wanted = sorted({h for s, hs in lists.values() if MARKER in s for h in hs})
     texts = dict(zip(wanted, entry_texts(bind, wanted), strict=True))

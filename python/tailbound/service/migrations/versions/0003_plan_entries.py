@@ -59,7 +59,12 @@ def upgrade() -> None:
         for id_, version, document in rows:
             skeleton, texts = plan_store.split(document)
             hashes = [plan_store.entry_hash(t) for t in texts]
-            new = {h: t for h, t in zip(hashes, texts, strict=True) if h not in stored}
+            kept, fields = plan_store.stored_skeleton(plan_store.skeleton_parts(skeleton))
+            new = {
+                h: t
+                for h, t in [*zip(hashes, texts, strict=True), *fields.items()]
+                if h not in stored
+            }
             if new:
                 bind.execute(
                     sa.insert(_entries), [{"sha256": h, "text": t} for h, t in new.items()]
@@ -68,9 +73,7 @@ def upgrade() -> None:
             entries: dict[str, Any] = plan_store.record(version, previous, hashes)
             assert plan_store.join(skeleton, texts) == document, f"plans.id {id_}"
             bind.execute(
-                sa.update(_plans)
-                .where(_plans.c.id == id_)
-                .values(skeleton=skeleton, entries=entries)
+                sa.update(_plans).where(_plans.c.id == id_).values(skeleton=kept, entries=entries)
             )
             previous = hashes
     with op.batch_alter_table("plans") as batch:
