@@ -46,7 +46,13 @@ from tailbound.service.db import (
     now,
     sessions,
 )
-from tailbound.service.engines import Context, check_options, kind_of, new_engine
+from tailbound.service.engines import (
+    Context,
+    check_options,
+    kind_of,
+    new_engine,
+    rpc_network_of,
+)
 from tailbound.service.metrics import Metrics
 from tailbound.service.plans import Addresses, diff, part_text
 from tailbound.service.problems import Problem, bad_input
@@ -326,7 +332,10 @@ def create_app(settings: Settings) -> FastAPI:
             entry = {k: v for k, v in entry.items() if k != "characterisation"}
             entry["trace"] = "characterisation"  # checked below as a name only, never read
         try:
-            tenant = tenant_from_json(entry, source="body", traces=state.traces.root)
+            network = rpc_network_of(row.options)
+            tenant = tenant_from_json(
+                entry, source="body", traces=state.traces.root, network=network
+            )
         except ConfigError as e:
             raise bad_input(e, "body") from None
         check_hosts(row, doc)
@@ -334,6 +343,14 @@ def create_app(settings: Settings) -> FastAPI:
             with state.sessions() as s:
                 check_port(s, row, body.name, body.port)
         family = registry.find(row.policy).family
+        if (family == "rpc") != (tenant.rpc is not None):
+            raise Problem(
+                422,
+                f"{row.policy} plans RPC tenants: give rpc"
+                if family == "rpc"
+                else f"{row.policy} plans no RPC tenant (the aequitas policy does)",
+                "body.rpc",
+            )
         if family == "snc" and tenant.percentile >= 1:
             raise Problem(422, "SNC bounds need a percentile in (0, 1)", "body.percentile")
         if family == "control":  # what PSLO's controller needs of each tenant
