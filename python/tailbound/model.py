@@ -531,11 +531,19 @@ def load_tenants(path: str | Path) -> TenantSet:
     )
 
 
-def tenant_from_json(doc: Any, *, source: str | Path, traces: Path, where: str = "") -> Tenant:
+def tenant_from_json(
+    doc: Any,
+    *,
+    source: str | Path,
+    traces: Path,
+    where: str = "",
+    network: RpcNetwork | None = None,
+) -> Tenant:
     """One entry of a tenants file (module docstring) given as a JSON value rather than read
     from a file (the control plane's tenants arrive one at a time): its trace is relative to
-    ``traces``; errors name ``source`` (what the document came from) and the field."""
-    return _tenant(Path(source), doc, where, traces)
+    ``traces``; an RPC tenant's ``rpc`` is read against ``network`` (the file's
+    ``rpc_network``); errors name ``source`` (what the document came from) and the field."""
+    return _tenant(Path(source), doc, where, traces, network)
 
 
 def load_cluster(path: str | Path) -> Cluster:

@@ -471,3 +471,43 @@ def test_long_poll_returns_when_the_part_changes(
             timer.join()
         assert time.monotonic() - start < 15.0
         assert got[0] == version + 1 and got[1] != etag and got[2] is not None
+
+
+def test_every_plan_version_reloads_as_served(
+    server: Server, sqlite_url: str, small_demo: Demo
+) -> None:
+    """Admissions and departures past a full list (plan_store.SNAPSHOT_EVERY): every
+    version reloads, through the API and from the database, byte for byte the text the API
+    served when it was current, with the same ETag."""
+    from tailbound.service import plan_store
+    from tailbound.service.db import ClusterRow, make_engine, sessions
+
+    operator = make_token(sqlite_url, "op", "operator")
+    served: dict[int, tuple[str, str]] = {}
+    with server.client(operator) as c:
+        names = register(c, small_demo, "r", names=[t["name"] for t in small_demo.tenants[:3]])
+        admitted: list[str] = []
+        step = 0
+        while len(served) < plan_store.SNAPSHOT_EVERY + 3:
+            name = names[step % len(names)]
+            step += 1
+            answer = c.depart("r", name) if name in admitted else c.admit("r", name)
+            if answer["published"] is None:
+                continue
+            (admitted.remove if name in admitted else admitted.append)(name)
+            r = status(server, "GET", "/clusters/r/plans/current", operator)
+            served[int(r.headers["X-Plan-Version"])] = (r.text, r.headers["ETag"])
+    assert sorted(served) == list(range(1, len(served) + 1))
+    for version, (text, etag) in served.items():
+        r = status(server, "GET", f"/clusters/r/plans/{version}", operator)
+        assert (r.text, r.headers["ETag"]) == (text, etag), version
+        assert etag == f'"{plan_store.entry_hash(text)}"'
+    engine = make_engine(sqlite_url)
+    try:
+        with sessions(engine)() as s:
+            cluster = s.query(ClusterRow).filter_by(name="r").one()
+            stored = plan_store.version_texts(s, cluster.id, 1, len(served))
+            assert stored == {v: t for v, (t, _) in served.items()}
+            assert plan_store.version_text(s, cluster.id, 66) == served[66][0]
+    finally:
+        engine.dispose()

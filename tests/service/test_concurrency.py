@@ -20,6 +20,7 @@ from tests.service.harness import Demo, Server, demo, make_token, pg_database, r
 
 from tailbound.model import tenant_from_json
 from tailbound.plan import Plan
+from tailbound.service import plan_store
 from tailbound.service.admission import context_of
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow, make_engine, sessions
 from tailbound.service.engines import new_engine
@@ -69,6 +70,7 @@ def check_serial(db: str, data: Path, answers: list[dict[str, Any]]) -> Plan:
                 t.name: t
                 for t in s.scalars(select(TenantRow).where(TenantRow.cluster_id == cluster.id))
             }
+            texts = plan_store.version_texts(s, cluster.id, 1, cluster.version)
             context = context_of(cluster, data / "profiles-check")
     finally:
         engine.dispose()
@@ -99,9 +101,9 @@ def check_serial(db: str, data: Path, answers: list[dict[str, Any]]) -> Plan:
             assert outcome.admitted, f"{plans[version].tenant} admitted as v{version + 1}"
             engine_state = outcome.after
             assert outcome.plan is not None
-            stored = Plan.from_json(json.loads(plans[version].document))
+            stored = Plan.from_json(json.loads(texts[version + 1]))
             assert [t.name for t in stored.tenants] == [t.name for t in outcome.plan.tenants]
-    final = Plan.from_json(json.loads(plans[-1].document))
+    final = Plan.from_json(json.loads(texts[len(plans)]))
     for t in final.tenants:
         assert t.bound is not None and t.bound.latency_s <= t.slo_s, t.name
     return final

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from tests.service.harness import Demo, Server, demo, make_token, register
 
 from tailbound.plan import Plan
+from tailbound.service import plan_store
 from tailbound.service.client import Client, ServiceError
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow, make_engine, sessions
 
@@ -62,6 +63,7 @@ def check(db: str, acks: list[dict[str, Any]]) -> int:
                     .order_by(PlanRow.version)
                 )
             )
+            texts = plan_store.version_texts(s, cluster.id, 1, cluster.version)
             decisions = list(
                 s.scalars(select(DecisionRow).where(DecisionRow.cluster_id == cluster.id))
             )
@@ -79,7 +81,8 @@ def check(db: str, acks: list[dict[str, Any]]) -> int:
     )
     present: set[str] = set()
     for p in plans:
-        plan = Plan.from_json(json.loads(p.document))
+        plan = Plan.from_json(json.loads(texts[p.version]))
+        assert plan_store.entry_hash(texts[p.version]) == p.sha256
         assert plan.meta["version"] == p.version
         if p.event == "admit":
             assert p.tenant not in present

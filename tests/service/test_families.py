@@ -1,7 +1,8 @@
 """The admission families beyond SNC and DNC through the service (issue 27): Nested QoS
 (``nested-qos``, family ``nested``) decides as ``tailbound admit --policy nested-qos`` does on the
 same tenants, PSLO (``pslo``, family ``control``) admits every tenant its controller can
-control, with the cluster's controller options; bad input names the field."""
+control, with the cluster's controller options, Aequitas (``aequitas``, family ``rpc``) plans
+RPC tenants over the cluster's ``rpc_network``; bad input names the field."""
 
 from __future__ import annotations
 
@@ -85,3 +86,49 @@ def test_nested_qos_and_pslo_clusters(
     assert [t["name"] for t in pslo["tenants"]] == [e["name"] for e in small_demo.tenants[:3]]
     assert pslo["control"]["storage"]["policy"] == "LS+T"
     assert [t["throughput_iops"] for t in pslo["tenants"]] == [10.0, 11.0, 12.0]
+
+
+def test_aequitas_cluster(server: Server, sqlite_url: str, small_demo: Demo) -> None:
+    """Aequitas (family ``rpc``): the cluster's ``rpc_network`` option, two RPC tenants admitted
+    through the API, the Plan's ``aequitas`` section read back (classes, controller, each
+    tenant's traffic, the prediction) as ``admit --policy aequitas`` writes it; a tenant
+    without ``rpc`` and a class the network lacks are refused naming the field."""
+    example = json.loads((Path("examples") / "aequitas-small.json").read_text())
+    network = example["rpc_network"]
+    operator = make_token(sqlite_url, "op", "operator")
+    with server.client(operator) as c:
+        c.create_cluster(
+            "rpc", "aequitas", small_demo.cluster, small_demo.profile, {"rpc_network": network}
+        )
+        stored = c.upload_trace(Path("examples") / "rpc-onoff.parquet")
+        hosts = {
+            "trace": stored["sha256"],
+            "client_host": "client00",
+            "client_vm": "0",
+            "server_host": "server00",
+        }
+        mixes = {"search": {"QoS_h": 0.7, "QoS_l": 0.3}, "batch": {"QoS_h": 0.2, "QoS_l": 0.8}}
+        for name, mix in mixes.items():
+            rpc = {"class_mix": mix, "pattern": "incast", "destination": 2}
+            c.register_tenant("rpc", {"name": name, **hosts, "rpc": rpc})
+        with pytest.raises(ServiceError) as no_rpc:
+            c.register_tenant("rpc", {"name": "plain", **hosts, "slo_s": 0.1})
+        assert (no_rpc.value.status, no_rpc.value.field) == (422, "body.rpc")
+        with pytest.raises(ServiceError) as unknown:
+            bad = {"class_mix": {"QoS_x": 1.0}}
+            c.register_tenant("rpc", {"name": "odd", **hosts, "rpc": bad})
+        assert unknown.value.status == 422 and "rpc" in str(unknown.value.field)
+        answers = [c.admit("rpc", n) for n in mixes]
+        assert [a["published"] for a in answers] == [1, 2]
+        version, plan = c.plan("rpc")
+        assert c.depart("rpc", "batch")["published"] == 3
+        _, after = c.plan("rpc")
+    assert list(after["aequitas"]["tenants"]) == ["search"]
+    assert version == 2 and [t["name"] for t in plan["tenants"]] == list(mixes)
+    section = plan["aequitas"]
+    assert [k["name"] for k in section["network"]["classes"]] == ["QoS_h", "QoS_l"]
+    assert {n: t["class_mix"] for n, t in section["tenants"].items()} == mixes
+    assert set(section["prediction"]["admitted_share"]) == {"QoS_h"}
+    assert plan["disciplines"]["net_in"]["kind"] == "wfq"
+    loaded = Plan.from_json(plan)
+    assert loaded.aequitas is not None and loaded.aequitas.network.classes[0].weight == 4

@@ -87,3 +87,36 @@ def test_incremental_decisions_equal_full_recomputation(small_demo: Demo) -> Non
         )
         assert writer.text(out.plan) == plan_text(full) == plan_text(out.plan), (event, who.name)
         engine = after
+
+
+def test_plan_store_split_join_edits_and_snapshots() -> None:
+    """A Plan text splits into a skeleton and entries that join back byte for byte (a text that
+    would not is kept whole); edits between random hash lists apply back to the later list."""
+    import random
+
+    from tailbound.service import plan_store
+
+    text = plan_text(two_clients())
+    skeleton, entries = plan_store.split(text)
+    assert len(entries) == 3 and plan_store.join(skeleton, entries) == text
+    assert len(skeleton) < len(text)
+    fields = plan_store.skeleton_parts(skeleton)
+    assert len(fields) > 5 and "".join(fields) == skeleton
+    assert plan_store.skeleton_parts("[1]\n") == ["[1]\n"]
+    odd = '{"tenants": [1]}\n'  # not compact: kept whole
+    assert plan_store.split(odd) == (odd, []) and plan_store.join(odd, []) == odd
+    rng = random.Random(7)
+    before = [f"h{i}" for i in range(50)]
+    records = [(1, plan_store.record(1, None, before))]
+    for v in range(2, 140):
+        after = [h for h in before if rng.random() > 0.05]
+        for _ in range(rng.randrange(4)):
+            after.insert(rng.randrange(len(after) + 1), f"n{v}.{rng.random()}")
+        records.append((v, plan_store.record(v, before, after)))
+        assert plan_store.apply(before, plan_store.edits(before, after)) == after
+        start = plan_store.snapshot_of(v)
+        assert plan_store.hashes_from([r for r in records if r[0] >= start], v) == after
+        before = after
+    assert "full" in records[64][1] and "edits" in records[65][1]
+    with pytest.raises(ValueError, match="previous version"):
+        plan_store.record(2, None, before)

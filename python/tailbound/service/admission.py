@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tailbound.errors import ConfigError
 from tailbound.model import Tenant, cluster_from_json, tenant_from_json
+from tailbound.service import plan_store
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow
 from tailbound.service.engines import Context, Engine, Outcome, check_options, new_engine
 from tailbound.service.metrics import Metrics
@@ -106,7 +107,7 @@ def tenant_entry(document: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in document.items() if k not in SERVICE_KEYS}
 
 
-def tenant_of(row: TenantRow, traces: Path) -> Tenant:
+def tenant_of(row: TenantRow, traces: Path, network: Any = None) -> Tenant:
     """The :class:`Tenant` of a registered tenant: its trace in the store ``traces``, or for a
     tenant given by its characterisation the file keeping that (:func:`characterisation_path`),
     which the engines never read as a trace (:class:`Context.characterisations`)."""
@@ -117,7 +118,7 @@ def tenant_of(row: TenantRow, traces: Path) -> Tenant:
         return tenant_from_json(
             {**entry, "trace": path.name}, source=f"tenant {row.name}", traces=path.parent
         )
-    return tenant_from_json(entry, source=f"tenant {row.name}", traces=traces)
+    return tenant_from_json(entry, source=f"tenant {row.name}", traces=traces, network=network)
 
 
 def characterisation_path(traces: Path, characterisation: dict[str, Any]) -> Path:
@@ -152,6 +153,11 @@ class Decider:
         )
         self._engines: dict[int, tuple[int, Engine]] = {}
         self._writers: dict[int, PlanWriter] = {}
+        #: Per cluster, the last version this server published and its entries' hashes (the
+        #: base of the next version's edits: plan_store).
+        self._lists: dict[int, tuple[int, list[str]]] = {}
+        #: Per cluster, the skeleton fields' hashes of a version this server published (stored).
+        self._fields: dict[int, set[str]] = {}
         self._contexts: dict[int, Context] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -171,7 +177,7 @@ class Decider:
         given = trow.document.get("characterisation")
         if given is not None:
             self.context(row).characterisations[trow.name] = given
-        return tenant_of(trow, self.traces)
+        return tenant_of(trow, self.traces, self.context(row).rpc_network)
 
     def engine(self, session: Session, row: ClusterRow) -> tuple[int, Engine]:
         """The cluster's engine at its current version ``row.version``: the cached one, brought
@@ -310,14 +316,28 @@ class Decider:
                 plan = dataclasses.replace(
                     outcome.plan, meta={**outcome.plan.meta, "version": version + 1}
                 )
-                text = self._writers.setdefault(row.id, PlanWriter()).text(plan)
+                skeleton, texts = self._writers.setdefault(row.id, PlanWriter()).parts(plan)
+                hashes = [plan_store.entry_hash(t) for t in texts]
+                last = self._lists.get(row.id)
+                previous = last[1] if last is not None and last[0] == version else None
+                if previous is None and (version + 1 - 1) % plan_store.SNAPSHOT_EVERY != 0:
+                    previous = plan_store.load_hashes(session, row.id, version)
+                known = set(previous or ())
+                stored, fields = plan_store.stored_skeleton(plan_store.skeleton_parts(skeleton))
+                plan_store.store_entries(
+                    session,
+                    {h: t for h, t in zip(hashes, texts, strict=True) if h not in known}
+                    | {h: t for h, t in fields.items() if h not in self._fields.get(row.id, ())},
+                )
+                text = plan_store.join(skeleton, texts)
                 session.add(
                     PlanRow(
                         cluster_id=row.id,
                         version=version + 1,
                         event=event,
                         tenant=trow.name,
-                        document=text,
+                        skeleton=stored,
+                        entries=plan_store.record(version + 1, previous, hashes),
                         sha256=sha256(text),
                     )
                 )
@@ -337,6 +357,9 @@ class Decider:
                     seconds=seconds,
                 )
             )
+        if outcome.admitted:
+            self._lists[row.id] = (version + 1, hashes)
+            self._fields[row.id] = set(fields)
         return True
 
 

@@ -32,7 +32,7 @@ from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
 from tailbound.plan_inputs import check_characterisation
 from tailbound.policies import registry
-from tailbound.service import pages, tokens
+from tailbound.service import pages, plan_store, tokens
 from tailbound.service.admission import Decider, find_cluster, find_tenant, tenant_entry
 from tailbound.service.db import (
     AgentRow,
@@ -46,7 +46,13 @@ from tailbound.service.db import (
     now,
     sessions,
 )
-from tailbound.service.engines import Context, check_options, kind_of, new_engine
+from tailbound.service.engines import (
+    Context,
+    check_options,
+    kind_of,
+    new_engine,
+    rpc_network_of,
+)
 from tailbound.service.metrics import Metrics
 from tailbound.service.plans import Addresses, diff, part_text
 from tailbound.service.problems import Problem, bad_input
@@ -326,7 +332,10 @@ def create_app(settings: Settings) -> FastAPI:
             entry = {k: v for k, v in entry.items() if k != "characterisation"}
             entry["trace"] = "characterisation"  # checked below as a name only, never read
         try:
-            tenant = tenant_from_json(entry, source="body", traces=state.traces.root)
+            network = rpc_network_of(row.options)
+            tenant = tenant_from_json(
+                entry, source="body", traces=state.traces.root, network=network
+            )
         except ConfigError as e:
             raise bad_input(e, "body") from None
         check_hosts(row, doc)
@@ -334,6 +343,14 @@ def create_app(settings: Settings) -> FastAPI:
             with state.sessions() as s:
                 check_port(s, row, body.name, body.port)
         family = registry.find(row.policy).family
+        if (family == "rpc") != (tenant.rpc is not None):
+            raise Problem(
+                422,
+                f"{row.policy} plans RPC tenants: give rpc"
+                if family == "rpc"
+                else f"{row.policy} plans no RPC tenant (the aequitas policy does)",
+                "body.rpc",
+            )
         if family == "snc" and tenant.percentile >= 1:
             raise Problem(422, "SNC bounds need a percentile in (0, 1)", "body.percentile")
         if family == "control":  # what PSLO's controller needs of each tenant
@@ -447,9 +464,14 @@ def create_app(settings: Settings) -> FastAPI:
             for v, e, t, h, at in rows
         ]
 
-    def plan_response(p: PlanRow) -> Response:
+    def plan_text_of(s: Session, row: ClusterRow, version: int) -> str:
+        """The text of the cluster's Plan version ``version`` (404 if none)."""
+        p = plan_row(s, row, version)
+        return plan_store.load_text(s, row.id, p.version, p.skeleton)
+
+    def plan_response(s: Session, p: PlanRow) -> Response:
         return Response(
-            p.document,
+            plan_store.load_text(s, p.cluster_id, p.version, p.skeleton),
             media_type="application/json",
             headers={"ETag": f'"{p.sha256}"', "X-Plan-Version": str(p.version)},
         )
@@ -463,13 +485,13 @@ def create_app(settings: Settings) -> FastAPI:
                 raise Problem(
                     404, f"cluster {cluster!r} has no Plan yet (nothing admitted)", "version"
                 )
-            return plan_response(plan_row(s, row, row.version))
+            return plan_response(s, plan_row(s, row, row.version))
 
     @app.get("/clusters/{cluster}/plans/{version}", tags=["plans"], response_class=Response)
     def get_plan(cluster: str, version: int, who: Reader) -> Response:
         """Plan version ``version`` (immutable)."""
         with state.sessions() as s:
-            return plan_response(plan_row(s, find_cluster(s, cluster), version))
+            return plan_response(s, plan_row(s, find_cluster(s, cluster), version))
 
     @app.get("/clusters/{cluster}/plans/{version}/diff", tags=["plans"])
     def plan_diff(
@@ -478,10 +500,10 @@ def create_app(settings: Settings) -> FastAPI:
         """What changed from version ``against`` (default the previous one) to ``version``."""
         with state.sessions() as s:
             row = find_cluster(s, cluster)
-            new = plan_row(s, row, version)
+            new = plan_text_of(s, row, version)
             base = version - 1 if against is None else against
-            old = json.loads(plan_row(s, row, base).document) if base >= 1 else {"tenants": []}
-        return {"from": base, "to": version, **diff(old, json.loads(new.document))}
+            old = json.loads(plan_text_of(s, row, base)) if base >= 1 else {"tenants": []}
+        return {"from": base, "to": version, **diff(old, json.loads(new))}
 
     @app.get("/clusters/{cluster}/hosts/{host}/plan", tags=["plans"], response_class=Response)
     async def host_plan(
@@ -510,7 +532,7 @@ def create_app(settings: Settings) -> FastAPI:
         def part(version: int) -> tuple[str, str]:
             with state.sessions() as s:
                 row = find_cluster(s, cluster)
-                document = plan_row(s, row, version).document
+                document = plan_text_of(s, row, version)
                 addresses = addresses_of(s, row)
             return part_text(json.loads(document), host, addresses)
 
@@ -608,7 +630,7 @@ def create_app(settings: Settings) -> FastAPI:
             row = find_cluster(s, cluster)
             if row.version == 0:
                 return {"version": 0, "tenants": []}
-            plan = json.loads(plan_row(s, row, row.version).document)
+            plan = json.loads(plan_text_of(s, row, row.version))
             latest_ids = (
                 select(func.max(MeasurementRow.id))
                 .where(MeasurementRow.cluster_id == row.id)

@@ -12,7 +12,12 @@ Tables:
   options) and the **version of its current Plan** (0: no Plan yet), the counter every
   admission compares and sets (:mod:`tailbound.service.admission`);
 - ``plans``: each published Plan version of a cluster, immutable, with the event that made it
-  (``admit`` or ``depart`` of one tenant) and its SHA-256; ``(cluster_id, version)`` is unique;
+  (``admit`` or ``depart`` of one tenant) and the SHA-256 of its text; ``(cluster_id, version)``
+  is unique; its text is stored as its skeleton's fields and a list of entries, in full every
+  64 versions and as edits against the previous version otherwise
+  (:mod:`tailbound.service.plan_store`);
+- ``plan_entries``: each distinct tenant entry or skeleton field of a Plan text, once, by its
+  SHA-256;
 - ``tenants``: the tenants registered on a cluster (their tenants-file entry) and their state
   (``registered``, ``admitted``, ``rejected``, ``departed``);
 - ``decisions``: every admission and departure decided, with its reasons and, when it published
@@ -84,9 +89,20 @@ class PlanRow(Base):
     version: Mapped[int] = mapped_column(Integer)
     event: Mapped[str] = mapped_column(String(10))  # admit | depart
     tenant: Mapped[str] = mapped_column(String(200))
-    document: Mapped[str] = mapped_column(Text)  # the Plan's JSON
+    #: The hashes (a JSON list) of the top-level fields of the Plan's text with its tenants'
+    #: entries replaced by a marker (plan_store.skeleton_parts, MARKER).
+    skeleton: Mapped[str] = mapped_column(Text)
+    #: Its entries' hashes: ``{"full": [...]}`` or ``{"edits": [...]}`` (plan_store).
+    entries: Mapped[dict[str, Any]] = mapped_column(JSON)
     sha256: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class PlanEntryRow(Base):
+    __tablename__ = "plan_entries"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
 
 
 class TenantRow(Base):

@@ -13,8 +13,9 @@ A cluster's policy is a name of :mod:`tailbound.policies.registry`:
   ``qjump``, ...): the state is the admitted tenants in arrival order; an arrival is one step of
   ``admit``'s loop (:func:`~tailbound.policies.admission.decide`), a departure drops the tenant,
   and the Plan is :func:`~tailbound.policies.admission.bounds_plan` of the admitted tenants;
-- Nested QoS (family ``nested``) and PSLO (family ``control``): :class:`NestedEngine`,
-  :class:`PsloEngine`; a new family adds its engine to :data:`ADMISSION_ENGINES`.
+- Nested QoS (family ``nested``), PSLO (family ``control``) and Aequitas (family ``rpc``, its
+  network the cluster's ``rpc_network`` option): :class:`NestedEngine`, :class:`PsloEngine`,
+  :class:`AequitasEngine`; a new family adds its engine to :data:`ADMISSION_ENGINES`.
 
 Either way the Plan records its inputs (:class:`~tailbound.plan_inputs.PlanInputs`: traces with
 their hashes, the embedded profile, the link bandwidth), so it stands alone. A tenant given by
@@ -52,7 +53,19 @@ OPTIONS: dict[str, Any] = {
     "fast_first_fit": False,  # placement: skip near-full servers
     "rule": {},  # snc admission: SncRule's fields (tailbound admit's flags); default its rule
     "pslo": {},  # pslo: {"policy": one of _core.PSLO_POLICIES, and pslo.PARAMETERS' numbers}
+    "rpc_network": None,  # aequitas: a tenants file's rpc_network (docs/aequitas.md)
 }
+
+
+def rpc_network_of(options: Mapping[str, Any]) -> Any:
+    """The :class:`~tailbound.rpc_network.RpcNetwork` of ``options["rpc_network"]`` (None if
+    unset); :class:`ConfigError` naming ``options.rpc_network.<field>`` if it is bad."""
+    doc = options.get("rpc_network")
+    if doc is None:
+        return None
+    from tailbound.rpc_network import network_from_json
+
+    return network_from_json(doc, None, "options.rpc_network")
 
 
 @dataclass(frozen=True)
@@ -97,10 +110,15 @@ class Context:
     options: dict[str, Any]
     curves: dict[Tenant, Any] = field(default_factory=dict)
     characterisations: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    refs: dict[Tenant, TraceRef] = field(default_factory=dict)
+    refs: dict[Path, TraceRef] = field(default_factory=dict)
     #: ``workloadcompactor.to_plan``'s memo of each server's entries (unchanged servers reuse).
     plan_memo: dict[object, Any] = field(default_factory=dict)
     _profile_document: dict[str, Any] | None = None
+
+    @property
+    def rpc_network(self) -> Any:
+        """The cluster's ``rpc_network`` option read (:func:`rpc_network_of`); None if unset."""
+        return rpc_network_of(self.options)
 
     def tenant_set(self, tenants: tuple[Tenant, ...]) -> TenantSet:
         return TenantSet(tenants, self.cluster.link_bytes_per_s, self.profile_path)
@@ -108,9 +126,9 @@ class Context:
     def trace_ref(self, tenant: Tenant) -> TraceRef:
         """``tenant``'s trace hashed and its format detected once: the service's traces are
         stored by content hash and never change."""
-        if tenant not in self.refs:
-            self.refs[tenant] = TraceRef.of(tenant.trace)
-        return self.refs[tenant]
+        if tenant.trace not in self.refs:  # by path: an RPC tenant (its class mix) is unhashable
+            self.refs[tenant.trace] = TraceRef.of(tenant.trace)
+        return self.refs[tenant.trace]
 
     def inputs(self, tenants: list[Tenant]) -> PlanInputs:
         """The inputs a Plan of ``tenants`` records (``plan_inputs``): their traces or their
@@ -177,6 +195,11 @@ def check_options(policy: str, options: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(None, f"unknown key (known: {names})", field=f"{where}pslo.{key}")
         elif isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(None, f"expected a number, got {value!r}", field=f"{where}pslo.{key}")
+    rpc_network_of(out)  # refused naming its field
+    if out["rpc_network"] is not None and registry.find(policy).family != "rpc":
+        raise ConfigError(
+            None, f"{policy} plans no RPC classes (aequitas does)", field=where + "rpc_network"
+        )
     if not isinstance(out["fast_first_fit"], bool):
         raise ConfigError(None, "expected true or false", field=where + "fast_first_fit")
     rule = out["rule"]
@@ -338,6 +361,11 @@ class AdmissionEngine:
     context: Context
     policy: Any  # tailbound.policies.admission.AdmissionPolicy
     tenants: tuple[Tenant, ...]
+    #: The bounds of ``tenants`` (in order) when known: an arrival then re-analyses only the
+    #: newcomer's component of the queue-sharing graph where that is exact (snc_local).
+    bounds: tuple[Any, ...] | None = None
+    #: Each tenant's queues (snc_local.queues_of), shared by the engine's successive values.
+    queues: dict[Any, frozenset[str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def empty(cls, context: Context) -> AdmissionEngine:
@@ -349,10 +377,32 @@ class AdmissionEngine:
             policy = registry.build(context.policy, "admission", tset, **rule.kwargs())
         except ValueError as e:
             raise ConfigError(None, str(e), field="policy") from None
-        return cls(context, policy, ())
+        return cls(context, policy, (), ())
 
     def admitted(self) -> list[str]:
         return [t.name for t in self.tenants]
+
+    def _decide(self, tenant: Tenant) -> tuple[Any, list[Any] | None]:
+        """:func:`~tailbound.policies.admission.decide` of ``tenant``, re-analysing only the
+        admitted tenants of its component when that is exact (:mod:`snc_local`): the same
+        decision and bounds as the full re-analysis."""
+        from tailbound.policies.admission import decide
+        from tailbound.service import snc_local
+
+        trial = (*self.tenants, tenant)
+        if self.bounds is None or not snc_local.applies(self.policy, trial):
+            return decide(self.tenants, tenant, self.policy)
+        queues = {t.name: snc_local.queues_of(self.policy, t, self.queues) for t in trial}
+        near = snc_local.component(queues, tenant.name)
+        sub = tuple(t for t in self.tenants if t.name in near)
+        decision, found = decide(sub, tenant, self.policy)
+        if found is None:
+            return decision, None
+        fresh = {b.name: b for b in found}
+        old = dict(zip((t.name for t in self.tenants), self.bounds, strict=True))
+        merged = [fresh[t.name] if t.name in fresh else old[t.name] for t in trial]
+        merged = snc_local.with_global_priorities(trial, merged)
+        return dataclasses.replace(decision, bound=merged[-1]), merged
 
     def _plan(self, tenants: tuple[Tenant, ...], bounds: Any) -> Plan:
         from tailbound.policies.admission import bounds_plan
@@ -367,8 +417,6 @@ class AdmissionEngine:
         return self.context.plan_of(plan, {t.name: t for t in tenants})
 
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
-        from tailbound.policies.admission import decide
-
         if tenant.name in self.context.characterisations:
             raise ConfigError(
                 None,
@@ -377,7 +425,7 @@ class AdmissionEngine:
                 field="characterisation",
             )
         start = time.perf_counter()
-        decision, bounds = decide(self.tenants, tenant, self.policy)
+        decision, bounds = self._decide(tenant)
         reasons: dict[str, Any] = {
             "bound_s": decision.bound.latency_s,
             "slo_s": tenant.slo_s,
@@ -394,16 +442,95 @@ class AdmissionEngine:
             return Outcome(False, reasons, None, self, time.perf_counter() - start)
         tenants = (*self.tenants, tenant)
         made = self._plan(tenants, bounds) if plan else None
-        after = AdmissionEngine(self.context, self.policy, tenants)
+        after = AdmissionEngine(
+            self.context, self.policy, tenants, tuple(bounds or ()) or None, self.queues
+        )
         return Outcome(True, reasons, made, after, time.perf_counter() - start)
 
     def depart(self, name: str, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
         tenants = tuple(t for t in self.tenants if t.name != name)
         made = None
+        known: tuple[Any, ...] | None = None  # replaying (plan=False): left to the next arrival
         if plan:
-            made = self._plan(tenants, self.policy(list(tenants)) if tenants else [])
-        after = AdmissionEngine(self.context, self.policy, tenants)
+            bounds = self.policy(list(tenants)) if tenants else []
+            made, known = self._plan(tenants, bounds), tuple(bounds)
+        after = AdmissionEngine(self.context, self.policy, tenants, known, self.queues)
+        return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------ aequitas
+@dataclass(frozen=True)
+class AequitasEngine:
+    """Aequitas' state (registry family ``rpc``, :mod:`tailbound.policies.aequitas`): the
+    admitted RPC tenants in arrival order over the cluster's ``rpc_network`` option. Aequitas
+    admits per RPC at run time (downgrading to the lowest class), so every RPC tenant is
+    admitted and the Plan — classes, controller, each tenant's traffic and the predicted
+    admitted share per class — is :meth:`AequitasPolicy.plan
+    <tailbound.policies.aequitas.AequitasPolicy.plan>` of the admitted tenants, as ``tailbound
+    admit --policy aequitas`` writes it."""
+
+    context: Context
+    network: Any  # tailbound.rpc_network.RpcNetwork
+    tenants: tuple[Tenant, ...]
+
+    @classmethod
+    def empty(cls, context: Context) -> AequitasEngine:
+        network = context.rpc_network
+        if network is None:
+            raise ConfigError(
+                None,
+                f"missing ({context.policy} needs the network its RPC tenants share: a "
+                "tenants file's rpc_network)",
+                field="options.rpc_network",
+            )
+        return cls(context, network, ())
+
+    def admitted(self) -> list[str]:
+        return [t.name for t in self.tenants]
+
+    def _plan(self, tenants: tuple[Tenant, ...]) -> Plan:
+        from tailbound.policies.aequitas import AequitasPolicy
+
+        tset = TenantSet(
+            tenants,
+            self.context.cluster.link_bytes_per_s,
+            self.context.profile_path,
+            rpc_network=self.network,
+        )
+        plan = AequitasPolicy(tset).plan()
+        return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        if tenant.rpc is None:
+            raise ConfigError(
+                None,
+                f"{self.context.policy} plans RPC tenants; {tenant.name} has no rpc",
+                field="rpc",
+            )
+        _no_characterisation(self.context, tenant)
+        tenants = (*self.tenants, tenant)
+        made = self._plan(tenants) if plan else None
+        reasons: dict[str, Any] = {
+            "policy": self.context.policy,
+            "slo_s": tenant.slo_s,
+            "reason": "Aequitas admits per RPC at run time (downgrading to the lowest class)",
+        }
+        if made is not None and made.aequitas is not None:
+            reasons["predicted_admitted_share"] = dict(made.aequitas.prediction.admitted_share)
+        after = AequitasEngine(self.context, self.network, tenants)
+        return Outcome(True, reasons, made, after, time.perf_counter() - start)
+
+    def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        start = time.perf_counter()
+        tenants = tuple(t for t in self.tenants if t.name != name)
+        made = self._plan(tenants) if plan and tenants else None
+        if plan and not tenants:
+            from tailbound.policies.aequitas import NAME
+
+            made = self.context.plan_of(Plan(NAME, 0, []), {})
+        after = AequitasEngine(self.context, self.network, tenants)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
 
 
@@ -570,6 +697,7 @@ ADMISSION_ENGINES: dict[str, Callable[[Context], Engine]] = {
     **dict.fromkeys(("snc", "dnc"), AdmissionEngine.empty),
     "nested": NestedEngine.empty,
     "control": PsloEngine.empty,  # pslo
+    "rpc": AequitasEngine.empty,  # aequitas
 }
 #: Admission families the service decides with.
 FAMILIES = tuple(ADMISSION_ENGINES)

@@ -5,7 +5,7 @@ fresh database (an empty SQLite file or PostgreSQL database) is ready within a s
 >>> import tempfile, pathlib
 >>> url = f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'tb.db'}"
 >>> upgrade(url), upgrade(url)  # idempotent
-('0002', '0002')
+('0003', '0003')
 """
 
 from __future__ import annotations
@@ -29,17 +29,18 @@ def config() -> Config:
     return cfg
 
 
-def upgrade(url: str) -> str:
-    """Upgrade the database at ``url`` to the newest revision; its revision after."""
+def upgrade(url: str, revision: str = "head") -> str:
+    """Upgrade the database at ``url`` to ``revision`` (default the newest); its revision
+    after."""
     engine = make_engine(url)
     try:
         with engine.begin() as connection:
             cfg = config()
             cfg.attributes["connection"] = connection
-            command.upgrade(cfg, "head")
+            command.upgrade(cfg, revision)
         with engine.connect() as connection:
-            revision = MigrationContext.configure(connection).get_current_revision()
+            current = MigrationContext.configure(connection).get_current_revision()
     finally:
         engine.dispose()
-    assert revision is not None
-    return revision
+    assert current is not None
+    return current

@@ -1,7 +1,8 @@
 """Published Plans: their text, each host's part, its ETag, and the diff between versions.
 
-A Plan version is stored once as JSON text (:func:`plan_text`, the same document ``Plan.save``
-writes, with absolute trace paths, in JSON's compact form) and never changed. A **host's part**
+A Plan version's text is :func:`plan_text`'s (the same document ``Plan.save`` writes, with
+absolute trace paths, in JSON's compact form), published once and never changed; it is stored
+as a skeleton and its tenants' entries (:mod:`tailbound.service.plan_store`). A **host's part**
 is the Plan restricted to the tenants whose queues cross that host
 (:func:`tailbound.plan.stage_queues`: its client host's egress and ingress, its server's
 ingress, device and egress), with every plan-wide field kept, so it loads as a Plan and
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tailbound.plan import Plan, stage_queues
+from tailbound.service import plan_store
 
 #: Compact JSON: without ``indent`` the standard library encodes in C; with it, in Python, which
 #: took 190 ms per admission of a Plan of 885 tenants under cProfile (which inflates its many
@@ -35,9 +37,9 @@ def plan_text(plan: Plan) -> str:
     return json.dumps(plan.to_json(), separators=COMPACT, allow_nan=False) + "\n"
 
 
-#: Stands for the tenants' entries in a Plan's text while the rest is encoded (a JSON string
-#: no Plan field holds: its NUL characters are escaped in JSON).
-_TENANTS = "\x00tenants\x00"
+#: Stands for the tenants' entries in a Plan's text while the rest is encoded
+#: (:data:`tailbound.service.plan_store.MARKER` encoded).
+_TENANTS = json.loads(plan_store.MARKER)
 
 
 class PlanWriter:
@@ -51,6 +53,13 @@ class PlanWriter:
         self._entries: dict[str, tuple[Any, Any, str]] = {}
 
     def text(self, plan: Plan) -> str:
+        """The text of ``plan`` (exactly :func:`plan_text`'s)."""
+        skeleton, entries = self.parts(plan)
+        return plan_store.join(skeleton, entries)
+
+    def parts(self, plan: Plan) -> tuple[str, list[str]]:
+        """The skeleton and entry texts of ``plan``'s text (:mod:`tailbound.service.plan_store`:
+        ``join`` gives the text)."""
         entries = []
         kept: dict[str, tuple[Any, Any, str]] = {}
         for t in plan.tenants:
@@ -69,9 +78,8 @@ class PlanWriter:
         skeleton = dataclasses.replace(plan, tenants=[]).to_json()
         skeleton["tenants"] = _TENANTS
         text = json.dumps(skeleton, separators=COMPACT, allow_nan=False) + "\n"
-        marker = json.dumps(_TENANTS)
-        assert text.count(marker) == 1
-        return text.replace(marker, "[" + ",".join(entries) + "]")
+        assert text.count(plan_store.MARKER) == 1
+        return text, entries
 
 
 def sha256(text: str) -> str:

@@ -70,6 +70,9 @@ class TenantIn(Body):
     throughput_iops: float | None = Field(default=None, gt=0)
     throughput_bytes_per_s: float | None = Field(default=None, gt=0)
     port: int | None = Field(default=None, ge=1, le=65535)
+    #: An RPC tenant's traffic over the cluster's ``rpc_network`` option (``aequitas``
+    #: clusters; docs/aequitas.md, "How a user states it").
+    rpc: dict[str, Any] | None = None
 
 
 class TenantOut(BaseModel):

@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tailbound.model import cluster_from_json
+from tailbound.service import plan_store
 from tailbound.service.db import (
     AgentRow,
     ClusterRow,
@@ -98,9 +99,7 @@ def current_plan(s: Session, row: ClusterRow) -> dict[str, Any]:
     """The cluster's current Plan document (an empty one before the first admission)."""
     if row.version == 0:
         return {"tenants": [], "meta": {"version": 0}}
-    doc = s.scalar(
-        select(PlanRow.document).where(PlanRow.cluster_id == row.id, PlanRow.version == row.version)
-    )
+    doc = plan_store.version_text(s, row.id, row.version)
     if doc is None:
         raise Problem(404, f"cluster {row.name!r} has no Plan version {row.version}", "version")
     return dict(json.loads(doc))
@@ -186,13 +185,14 @@ def history(s: Session, row: ClusterRow, *, before: int | None = None) -> dict[s
             )
         )
     }
+    texts = plan_store.version_texts(s, row.id, low - 1, top)
     versions = []
     for v in range(top, low - 1, -1):
         p = plans.get(v)
         if p is None:
             continue
-        old = json.loads(plans[v - 1].document) if v - 1 in plans else {"tenants": []}
-        new = json.loads(p.document)
+        old = json.loads(texts[v - 1]) if v - 1 in texts else {"tenants": []}
+        new = json.loads(texts[v])
         changes = diff(old, new)
         versions.append({"row": p, "diff": changes, "values": changed_values(old, new, changes)})
     return {"versions": versions, "older": low - 1 if low > 1 else None}
@@ -270,7 +270,7 @@ class CurveCache:
 
     def __init__(self, size: int = 256) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[int, str, str], dict[str, Any]] = OrderedDict()
+        self._items: OrderedDict[tuple[int, str, str | None], dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, context: Context, cluster_id: int, tenant: TenantRow, traces: Path) -> Any:

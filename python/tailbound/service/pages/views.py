@@ -27,8 +27,9 @@ from markupsafe import Markup
 from sqlalchemy import select
 
 from tailbound.errors import ConfigError
+from tailbound.service import plan_store
 from tailbound.service.admission import find_cluster, find_tenant
-from tailbound.service.db import ClusterRow, PlanRow
+from tailbound.service.db import ClusterRow
 from tailbound.service.pages import charts
 from tailbound.service.pages.data import (
     CurveCache,
@@ -387,11 +388,7 @@ def router(state: State, signer: Signer) -> APIRouter:
                 row = find_cluster(s, cluster)
                 if row.version == 0:
                     raise Problem(409, f"cluster {cluster!r} has no Plan yet", "version")
-                text = s.scalar(
-                    select(PlanRow.document).where(
-                        PlanRow.cluster_id == row.id, PlanRow.version == row.version
-                    )
-                )
+                text = plan_store.version_text(s, row.id, row.version)
             assert text is not None
             return replay(text, row.version, state.settings.data / "scratch")
 
