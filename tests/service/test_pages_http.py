@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -297,3 +298,57 @@ def test_verdicts_follow_the_reports_flags(site: Site) -> None:
             page = c.get(f"/ui/clusters/demo/tenants/{tenant['name']}").text
             assert f'id="verdict">{words}' in page
             assert words in c.get("/ui/clusters/demo").text
+
+
+def test_compare_form_runs_every_placement_policy_and_charts_it(site: Site) -> None:
+    """A cluster of three registered tenants (none admitted): the comparison on them, charted,
+    for a reader; refused without the form's CSRF secret."""
+    from tailbound.policies.registry import names
+
+    with site.server.client(site.operator) as api:
+        register(api, site.demo, "cmp", names=site.tenants[:3])
+    with sign_in(site.url, site.reader) as c:
+        csrf = hidden(c.get("/ui/compare").text, "csrf")
+        # without the session's CSRF secret: refused, nothing run
+        for fields in ({"cluster": "demo"}, {"csrf": "x" * 32}):
+            r = c.post("/ui/clusters/cmp/compare", data=fields)
+            assert r.status_code == 403 and "CSRF" in r.text
+        r = c.post("/ui/clusters/cmp/compare", data={"csrf": csrf}, timeout=120)
+    assert r.status_code == 200, r.text
+    page = r.text
+    assert "3 registered tenants (" + ", ".join(site.tenants[:3]) + ")" in page
+    charts = page.split("<svg")[1:]
+    assert len(charts) == 2
+    policies = [n.replace(":K", ":2") for n in names("placement")]
+    for chart in charts:
+        for p in policies:
+            assert f">{p}</text>" in chart, p
+    assert 'data-series="sound model"' in charts[0]
+    assert 'data-series="reference model"' in charts[0]
+    rows = page.split('<tr class="outcome">')[1:]
+    assert len(rows) == 2 * len(policies)
+    assert [row.split("</th>")[0].removeprefix('<th scope="row">') for row in rows[::2]] == (
+        policies
+    )
+    # every plan ran and was replayed (the demo's tenants fit and carry their traces)
+    assert all(" of 3<" in row for row in rows), rows
+    assert "replay failed" not in page and 'data-series="worst (sound)"' in charts[1]
+    # computed in the scratch folder, nothing left there
+    assert not list((site.server.data / "scratch").glob("compare-*"))
+
+
+def test_compare_refuses_more_tenants_than_its_limit(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tailbound.service.engines import Context
+    from tailbound.service.pages.policy_compare import MAX_TENANTS, run_compare
+    from tailbound.service.problems import Problem
+
+    rows: Any = [SimpleNamespace(name=f"t{i}", document={}) for i in range(MAX_TENANTS + 1)]
+    context = Context("big", "knee", Any, None, tmp_path / "profile.json", {})
+    with pytest.raises(Problem) as e:
+        run_compare(context, rows, tmp_path, tmp_path / "scratch")
+    assert e.value.status == 422 and f"at most {MAX_TENANTS}" in e.value.message
+    context = Context("bare", "knee", Any, None, None, {})
+    with pytest.raises(Problem, match="no device profile"):
+        run_compare(context, rows[:1], tmp_path, tmp_path / "scratch")

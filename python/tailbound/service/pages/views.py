@@ -29,7 +29,7 @@ from sqlalchemy import select
 from tailbound.errors import ConfigError
 from tailbound.service import plan_store
 from tailbound.service.admission import find_cluster, find_tenant
-from tailbound.service.db import ClusterRow
+from tailbound.service.db import ClusterRow, TenantRow
 from tailbound.service.pages import charts
 from tailbound.service.pages.data import (
     CurveCache,
@@ -40,6 +40,8 @@ from tailbound.service.pages.data import (
     slo_text,
     tenant_page,
 )
+from tailbound.service.pages.policy_compare import MAX_TENANTS, CompareRun, run_compare
+from tailbound.service.pages.policy_compare import compare_charts as policy_charts
 from tailbound.service.problems import Problem
 from tailbound.service.tokens import Principal
 from tailbound.service.web_session import (
@@ -165,10 +167,11 @@ class Pages:
         return {k: v[0] for k, v in fields.items()}
 
     async def operator_form(
-        self, request: Request
+        self, request: Request, scope: str = "operator"
     ) -> tuple[tuple[Principal, SessionData], dict[str, str]] | Response:
-        """The session and the form of a request changing state: an operator's session whose
-        CSRF secret the form carries (else an error page, or the sign-in form)."""
+        """The session and the form of a posted request: a session that ``may(scope)`` (an
+        operator's, by default: the request changes state) whose CSRF secret the form carries
+        (else an error page, or the sign-in form)."""
         signed = self.session(request)
         if signed is None:
             return self.to_login(request)
@@ -180,8 +183,8 @@ class Pages:
             return self.error(
                 request, 403, "the form's CSRF token is missing or stale: reload the page", signed
             )
-        if not signed[0].may("operator"):
-            return self.error(request, 403, "this needs an operator token", signed)
+        if not signed[0].may(scope):
+            return self.error(request, 403, f"this needs a {scope} token", signed)
         return signed, fields
 
 
@@ -331,7 +334,11 @@ def router(state: State, signer: Signer) -> APIRouter:
             with state.sessions() as s:
                 rows = list(s.scalars(select(ClusterRow).order_by(ClusterRow.id)))
                 views = [overview(s, row) for row in rows]
-            return "compare.html", {"views": views, **compare_charts(views)}
+            return "compare.html", {
+                "views": views,
+                "max_tenants": MAX_TENANTS,
+                **compare_charts(views),
+            }
 
         return pages.view(request, build)
 
@@ -407,6 +414,34 @@ def router(state: State, signer: Signer) -> APIRouter:
             replay=done,
             chart=Markup(verify_chart(cluster, done)),
         )
+
+    @r.post("/ui/clusters/{cluster}/compare")
+    async def compare_cluster(request: Request, cluster: str) -> Response:
+        checked = await pages.operator_form(request, "read")
+        if isinstance(checked, Response):
+            return checked
+        signed, _ = checked
+
+        def run() -> CompareRun:
+            with state.sessions() as s:
+                row = find_cluster(s, cluster)
+                tenants = list(
+                    s.scalars(
+                        select(TenantRow)
+                        .where(TenantRow.cluster_id == row.id)
+                        .order_by(TenantRow.id)
+                    )
+                )
+                context = state.decider.context(row)
+            return run_compare(context, tenants, state.traces.root, state.settings.data / "scratch")
+
+        try:
+            done = await run_in_threadpool(run)
+        except Problem as e:
+            return pages.error(request, e.status, e.message, signed)
+        except ConfigError as e:  # a trace or the profile the library's loaders refuse
+            return pages.error(request, 422, str(e), signed)
+        return pages.html(request, "compare_run.html", 200, signed, run=done, **policy_charts(done))
 
     return r
 
