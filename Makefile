@@ -46,7 +46,7 @@ test-rust: ## Rust core, NBD protocol, replayer and gateway tests
 
 .PHONY: test-python
 test-python: install ## Python tests and doctests (slow and benchmark tests deselected)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 .PHONY: test-slow
 test-slow: install ## The slow tests only
