@@ -9,37 +9,23 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
+from tests.service import readme_blocks
 from tests.service.ui_harness import hidden, sign_in
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = readme_blocks.REPO
 URL = "http://127.0.0.1:8751"
 
 
 def block() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text.split("### Web pages", 1)[1]
-    found = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert found, "the README's web-pages section has no sh block"
-    return found.group(1)
+    return readme_blocks.block("### Web pages", "web-pages")
 
 
 def test_readme_web_pages_block(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "tailbound"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m tailbound.cli.main "$@"\n')
-    wrapper.chmod(0o755)
-    source = Path(__import__("tailbound").__file__).resolve().parents[1]
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = readme_blocks.tailbound_env(tmp_path)
     log = tmp_path / "block.log"
     with open(log, "w") as out:
         shell = subprocess.Popen(

@@ -4,36 +4,20 @@ a cluster, tenants, admissions, a Plan, an agent, the server stopped."""
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.service import readme_blocks
+
+REPO = readme_blocks.REPO
 
 
 def block() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text.split("## The control plane", 1)[1]
-    found = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert found, "the README's control-plane section has no sh block"
-    return found.group(1)
+    return readme_blocks.block("## The control plane", "control-plane")
 
 
 def test_readme_control_plane_block(tmp_path: Path) -> None:
-    # `tailbound` is this interpreter's, whatever is installed on PATH
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "tailbound"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m tailbound.cli.main "$@"\n')
-    wrapper.chmod(0o755)
-    source = Path(__import__("tailbound").__file__).resolve().parents[1]
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = readme_blocks.tailbound_env(tmp_path)
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", block()],
         cwd=REPO,
