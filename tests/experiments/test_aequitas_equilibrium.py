@@ -54,3 +54,22 @@ def test_miss_fraction_follows_rpcs_per_window_and_sets_the_overshoot() -> None:
     assert 100 < long["rpcs_per_window"] < 160 and short["rpcs_per_window"] < 30
     assert long["f_pred"] < 0.0013 < 0.005 < short["f_pred"]
     assert tail_long <= 1.1 * slo < 1.25 * slo < tail_short
+
+
+def test_command_check_names_a_miss_fraction_off_the_prediction() -> None:
+    def row(variant: str, pred: float, got: float, p999: float) -> dict[str, float | str]:
+        return {
+            "variant": variant,
+            "cls": 0,
+            "miss_pred": pred,
+            "miss_second_half": got,
+            "p999_us": p999,
+        }
+
+    ok = [row("a", 0.001, 0.0012, 15.4), row("b", 0.006, 0.0066, 21.0)]
+    assert eq.check(ok) == []
+    bad = [row("a", 0.001, 0.003, 15.4), row("b", 0.006, 0.0066, 15.0)]
+    assert eq.check(bad) == [
+        "a, class 0: miss fraction 0.0030 vs predicted 0.0010",
+        "class 0: 99.9p does not rise with the predicted miss fraction",
+    ]

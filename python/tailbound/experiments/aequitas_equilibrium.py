@@ -142,3 +142,157 @@ def equilibrium(
         "q_at_f_pred_s": quantile(run, cls, 1.0 - f_pred, adm.per_mtu),
         "q999_s": quantile(run, cls, 0.999, adm.per_mtu),
     }
+
+
+# --- The command: the relation measured on runs that vary what should move it ------------------
+
+#: (variant, α, β, increment-window scale) for the 3-host setup of Fig. 11 (SLO 15 µs, the
+#: authors' 2 ms window): shorter windows leave fewer RPCs a window, a larger α more misses.
+VARIANTS_3HOST: tuple[tuple[str, float, float, float], ...] = (
+    ("authors' 2 ms window", 0.01, 0.01, 1.0),
+    ("window / 2", 0.01, 0.01, 0.5),
+    ("window / 4", 0.01, 0.01, 0.25),
+    ("window / 8", 0.01, 0.01, 0.125),
+    ("alpha × 3", 0.03, 0.01, 1.0),
+)
+#: The same for the 33-host setup of Fig. 12 (mix 0.6/0.3/0.1, 15 / 25 µs, windows 15 / 25 ms).
+VARIANTS_33HOST: tuple[tuple[str, float, float, float], ...] = (
+    ("paper's parameters", 0.01, 0.01, 1.0),
+    ("beta × 10", 0.01, 0.1, 1.0),
+    ("beta × 0.3", 0.01, 0.003, 1.0),
+    ("alpha × 3", 0.03, 0.01, 1.0),
+)
+#: The command's check: the measured miss fraction within this factor of the prediction.
+RATIO = 2.0
+
+
+def measure(setup_name: str, n: float, seed: int) -> list[dict[str, float | str]]:
+    """Run the variants of ``setup_name`` (``3host``: ``n`` RPCs; ``33host``: ``n`` simulated
+    seconds) and measure each admitted class: one row per (variant, class)."""
+    import time
+    from dataclasses import replace
+
+    from tailbound.experiments import aequitas_33host as big
+    from tailbound.experiments import aequitas_fig11 as small
+    from tailbound.sim.network_rpc import simulate_rpcs
+    from tailbound.traces.sizes import FixedSize
+
+    if setup_name == "3host":
+        rpcs = small.incast_poisson(int(n), seed)
+        base = small.config(15e-6, seed)
+        variants = VARIANTS_3HOST
+    else:
+        rpcs = big.arrivals(FixedSize(32768), 32768, (0.6, 0.3, 0.1), n, seed)
+        base = big.config(True, seed)
+        variants = VARIANTS_33HOST
+    assert base.admission is not None
+    rows: list[dict[str, float | str]] = []
+    for name, alpha, beta, scale in variants:
+        adm0 = base.admission
+        windows = tuple(scale * window_s(adm0, k) for k in range(len(adm0.latency_target_s)))
+        adm = replace(adm0, alpha=alpha, beta=beta, increment_window_s=windows)
+        start = time.perf_counter()
+        run = simulate_rpcs(rpcs, replace(base, admission=adm))
+        wall = time.perf_counter() - start
+        for k, target in enumerate(adm.latency_target_s):
+            e = equilibrium(run, adm, k, 7)
+            # The second half alone: the controller's descent from p_admit = 1 left out.
+            late = _late_miss_fraction(run, k, target)
+            rows.append(
+                {
+                    "setup": setup_name,
+                    "variant": name,
+                    "cls": k,
+                    "alpha": alpha,
+                    "beta": beta,
+                    "window_ms": e["window_s"] * 1e3,
+                    "slo_us": target * 1e6,
+                    "rpcs_per_window": e["rpcs_per_window"],
+                    "misses_per_window": e["misses_per_window"],
+                    "miss_pred": e["f_pred"],
+                    "miss": e["f"],
+                    "miss_second_half": late,
+                    "q_at_miss_pred_us": e["q_at_f_pred_s"] * 1e6,
+                    "p999_us": run.rnl_tail(k) * 1e6,
+                    "admitted_share": run.run_share(k),
+                    "wall_s": wall,
+                }
+            )
+            print({k: v if isinstance(v, str) else round(v, 5) for k, v in rows[-1].items()})
+    return rows
+
+
+def _late_miss_fraction(run: NetworkRun, cls: int, target: float) -> float:
+    t = run.rpcs.time_s
+    sel = (run.rpcs.cls == cls) & (run.class_run == cls) & (t >= t[0] + 0.5 * (t[-1] - t[0]))
+    v = np.where(np.isnan(run.rnl_s[sel]), np.inf, run.rnl_s[sel])
+    return float((v > target).mean()) if len(v) else math.nan
+
+
+def check(rows: list[dict[str, float | str]]) -> list[str]:
+    """Failures (sentences): a row whose second-half miss fraction is not within :data:`RATIO`
+    of the predicted one, or a class whose 99.9p does not rise with the predicted fraction."""
+    bad = []
+    for r in rows:
+        ratio = float(r["miss_second_half"]) / float(r["miss_pred"])
+        if not 1 / RATIO <= ratio <= RATIO:
+            got, pred = float(r["miss_second_half"]), float(r["miss_pred"])
+            bad.append(
+                f"{r['variant']}, class {r['cls']}: miss fraction {got:.4f} vs predicted {pred:.4f}"
+            )
+    for cls in {int(r["cls"]) for r in rows}:
+        sel = sorted((r for r in rows if r["cls"] == cls), key=lambda r: float(r["miss_pred"]))
+        lo, hi = sel[0], sel[-1]
+        if not float(hi["p999_us"]) > float(lo["p999_us"]):
+            bad.append(f"class {cls}: 99.9p does not rise with the predicted miss fraction")
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``tailbound experiment aequitas_equilibrium --out DIR [--setup 3host|33host]``: writes
+    ``aequitas_equilibrium.csv`` (one row per variant and class), ``.md`` and ``.png``."""
+    import argparse
+    from pathlib import Path
+
+    from tailbound.cli.options import add_quiet
+    from tailbound.experiments.wc_common import save_plot, write_table
+
+    p = argparse.ArgumentParser(description="Aequitas: where the AIMD settles, measured")
+    p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
+    p.add_argument("--setup", choices=("3host", "33host"), default="3host")
+    p.add_argument("--rpcs", type=int, default=300_000, help="3host: RPCs a run")
+    p.add_argument("--duration-s", type=float, default=0.3, help="33host: simulated s")
+    p.add_argument("--seed", type=int, default=1)
+    add_quiet(p)
+    args = p.parse_args(argv)
+    n = args.rpcs if args.setup == "3host" else args.duration_s
+    rows = measure(args.setup, n, args.seed)
+    print(write_table(args.out, "aequitas_equilibrium", rows, "Aequitas: the AIMD equilibrium"))
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    pred = [float(r["miss_pred"]) for r in rows]
+    ax1.loglog(pred, [float(r["miss_second_half"]) for r in rows], "o")
+    ax1.plot([min(pred), max(pred)], [min(pred), max(pred)], "k--", label="measured = predicted")
+    ax1.set_xlabel("predicted miss fraction m / n_w")
+    ax1.set_ylabel("measured (second half)")
+    ax1.legend()
+    ax2.semilogx(pred, [float(r["p999_us"]) / float(r["slo_us"]) for r in rows], "s")
+    ax2.axhline(1.0, color="k", ls=":")
+    ax2.set_xlabel("predicted miss fraction m / n_w")
+    ax2.set_ylabel("99.9p / SLO")
+    fig.suptitle(f"Aequitas' AIMD equilibrium, {args.setup}")
+    fig.tight_layout()
+    save_plot(fig, args.out / "aequitas_equilibrium.png")
+    failures = check(rows)
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
