@@ -30,6 +30,13 @@ def test_aequitas_fig20_short_run_lowers_normalised_tails(tmp_path: Path) -> Non
                 assert float(by[(mode, s, c)]["slo_us_per_mtu"]) == pytest.approx(max(cal))
                 assert by[(mode, s, c)]["slo_source"] == "calibrated"
     assert abs(float(by[("calibration", 32768, 0)]["run_share"]) - 0.2) < 0.02
+    # The equilibrium's columns: on the Aequitas rows of the controlled classes only.
+    for size in (32768, 65536):
+        assert float(by[("aequitas", size, 0)]["rpcs_per_window"]) > 0
+        assert 0 < float(by[("aequitas", size, 0)]["miss_pred"]) < 1
+        assert 0.1 <= float(by[("aequitas", size, 0)]["p_admit_last_tenth"]) <= 1
+        assert by[("wfq", size, 0)]["miss_pred"] == "nan"
+        assert by[("aequitas", size, 2)]["miss_pred"] == "nan"
     for size in (32768, 65536):
         for c in (0, 1):
             aeq = float(by[("aequitas", size, c)]["p999_us_per_mtu"])

@@ -72,19 +72,27 @@ def _middle(run: NetworkRun, keep: float) -> NDArray[np.bool_]:
     return (rank >= lo) & (rank < hi)
 
 
-def admitted(run: NetworkRun, cls: int, keep: float = 0.8) -> NDArray[np.bool_]:
-    """The RPCs that asked for ``cls`` and ran at it, in the middle ``keep`` by issue time."""
-    return (run.rpcs.cls == cls) & (run.class_run == cls) & _middle(run, keep)
+def admitted(
+    run: NetworkRun, cls: int, keep: float = 0.8, size_bytes: int | None = None
+) -> NDArray[np.bool_]:
+    """The RPCs that asked for ``cls`` and ran at it, in the middle ``keep`` by issue time
+    (only those of ``size_bytes`` when given)."""
+    sel = (run.rpcs.cls == cls) & (run.class_run == cls) & _middle(run, keep)
+    return sel if size_bytes is None else sel & (run.rpcs.size_bytes == size_bytes)
 
 
-def rpcs_per_window(run: NetworkRun, cls: int, window: float, keep: float = 0.8) -> float:
+def rpcs_per_window(
+    run: NetworkRun, cls: int, window: float, keep: float = 0.8, size_bytes: int | None = None
+) -> float:
     """``n_w``: admitted RPCs of ``cls`` per channel per ``window`` s, the mean over the
     channels that asked for ``cls`` (a channel is a (source, destination) pair)."""
-    sel = admitted(run, cls, keep)
+    sel = admitted(run, cls, keep, size_bytes)
     mid = _middle(run, keep)
     t = run.rpcs.time_s[mid]
     span = float(t.max() - t.min()) if len(t) > 1 else 0.0
     asked = (run.rpcs.cls == cls) & mid
+    if size_bytes is not None:
+        asked &= run.rpcs.size_bytes == size_bytes
     pairs = run.rpcs.src[asked].astype(np.int64) * run.rpcs.n_hosts + run.rpcs.dst[asked]
     channels = len(np.unique(pairs))
     if span <= 0 or channels == 0:
@@ -93,11 +101,16 @@ def rpcs_per_window(run: NetworkRun, cls: int, window: float, keep: float = 0.8)
 
 
 def measured(
-    run: NetworkRun, cls: int, target: float, per_mtu: bool, keep: float = 0.8
+    run: NetworkRun,
+    cls: int,
+    target: float,
+    per_mtu: bool,
+    keep: float = 0.8,
+    size_bytes: int | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """The admitted RPCs' measure (s, or s per MTU) compared with the target, and the misses
     (the artifact's ``>``; the paper's ``≥`` differs only on exact ties)."""
-    sel = admitted(run, cls, keep)
+    sel = admitted(run, cls, keep, size_bytes)
     v = np.where(np.isnan(run.rnl_s[sel]), np.inf, run.rnl_s[sel])
     if per_mtu:
         v = v / run.size_mtus[sel]
@@ -105,31 +118,50 @@ def measured(
 
 
 def miss_fraction(
-    run: NetworkRun, cls: int, target: float, per_mtu: bool, keep: float = 0.8
+    run: NetworkRun,
+    cls: int,
+    target: float,
+    per_mtu: bool,
+    keep: float = 0.8,
+    size_bytes: int | None = None,
 ) -> float:
     """``f``: of ``cls``'s admitted RPCs in the middle ``keep``, the fraction over ``target``."""
-    _, miss = measured(run, cls, target, per_mtu, keep)
+    _, miss = measured(run, cls, target, per_mtu, keep, size_bytes)
     return float(miss.mean()) if len(miss) else math.nan
 
 
-def quantile(run: NetworkRun, cls: int, q: float, per_mtu: bool, keep: float = 0.8) -> float:
+def quantile(
+    run: NetworkRun,
+    cls: int,
+    q: float,
+    per_mtu: bool,
+    keep: float = 0.8,
+    size_bytes: int | None = None,
+) -> float:
     """The inverted-CDF ``q`` quantile of ``cls``'s admitted RPCs' RNL (s, or s per MTU)."""
-    v, _ = measured(run, cls, math.inf, per_mtu, keep)
+    v, _ = measured(run, cls, math.inf, per_mtu, keep, size_bytes)
     if not len(v):
         return math.nan
     return float(np.quantile(v, min(max(q, 0.0), 1.0), method="inverted_cdf"))
 
 
 def equilibrium(
-    run: NetworkRun, adm: NetworkAdmission, cls: int, size_mtus: float
+    run: NetworkRun,
+    adm: NetworkAdmission,
+    cls: int,
+    size_mtus: float,
+    size_bytes: int | None = None,
 ) -> dict[str, float]:
     """For class ``cls`` of an Aequitas run: ``n_w``, the predicted miss fraction
     ``f_pred = m / n_w``, the measured ``f``, and ``q_at_f_pred_s``, the admitted RPCs' RNL
     quantile at ``1 − f_pred`` (s, or s per MTU): the equilibrium puts the target there, so the
     99.9p sits above the target when ``f_pred > 0.001`` (and ``q_at_f_pred_s`` ≈ target checks
-    the prediction on the run itself)."""
+    the prediction on the run itself); ``q999_s``, the same RPCs' 99.9p, so that
+    ``target · q999_s / q_at_f_pred_s`` is the 99.9p the equilibrium predicts with this run's
+    tail shape. ``size_bytes``: only the channels and RPCs of that size (each of Fig. 20's
+    channels sends one size)."""
     w = window_s(adm, cls)
-    n_w = rpcs_per_window(run, cls, w)
+    n_w = rpcs_per_window(run, cls, w, size_bytes=size_bytes)
     m = misses_per_window(adm.alpha, adm.beta, size_mtus, adm.rules)
     f_pred = m / n_w if n_w > 0 else math.nan
     target = adm.latency_target_s[cls]
@@ -138,9 +170,9 @@ def equilibrium(
         "rpcs_per_window": n_w,
         "misses_per_window": m,
         "f_pred": f_pred,
-        "f": miss_fraction(run, cls, target, adm.per_mtu),
-        "q_at_f_pred_s": quantile(run, cls, 1.0 - f_pred, adm.per_mtu),
-        "q999_s": quantile(run, cls, 0.999, adm.per_mtu),
+        "f": miss_fraction(run, cls, target, adm.per_mtu, size_bytes=size_bytes),
+        "q_at_f_pred_s": quantile(run, cls, 1.0 - f_pred, adm.per_mtu, size_bytes=size_bytes),
+        "q999_s": quantile(run, cls, 0.999, adm.per_mtu, size_bytes=size_bytes),
     }
 
 

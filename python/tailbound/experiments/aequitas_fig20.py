@@ -26,7 +26,11 @@ when the SLOs are calibrated; ``wfq``; ``aequitas``), ``size_bytes``, ``cls``,
 ``slo_us_per_mtu`` (NaN for QoS_l), ``slo_source`` (``calibrated`` or ``given``),
 ``p999_us_per_mtu`` (RNL / size in MTUs, 99.9p over the middle 80% by issue time of the RPCs of
 that size run at the class), ``run_share`` (of that size's RPCs, the fraction run at the
-class), ``rpcs``, ``unfinished``, ``wall_s``. Exit status 1 unless, with Aequitas, QoS_h and
+class), ``rpcs``, ``unfinished``, ``wall_s``, and for Aequitas' QoS_h and QoS_m (NaN elsewhere)
+on that size's channels: ``rpcs_per_window``, ``miss`` (fraction of the admitted RPCs over the
+SLO), ``miss_pred`` (the AIMD equilibrium's, :mod:`~tailbound.experiments.aequitas_equilibrium`),
+``p_admit_first_tenth`` and ``p_admit_last_tenth`` (mean ``p_admit`` at issue in the first and
+last tenth of the run). Exit status 1 unless, with Aequitas, QoS_h and
 QoS_m of both sizes are within ``--tolerance`` × their normalised SLO (default 1.25, as
 Fig. 12).
 
@@ -46,8 +50,9 @@ import numpy as np
 from tailbound import _core
 from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
+from tailbound.experiments import aequitas_equilibrium as eq
 from tailbound.experiments.wc_common import save_plot, write_table
-from tailbound.sim.network_rpc import NetworkRun, simulate_rpcs
+from tailbound.sim.network_rpc import NetworkAdmission, NetworkRun, simulate_rpcs
 from tailbound.traces.rpc_arrivals import PairOnOffRpcs, Pattern, RpcArrivals, all_to_all
 from tailbound.traces.sizes import FixedSize
 
@@ -118,13 +123,41 @@ def windows_s(slos_per_mtu_s: tuple[float, ...]) -> tuple[float, ...]:
     return tuple(WINDOW_MTUS * s / (1 - PCTL) for s in slos_per_mtu_s)
 
 
+def p_admit_at(r: NetworkRun, cls: int, size: int, part: int) -> float:
+    """The mean ``p_admit`` of the ``size`` channels' ``cls`` requests issued in the first
+    (``part`` 0) or last (1) tenth of the run: whether those channels are still moving."""
+    t = r.rpcs.time_s
+    lo, hi = (
+        (t[0], t[0] + 0.1 * (t[-1] - t[0])) if part == 0 else (t[-1] - 0.1 * (t[-1] - t[0]), t[-1])
+    )
+    m = (r.rpcs.cls == cls) & (r.rpcs.size_bytes == size) & (t >= lo) & (t <= hi)
+    return float(r.p_admit[m].mean()) if m.any() else math.nan
+
+
 def rows_of(
-    mode: str, r: NetworkRun, slos: tuple[float, ...], source: str, wall: float
+    mode: str,
+    r: NetworkRun,
+    slos: tuple[float, ...],
+    source: str,
+    wall: float,
+    adm: NetworkAdmission | None = None,
 ) -> list[Row]:
+    """One row per (size, class) of run ``r``; with ``adm`` (an Aequitas run) each controlled
+    class's AIMD equilibrium on that size's channels
+    (:func:`~tailbound.experiments.aequitas_equilibrium.equilibrium`) and its ``p_admit`` at
+    the start and the end (NaN otherwise)."""
     rows: list[Row] = []
     for size in SIZES:
         of_size = r.rpcs.size_bytes == size
         for cls in range(3):
+            e = (
+                eq.equilibrium(
+                    r, adm, cls, _core.rpc_size_mtus(size, setup.MSS_BYTES), size_bytes=size
+                )
+                if adm is not None and cls < 2
+                else {}
+            )
+            ctl = adm is not None and cls < 2
             rows.append(
                 {
                     "mode": mode,
@@ -137,6 +170,11 @@ def rows_of(
                     "rpcs": float(of_size.sum()),
                     "unfinished": r.counters["unfinished"],
                     "wall_s": wall,
+                    "rpcs_per_window": e.get("rpcs_per_window", math.nan),
+                    "miss": e.get("f", math.nan),
+                    "miss_pred": e.get("f_pred", math.nan),
+                    "p_admit_first_tenth": p_admit_at(r, cls, size, 0) if ctl else math.nan,
+                    "p_admit_last_tenth": p_admit_at(r, cls, size, 1) if ctl else math.nan,
                 }
             )
             print({k: v if isinstance(v, str) else round(v, 3) for k, v in rows[-1].items()})
@@ -184,7 +222,8 @@ def run(
         )
         start = time.perf_counter()
         r = simulate_rpcs(rpcs, cfg)
-        rows += rows_of(mode, r, (*slos, math.nan), source, time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        rows += rows_of(mode, r, (*slos, math.nan), source, wall, cfg.admission)
     return rows
 
 
