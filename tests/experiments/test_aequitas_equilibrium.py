@@ -64,13 +64,14 @@ def test_command_check_names_a_miss_fraction_off_the_prediction() -> None:
             "miss_pred": pred,
             "miss_second_half": got,
             "p999_us": p999,
-            "p_admit_drift": 0.0,
+            "p_admit_drift_per_window": 0.001,
+            "alpha": 0.01,
         }
 
     ok = [row("a", 0.001, 0.0012, 15.4), row("b", 0.006, 0.0066, 21.0)]
     assert eq.check(ok) == []
     # A row whose p_admit still moves is not held to the relation.
-    moving = {**row("c", 0.002, 0.00001, 16.0), "p_admit_drift": 0.05}
+    moving = {**row("c", 0.002, 0.00001, 16.0), "p_admit_drift_per_window": 0.008}
     assert eq.check([*ok, moving]) == []
     bad = [row("a", 0.001, 0.003, 15.4), row("b", 0.006, 0.0066, 15.0)]
     assert eq.check(bad) == [
