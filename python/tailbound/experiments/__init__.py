@@ -34,6 +34,7 @@ Aequitas (SIGCOMM 2022; setups :mod:`~tailbound.experiments.aequitas_33host` and
 (SLO sweep), ``aequitas_fig12`` (33 hosts), ``aequitas_fig14`` (share sweep and convergence),
 ``aequitas_fig16`` (share ∝ 1/ρ), ``aequitas_fig17`` (fairness), ``aequitas_fig19`` (strict
 priority), ``aequitas_fig20`` (mixed sizes), ``aequitas_fig21`` (144 hosts, 25× bursts),
-``aequitas_fig22`` (against pFabric, QJump, SPQ). ``tailbound experiment
+``aequitas_fig22`` (against pFabric, QJump, SPQ), ``aequitas_equilibrium`` (where the AIMD
+settles: miss fraction against admitted RPCs per increment window). ``tailbound experiment
 LIST`` lists every module here with a ``main(argv)``.
 """

@@ -8,21 +8,38 @@ normalised SLOs for both sizes. The paper gives neither the split nor the SLO va
 every destination, its senders of even rank (16) send 32 KiB RPCs and those of odd rank (16)
 64 KiB RPCs, every (source, destination) pair offering the same bytes at the burst and average
 loads of the setup (two :class:`~tailbound.traces.rpc_arrivals.PairOnOffRpcs` over the two halves,
-each at half of ρ = 1.4 and μ = 0.8); the mix is Fig. 12's 0.6/0.3/0.1 and the SLOs are Fig. 12's
-15 µs / 25 µs for a 32 KiB RPC (7 MTUs) per MTU: 15/7 and 25/7 µs per MTU (64 KiB = 13 MTUs),
-with Fig. 12's increment windows (``WINDOWS_S``).
+each at half of ρ = 1.4 and μ = 0.8); the mix is Fig. 12's 0.6/0.3/0.1.
 
-One CSV row per (mode, size, class): ``mode`` (``wfq``, ``aequitas``), ``size_bytes``, ``cls``,
-``slo_us_per_mtu`` (NaN for QoS_l), ``p999_us_per_mtu`` (RNL / size in MTUs, 99.9p over the middle
-80% by issue time of the RPCs of that size run at the class), ``run_share`` (of that size's
-RPCs, the fraction run at the class). Exit status 1 unless, with Aequitas, QoS_h and QoS_m of
-both sizes are within ``--tolerance`` × their normalised SLO (default 1.25, as Fig. 12).
+**The SLOs.** The paper states none for Fig. 20. It does say how it sets SLOs (§6.11, footnote
+7): "as per a QoS-mix of (0.2, 0.3, 0.5)", the 99.9p RNL observed when the input mix is that
+target mix. So by default the command first runs WFQ alone at the target mix
+(``--target-mix``, 0.2/0.3/0.5) on the same setup and sizes (``--calibration-duration-s``), and
+sets each class's per-MTU SLO to the largest of the two sizes' per-MTU 99.9p there, so that
+both sizes can meet it; ``--slo-per-mtu H,M`` (µs per MTU) gives them instead. The increment
+windows are those a 32 KiB RPC's whole-RPC target would derive, ``7 × SLO per MTU / (1 − 0.999)``
+(Fig. 12's rule: 15 µs a 32 KiB RPC → 15 ms; derived from the per-MTU target they would be 7
+times shorter, and the AIMD's equilibrium miss fraction 7 times larger,
+:mod:`~tailbound.experiments.aequitas_equilibrium`).
 
-Run: ``tailbound experiment aequitas_fig20 --out DIR [--duration-s 0.5]``.
+One CSV row per (mode, size, class): ``mode`` (``calibration``: WFQ alone at the target mix,
+when the SLOs are calibrated; ``wfq``; ``aequitas``), ``size_bytes``, ``cls``,
+``slo_us_per_mtu`` (NaN for QoS_l), ``slo_source`` (``calibrated`` or ``given``),
+``p999_us_per_mtu`` (RNL / size in MTUs, 99.9p over the middle 80% by issue time of the RPCs of
+that size run at the class), ``run_share`` (of that size's RPCs, the fraction run at the
+class), ``rpcs``, ``unfinished``, ``wall_s``, and for Aequitas' QoS_h and QoS_m (NaN elsewhere)
+on that size's channels: ``rpcs_per_window``, ``miss`` (fraction of the admitted RPCs over the
+SLO), ``miss_pred`` (the AIMD equilibrium's, :mod:`~tailbound.experiments.aequitas_equilibrium`),
+``p_admit_first_tenth`` and ``p_admit_last_tenth`` (mean ``p_admit`` at issue in the first and
+last tenth of the run). Exit status 1 unless, with Aequitas, QoS_h and
+QoS_m of both sizes are within ``--tolerance`` × their normalised SLO (default 1.25, as
+Fig. 12).
+
+Run: ``tailbound experiment aequitas_fig20 --out DIR [--duration-s 0.5] [--slo-per-mtu H,M]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from collections.abc import Sequence
@@ -31,26 +48,27 @@ from pathlib import Path
 import numpy as np
 
 from tailbound import _core
+from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
-from tailbound.experiments.wc_common import save_plot
-from tailbound.sim.network_rpc import NetworkRun, simulate_rpcs
+from tailbound.experiments import aequitas_equilibrium as eq
+from tailbound.experiments.wc_common import save_plot, write_table
+from tailbound.sim.network_rpc import NetworkAdmission, NetworkRun, simulate_rpcs
 from tailbound.traces.rpc_arrivals import PairOnOffRpcs, Pattern, RpcArrivals, all_to_all
 from tailbound.traces.sizes import FixedSize
 
 SIZES = (32768, 65536)
 MIX = (0.6, 0.3, 0.1)
-MTUS_32K = 7
-SLOS_PER_MTU_S = tuple(s / MTUS_32K for s in setup.SLOS_S)
-#: The increment windows of Fig. 12's whole-RPC SLOs (1000 × 15 µs, 1000 × 25 µs): derived
-#: from the per-MTU targets they would be 7 times shorter, and the controller would increase
-#: 7 times as often and settle at a tail about twice the SLO (measured: 4.15 µs/MTU for 2.14).
-WINDOWS_S = (15e-3, 25e-3)
+#: The paper's target mix, at which its SLOs are the observed 99.9p (§6.11, footnote 7).
+TARGET_MIX = (0.2, 0.3, 0.5)
+#: The increment windows are those of a 32 KiB (7-MTU) RPC's whole-RPC target.
+WINDOW_MTUS = 7
+PCTL = 0.999
 NAMES = ("QoS_h", "QoS_m", "QoS_l")
 
 Row = dict[str, float | str]
 
 
-def arrivals(duration_s: float, seed: int) -> RpcArrivals:
+def arrivals(duration_s: float, seed: int, mix: tuple[float, ...] = MIX) -> RpcArrivals:
     """Senders of even rank at each destination send 32 KiB RPCs, those of odd rank 64 KiB;
     each pair at the setup's per-pair burst rate, the two halves merged by issue time."""
     full = all_to_all(setup.N_HOSTS)
@@ -62,7 +80,7 @@ def arrivals(duration_s: float, seed: int) -> RpcArrivals:
             setup.BURST_LOAD * frac,
             setup.LOAD * frac,
             FixedSize(size),
-            class_mix=MIX,
+            class_mix=mix,
             rpcs_per_burst=setup.RPCS_PER_BURST,
             link_rate_bps=setup.LINK_BPS * size / setup.wire_bytes(size),
         )
@@ -96,39 +114,116 @@ def tail_per_mtu(r: NetworkRun, cls: int, size: int) -> float:
 #: experiment's own labels, not policy names).
 MODES = ("wfq", "aequitas")
 WFQ, AEQUITAS = MODES
+#: The calibration run's ``mode``: WFQ alone at the target mix.
+CALIBRATION = "calibration"
 
 
-def run(duration_s: float, seed: int) -> list[Row]:
-    rpcs = arrivals(duration_s, seed)
+def windows_s(slos_per_mtu_s: tuple[float, ...]) -> tuple[float, ...]:
+    """The increment windows (s) of per-MTU SLOs: ``WINDOW_MTUS × SLO / (1 − PCTL)``."""
+    return tuple(WINDOW_MTUS * s / (1 - PCTL) for s in slos_per_mtu_s)
+
+
+def p_admit_at(r: NetworkRun, cls: int, size: int, part: int) -> float:
+    """The mean ``p_admit`` of the ``size`` channels' ``cls`` requests issued in the first
+    (``part`` 0) or last (1) tenth of the run: whether those channels are still moving."""
+    t = r.rpcs.time_s
+    lo, hi = (
+        (t[0], t[0] + 0.1 * (t[-1] - t[0])) if part == 0 else (t[-1] - 0.1 * (t[-1] - t[0]), t[-1])
+    )
+    m = (r.rpcs.cls == cls) & (r.rpcs.size_bytes == size) & (t >= lo) & (t <= hi)
+    return float(r.p_admit[m].mean()) if m.any() else math.nan
+
+
+def rows_of(
+    mode: str,
+    r: NetworkRun,
+    slos: tuple[float, ...],
+    source: str,
+    wall: float,
+    adm: NetworkAdmission | None = None,
+) -> list[Row]:
+    """One row per (size, class) of run ``r``; with ``adm`` (an Aequitas run) each controlled
+    class's AIMD equilibrium on that size's channels
+    (:func:`~tailbound.experiments.aequitas_equilibrium.equilibrium`) and its ``p_admit`` at
+    the start and the end (NaN otherwise)."""
     rows: list[Row] = []
+    for size in SIZES:
+        of_size = r.rpcs.size_bytes == size
+        for cls in range(3):
+            e = (
+                eq.equilibrium(
+                    r, adm, cls, _core.rpc_size_mtus(size, setup.MSS_BYTES), size_bytes=size
+                )
+                if adm is not None and cls < 2
+                else {}
+            )
+            ctl = adm is not None and cls < 2
+            rows.append(
+                {
+                    "mode": mode,
+                    "size_bytes": size,
+                    "cls": cls,
+                    "slo_us_per_mtu": slos[cls] * 1e6 if cls < 2 else math.nan,
+                    "slo_source": source,
+                    "p999_us_per_mtu": tail_per_mtu(r, cls, size) * 1e6,
+                    "run_share": float((r.class_run[of_size] == cls).mean()),
+                    "rpcs": float(of_size.sum()),
+                    "unfinished": r.counters["unfinished"],
+                    "wall_s": wall,
+                    "rpcs_per_window": e.get("rpcs_per_window", math.nan),
+                    "miss": e.get("f", math.nan),
+                    "miss_pred": e.get("f_pred", math.nan),
+                    "p_admit_first_tenth": p_admit_at(r, cls, size, 0) if ctl else math.nan,
+                    "p_admit_last_tenth": p_admit_at(r, cls, size, 1) if ctl else math.nan,
+                }
+            )
+            print({k: v if isinstance(v, str) else round(v, 3) for k, v in rows[-1].items()})
+    return rows
+
+
+def calibrate(
+    duration_s: float, seed: int, target_mix: tuple[float, ...]
+) -> tuple[tuple[float, ...], list[Row]]:
+    """The per-MTU SLOs (s) as the paper sets its SLOs: WFQ alone at ``target_mix``, per class
+    the largest of the sizes' per-MTU 99.9p; and that run's rows (mode ``calibration``)."""
+    rpcs = arrivals(duration_s, seed, target_mix)
+    start = time.perf_counter()
+    r = simulate_rpcs(rpcs, setup.config(False, seed))
+    wall = time.perf_counter() - start
+    slos = tuple(max(tail_per_mtu(r, cls, size) for size in SIZES) for cls in range(2))
+    for cls, s in enumerate(slos):
+        if not (math.isfinite(s) and s > 0):
+            raise ValueError(f"calibration: no finite 99.9p for {NAMES[cls]} at {target_mix}")
+    return slos, rows_of(CALIBRATION, r, (*slos, math.nan), "calibrated", wall)
+
+
+def run(
+    duration_s: float,
+    seed: int,
+    slos_per_mtu_s: tuple[float, ...] | None = None,
+    calibration_duration_s: float = 0.25,
+    target_mix: tuple[float, ...] = TARGET_MIX,
+) -> list[Row]:
+    """Calibrate the SLOs (unless given), then WFQ alone and Aequitas at :data:`MIX`."""
+    rows: list[Row] = []
+    if slos_per_mtu_s is None:
+        slos, rows = calibrate(calibration_duration_s, seed, target_mix)
+        source = "calibrated"
+    else:
+        slos, source = slos_per_mtu_s, "given"
+    rpcs = arrivals(duration_s, seed)
     for mode in MODES:
         cfg = setup.config(
             mode == AEQUITAS,
             seed,
-            slos_s=SLOS_PER_MTU_S,
+            slos_s=slos,
             per_mtu=True,
-            increment_window_s=WINDOWS_S,
+            increment_window_s=windows_s(slos),
         )
         start = time.perf_counter()
         r = simulate_rpcs(rpcs, cfg)
         wall = time.perf_counter() - start
-        for size in SIZES:
-            of_size = r.rpcs.size_bytes == size
-            for cls in range(3):
-                rows.append(
-                    {
-                        "mode": mode,
-                        "size_bytes": size,
-                        "cls": cls,
-                        "slo_us_per_mtu": SLOS_PER_MTU_S[cls] * 1e6 if cls < 2 else math.nan,
-                        "p999_us_per_mtu": tail_per_mtu(r, cls, size) * 1e6,
-                        "run_share": float((r.class_run[of_size] == cls).mean()),
-                        "rpcs": float(of_size.sum()),
-                        "unfinished": r.counters["unfinished"],
-                        "wall_s": wall,
-                    }
-                )
-                print({k: v if isinstance(v, str) else round(v, 3) for k, v in rows[-1].items()})
+        rows += rows_of(mode, r, (*slos, math.nan), source, wall, cfg.admission)
     return rows
 
 
@@ -144,7 +239,8 @@ def plot(rows: list[Row], png: Path) -> None:
         for i, mode in enumerate(MODES):
             sel = [r for r in rows if r["mode"] == mode and r["size_bytes"] == size]
             ax.bar(x + 0.4 * i, [float(r["p999_us_per_mtu"]) for r in sel], 0.4, label=mode)
-        ax.plot(x[:2] + 0.2, [s * 1e6 for s in SLOS_PER_MTU_S], "k_", markersize=30, label="SLO")
+        slos = [float(r["slo_us_per_mtu"]) for r in rows if r["mode"] == AEQUITAS][:2]
+        ax.plot(x[:2] + 0.2, slos, "k_", markersize=30, label="SLO")
         ax.set_xticks(x + 0.2, NAMES)
         ax.set_yscale("log")
         ax.set_title(f"{size // 1024} KiB RPCs")
@@ -168,16 +264,46 @@ def check(rows: list[Row], tolerance: float) -> list[str]:
     return bad
 
 
+def floats(text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in text.split(",") if v)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return setup.main_of(
-        argv,
-        name="aequitas_fig20",
-        title="Aequitas Fig. 20: mixed sizes",
-        description=(__doc__ or "").splitlines()[0],
-        run=run,
-        plot=plot,
-        check=check,
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
+    p.add_argument("--duration-s", type=float, default=0.5, help="simulated time (s)")
+    p.add_argument(
+        "--slo-per-mtu",
+        type=floats,
+        help="QoS_h,QoS_m SLOs in µs per MTU (default: calibrated at --target-mix)",
     )
+    p.add_argument(
+        "--target-mix",
+        type=floats,
+        default=TARGET_MIX,
+        help="the mix whose WFQ-alone 99.9p are the SLOs (h,m,l)",
+    )
+    p.add_argument("--calibration-duration-s", type=float, default=0.25, help="simulated time (s)")
+    p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
+    p.add_argument("--seed", type=int, default=1)
+    add_quiet(p)
+    args = p.parse_args(argv)
+    slos = args.slo_per_mtu
+    if slos is not None:
+        if len(slos) != 2 or not all(math.isfinite(v) and v > 0 for v in slos):
+            p.error(f"--slo-per-mtu: two SLOs > 0 µs per MTU (QoS_h,QoS_m), got {slos}")
+        slos = tuple(v * 1e-6 for v in slos)
+    mix = args.target_mix
+    if len(mix) != 3 or any(v < 0 for v in mix) or abs(sum(mix) - 1) > 1e-9:
+        p.error(f"--target-mix: three shares ≥ 0 summing to 1, got {mix}")
+    rows = run(args.duration_s, args.seed, slos, args.calibration_duration_s, mix)
+    title = "Aequitas Fig. 20: mixed sizes"
+    print(write_table(args.out, "aequitas_fig20", rows, title))
+    plot(rows, args.out / "aequitas_fig20.png")
+    failures = check(rows, args.tolerance)
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
