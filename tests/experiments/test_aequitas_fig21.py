@@ -20,6 +20,18 @@ def test_aequitas_fig21_short_run_writes_both_schemes(tmp_path: Path) -> None:
     assert abs(float(rows["wfq"]["qos_h_run_share"]) - 0.6) < 0.02
 
 
+def test_aequitas_fig21_takes_the_storage_sizes(tmp_path: Path) -> None:
+    # 0.2 ms with the 10-MTU storage sizes: about a ninth of the prompts' RPCs, same load.
+    code = aequitas_fig21.main(
+        ["--out", str(tmp_path), "--duration-s", "0.0002", "--sizes", "storage-10mtu"]
+    )
+    assert code in (0, 1)
+    with open(tmp_path / "aequitas_fig21.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["sizes"] for r in rows] == ["storage-10mtu"] * 2
+    assert 1000 < float(rows[0]["rpcs"]) < 10_000
+
+
 def test_check_names_each_failed_claim() -> None:
     def row(scheme: str, h: float, m: float) -> dict[str, float | str]:
         return {

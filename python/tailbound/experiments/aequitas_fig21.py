@@ -26,14 +26,18 @@ Run: ``tailbound experiment aequitas_fig21 --out DIR [--duration-s 0.02]``.
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from tailbound.experiments import aequitas_33host as setup
 from tailbound.experiments import aequitas_baselines as base
+from tailbound.experiments import aequitas_sizes
 from tailbound.experiments.wc_common import save_plot
 from tailbound.sim.network_rpc import simulate_rpcs
 
@@ -41,18 +45,26 @@ N_HOSTS = 144
 BURST_LOAD = 25.0
 MIX = (0.6, 0.3, 0.1)
 SCHEMES = ("wfq", "aequitas")
+#: The size model of the default run (``--sizes``; :mod:`tailbound.experiments.aequitas_sizes`).
+DEFAULT_SIZES = aequitas_sizes.AZURE_PROMPTS
 
 Row = dict[str, float | str]
 
 
-def run(duration_s: float, seed: int) -> list[Row]:
-    rpcs = base.production_arrivals(N_HOSTS, MIX, duration_s, seed, burst_load=BURST_LOAD)
+def run(duration_s: float, seed: int, *, sizes: str = DEFAULT_SIZES) -> list[Row]:
+    """WFQ alone and Aequitas on the same RPCs of the size model ``sizes``."""
+    dist = aequitas_sizes.size_model(sizes)
+    rpcs = base.production_arrivals(
+        N_HOSTS, MIX, duration_s, seed, burst_load=BURST_LOAD, sizes=dist
+    )
     rows = []
     for scheme in SCHEMES:
         cfg = base.scheme_config(scheme, N_HOSTS, seed)
         start = time.perf_counter()
         r = simulate_rpcs(rpcs, cfg)
-        rows.append(base.scheme_row(scheme, r, time.perf_counter() - start, base.SLOS_PER_MTU_S))
+        row = base.scheme_row(scheme, r, time.perf_counter() - start, base.SLOS_PER_MTU_S)
+        row["sizes"] = sizes
+        rows.append(row)
         print({k: v if isinstance(v, str) else round(v, 3) for k, v in rows[-1].items()})
     return rows
 
@@ -94,12 +106,17 @@ def check(rows: list[Row], tolerance: float) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--sizes", choices=aequitas_sizes.SIZE_MODELS, default=DEFAULT_SIZES)
+    opts, rest = own.parse_known_args(argv)
     return setup.main_of(
-        argv,
+        rest,
         name="aequitas_fig21",
         title="Aequitas Fig. 21: 144 hosts, 25× bursts",
-        description=(__doc__ or "").splitlines()[0],
-        run=run,
+        description=(__doc__ or "").splitlines()[0]
+        + f" Also: --sizes {{{','.join(aequitas_sizes.SIZE_MODELS)}}} (default {DEFAULT_SIZES}).",
+        run=partial(run, sizes=opts.sizes),
         plot=plot,
         check=check,
         default_duration_s=0.02,
