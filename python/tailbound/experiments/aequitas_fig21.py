@@ -17,6 +17,12 @@ RPCs are 250M RPCs a simulated second: the default ``--duration-s`` 0.02 (5M RPC
 measure the start, when every pair's first burst arrives at once (all the run's drops and
 timeouts are in its first milliseconds), not the controller.
 
+``--sizes`` (:mod:`~tailbound.experiments.aequitas_sizes`) chooses the size model; the default
+stays ``azure-prompts``: ``storage-10mtu`` (the 10-MTU storage sizes of Fig. 22's default) at
+20 ms measures the start, whose first bursts then carry 9× the bytes (1.15× / 1.08× over WFQ
+alone against the prompts' 2.8× / 2.1× and the paper's 3.7× / 2.2×;
+``docs/results-aequitas.md``, "Fig. 21").
+
 One CSV row per scheme (:func:`~tailbound.experiments.aequitas_baselines.scheme_row`). Exit
 status 1 unless Aequitas lowers both QoS_h and QoS_m tails (per MTU, by the class run) below
 WFQ alone's and keeps them within ``--tolerance`` × SLO.
@@ -85,7 +91,8 @@ def plot(rows: list[Row], png: Path) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("99.9p RNL per MTU (µs)")
     ax.legend()
-    fig.suptitle("Aequitas Fig. 21: 144 hosts, bursts of 25× capacity")
+    sizes = rows[0].get("sizes", "") if rows else ""
+    fig.suptitle(f"Aequitas Fig. 21: 144 hosts, bursts of 25× capacity, {sizes} sizes")
     fig.tight_layout()
     save_plot(fig, png)
 

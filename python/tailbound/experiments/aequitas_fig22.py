@@ -8,17 +8,29 @@ QoS mix, normalised SLOs; per scheme the per-QoS 99.9p RNL, the percentage of tr
 its SLO from its initially assigned QoS, and the network utilisation. Aequitas admits the most
 traffic meeting its SLO, with lower QoS_h / QoS_m tails than pFabric and QJump.
 
-Here (:mod:`tailbound.experiments.aequitas_baselines` for the schemes, sizes and metrics): the
-production sizes are the Azure LLM prompts (the paper's are not published), the SLOs the
-artifact's 25 / 35 µs per MTU (``py/related_work_comp/config``), the schemes ``wfq``,
+Here (:mod:`tailbound.experiments.aequitas_baselines` for the schemes and metrics): the SLOs
+are the artifact's 25 / 35 µs per MTU (``py/related_work_comp/config``), the schemes ``wfq``,
 ``aequitas``, ``spq``, ``pfabric``, ``qjump``; D³, PDQ and Homa are not modelled
-(``docs/aequitas.md``, "Port kinds"). All schemes get the same RPCs.
+(``docs/aequitas.md``, "Port kinds"). All schemes get the same RPCs. The default run is the
+configuration closest to the paper's (``docs/results-aequitas.md``, "Fig. 22", says why):
 
-One CSV row per scheme (:func:`~tailbound.experiments.aequitas_baselines.scheme_row`). Exit
-status 1 unless Aequitas' QoS_h share of bytes meeting the SLO is at least that of the paper's
-baselines run here (``pfabric``, ``qjump``; within 0.01), its QoS_h and QoS_m tails are below
-theirs, and within ``--tolerance`` × SLO. WFQ alone and SPQ are reported, not checked (the
-paper's Fig. 22 does not include them).
+- ``--sizes storage-10mtu`` (:data:`DEFAULT_SIZES`): storage request sizes (MSN File Server)
+  scaled to the paper's mean of 10 MTUs, a long tail (:mod:`~tailbound.experiments.aequitas_sizes`;
+  ``azure-prompts``, the first stand-in, and ``azure-prompts-10mtu`` selectable);
+- ``--pfabric-levels artifact``: pFabric with the artifact's eight priority levels by size
+  thresholds, as its ``conf_pfabric.txt`` runs it (``exact``: the exact remaining bytes);
+- the paper's metric checked (a downgraded RPC misses "from its initially assigned QoS");
+  the CSV also has the shares that do not count downgrades (``*_met_slo_share_by_latency``,
+  ``*_met_slo_share_admitted_only``).
+
+``--schemes`` runs a subset (the check then reports the missing ones and exits 1).
+
+One CSV row per scheme (:func:`~tailbound.experiments.aequitas_baselines.scheme_row`, plus the
+``sizes`` and ``pfabric_levels`` used). Exit status 1 unless the paper's two claims hold
+(:func:`check`): Aequitas' QoS_h share of bytes meeting the SLO is at least that of each of the
+paper's baselines run here (``pfabric``, ``qjump``; within 0.01), and its QoS_h and QoS_m 99.9p
+tails are below theirs. WFQ alone and SPQ are reported, not checked (the paper's Fig. 22 does
+not include them); ``--tolerance`` is not used.
 
 Run: ``tailbound experiment aequitas_fig22 --out DIR [--duration-s 0.05]``.
 """
@@ -109,7 +121,8 @@ def plot(rows: list[Row], png: Path) -> None:
     for ax in axes:
         ax.set_xticks(x + (0.2 if ax is not axes[2] else 0), names, rotation=30)
     axes[0].legend()
-    fig.suptitle("Aequitas Fig. 22: 33 hosts, Azure LLM prompt sizes, mix 50/30/20")
+    sizes = rows[0].get("sizes", "") if rows else ""
+    fig.suptitle(f"Aequitas Fig. 22: 33 hosts, {sizes} sizes, mix 50/30/20")
     fig.tight_layout()
     save_plot(fig, png)
 

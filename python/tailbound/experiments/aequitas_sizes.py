@@ -15,14 +15,15 @@ The models, by name (:data:`SIZE_MODELS`; ``--sizes`` of ``aequitas_fig21`` and
 ``aequitas_fig22``), all from real traces in ``../shared/data``:
 
 - ``azure-prompts`` (:data:`AZURE_PROMPTS`): the prompts of both Azure LLM inference traces,
-  ``ContextTokens × 4`` bytes (:data:`BYTES_PER_TOKEN`; mean 5.7 KB, 1–12 MTUs, 67% within one
-  MTU): the first stand-in, not storage, and a sixth of the paper's mean;
+  ``ContextTokens × 4`` bytes (:data:`BYTES_PER_TOKEN`; mean 5.7 KB, 1–12 MTUs, 99th
+  percentile 6, 67% within one MTU): the first stand-in, not storage, and a sixth of the
+  paper's mean;
 - ``storage-10mtu`` (:data:`STORAGE_10MTU`): the request sizes of the MSN File Server
   production trace (``msnfs/MSN-FS-30s-ms.txt``, 150 000 READs and WRITEs, 512 B – 1 MiB,
   mean 17 484 B), **scaled by 50 800 / 17 484 = 2.906** so that the mean is 10 MSS of 5080 B
   (:data:`MEAN_MTUS`): the shape of a storage workload's sizes, as Fig. 1, at the paper's
   mean. In MTUs (``⌈size / MSS⌉``): median 5, 90th percentile 38, 99th 71, 99.9th 291, up to
-  600; the largest 10% of the RPCs carry 49% of the bytes (a long tail);
+  600; the largest 10% of the RPCs carry about half of the bytes (a long tail);
 - ``azure-prompts-10mtu`` (:data:`AZURE_10MTU`): the Azure prompts scaled by 8.855 to the
   same mean (median 8, 99th percentile 52, at most 98 MTUs: a short tail).
 
