@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
 from tailbound.experiments import aequitas_fig21
 
 
@@ -18,6 +20,21 @@ def test_aequitas_fig21_short_run_writes_both_schemes(tmp_path: Path) -> None:
     assert tuple(rows) == ("wfq", "aequitas")
     assert float(rows["wfq"]["rpcs"]) == float(rows["aequitas"]["rpcs"]) > 10_000
     assert abs(float(rows["wfq"]["qos_h_run_share"]) - 0.6) < 0.02
+
+
+def test_aequitas_fig21_takes_the_storage_sizes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 hosts (144 hosts' first bursts alone are 82k RPCs) for 2 ms, the 10-MTU storage sizes.
+    monkeypatch.setattr(aequitas_fig21, "N_HOSTS", 8)
+    code = aequitas_fig21.main(
+        ["--out", str(tmp_path), "--duration-s", "0.002", "--sizes", "storage-10mtu"]
+    )
+    assert code in (0, 1)
+    with open(tmp_path / "aequitas_fig21.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["sizes"] for r in rows] == ["storage-10mtu"] * 2
+    assert rows[0]["rpcs"] == rows[1]["rpcs"]
 
 
 def test_check_names_each_failed_claim() -> None:

@@ -106,6 +106,19 @@ def test_network_rpc_columns_and_determinism() -> None:
         (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), scheduling="qjump"), "qjump"),
         (NetworkConfig(n_hosts=3, weights=(4.0, 1.0), channels_per_class=0), "channels_per_class"),
         (
+            NetworkConfig(n_hosts=3, weights=(4.0, 1.0), pfabric_priority_thresholds=(4096,)),
+            "pfabric_priority_thresholds",
+        ),
+        (
+            NetworkConfig(
+                n_hosts=3,
+                weights=(4.0, 1.0),
+                scheduling="pfabric",
+                pfabric_priority_thresholds=(8192, 4096),
+            ),
+            "pfabric_priority_thresholds[1]",
+        ),
+        (
             NetworkConfig(
                 n_hosts=3, weights=(4.0, 1.0), scheduling="qjump", qjump=QjumpLevels((32.0,))
             ),

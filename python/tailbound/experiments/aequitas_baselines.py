@@ -23,30 +23,37 @@ the authors' artifact sets it (SymbioticLab/Aequitas, ``artifact-eval``,
 
 **Production RPC sizes.** The paper's distribution is Google's and not published; the artifact
 reads it from a ``CDF.txt`` that is not in the repository (only ``CDF_uniform_32K.txt`` is).
-Here: the prompts of the Azure LLM inference traces (``../shared/data/azure_llm``, both files),
-``ContextTokens × 4`` bytes each (:data:`BYTES_PER_TOKEN`, as
-:func:`~tailbound.traces.rpc_arrivals.azure_llm_rpcs`), resampled: a mean of 5.6 KB, 1–7 MTUs.
+The stand-ins are the size models of :mod:`tailbound.experiments.aequitas_sizes`
+(``azure-prompts``: the Azure LLM prompts, mean 5.7 KB; ``storage-10mtu``: the MSN File Server
+storage request sizes scaled to the paper's mean of 10 MTUs; ``azure-prompts-10mtu``).
 
 **Metrics** (§6.10): per class the 99.9th percentile of RNL per MTU over the middle 80% of the
 RPCs run at it; per requested class the share of its bytes that **met its SLO from the class
-it asked for** (ran there, not downgraded, and finished within the per-MTU SLO × its MTUs);
-and the network utilisation, achieved goodput over the maximum goodput the input allows: the
-payload of RPCs finished within the middle 80% of the issue period over the payload issued in
-it (a scheme that falls behind its input scores below 1; a run whose backlog from before the
-window drains in it can score slightly above 1).
+it asked for** (ran there, not downgraded, and finished within the per-MTU SLO × its MTUs: the
+paper's metric, "from their initially assigned QoS levels"), and two readings that do not
+count a downgrade as a miss (:func:`met_slo_share`'s ``downgrades``): the share of the bytes
+asked at the class that finished within its SLO wherever they ran, and the share of the bytes
+run at the class (admitted) that did; and the network utilisation, achieved goodput over the
+maximum goodput the input allows: the payload of RPCs finished within the middle 80% of the
+issue period over the payload issued in it (a scheme that falls behind its input scores below
+1; a run whose backlog from before the window drains in it can score slightly above 1).
+
+**pFabric's priorities**: the exact remaining bytes of the RPC (``pfabric_levels=False``), or
+the artifact's eight levels by the thresholds 4 KiB … 256 KiB (``pfabric_limited_priority: 1``
+in its ``conf_pfabric.txt``; :data:`~tailbound.sim.network_rpc.PFABRIC_ARTIFACT_THRESHOLDS`).
 """
 
 from __future__ import annotations
 
 import math
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from tailbound import _core
-from tailbound.experiments.nested_qos_common import find_data
+from tailbound.experiments import aequitas_sizes
 from tailbound.sim.network_rpc import (
+    PFABRIC_ARTIFACT_THRESHOLDS,
     CongestionWindow,
     NetworkAdmission,
     NetworkConfig,
@@ -70,29 +77,19 @@ SLOS_PER_MTU_S = (25e-6, 35e-6)
 PFABRIC_FLOWS = 32
 #: The artifact's QJump levels.
 QJUMP = QjumpLevels((32.0, 16.0, 1.0), 1e-6)
-BYTES_PER_TOKEN = 4
 LINK_BPS = 100e9
-MSS_BYTES = 5080
+MSS_BYTES = aequitas_sizes.MSS_BYTES
 HEADER_BYTES = 40
-AZURE_FILES = ("AzureLLMInferenceTrace_code.csv", "AzureLLMInferenceTrace_conv.csv")
 NAMES = ("QoS_h", "QoS_m", "QoS_l")
+#: :func:`met_slo_share`'s readings of a downgraded RPC: a miss (the paper's), judged by its
+#: RNL against the SLO of the class it asked for, or left out (only the RPCs run at the class).
+DOWNGRADE_READINGS = ("miss", "by_latency", "admitted_only")
 
 
-@cache
 def production_sizes(data: Path | None = None) -> EmpiricalSizes:
-    """The RPC sizes standing for the paper's production distribution: every prompt of both
-    Azure LLM traces, ``ContextTokens × 4`` bytes (module docstring)."""
-    from tailbound.traces.native import read_azure_llm_requests
-
-    root = find_data(data) / "azure_llm"
-    sizes = np.concatenate(
-        [
-            read_azure_llm_requests(root / f, size="context").trace.size * BYTES_PER_TOKEN
-            for f in AZURE_FILES
-        ]
-    )
-    values, counts = np.unique(np.maximum(sizes, 1), return_counts=True)
-    return EmpiricalSizes(values.astype(np.int64), counts.astype(np.float64))
+    """The first stand-in for the paper's production sizes: the Azure LLM prompts,
+    ``ContextTokens × 4`` bytes (:func:`~tailbound.experiments.aequitas_sizes.azure_prompts`)."""
+    return aequitas_sizes.azure_prompts(data)
 
 
 def scheme_config(
@@ -104,10 +101,13 @@ def scheme_config(
     per_mtu: bool = True,
     increment_window_s: tuple[float, ...] | None = None,
     admission: bool | None = None,
+    pfabric_levels: bool = False,
 ) -> NetworkConfig:
     """The network of ``scheme`` (:data:`SCHEMES`, or ``aequitas_spq``: admission over strict
     priority) on ``n_hosts`` hosts, 512 KiB buffers; admission at ``slos_s`` (per MTU unless
-    ``per_mtu`` is false) for the Aequitas schemes (or as ``admission`` says)."""
+    ``per_mtu`` is false) for the Aequitas schemes (or as ``admission`` says); pFabric with
+    the artifact's eight priority levels if ``pfabric_levels`` (else exact remaining bytes;
+    the other schemes ignore it)."""
     if scheme not in (*SCHEMES, "aequitas_spq"):
         raise ValueError(f"unknown scheme {scheme!r}")
     admit = scheme.startswith("aequitas") if admission is None else admission
@@ -140,6 +140,9 @@ def scheme_config(
         cc=cc,
         qjump=QJUMP if scheme == QJUMP_SCHEME else None,
         channels_per_class=PFABRIC_FLOWS if scheme == PFABRIC else 1,
+        pfabric_priority_thresholds=(
+            PFABRIC_ARTIFACT_THRESHOLDS if scheme == PFABRIC and pfabric_levels else ()
+        ),
     )
 
 
@@ -155,17 +158,31 @@ def middle(run: NetworkRun, keep: float = 0.8) -> tuple[float, float]:
     return t[0] + (1 - keep) / 2 * span, t[0] + (1 + keep) / 2 * span
 
 
-def met_slo_share(run: NetworkRun, cls: int, slos_per_mtu_s: tuple[float, ...]) -> float:
+def met_slo_share(
+    run: NetworkRun, cls: int, slos_per_mtu_s: tuple[float, ...], downgrades: str = "miss"
+) -> float:
     """Of the bytes of the RPCs that asked for ``cls`` (issued in the middle 80%), the share
-    that ran at ``cls`` and finished within its per-MTU SLO × its MTUs (NaN: none asked)."""
+    that finished within its per-MTU SLO × its MTUs (NaN: none asked). ``downgrades``
+    (:data:`DOWNGRADE_READINGS`): ``"miss"`` (the paper's metric, "from their initially
+    assigned QoS levels": an RPC run at another class misses), ``"by_latency"`` (an RPC
+    counts by its RNL wherever it ran), ``"admitted_only"`` (of the bytes that asked for and
+    ran at ``cls``). Without admission the three are equal."""
+    if downgrades not in DOWNGRADE_READINGS:
+        raise ValueError(f"downgrades {downgrades!r}: one of {DOWNGRADE_READINGS}")
     t0, t1 = middle(run)
     r = run.rpcs
     asked = (r.cls == cls) & (r.time_s >= t0) & (r.time_s <= t1)
+    if downgrades != "by_latency":
+        here = asked & (run.class_run == cls)
+    if downgrades == "admitted_only":
+        asked = here
     total = float(r.size_bytes[asked].sum())
     if total == 0:
         return math.nan
     rnl = np.where(np.isnan(run.rnl_s), np.inf, run.rnl_s)
-    ok = asked & (run.class_run == cls) & (rnl <= slos_per_mtu_s[cls] * run.size_mtus)
+    ok = (here if downgrades != "by_latency" else asked) & (
+        rnl <= slos_per_mtu_s[cls] * run.size_mtus
+    )
     return float(r.size_bytes[ok].sum()) / total
 
 
@@ -199,12 +216,13 @@ def production_arrivals(
     burst_load: float,
     load: float = 0.8,
     rpcs_per_burst: int = 4,
+    sizes: EmpiricalSizes | None = None,
 ) -> RpcArrivals:
-    """All-to-all on/off RPCs of production sizes (:func:`production_sizes`) among
+    """All-to-all on/off RPCs of ``sizes`` (default :func:`production_sizes`) among
     ``n_hosts`` hosts, each pair in bursts of ``rpcs_per_burst`` at ``burst_load`` (the
     instantaneous load of a link when all its senders burst at once) and mean ``load``; the
     load counts headers (the 33-host setup's rule)."""
-    sizes = production_sizes()
+    sizes = production_sizes() if sizes is None else sizes
     mean = int(sizes.mean_bytes)
     rate = LINK_BPS * mean / (mean + math.ceil(mean / MSS_BYTES) * HEADER_BYTES)
     gen = PairOnOffRpcs(
@@ -233,6 +251,10 @@ def scheme_row(
     for c in range(len(slos_per_mtu_s)):
         row[f"{NAMES[c].lower()}_slo_us_per_mtu"] = slos_per_mtu_s[c] * 1e6
         row[f"{NAMES[c].lower()}_met_slo_share"] = met_slo_share(run, c, slos_per_mtu_s)
+        for reading in DOWNGRADE_READINGS[1:]:
+            row[f"{NAMES[c].lower()}_met_slo_share_{reading}"] = met_slo_share(
+                run, c, slos_per_mtu_s, reading
+            )
     row["utilisation"] = utilisation(run)
     row["rpcs"] = float(len(run.rpcs))
     row["data_drops"] = run.counters["data_drops"]

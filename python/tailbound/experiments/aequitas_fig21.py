@@ -17,6 +17,12 @@ RPCs are 250M RPCs a simulated second: the default ``--duration-s`` 0.02 (5M RPC
 measure the start, when every pair's first burst arrives at once (all the run's drops and
 timeouts are in its first milliseconds), not the controller.
 
+``--sizes`` (:mod:`~tailbound.experiments.aequitas_sizes`) chooses the size model; the default
+stays ``azure-prompts``: ``storage-10mtu`` (the 10-MTU storage sizes of Fig. 22's default) at
+20 ms measures the start, whose first bursts then carry 9× the bytes (1.15× / 1.08× over WFQ
+alone against the prompts' 2.8× / 2.1× and the paper's 3.7× / 2.2×;
+``docs/results-aequitas.md``, "Fig. 21").
+
 One CSV row per scheme (:func:`~tailbound.experiments.aequitas_baselines.scheme_row`). Exit
 status 1 unless Aequitas lowers both QoS_h and QoS_m tails (per MTU, by the class run) below
 WFQ alone's and keeps them within ``--tolerance`` × SLO.
@@ -26,14 +32,18 @@ Run: ``tailbound experiment aequitas_fig21 --out DIR [--duration-s 0.02]``.
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from tailbound.experiments import aequitas_33host as setup
 from tailbound.experiments import aequitas_baselines as base
+from tailbound.experiments import aequitas_sizes
 from tailbound.experiments.wc_common import save_plot
 from tailbound.sim.network_rpc import simulate_rpcs
 
@@ -41,18 +51,26 @@ N_HOSTS = 144
 BURST_LOAD = 25.0
 MIX = (0.6, 0.3, 0.1)
 SCHEMES = ("wfq", "aequitas")
+#: The size model of the default run (``--sizes``; :mod:`tailbound.experiments.aequitas_sizes`).
+DEFAULT_SIZES = aequitas_sizes.AZURE_PROMPTS
 
 Row = dict[str, float | str]
 
 
-def run(duration_s: float, seed: int) -> list[Row]:
-    rpcs = base.production_arrivals(N_HOSTS, MIX, duration_s, seed, burst_load=BURST_LOAD)
+def run(duration_s: float, seed: int, *, sizes: str = DEFAULT_SIZES) -> list[Row]:
+    """WFQ alone and Aequitas on the same RPCs of the size model ``sizes``."""
+    dist = aequitas_sizes.size_model(sizes)
+    rpcs = base.production_arrivals(
+        N_HOSTS, MIX, duration_s, seed, burst_load=BURST_LOAD, sizes=dist
+    )
     rows = []
     for scheme in SCHEMES:
         cfg = base.scheme_config(scheme, N_HOSTS, seed)
         start = time.perf_counter()
         r = simulate_rpcs(rpcs, cfg)
-        rows.append(base.scheme_row(scheme, r, time.perf_counter() - start, base.SLOS_PER_MTU_S))
+        row = base.scheme_row(scheme, r, time.perf_counter() - start, base.SLOS_PER_MTU_S)
+        row["sizes"] = sizes
+        rows.append(row)
         print({k: v if isinstance(v, str) else round(v, 3) for k, v in rows[-1].items()})
     return rows
 
@@ -73,7 +91,8 @@ def plot(rows: list[Row], png: Path) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("99.9p RNL per MTU (µs)")
     ax.legend()
-    fig.suptitle("Aequitas Fig. 21: 144 hosts, bursts of 25× capacity")
+    sizes = rows[0].get("sizes", "") if rows else ""
+    fig.suptitle(f"Aequitas Fig. 21: 144 hosts, bursts of 25× capacity, {sizes} sizes")
     fig.tight_layout()
     save_plot(fig, png)
 
@@ -94,12 +113,17 @@ def check(rows: list[Row], tolerance: float) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--sizes", choices=aequitas_sizes.SIZE_MODELS, default=DEFAULT_SIZES)
+    opts, rest = own.parse_known_args(argv)
     return setup.main_of(
-        argv,
+        rest,
         name="aequitas_fig21",
         title="Aequitas Fig. 21: 144 hosts, 25× bursts",
-        description=(__doc__ or "").splitlines()[0],
-        run=run,
+        description=(__doc__ or "").splitlines()[0]
+        + f" Also: --sizes {{{','.join(aequitas_sizes.SIZE_MODELS)}}} (default {DEFAULT_SIZES}).",
+        run=partial(run, sizes=opts.sizes),
         plot=plot,
         check=check,
         default_duration_s=0.02,

@@ -86,6 +86,10 @@ class NetworkAdmission:
 
 #: The port kinds of ``NetworkConfig.scheduling`` (``docs/aequitas.md``, "Port kinds").
 SCHEDULING_KINDS = ("wfq", "strict_priority", "pfabric", "qjump")
+#: The authors' pFabric priority thresholds, bytes (``PFabricFlow::priority_thresholds``,
+#: ``ext/pfabric_flow.cpp`` of the artifact, used with ``pfabric_limited_priority: 1``): eight
+#: levels, level ``i`` for an RPC with at most ``thresholds[i]`` bytes not yet acknowledged.
+PFABRIC_ARTIFACT_THRESHOLDS = (4096, 8192, 16384, 32768, 65536, 131072, 262144)
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,10 @@ class NetworkConfig:
     the fewest unacknowledged packets; 1 (the default) is the authors' one channel and RPC
     FIFO per triple, a number above the RPCs a triple has in progress gives each RPC its own
     flow (pFabric's hosts, :data:`~tailbound.experiments.aequitas_baselines.PFABRIC_FLOWS`).
+    ``pfabric_priority_thresholds`` (bytes, ascending; ``"pfabric"`` only): pFabric with a
+    limited number of priority levels, a packet stamped with the index of the first threshold
+    at or above its RPC's remaining bytes (:data:`PFABRIC_ARTIFACT_THRESHOLDS`: the
+    artifact's eight); empty (the default): the exact remaining bytes.
     """
 
     n_hosts: int
@@ -135,6 +143,7 @@ class NetworkConfig:
     scheduling: str = "wfq"
     qjump: QjumpLevels | None = None
     channels_per_class: int = 1
+    pfabric_priority_thresholds: tuple[int, ...] = ()
 
     def to_json(self) -> str:
         """The core's ``NetConfig`` JSON."""

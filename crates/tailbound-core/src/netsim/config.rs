@@ -45,6 +45,10 @@ fn one() -> u32 {
 /// The most sub-queues a `(source, destination, class)` may have (`channels_per_class`).
 pub const MAX_CHANNELS_PER_CLASS: u32 = 1024;
 
+/// The authors' pFabric priority thresholds, bytes (`PFabricFlow::priority_thresholds` of
+/// `ext/pfabric_flow.cpp`, artifact-eval): 4 KiB … 256 KiB, eight levels.
+pub const PFABRIC_ARTIFACT_THRESHOLDS: [u64; 7] = [4096, 8192, 16384, 32768, 65536, 131072, 262144];
+
 /// The per-channel delay-based congestion window (Swift-like, as `coresim/channel.cpp`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -264,6 +268,14 @@ pub struct NetConfig {
     /// pFabric's hosts do (one flow per RPC, Alizadeh et al., SIGCOMM 2013, §4.2).
     #[serde(default = "one")]
     pub channels_per_class: u32,
+    /// pFabric with a limited number of priority levels (the authors' artifact,
+    /// `pfabric_limited_priority: 1`, `ext/pfabric_flow.cpp`): a data packet is stamped with
+    /// the level `i` of the first threshold `≥` its RPC's bytes not yet acknowledged (`len` if
+    /// above them all), ACKs with 0; the artifact's thresholds are
+    /// [`PFABRIC_ARTIFACT_THRESHOLDS`] (8 levels). Empty (the default): the exact remaining
+    /// bytes. Bytes, strictly ascending, > 0; only with `scheduling: "pfabric"`.
+    #[serde(default)]
+    pub pfabric_priority_thresholds: Vec<u64>,
     /// The congestion window.
     #[serde(default)]
     pub cc: CcConfig,
@@ -297,6 +309,18 @@ impl NetConfig {
     /// The port kind (`scheduling` parsed; the error names the field).
     pub fn scheduling(&self) -> Result<Scheduling> {
         self.scheduling.parse()
+    }
+
+    /// pFabric's priority number of a data packet whose RPC has `remaining` bytes not yet
+    /// acknowledged: the bytes themselves (saturated at `u32::MAX`), or with
+    /// `pfabric_priority_thresholds` the level of the first threshold `≥ remaining`.
+    pub fn pfabric_priority(&self, remaining: u64) -> u32 {
+        let t = &self.pfabric_priority_thresholds;
+        if t.is_empty() {
+            remaining.min(u64::from(u32::MAX)) as u32
+        } else {
+            t.partition_point(|&b| b < remaining) as u32
+        }
     }
 
     /// QJump's epoch per class, seconds (empty unless `scheduling` is `"qjump"`).
@@ -365,6 +389,27 @@ impl NetConfig {
                     self.channels_per_class
                 ),
             );
+        }
+        let t = &self.pfabric_priority_thresholds;
+        if !t.is_empty() && self.scheduling()? != Scheduling::Pfabric {
+            return bad(
+                "pfabric_priority_thresholds",
+                format!("set with scheduling {:?} (pFabric's only)", self.scheduling),
+            );
+        }
+        if t.len() > 255 {
+            return bad(
+                "pfabric_priority_thresholds",
+                format!("at most 255 thresholds, got {}", t.len()),
+            );
+        }
+        for (i, &b) in t.iter().enumerate() {
+            if b == 0 || (i > 0 && b <= t[i - 1]) {
+                return bad(
+                    &format!("pfabric_priority_thresholds[{i}]"),
+                    format!("must be > 0 and above the one before, got {b}"),
+                );
+            }
         }
         let cc = &self.cc;
         if !(cc.min_cwnd >= 1.0 && cc.min_cwnd.is_finite()) {

@@ -449,10 +449,11 @@ impl NetworkSim {
             let span = self.spans[rpc as usize];
             let bytes = span.payload(seq, self.mss) + self.cfg.header_bytes;
             let prio = if self.srpt {
-                // pFabric: the RPC's bytes not yet acknowledged (its remaining flow size).
+                // pFabric: the RPC's bytes not yet acknowledged (its remaining flow size), or
+                // their level among the configured thresholds.
                 let acked = ch.last_unacked.max(span.start) - span.start;
                 let size = self.rpcs.size_bytes[rpc as usize];
-                size.saturating_sub(acked * u64::from(self.mss)).min(u64::from(u32::MAX)) as u32
+                self.cfg.pfabric_priority(size.saturating_sub(acked * u64::from(self.mss)))
             } else {
                 0
             };

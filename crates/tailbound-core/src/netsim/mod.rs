@@ -27,7 +27,9 @@ pub mod priority_port;
 pub mod rpcs;
 pub mod window;
 
-pub use config::{AdmissionTable, CcConfig, NetConfig, QjumpLevels, Scheduling};
+pub use config::{
+    AdmissionTable, CcConfig, NetConfig, QjumpLevels, Scheduling, PFABRIC_ARTIFACT_THRESHOLDS,
+};
 pub use engine::{simulate, NetworkSim};
 pub use rpcs::{Counters, RpcInput, RpcOutcome};
 

@@ -491,3 +491,62 @@ fn channels_per_class_is_refused_outside_its_range() {
     }
     assert_eq!(net(3).channels_per_class, 1);
 }
+
+#[test]
+fn pfabric_levels_stamp_the_artifacts_thresholds() {
+    let mut cfg = net(2);
+    cfg.scheduling = "pfabric".into();
+    assert_eq!(cfg.pfabric_priority(70_000), 70_000);
+    assert_eq!(cfg.pfabric_priority(u64::MAX), u32::MAX);
+    cfg.pfabric_priority_thresholds = super::config::PFABRIC_ARTIFACT_THRESHOLDS.to_vec();
+    // `remaining <= thresholds[i]` gives level i (`PFabricFlow::get_pfabric_priority`).
+    for (remaining, level) in
+        [(1, 0), (4096, 0), (4097, 1), (16_384, 2), (70_000, 5), (262_144, 6), (262_145, 7)]
+    {
+        assert_eq!(cfg.pfabric_priority(remaining), level, "{remaining}");
+    }
+}
+
+#[test]
+fn pfabric_levels_serve_rpcs_of_one_level_in_arrival_order() {
+    // RPC 0 (16 000 B, 4 packets) then RPC 1 (9 000 B, 2 packets), each on a flow of its own.
+    // By exact remaining size RPC 1's packets go first and it finishes first; with the
+    // artifact's levels both are level 2 (8 KiB < size ≤ 16 KiB) and the port serves them in
+    // arrival order, RPC 0 first.
+    let rpcs = together(&[(16_000, 0), (9_000, 0)]);
+    let mut cfg = net(2);
+    cfg.scheduling = "pfabric".into();
+    cfg.cc.init_cwnd = 30.0;
+    cfg.cc.loss_based = true;
+    cfg.channels_per_class = 8;
+    let (exact, _) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
+    assert!(exact.finish_s[1] < exact.finish_s[0], "{exact:?}");
+    cfg.pfabric_priority_thresholds = super::config::PFABRIC_ARTIFACT_THRESHOLDS.to_vec();
+    let (levels, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
+    assert!(levels.finish_s[0] < levels.finish_s[1], "{levels:?}");
+    assert_eq!((c.data_packets, c.unfinished), (6, 0));
+}
+
+#[test]
+fn pfabric_thresholds_are_refused_by_name() {
+    let base = r#""n_hosts": 3, "weights": [4, 1]"#;
+    for (extra, field) in [
+        (r#""pfabric_priority_thresholds": [4096]"#, "pfabric_priority_thresholds"),
+        (
+            r#""scheduling": "pfabric", "pfabric_priority_thresholds": [4096, 4096]"#,
+            "pfabric_priority_thresholds[1]",
+        ),
+        (
+            r#""scheduling": "pfabric", "pfabric_priority_thresholds": [0]"#,
+            "pfabric_priority_thresholds[0]",
+        ),
+    ] {
+        let e = NetConfig::from_json(&format!("{{{base}, {extra}}}")).unwrap_err();
+        assert!(matches!(e, Error::Field { field: ref f, .. } if f == field), "{e:?}");
+    }
+    let ok = NetConfig::from_json(&format!(
+        r#"{{{base}, "scheduling": "pfabric", "pfabric_priority_thresholds": [4096, 8192]}}"#
+    ))
+    .unwrap();
+    assert_eq!(ok.pfabric_priority(5000), 1);
+}
