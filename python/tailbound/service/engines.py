@@ -54,6 +54,8 @@ OPTIONS: dict[str, Any] = {
     "rule": {},  # snc admission: SncRule's fields (tailbound admit's flags); default its rule
     "pslo": {},  # pslo: {"policy": one of _core.PSLO_POLICIES, and pslo.PARAMETERS' numbers}
     "rpc_network": None,  # aequitas: a tenants file's rpc_network (docs/aequitas.md)
+    "rpc_hosts": None,  # aequitas: the cluster's host of each network host number (rpc_parts)
+    "rpc_port": 7311,  # aequitas: the hosts' RPC servers' TCP port (rpc_parts.DEFAULT_PORT)
 }
 
 
@@ -196,10 +198,12 @@ def check_options(policy: str, options: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(None, f"expected a number, got {value!r}", field=f"{where}pslo.{key}")
     rpc_network_of(out)  # refused naming its field
-    if out["rpc_network"] is not None and registry.find(policy).family != "rpc":
-        raise ConfigError(
-            None, f"{policy} plans no RPC classes (aequitas does)", field=where + "rpc_network"
-        )
+    if registry.find(policy).family != "rpc":
+        for key in ("rpc_network", "rpc_hosts", "rpc_port"):
+            if options.get(key) is not None:
+                raise ConfigError(
+                    None, f"{policy} plans no RPC classes (aequitas does)", field=where + key
+                )
     if not isinstance(out["fast_first_fit"], bool):
         raise ConfigError(None, "expected true or false", field=where + "fast_first_fit")
     rule = out["rule"]
@@ -484,6 +488,9 @@ class AequitasEngine:
                 "tenants file's rpc_network)",
                 field="options.rpc_network",
             )
+        from tailbound.service.rpc_parts import check_options
+
+        check_options(context.options, network, context.cluster)
         return cls(context, network, ())
 
     def admitted(self) -> list[str]:
