@@ -75,13 +75,20 @@ class TenantRpcs:
 
 
 def tenant_rpcs(
-    network: RpcNetwork, traffic: Mapping[str, RpcTraffic], traces: Mapping[str, Trace]
+    network: RpcNetwork,
+    traffic: Mapping[str, RpcTraffic],
+    traces: Mapping[str, Trace],
+    *,
+    first: int = 0,
 ) -> TenantRpcs:
     """Every tenant's RPCs (module documentation), tenants in the order of ``traffic``;
-    ``traces[name]`` sizes in bytes (:func:`read_rpc_trace`)."""
+    ``traces[name]`` sizes in bytes (:func:`read_rpc_trace`). ``first``: the place of the first
+    of them in the plan's order (their generators are seeded with ``(seed, first + k)``: a
+    tenant's RPCs are the same drawn alone at its place as among all)."""
     names = tuple(traffic)
     parts = []
-    for k, name in enumerate(names):
+    for k0, name in enumerate(names):
+        k = first + k0
         t, trace = traffic[name], traces[name]
         if len(trace) == 0:
             raise ConfigError(None, f"tenant {name}: the trace has no requests", field="trace")
@@ -111,7 +118,7 @@ def tenant_rpcs(
         edges = np.cumsum(t.mix(network))
         edges[-1] = 1.0
         cls = np.searchsorted(edges, rng.random(time.size), side="right").astype(np.uint8)
-        parts.append((time, src, dst, size, cls, np.full(time.size, k, dtype=np.int32)))
+        parts.append((time, src, dst, size, cls, np.full(time.size, k0, dtype=np.int32)))
     time, src, dst, size, cls, tenant = (np.concatenate(c) for c in zip(*parts, strict=True))
     order = np.argsort(time, kind="stable")
     end = float(time.max())
