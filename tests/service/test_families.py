@@ -200,6 +200,10 @@ def test_aequitas_hosts_parts(server: Server, sqlite_url: str, small_demo: Demo)
             rpc = {"class_mix": mix, **pattern}
             c.register_tenant("r", {"name": name, "trace": stored["sha256"], **hosts, "rpc": rpc})
             c.admit("r", name)
+        with pytest.raises(ServiceError) as refused:  # generated arrivals: checked by name
+            rpc = {"class_mix": {"QoS_h": 1.0}, "onoff": {"burst_load": 0.5, "load": 0.8}}
+            c.register_tenant("r", {"name": "gen", "trace": stored["sha256"], **hosts, "rpc": rpc})
+        assert (refused.value.status, refused.value.field) == (422, "body.rpc.onoff.load")
         version, etag, text = c.host_part("r", "client00")
         assert text is not None
         part = json.loads(text)
