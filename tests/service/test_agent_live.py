@@ -12,71 +12,23 @@ made here and deleted afterwards, and no traffic is sent."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 from tests.service.harness import Demo, Server, make_token, register
+from tests.service.live_agents import HOSTS, agent_argv, namespaces, once
+from tests.service.live_agents import no_drift as _no_drift
 
-TAILBOUND = [sys.executable, "-m", "tailbound.cli.main"]
-HOSTS = {"server00": ("a", "198.18.7.1"), "client00": ("b", "198.18.7.2")}
-
-
-def sh(*argv: str) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr}"
-
-
-@pytest.fixture
-def namespaces() -> Iterator[dict[str, tuple[str, str]]]:
-    """Host → (namespace, device): two namespaces joined by a veth pair."""
-    assert os.geteuid() == 0, "the live agent test needs root (network namespaces, tc)"
-    tag = f"tb{os.getpid() % 100000}"
-    out = {host: (f"{tag}{end}", f"{tag}{end}0") for host, (end, _) in HOSTS.items()}
-    (na, da), (nb, db) = out["server00"], out["client00"]
-    sh("ip", "netns", "add", na)
-    try:
-        sh("ip", "netns", "add", nb)
-        sh("ip", "link", "add", da, "netns", na, "type", "veth", "peer", "name", db, "netns", nb)
-        for host, (ns, dev) in out.items():
-            sh("ip", "-n", ns, "addr", "add", f"{HOSTS[host][1]}/24", "dev", dev)
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-        yield out
-    finally:
-        for ns in (na, nb):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
-
-
-def agent_argv(server: Server, token: str, host: str, state: Path, ns: str, dev: str) -> list[str]:
-    return [
-        *TAILBOUND, "agent", "--server", server.url, "--token", token, "--cluster", "c1",
-        "--host", host, "--state", str(state), "--net-device", dev, "--netns", ns,
-        "--wait", "1", "--retry", "0.5",
-    ]  # fmt: skip
-
-
-def once(argv: list[str]) -> dict[str, Any]:
-    done = subprocess.run([*argv, "--once"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return dict(json.loads(done.stdout))
+__all__ = ["namespaces"]
 
 
 def no_drift(state: Path, host: str, ns: str, dev: str) -> None:
     """``enforce net --check`` of the part the agent applied, with the addresses it came with."""
     hosts = json.loads((state / "hosts.json").read_text())
     assert hosts["hosts"][host] == HOSTS[host][1], hosts
-    done = subprocess.run(
-        [*TAILBOUND, "enforce", "net", "--plan", str(state / "plan.json"), "--host", host,
-         "--hosts", str(state / "hosts.json"), "--device", dev, "--netns", ns, "--check"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    _no_drift(state, host, ns, dev)
 
 
 def test_two_agents_follow_the_plan_live(

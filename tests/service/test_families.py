@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.service.harness import Demo, Server, make_token, register
@@ -88,7 +89,9 @@ def test_nested_qos_and_pslo_clusters(
     assert [t["throughput_iops"] for t in pslo["tenants"]] == [10.0, 11.0, 12.0]
 
 
-def test_aequitas_cluster(server: Server, sqlite_url: str, small_demo: Demo) -> None:
+def test_aequitas_cluster(
+    server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
+) -> None:
     """Aequitas (family ``rpc``): the cluster's ``rpc_network`` option, two RPC tenants admitted
     through the API, the Plan's ``aequitas`` section read back (classes, controller, each
     tenant's traffic, the prediction) as ``admit --policy aequitas`` writes it; a tenant
@@ -132,3 +135,135 @@ def test_aequitas_cluster(server: Server, sqlite_url: str, small_demo: Demo) -> 
     assert plan["disciplines"]["net_in"]["kind"] == "wfq"
     loaded = Plan.from_json(plan)
     assert loaded.aequitas is not None and loaded.aequitas.network.classes[0].weight == 4
+    # the service's prediction, kept per link, is the full one of admit --policy aequitas
+    for tenants, doc in ((list(mixes), plan), (["search"], after)):
+        assert doc["aequitas"]["prediction"] == cli_aequitas(network, mixes, tenants, tmp_path)
+
+
+def cli_aequitas(
+    network: dict[str, Any], mixes: dict[str, Any], names: list[str], folder: Path
+) -> dict[str, Any]:
+    """The prediction ``admit --policy aequitas`` computes for ``names`` (incasts to host 2 over
+    the example's trace), in the Plan's JSON."""
+    from tailbound.model import load_tenants
+    from tailbound.policies.aequitas import AequitasPolicy
+
+    trace = str((Path("examples") / "rpc-onoff.parquet").resolve())
+    tenants = [
+        {"name": n, "trace": trace, "rpc": {"class_mix": mixes[n], "pattern": "incast",
+                                             "destination": 2}}
+        for n in names
+    ]  # fmt: skip
+    (folder / "rpc-tenants.json").write_text(
+        json.dumps({"rpc_network": network, "tenants": tenants})
+    )
+    made = AequitasPolicy(load_tenants(folder / "rpc-tenants.json")).plan()
+    assert made.aequitas is not None
+    return made.aequitas.prediction.to_json()
+
+
+def test_aequitas_hosts_parts(server: Server, sqlite_url: str, small_demo: Demo) -> None:
+    """An Aequitas cluster's hosts' parts (``service.rpc_parts``): ``rpc_hosts`` names the
+    network's hosts (bad lists refused naming the element), each host's part carries its
+    weighted classes, the channels it sends on with their classes and the controller, its
+    addresses by host number with the ``rpc_port``; an ETag held gives 304; a host outside the
+    network gets a part without tenants; an agent reads its own part only; class measurements
+    are checked naming the field and reach the report."""
+    network = json.loads((Path("examples") / "aequitas-small.json").read_text())["rpc_network"]
+    operator = make_token(sqlite_url, "op", "operator")
+    agent = make_token(sqlite_url, "ag", "agent", host="server01")
+    names = ["client00", "server00", "server01"]
+    addresses = {"client00": "198.18.0.1", "server00": "198.18.0.2", "server01": "198.18.0.3"}
+    with server.client(operator) as c:
+        for bad, field in (
+            (["client00", "server00"], "body.options.rpc_hosts"),
+            (["client00", "nowhere", "server01"], "body.options.rpc_hosts[1]"),
+            (["client00", "client00", "server01"], "body.options.rpc_hosts[1]"),
+        ):
+            with pytest.raises(ServiceError) as refused:
+                options = {"rpc_network": network, "rpc_hosts": bad}
+                c.create_cluster("r", "aequitas", small_demo.cluster, small_demo.profile, options)
+            assert (refused.value.status, refused.value.field) == (422, field)
+        with pytest.raises(ServiceError) as refused:
+            c.create_cluster("r", "knee", small_demo.cluster, small_demo.profile, {"rpc_port": 9})
+        assert refused.value.field == "body.options.rpc_port"
+        options = {"rpc_network": network, "rpc_hosts": names, "rpc_port": 7400}
+        c.create_cluster(
+            "r", "aequitas", small_demo.cluster, small_demo.profile, options, addresses
+        )
+        stored = c.upload_trace(Path("examples") / "rpc-onoff.parquet")
+        hosts = {"client_host": "client00", "server_host": "server00"}
+        for name, mix, pattern in (
+            ("search", {"QoS_h": 0.7, "QoS_l": 0.3}, {"pattern": "incast", "destination": 2}),
+            ("bulk", {"QoS_l": 1.0}, {"pattern": "all_to_all"}),
+        ):
+            rpc = {"class_mix": mix, **pattern}
+            c.register_tenant("r", {"name": name, "trace": stored["sha256"], **hosts, "rpc": rpc})
+            c.admit("r", name)
+        with pytest.raises(ServiceError) as refused:  # generated arrivals: checked by name
+            rpc = {"class_mix": {"QoS_h": 1.0}, "onoff": {"burst_load": 0.5, "load": 0.8}}
+            c.register_tenant("r", {"name": "gen", "trace": stored["sha256"], **hosts, "rpc": rpc})
+        assert (refused.value.status, refused.value.field) == (422, "body.rpc.onoff.load")
+        version, etag, text = c.host_part("r", "client00")
+        assert text is not None
+        part = json.loads(text)
+        rpc = part["meta"]["rpc"]
+        assert (rpc["host"], rpc["hosts"], rpc["serves"]) == (0, names, True)
+        assert rpc["link"] == {
+            "rate_bps": 100e9,
+            "classes": [
+                {"name": "QoS_h", "weight": 4.0, "dscp": 46},
+                {"name": "QoS_l", "weight": 1.0, "dscp": 0},
+            ],
+        }
+        got = [
+            (ch["destination"], ch["class"], ch["host"], ch["tenants"]) for ch in rpc["channels"]
+        ]
+        assert got == [
+            (1, "QoS_l", "server00", ["bulk"]),
+            (2, "QoS_h", "server01", ["search"]),
+            (2, "QoS_l", "server01", ["search", "bulk"]),
+        ]
+        assert rpc["controller"]["latency_target_s"] == [25e-6]
+        assert part["meta"]["addresses"] == {
+            "hosts": {"0": "198.18.0.1", "1": "198.18.0.2", "2": "198.18.0.3"},
+            "ports": {"0": 7400, "1": 7400, "2": 7400},
+        }
+        assert Plan.from_json(part).aequitas is not None  # loads as the Plan enforce reads
+        assert c.host_part("r", "client00", etag)[2] is None  # 304
+        _, _, other = c.host_part("r", "client01")  # not one of the network's hosts
+        assert other is not None and json.loads(other)["tenants"] == []
+        with server.client(agent) as a:
+            _, _, own = a.host_part("r", "server01")
+            assert own is not None and json.loads(own)["meta"]["rpc"]["host"] == 2
+            with pytest.raises(ServiceError) as refused:
+                a.host_part("r", "client00")
+            assert refused.value.status == 403
+            window = {"host": "server01", "plan_version": version, "window_s": 1.0}
+            row = {"tenant": "search", "rpc_class": "QoS_h", "count": 10, "admitted": 11,
+                   "percentiles": {"0.999": 2e-5}}  # fmt: skip
+            for bad, field in (
+                ({**row, "admitted": 11}, "body.tenants[0].admitted"),
+                ({k: v for k, v in row.items() if k != "admitted"}, "body.tenants[0].admitted"),
+                ({**row, "admitted": 5, "beyond_buckets": 1}, "body.tenants[0].beyond_buckets"),
+            ):
+                with pytest.raises(ServiceError) as refused:
+                    a.json("POST", "/clusters/r/measurements", json={**window, "tenants": [bad]})
+                assert (refused.value.status, refused.value.field) == (422, field)
+            a.json(
+                "POST",
+                "/clusters/r/measurements",
+                json={
+                    **window,
+                    "tenants": [{**row, "admitted": 5, "percentiles": {"0.999": 3e-5}}],
+                },
+            )
+        report = c.json("GET", "/clusters/r/report")
+    rows = {r["tenant"]: r for r in report["tenants"]}
+    (h,) = rows["search"]["classes"]
+    predicted = part["aequitas"]["prediction"]["admitted_share"]["QoS_h"]
+    assert (h["count"], h["admitted"], h["admitted_share"]) == (10, 5, 0.5)
+    assert h["measured_s"] == 3e-5 and h["hosts"] == ["server01"]
+    assert "beyond_slo" in h["flags"] and rows["search"]["measured_s"] == 3e-5
+    assert ("share_below_prediction" in h["flags"]) == (0.5 < 0.9 * predicted)
+    assert rows["bulk"]["classes"] == []  # it asks for the lowest class only: no promise

@@ -55,6 +55,15 @@ def add_parser(subparsers: Any) -> None:
         help="the replayer's client CSV (enforce replay --out): post each tenant's latencies "
         "and its requests beyond the Plan's buckets, once per version of the file",
     )
+    parser.add_argument(
+        "--rpc-replay",
+        action="store_true",
+        help="an Aequitas part: serve the host's RPCs (looping) and replay those it sends "
+        "once per part (enforce replay), posting each tenant's and class's measurements",
+    )
+    parser.add_argument(
+        "--rpc-drain", type=float, default=2.0, help="--rpc-replay: the replay's --drain, s"
+    )
     parser.add_argument("--once", action="store_true", help="one step, then exit")
     parser.add_argument(
         "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
@@ -87,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         agent = Agent(client, args.cluster, args.host, args.state, net, gate)
         agent.metrics_url = args.gate_metrics
         agent.replay_csv = args.replay_csv
+        if args.rpc_replay:
+            from tailbound.service.rpc_agent import RpcReplay
+
+            agent.rpc = RpcReplay(args.state, args.netns, args.rpc_drain)
 
         def report(doc: dict[str, Any]) -> None:
             print(json.dumps(doc), flush=True)
@@ -98,10 +111,16 @@ def run(args: argparse.Namespace) -> int:
                     done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
                 if agent.replay_csv is not None:
                     done["replay_measurements"] = agent.measure_replay(agent.replay_csv)
-            except (ServiceError, httpx.HTTPError) as e:
+                if agent.rpc is not None:  # --once replays what it sends; serving needs a loop
+                    done["rpc"] = agent.rpc.after(agent, serve=False)
+            except (ServiceError, httpx.HTTPError, OSError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT
             report(done)
             return Exit.OK if done["ok"] else Exit.CHECK_FAILED
-        agent.loop(args.wait, args.retry, report)
+        try:
+            agent.loop(args.wait, args.retry, report)
+        finally:
+            if agent.rpc is not None:
+                agent.rpc.stop()
     return Exit.OK

@@ -83,6 +83,8 @@ class Agent:
     metrics_url: str | None = None
     #: The replayer's client CSV (``enforce replay --out``) to report from.
     replay_csv: Path | None = None
+    #: The host's Aequitas RPCs served and replayed (``--rpc-replay``: service.rpc_agent).
+    rpc: Any = None
     #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
     run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
 
@@ -269,6 +271,8 @@ class Agent:
                     posted = self.measure_replay(self.replay_csv)
                     if posted is not None:
                         report({"replay_measurements": posted})
+                if self.rpc is not None and (done := self.rpc.after(self)) is not None:
+                    report(done)
             except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
                 report({"ok": False, "error": str(e)})
                 time.sleep(retry_s)

@@ -32,7 +32,7 @@ from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
 from tailbound.plan_inputs import check_characterisation
 from tailbound.policies import registry
-from tailbound.service import pages, plan_store, tokens
+from tailbound.service import pages, plan_store, rpc_parts, rpc_reports, tokens
 from tailbound.service.admission import Decider, find_cluster, find_tenant, tenant_entry
 from tailbound.service.db import (
     AgentRow,
@@ -533,6 +533,10 @@ def create_app(settings: Settings) -> FastAPI:
             with state.sessions() as s:
                 row = find_cluster(s, cluster)
                 document = plan_text_of(s, row, version)
+                if registry.find(row.policy).family == "rpc":  # Aequitas: by host number
+                    return rpc_parts.part_text(
+                        json.loads(document), host, row.options, row.addresses
+                    )
                 addresses = addresses_of(s, row)
             return part_text(json.loads(document), host, addresses)
 
@@ -583,6 +587,7 @@ def create_app(settings: Settings) -> FastAPI:
         elif who.scope != "operator":
             raise Problem(403, "posting measurements needs an agent or operator token")
         for i, t in enumerate(body.tenants):
+            rpc_reports.check_summary(t, i)
             for key in t.percentiles:
                 try:
                     fraction = float(key)
@@ -608,14 +613,14 @@ def create_app(settings: Settings) -> FastAPI:
                 s.add(
                     MeasurementRow(
                         cluster_id=row.id,
-                        tenant=t.tenant,
+                        tenant=rpc_reports.row_name(t.tenant, t.rpc_class),
                         host=body.host,
                         plan_version=body.plan_version,
                         window_s=body.window_s,
                         count=t.count,
                         percentiles=t.percentiles,
                         max_s=t.max_s,
-                        beyond_buckets=t.beyond_buckets,
+                        beyond_buckets=rpc_reports.beyond(t),
                     )
                 )
         if who.scope == "agent":
@@ -640,11 +645,14 @@ def create_app(settings: Settings) -> FastAPI:
                 m.tenant: m
                 for m in s.scalars(select(MeasurementRow).where(MeasurementRow.id.in_(latest_ids)))
             }
+            by_class = rpc_reports.latest_by_host(s, row.id) if plan.get("aequitas") else {}
             agents = [
                 {"host": a.host, "last_contact": a.last_contact.isoformat(), "version": a.version}
                 for a in s.scalars(select(AgentRow).where(AgentRow.cluster == cluster))
             ]
         rows = [tenant_report(t, latest.get(t["name"])) for t in plan["tenants"]]
+        if plan.get("aequitas") is not None:  # per class: share and tail (rpc_reports)
+            rows = rpc_reports.with_classes(plan, rows, by_class)
         return {"version": row.version, "tenants": rows, "agents": agents}
 
     # ------------------------------------------------------------------ tokens

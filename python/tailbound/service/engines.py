@@ -54,6 +54,8 @@ OPTIONS: dict[str, Any] = {
     "rule": {},  # snc admission: SncRule's fields (tailbound admit's flags); default its rule
     "pslo": {},  # pslo: {"policy": one of _core.PSLO_POLICIES, and pslo.PARAMETERS' numbers}
     "rpc_network": None,  # aequitas: a tenants file's rpc_network (docs/aequitas.md)
+    "rpc_hosts": None,  # aequitas: the cluster's host of each network host number (rpc_parts)
+    "rpc_port": 7311,  # aequitas: the hosts' RPC servers' TCP port (rpc_parts.DEFAULT_PORT)
 }
 
 
@@ -196,10 +198,12 @@ def check_options(policy: str, options: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(None, f"expected a number, got {value!r}", field=f"{where}pslo.{key}")
     rpc_network_of(out)  # refused naming its field
-    if out["rpc_network"] is not None and registry.find(policy).family != "rpc":
-        raise ConfigError(
-            None, f"{policy} plans no RPC classes (aequitas does)", field=where + "rpc_network"
-        )
+    if registry.find(policy).family != "rpc":
+        for key in ("rpc_network", "rpc_hosts", "rpc_port"):
+            if options.get(key) is not None:
+                raise ConfigError(
+                    None, f"{policy} plans no RPC classes (aequitas does)", field=where + key
+                )
     if not isinstance(out["fast_first_fit"], bool):
         raise ConfigError(None, "expected true or false", field=where + "fast_first_fit")
     rule = out["rule"]
@@ -473,6 +477,9 @@ class AequitasEngine:
     context: Context
     network: Any  # tailbound.rpc_network.RpcNetwork
     tenants: tuple[Tenant, ...]
+    #: The prediction per destination link (``policies.aequitas.LinkPredictor``): an arrival
+    #: re-reads the links its RPCs reach only; None after replays (rebuilt when next needed).
+    predictor: Any = None
 
     @classmethod
     def empty(cls, context: Context) -> AequitasEngine:
@@ -484,12 +491,15 @@ class AequitasEngine:
                 "tenants file's rpc_network)",
                 field="options.rpc_network",
             )
+        from tailbound.service.rpc_parts import check_options
+
+        check_options(context.options, network, context.cluster)
         return cls(context, network, ())
 
     def admitted(self) -> list[str]:
         return [t.name for t in self.tenants]
 
-    def _plan(self, tenants: tuple[Tenant, ...]) -> Plan:
+    def _plan(self, tenants: tuple[Tenant, ...], predictor: Any) -> Plan:
         from tailbound.policies.aequitas import AequitasPolicy
 
         tset = TenantSet(
@@ -498,8 +508,27 @@ class AequitasEngine:
             self.context.profile_path,
             rpc_network=self.network,
         )
-        plan = AequitasPolicy(tset).plan()
+        plan = AequitasPolicy(tset).plan(prediction=predictor.prediction())
         return self.context.plan_of(plan, {t.name: t for t in tenants})
+
+    def _source(self, name: str) -> tuple[Any, Any]:
+        """An admitted tenant's traffic and trace (bytes), read again."""
+        from tailbound.sim.aequitas_plan import read_rpc_trace
+
+        t = next(t for t in self.tenants if t.name == name)
+        assert t.rpc is not None  # admit refuses a tenant without rpc
+        return t.rpc, read_rpc_trace(t.trace, None, t.rpc)
+
+    def _predictor(self) -> Any:
+        """The admitted tenants' :class:`~tailbound.policies.aequitas.LinkPredictor`."""
+        from tailbound.policies.aequitas import LinkPredictor
+
+        if self.predictor is not None:
+            return self.predictor
+        out = LinkPredictor(self.network)
+        for t in self.tenants:
+            out = out.add(t.name, *self._source(t.name))
+        return out
 
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
@@ -511,7 +540,13 @@ class AequitasEngine:
             )
         _no_characterisation(self.context, tenant)
         tenants = (*self.tenants, tenant)
-        made = self._plan(tenants) if plan else None
+        made, predictor = None, None
+        if plan:
+            from tailbound.sim.aequitas_plan import read_rpc_trace
+
+            trace = read_rpc_trace(tenant.trace, None, tenant.rpc)
+            predictor = self._predictor().add(tenant.name, tenant.rpc, trace)
+            made = self._plan(tenants, predictor)
         reasons: dict[str, Any] = {
             "policy": self.context.policy,
             "slo_s": tenant.slo_s,
@@ -519,18 +554,21 @@ class AequitasEngine:
         }
         if made is not None and made.aequitas is not None:
             reasons["predicted_admitted_share"] = dict(made.aequitas.prediction.admitted_share)
-        after = AequitasEngine(self.context, self.network, tenants)
+        after = AequitasEngine(self.context, self.network, tenants, predictor)
         return Outcome(True, reasons, made, after, time.perf_counter() - start)
 
     def depart(self, name: str, *, plan: bool = True) -> Outcome:
         start = time.perf_counter()
         tenants = tuple(t for t in self.tenants if t.name != name)
-        made = self._plan(tenants) if plan and tenants else None
+        made, predictor = None, None
+        if plan and tenants:
+            predictor = self._predictor().without(name, self._source)
+            made = self._plan(tenants, predictor)
         if plan and not tenants:
             from tailbound.policies.aequitas import NAME
 
             made = self.context.plan_of(Plan(NAME, 0, []), {})
-        after = AequitasEngine(self.context, self.network, tenants)
+        after = AequitasEngine(self.context, self.network, tenants, predictor)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
 
 

@@ -112,6 +112,11 @@ class TenantSummary(Body):
     percentiles: dict[str, Annotated[float, Field(ge=0)]]
     max_s: float | None = Field(default=None, ge=0)
     beyond_buckets: int = Field(default=0, ge=0)
+    #: An Aequitas tenant's RPCs of one class (``service.rpc_reports``): the class they asked
+    #: for, ``count`` of them asked it, ``admitted`` ran at it (the rest were downgraded) and
+    #: ``percentiles`` are the RNL of those that ran there, in the class SLO's unit.
+    rpc_class: Name | None = None
+    admitted: int | None = Field(default=None, ge=0)
 
 
 class MeasurementsIn(Body):
