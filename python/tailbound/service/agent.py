@@ -192,15 +192,21 @@ class Agent:
     def measure(self, metrics_text: str, window_s: float | None = None) -> dict[str, Any] | None:
         """Post the gateway's requests since the last reading (module docstring), for the
         tenants of the part applied; the server's answer, or None when nothing was new. The
-        window defaults to the time since the last reading (1 s for the first)."""
+        window defaults to the time since the last reading (1 s for the first). Each row
+        carries the requests that arrived beyond the Plan's storage buckets in the window
+        (``tailbound_gate_beyond_buckets_requests_total``, docs/enforcement.md)."""
         path = self.state / "gate-metrics.json"
         if window_s is None:
             window_s = max(time.time() - path.stat().st_mtime, 1e-3) if path.exists() else 1.0
         try:
-            before = {k: [tuple(p) for p in v] for k, v in json.loads(path.read_text()).items()}
+            kept = json.loads(path.read_text())
         except (OSError, ValueError):
-            before = {}
+            kept = {}
+        if "latency" not in kept:  # the layout before the beyond counters: histograms only
+            kept = {"latency": kept, "beyond": {}}
+        before = {k: [tuple(p) for p in v] for k, v in kept["latency"].items()}
         now = gate_histograms(metrics_text)
+        beyond_now = gate_beyond(metrics_text)
         applied = self.applied()
         mine = set()
         if self.plan_path.exists():
@@ -209,7 +215,8 @@ class Agent:
         for export, histogram in now.items():
             summary = summarise(histogram, before.get(export))
             if summary is not None and export in mine and summary["percentiles"]:
-                rows.append({"tenant": export, **summary})
+                over = beyond_now.get(export, 0) - kept["beyond"].get(export, 0)
+                rows.append({"tenant": export, **summary, "beyond_buckets": max(over, 0)})
         answer = None
         if rows:
             body = {
@@ -219,7 +226,8 @@ class Agent:
                 "tenants": rows,
             }
             answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
-        write_text_atomic(path, json.dumps(now))  # only once posted: a failed post is retried
+        # only once posted: a failed post is retried
+        write_text_atomic(path, json.dumps({"latency": now, "beyond": beyond_now}))
         return answer
 
     def measure_replay(self, csv: Path) -> dict[str, Any] | None:
@@ -291,6 +299,26 @@ def gate_histograms(text: str) -> dict[str, list[tuple[float, float]]]:
         if m:
             out.setdefault(m["export"], []).append((float(m["le"]), float(m["count"])))
     return {k: sorted(v) for k, v in out.items()}
+
+
+_BEYOND = re.compile(
+    r'^tailbound_gate_beyond_buckets_requests_total\{export="(?P<export>[^"]+)"\}\s+(?P<n>\S+)$'
+)
+
+
+def gate_beyond(text: str) -> dict[str, int]:
+    """Each export's requests that arrived beyond the Plan's buckets, from the gateway's
+    metrics ``text`` (a counter since the gateway started; none for a gateway without it).
+
+    >>> gate_beyond('tailbound_gate_beyond_buckets_requests_total{export="A"} 3\\n')
+    {'A': 3}
+    """
+    out = {}
+    for line in text.splitlines():
+        m = _BEYOND.match(line.strip())
+        if m:
+            out[m["export"]] = int(float(m["n"]))
+    return out
 
 
 def summarise(
