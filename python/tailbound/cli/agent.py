@@ -55,6 +55,13 @@ def add_parser(subparsers: Any) -> None:
         help="the replayer's client CSV (enforce replay --out): post each tenant's latencies "
         "and its requests beyond the Plan's buckets, once per version of the file",
     )
+    parser.add_argument(
+        "--replay-progress",
+        type=Path,
+        metavar="FILE",
+        help="a running replayer's progress file (enforce replay --progress): post each "
+        "tenant's requests answered since the previous step as one window, while it runs",
+    )
     parser.add_argument("--once", action="store_true", help="one step, then exit")
     parser.add_argument(
         "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
@@ -87,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         agent = Agent(client, args.cluster, args.host, args.state, net, gate)
         agent.metrics_url = args.gate_metrics
         agent.replay_csv = args.replay_csv
+        agent.replay_progress = args.replay_progress
 
         def report(doc: dict[str, Any]) -> None:
             print(json.dumps(doc), flush=True)
@@ -98,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
                     done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
                 if agent.replay_csv is not None:
                     done["replay_measurements"] = agent.measure_replay(agent.replay_csv)
+                if agent.replay_progress is not None:
+                    done["replay_window"] = agent.follow_replay(agent.replay_progress)
             except (ServiceError, httpx.HTTPError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT

@@ -26,7 +26,9 @@ conservative reading: never below the true percentile) — and posted to the ser
 replayer's client CSV (``enforce replay --out``: every request's latency through the network
 stages, and its bytes on the wire) is summarised per tenant of the part the same way, exactly,
 with the requests sent beyond the Plan's ``net_in`` token bucket counted
-(:meth:`Agent.measure_replay`).
+(:meth:`Agent.measure_replay`); a running replayer's progress file (``enforce replay
+--progress``) is followed as it grows and each step's new rows posted as one window
+(:meth:`Agent.follow_replay`, :mod:`tailbound.service.replay_follow`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ from typing import Any
 import httpx
 
 from tailbound.atomic import write_text_atomic
+from tailbound.service import replay_follow as rf
 from tailbound.service.client import Client, ServiceError
+from tailbound.service.replay_follow import FRACTIONS
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Agent:
     metrics_url: str | None = None
     #: The replayer's client CSV (``enforce replay --out``) to report from.
     replay_csv: Path | None = None
+    #: A running replayer's progress file (``enforce replay --progress``) to follow.
+    replay_progress: Path | None = None
     #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
     run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
 
@@ -264,6 +270,44 @@ class Agent:
         write_text_atomic(mark, json.dumps(seen))  # only once posted: a failed post is retried
         return answer
 
+    def follow_replay(self, progress: Path) -> dict[str, Any] | None:
+        """Post this host's tenants' requests answered since the last reading of a running
+        replayer's ``progress`` file, one window per call (:mod:`tailbound.service.replay_follow`;
+        where it stopped is kept in ``<state>/replay-progress.json``, advanced only once posted);
+        the server's answer, or None when nothing new was answered. The window is the time since
+        the previous reading (the span of the rows' issue times for the first)."""
+        mark = self.state / "replay-progress.json"
+        try:
+            kept = json.loads(mark.read_text())
+        except (OSError, ValueError):
+            kept = {}
+        cursor = rf.Cursor.from_json(kept.get("cursor", {}))
+        rows, after = rf.read_new(progress, cursor)
+        if not rows and after.offset == cursor.offset:
+            return None
+        answer = None
+        summaries = (
+            rf.summaries(rows, json.loads(self.plan_path.read_text()), after)
+            if self.plan_path.exists()
+            else []
+        )
+        now = time.time()
+        if summaries:
+            if "at" in kept:
+                window_s = now - float(kept["at"])
+            else:
+                issued = [float(r["time_s"]) for r in rows if r.get("time_s")]
+                window_s = max(issued) - min(issued) if issued else 0.0
+            body = {
+                "host": self.host,
+                "plan_version": self.applied().get("version", 0),
+                "window_s": max(window_s, 1e-3),
+                "tenants": summaries,
+            }
+            answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
+        write_text_atomic(mark, json.dumps({"cursor": after.to_json(), "at": now}))
+        return answer
+
     def loop(self, wait_s: float, retry_s: float, report: Callable[[dict[str, Any]], None]) -> None:
         """Step forever; while the server is unreachable, retry every ``retry_s`` seconds."""
         while True:
@@ -277,13 +321,15 @@ class Agent:
                     posted = self.measure_replay(self.replay_csv)
                     if posted is not None:
                         report({"replay_measurements": posted})
+                if self.replay_progress is not None:
+                    posted = self.follow_replay(self.replay_progress)
+                    if posted is not None:
+                        report({"replay_window": posted})
             except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
                 report({"ok": False, "error": str(e)})
                 time.sleep(retry_s)
 
 
-#: The fractions an agent reports from a latency histogram.
-FRACTIONS = (0.5, 0.99, 0.999)
 _BUCKET = re.compile(
     r'^tailbound_gate_latency_seconds_bucket\{export="(?P<export>[^"]+)",le="(?P<le>[^"]+)"\}'
     r"\s+(?P<count>\S+)$"
