@@ -23,6 +23,8 @@ from typing import Any
 from tailbound import characterisation_forms as forms
 from tailbound.model import Tenant
 
+#: The registry family of the DNC baselines (its name is also the ``dnc`` policy's).
+DNC_FAMILY = "dnc"
 #: The form each kind or admission family accepts.
 FORMS = {"placement": "rb", "dnc": "rb", "nested": "nested", "snc": "mmbp"}
 _FORM_TEXT = {
@@ -44,7 +46,7 @@ def refusal(
     form = forms.kind(dict(doc))
     if form != want:
         return f"{policy} takes a characterisation of the form: {_FORM_TEXT[want]}", ""
-    if family == "dnc" and "largest_work_s" not in doc:
+    if family == DNC_FAMILY and "largest_work_s" not in doc:
         return (
             f"{policy} needs largest_work_s, the largest request's work on the device (s)",
             "largest_work_s",

@@ -379,7 +379,7 @@ class AdmissionEngine:
         rule = SncRule(**context.options["rule"])
         tset = context.tenant_set(())
         family = registry.find(context.policy).family
-        if family == "dnc":
+        if family == characterised.DNC_FAMILY:
             from tailbound.policies.dnc_baselines import CurveCache
 
             context.caches["curves"] = CurveCache(tset)
