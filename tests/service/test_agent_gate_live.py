@@ -103,6 +103,7 @@ def test_a_tenant_beyond_its_storage_bucket_is_flagged_through_the_api(
         )  # type: ignore[union-attr]
         # the leak while the burst arrives (a few ms, more on a loaded host) lets some more in
         assert 10 <= beyond[over] <= 200 and beyond[paced] == 0
+        assert counters[over]["beyond_buckets"] == beyond[over]  # its exit report agrees
         assert agent.measure(text, 10.0) == {"stored": 2}
     with server.client(operator) as c:
         rows = {r["tenant"]: r for r in c.json("GET", "/clusters/c1/report")["tenants"]}

@@ -422,6 +422,7 @@ fn report(shared: &Shared) -> String {
             "bytes": e.stats.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>(),
             "mean_latency_s": if n > 0 { sum / n as f64 } else { 0.0 },
             "max_latency_s": e.stats.max_latency_ns.load(Ordering::Relaxed) as f64 * 1e-9,
+            "beyond_buckets": e.stats.beyond[0].load(Ordering::Relaxed),
         });
         out.push_str(&line.to_string());
         out.push('\n');
