@@ -61,6 +61,7 @@ LAYERS: dict[str, int] = {
     "tailbound.snc": 3,
     "tailbound.plan": 4,
     "tailbound.plan_inputs": 4,
+    "tailbound.characterisation_forms": 4,
     "tailbound.plan_queues": 4,
     "tailbound.plan_control": 4,
     "tailbound.plan_aequitas": 4,

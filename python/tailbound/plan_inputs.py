@@ -74,7 +74,9 @@ _RACY_S = 2.0
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 TRACE_KEYS = frozenset({"path", "sha256", "format"})
 INPUTS_KEYS = frozenset({"link_bandwidth_bytes_per_s", "profile"})
-CHARACTERISATION_KEYS = frozenset({"stages", "largest_read_bytes", "largest_write_bytes"})
+CHARACTERISATION_KEYS = frozenset(
+    {"stages", "largest_read_bytes", "largest_write_bytes", "largest_work_s"}
+)
 #: The stages a characterisation describes (a storage request's path: ``stages.STORAGE_PATH``).
 CHARACTERISED_STAGES = ("net_in", "storage", "net_out")
 #: Points an r-b curve of a characterisation may have.
@@ -131,7 +133,10 @@ def check_characterisation(doc: Any, where: str, path: str | None = None) -> dic
     mean rate (below it no bucket suffices; rounding of 1e-9 relative allowed); buckets seconds
     of work, non-negative and non-increasing (``characterize.RbCurve``). ``largest_read_bytes`` and
     ``largest_write_bytes`` (>= 0): the largest request of each kind, the storage stage's
-    blocking term.
+    blocking term; optionally ``largest_work_s`` (>= 0), the largest request's work on the
+    device in seconds (the DNC baselines' blocking term; without it they price the largest read
+    and write). The other families' forms (Nested QoS's classes, SNC's MMBPs) are
+    :mod:`tailbound.characterisation_forms`'.
 
     >>> c = {"stages": {s: {"mean_rate": 0.1, "points": [[0.2, 0.01], [0.5, 0.002]]}
     ...      for s in CHARACTERISED_STAGES}, "largest_read_bytes": 4096, "largest_write_bytes": 0}
@@ -161,6 +166,10 @@ def check_characterisation(doc: Any, where: str, path: str | None = None) -> dic
 
     if not isinstance(doc, dict):
         raise fail("", f"expected an object, got {doc!r}")
+    from tailbound import characterisation_forms as forms
+
+    if forms.kind(doc) != "rb":  # Nested QoS's classes or an SNC tenant's MMBPs
+        return forms.check_form(doc, fail)
     unknown = sorted(str(k) for k in doc if k not in CHARACTERISATION_KEYS)
     if unknown:
         known = ", ".join(sorted(CHARACTERISATION_KEYS))
@@ -206,11 +215,14 @@ def check_characterisation(doc: Any, where: str, path: str | None = None) -> dic
                 raise fail(here, "buckets must be non-increasing as the rate grows")
             curve.append([rate, bucket])
         out_stages[name] = {"mean_rate": mean, "points": curve}
-    return {
+    out = {
         "stages": out_stages,
         "largest_read_bytes": number(doc.get("largest_read_bytes"), "largest_read_bytes", 0.0),
         "largest_write_bytes": number(doc.get("largest_write_bytes"), "largest_write_bytes", 0.0),
     }
+    if "largest_work_s" in doc:  # the DNC baselines' blocking term at the device (s)
+        out["largest_work_s"] = number(doc["largest_work_s"], "largest_work_s", 0.0)
+    return out
 
 
 # ------------------------------------------------------------------------------ values

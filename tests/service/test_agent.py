@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,86 @@ def test_agent_posts_the_replayers_latencies_and_requests_beyond_the_buckets(
     assert row["count"] == 140 and row["beyond_buckets"] == 30
     assert "beyond_characterisation" in row["flags"]
     assert row["measured_s"] == pytest.approx(0.01)
+
+
+def test_agent_follows_a_running_replayer_window_by_window(
+    server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
+) -> None:
+    """A real ``tailbound-replay`` client replays a tenant's trace three times as fast with
+    ``--progress``; the agent reads the file while the client runs and posts a window each
+    time: several windows are posted before the client ends, and together they hold every
+    answered request of the client's final CSV, with the requests beyond the ``net_in`` bucket
+    the whole CSV gives (one connection: responses in issue order)."""
+    from tailbound.enforce import replay
+    from tailbound.service.agent import replay_summaries
+    from tailbound.traces import read_trace
+
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    name = small_demo.tenants[0]["name"]
+    with server.client(operator) as c:
+        register(c, small_demo, "c1", names=[name])
+        assert c.admit("c1", name)["admitted"]
+    trace = read_trace(small_demo.trace(name))
+    requests, out, progress = tmp_path / "req.csv", tmp_path / "out.csv", tmp_path / "p.csv"
+    replay.write_requests({name: trace}, requests)
+    # its 10 s sent in 10/3 s: three times the load it was admitted with, beyond its bucket
+    head, *rows = requests.read_text().splitlines()
+    fast = [f"{r[0]},{float(r[1]) / 3!r},{r[2]},{r[3]}" for r in (x.split(",") for x in rows)]
+    requests.write_text("\n".join([head, *fast]) + "\n")
+    srv, bound = replay.serve([0], 30.0, address="127.0.0.1")
+    client = subprocess.Popen(
+        [
+            *(str(replay.binary()), "client", "--requests", str(requests), "--out", str(out)),
+            *("--progress", str(progress), "--tenant", f"{name}={bound[0]}"),
+            *("--drain", "1", "--start-delay", "0.2"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    windows: list[tuple[bool, dict[str, Any]]] = []  # (client still running, body posted)
+    try:
+        with server.client(token) as api:
+            recording = Recording(api)
+            a = Agent(recording, "c1", "server00", tmp_path / "state", run=lambda argv: (0, ""))  # type: ignore[arg-type]
+            assert a.step()["tenants"] == [name]
+            while True:
+                running = client.poll() is None
+                if a.follow_replay(progress) is not None:
+                    windows.append((running, recording.posted[-1]))
+                if not running:
+                    break
+                time.sleep(0.5)
+            assert a.follow_replay(progress) is None  # everything was read
+        with server.client(operator) as c:
+            latest = c.json("GET", "/clusters/c1/report")["tenants"][0]
+    finally:
+        client.kill()
+        _, err = client.communicate()
+        srv.kill()
+        srv.communicate()
+    assert client.returncode == 0, err
+    whole = replay_summaries(out, json.loads(a.plan_path.read_text()))[0]
+    rows = [body["tenants"][0] for _, body in windows]
+    print(json.dumps({"windows": len(windows), "counts": [r["count"] for r in rows], **whole}))
+    assert sum(1 for running, _ in windows if running) >= 3  # read while the replay ran
+    assert sum(r["count"] for r in rows) == whole["count"] == len(trace)
+    assert sum(r["beyond_buckets"] for r in rows) == whole["beyond_buckets"] > 0
+    assert max(r["max_s"] for r in rows) == pytest.approx(whole["max_s"], abs=1e-9)
+    assert all(body["window_s"] > 0 for _, body in windows)
+    assert latest["count"] == rows[-1]["count"]
+
+
+class Recording:
+    """A client that keeps every body it posts."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.posted = inner, []
+
+    def host_part(self, *args: Any) -> Any:
+        return self.inner.host_part(*args)
+
+    def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        if method == "POST":
+            self.posted.append(kwargs["json"])
+        return self.inner.json(method, path, **kwargs)

@@ -17,6 +17,7 @@
 mod array;
 mod classify;
 mod config;
+mod conform;
 mod control;
 mod file;
 mod metrics;

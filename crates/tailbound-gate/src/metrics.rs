@@ -32,6 +32,9 @@ pub struct Stats {
     pub max_latency_ns: AtomicU64,
     /// Requests with latency `<= LE[i]` (not cumulative; `buckets[LE.len()]` is above all).
     pub buckets: [AtomicU64; LE.len() + 1],
+    /// Reads and writes that arrived beyond the Plan's token buckets (`conform.rs`), counted at
+    /// arrival: requests, their bytes, and their cost in nanoseconds of device work.
+    pub beyond: [AtomicU64; 3],
 }
 
 impl Stats {
@@ -46,6 +49,14 @@ impl Stats {
         let s = latency.as_secs_f64();
         let i = LE.iter().position(|&le| s <= le).unwrap_or(LE.len());
         self.buckets[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count one request that arrived beyond its buckets: `bytes` long, costing `work_s`
+    /// seconds of device work.
+    pub fn record_beyond(&self, bytes: u64, work_s: f64) {
+        self.beyond[0].fetch_add(1, Ordering::Relaxed);
+        self.beyond[1].fetch_add(bytes, Ordering::Relaxed);
+        self.beyond[2].fetch_add((work_s.max(0.0) * 1e9).round() as u64, Ordering::Relaxed);
     }
 
     /// Requests completed (both operations).
@@ -74,6 +85,33 @@ pub fn render<'a>(exports: impl Iterator<Item = (&'a str, &'a Stats)> + Clone) -
             let v = c.load(Ordering::Relaxed);
             let _ =
                 writeln!(out, "tailbound_gate_bytes_total{{export=\"{name}\",op=\"{op}\"}} {v}");
+        }
+    }
+    let beyond = [
+        ("requests_total", "Reads and writes that arrived beyond the Plan's token buckets."),
+        ("bytes_total", "Bytes of the reads and writes beyond the Plan's token buckets."),
+        (
+            "work_seconds_total",
+            "Device work (seconds, the profile's cost) of the requests beyond the buckets.",
+        ),
+    ];
+    for (i, (suffix, help)) in beyond.iter().enumerate() {
+        let _ = writeln!(out, "# HELP tailbound_gate_beyond_buckets_{suffix} {help}");
+        let _ = writeln!(out, "# TYPE tailbound_gate_beyond_buckets_{suffix} counter");
+        for (name, s) in exports.clone() {
+            let v = s.beyond[i].load(Ordering::Relaxed);
+            if i == 2 {
+                let v = v as f64 * 1e-9;
+                let _ = writeln!(
+                    out,
+                    "tailbound_gate_beyond_buckets_{suffix}{{export=\"{name}\"}} {v}"
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "tailbound_gate_beyond_buckets_{suffix}{{export=\"{name}\"}} {v}"
+                );
+            }
         }
     }
     out.push_str(
@@ -233,6 +271,7 @@ mod tests {
         s.record(false, 4096, Duration::from_micros(50));
         s.record(false, 4096, Duration::from_millis(3));
         s.record(true, 512, Duration::from_secs(20));
+        s.record_beyond(4096, 0.25);
         assert_eq!(s.count(), 3);
         let text = render(std::iter::once(("A", &s)));
         assert!(text.contains("tailbound_gate_requests_total{export=\"A\",op=\"read\"} 2"));
@@ -244,5 +283,10 @@ mod tests {
         assert!(text.contains("tailbound_gate_latency_seconds_bucket{export=\"A\",le=\"10\"} 2"));
         assert!(text.contains("tailbound_gate_latency_seconds_bucket{export=\"A\",le=\"+Inf\"} 3"));
         assert!(text.contains("tailbound_gate_latency_seconds_count{export=\"A\"} 3"));
+        assert!(text.contains("tailbound_gate_beyond_buckets_requests_total{export=\"A\"} 1"));
+        assert!(text.contains("tailbound_gate_beyond_buckets_bytes_total{export=\"A\"} 4096"));
+        assert!(
+            text.contains("tailbound_gate_beyond_buckets_work_seconds_total{export=\"A\"} 0.25")
+        );
     }
 }

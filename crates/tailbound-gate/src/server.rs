@@ -52,6 +52,7 @@ use tokio::task::JoinSet;
 use crate::array::ArrayDevice;
 use crate::classify::{Classifier, Seen};
 use crate::config::{Config, CostTable};
+use crate::conform::{self, Meter};
 use crate::control::{self, TenantState};
 use crate::file::FileBackend;
 use crate::metrics::{self, HttpRequest, HttpResponse, Stats};
@@ -122,6 +123,8 @@ struct Generation {
     control: Option<ControlSpec>,
     /// The emulated device's array model (with `emulate`), if any.
     array: Option<ArrayModel>,
+    /// Each workload's token buckets, as the scheduler has them (`conform.rs`).
+    buckets: Vec<Vec<(f64, f64)>>,
 }
 
 enum Msg {
@@ -237,6 +240,7 @@ fn generation(cfg: &Config, exports: &[Arc<Export>]) -> Result<Generation, Strin
         classes: Classifier::new(cfg),
         control: cfg.control.clone(),
         array: if cfg.emulate_device { cfg.array.clone() } else { None },
+        buckets: conform::scheduler_buckets(&cfg.scheduler, exports.len()),
     })
 }
 
@@ -418,6 +422,7 @@ fn report(shared: &Shared) -> String {
             "bytes": e.stats.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>(),
             "mean_latency_s": if n > 0 { sum / n as f64 } else { 0.0 },
             "max_latency_s": e.stats.max_latency_ns.load(Ordering::Relaxed) as f64 * 1e-9,
+            "beyond_buckets": e.stats.beyond[0].load(Ordering::Relaxed),
         });
         out.push_str(&line.to_string());
         out.push('\n');
@@ -456,6 +461,8 @@ impl FifoDevice {
 /// the generation's settings, the emulated device and the controller.
 struct DispatchTask {
     dispatcher: Dispatcher,
+    /// Export id → its meter of requests beyond its buckets (`conform.rs`).
+    meters: HashMap<u64, Meter>,
     costs: CostTable,
     emulate: bool,
     workloads: HashMap<u64, u32>,
@@ -487,10 +494,20 @@ impl DispatchTask {
         shared: Arc<Shared>,
         tx: mpsc::UnboundedSender<Msg>,
     ) -> Result<Self, String> {
-        let Generation { limits, scheduler, costs, emulate, workloads, classes, control, array } =
-            g;
+        let Generation {
+            limits,
+            scheduler,
+            costs,
+            emulate,
+            workloads,
+            classes,
+            control,
+            array,
+            buckets,
+        } = g;
         let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
         let mut task = Self {
+            meters: HashMap::new(),
             dispatcher,
             costs,
             emulate,
@@ -512,11 +529,28 @@ impl DispatchTask {
         };
         task.set_array(array)?;
         task.set_control(control)?;
+        task.set_meters(&buckets)?;
         Ok(task)
     }
 
     fn now(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
+    }
+
+    /// Meter every export by its workload's `buckets`: an export whose buckets did not change
+    /// keeps its meter (its state), the others start afresh (`conform.rs`).
+    fn set_meters(&mut self, buckets: &[Vec<(f64, f64)>]) -> Result<(), String> {
+        let mut meters = HashMap::new();
+        for (&export, &w) in &self.workloads {
+            let pairs = buckets.get(w as usize).map_or(&[][..], Vec::as_slice);
+            let meter = match self.meters.remove(&export) {
+                Some(m) if m.pairs == pairs => m,
+                _ => Meter::new(pairs).map_err(|e| format!("buckets of workload {w}: {e}"))?,
+            };
+            meters.insert(export, meter);
+        }
+        self.meters = meters;
+        Ok(())
     }
 
     /// Use `array` as the emulated device from now on (starting its thread if needed).
@@ -611,6 +645,9 @@ impl DispatchTask {
         self.next_id += 1;
         let req = DispatchRequest { write: job.write, size, offset: job.offset as f64 };
         let t = self.now();
+        if self.meters.get_mut(&job.export.id).is_some_and(|m| m.beyond(cost, t)) {
+            job.export.stats.record_beyond(u64::from(job.length), cost);
+        }
         let item = request_item(id, workload, &job, cost, t, &self.classes);
         self.table.insert(id, Entry { req, job: Some(job), finish: f64::NAN });
         if let Some(c) = &mut self.control {
@@ -636,12 +673,24 @@ impl DispatchTask {
     }
 
     fn reload(&mut self, g: Generation) -> Result<(), String> {
-        let Generation { limits, scheduler, costs, emulate, workloads, classes, control, array } =
-            g;
+        let Generation {
+            limits,
+            scheduler,
+            costs,
+            emulate,
+            workloads,
+            classes,
+            control,
+            array,
+            buckets,
+        } = g;
         self.dispatcher.reconfigure(limits, scheduler).map_err(|e| format!("limits: {e}"))?;
         let moved = workloads != self.workloads;
         (self.costs, self.emulate, self.workloads, self.classes) =
             (costs, emulate, workloads, classes);
+        if let Err(e) = self.set_meters(&buckets) {
+            eprintln!("tailbound-gate: reload: {e}");
+        }
         if moved {
             self.control = None; // its tenants' indices changed: a new controller
         }

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
 use crate::nbd;
+use crate::progress::{Progress, Report};
 use crate::proto::{self, Error, MessageSizes, CHUNK, MAX_REQUESTS, MAX_TIME_S, RESPONSE_HEADER};
 
 /// Requests files above this size are refused (bounded memory).
@@ -54,6 +55,8 @@ pub struct Options {
     drain_s: f64,
     sizes: MessageSizes,
     nbd: bool,
+    /// `--progress FILE`: every answered request's row while the replay runs (`progress.rs`).
+    progress: Option<String>,
 }
 
 fn value<'a>(option: &str, v: Option<&'a String>) -> Result<&'a String, Error> {
@@ -80,6 +83,7 @@ impl Options {
             drain_s: 5.0,
             sizes: MessageSizes::default(),
             nbd: false,
+            progress: None,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -92,6 +96,7 @@ impl Options {
                 "--origin" => o.origin = Some(proto::seconds(a, it.next())?),
                 "--drain" => o.drain_s = proto::seconds(a, it.next())?,
                 "--nbd" => o.nbd = true,
+                "--progress" => o.progress = Some(value(a, it.next())?.clone()),
                 "--overhead" => o.sizes.overhead = factor(a, it.next())?,
                 "--small-factor" => o.sizes.small_factor = factor(a, it.next())?,
                 "--large-factor" => o.sizes.large_factor = factor(a, it.next())?,
@@ -371,9 +376,30 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
     }
     schedule.sort_by(|a, b| a.0.total_cmp(&b.0));
 
+    let progress = match &o.progress {
+        None => None,
+        Some(path) => {
+            let fixed = conns
+                .iter()
+                .map(|c| {
+                    let t = &o.tenants[c.tenant].name;
+                    c.requests
+                        .iter()
+                        .map(|&i| {
+                            let r = &requests[c.tenant][i];
+                            let op = if r.is_read { "R" } else { "W" };
+                            format!("{t},{i},{},{op},{},{}", r.time_s, r.size, r.request_bytes)
+                        })
+                        .collect()
+                })
+                .collect();
+            Some(Progress::start(path, CSV_HEADER, fixed)?)
+        }
+    };
     let mut senders = Vec::new();
     let mut tasks = Vec::new();
-    for (c, stream) in conns.iter().zip(streams) {
+    for (ci, (c, stream)) in conns.iter().zip(streams).enumerate() {
+        let report = progress.as_ref().map_or_else(Report::none, |p| p.report(ci));
         let (tx, rx) = mpsc::unbounded_channel::<usize>();
         senders.push(tx);
         let reqs: Vec<Request> = c.requests.iter().map(|&i| requests[c.tenant][i]).collect();
@@ -396,13 +422,22 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
                 due.clone(),
                 deadline,
                 done_rx,
+                report.clone(),
             ));
-            let reader = tokio::spawn(nbd::read_replies(rd, nbd_reqs, due, deadline, done_tx));
+            let reader =
+                tokio::spawn(nbd::read_replies(rd, nbd_reqs, due, deadline, done_tx, report));
             tasks.push((writer, reader));
             continue;
         }
-        let writer = tokio::spawn(write_requests(wr, rx, reqs.clone(), due.clone(), deadline));
-        let reader = tokio::spawn(read_responses(rd, reqs, due, deadline));
+        let writer = tokio::spawn(write_requests(
+            wr,
+            rx,
+            reqs.clone(),
+            due.clone(),
+            deadline,
+            report.clone(),
+        ));
+        let reader = tokio::spawn(read_responses(rd, reqs, due, deadline, report));
         tasks.push((writer, reader));
     }
 
@@ -441,6 +476,9 @@ pub async fn replay(o: Options) -> Result<u8, Error> {
         });
     }
     let _ = pacer.join();
+    if let Some(p) = progress {
+        p.finish()?;
+    }
 
     write_csv(&o, &requests, &conns, &outcomes)?;
     let mut lost = 0usize;
@@ -471,6 +509,7 @@ async fn write_requests(
     reqs: Vec<Request>,
     due: Vec<Instant>,
     deadline: Instant,
+    report: Report,
 ) -> (Vec<f64>, Option<String>) {
     let mut lag = vec![f64::NAN; reqs.len()];
     let zeros = vec![0u8; CHUNK];
@@ -478,6 +517,7 @@ async fn write_requests(
     while let Ok(Some(j)) = timeout_at(deadline, rx.recv()).await {
         let Some(r) = reqs.get(j) else { continue };
         lag[j] = Instant::now().saturating_duration_since(due[j]).as_secs_f64();
+        report.sent(j, lag[j]);
         let header = proto::request_header(r.request_bytes, r.response_bytes, j as u64);
         let body = r.request_bytes - proto::REQUEST_HEADER as u64;
         if let Err(e) = proto::send_request(&mut wr, &header, body, &zeros, j, deadline).await {
@@ -496,6 +536,7 @@ async fn read_responses(
     reqs: Vec<Request>,
     due: Vec<Instant>,
     deadline: Instant,
+    report: Report,
 ) -> (Vec<f64>, Vec<u64>, Option<String>) {
     let mut latency = vec![f64::NAN; reqs.len()];
     let mut received = vec![0u64; reqs.len()];
@@ -526,6 +567,7 @@ async fn read_responses(
             Ok(Ok(total)) => {
                 latency[j] = Instant::now().saturating_duration_since(due[j]).as_secs_f64();
                 received[j] = total;
+                report.answered(j, latency[j], total);
             }
             Ok(Err(e)) => return (latency, received, Some(format!("response {j}: {e}"))),
             Err(_) => return (latency, received, Some(format!("deadline before response {j}"))),
@@ -533,6 +575,10 @@ async fn read_responses(
     }
     (latency, received, None)
 }
+
+/// The columns of the client's CSV (`--out`, and `--progress`).
+const CSV_HEADER: &str =
+    "tenant,seq,time_s,op,size,request_bytes,response_bytes,issue_lag_s,latency_s";
 
 fn write_csv(
     o: &Options,
@@ -553,9 +599,8 @@ fn write_csv(
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let io = |e: std::io::Error| Error::Io(format!("cannot write {}: {e}", o.out));
     let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(io)?);
-    writeln!(f, "tenant,seq,time_s,op,size,request_bytes,response_bytes,issue_lag_s,latency_s")
-        .map_err(io)?;
-    let num = |x: f64| if x.is_finite() { format!("{x:.9}") } else { String::new() };
+    writeln!(f, "{CSV_HEADER}").map_err(io)?;
+    let num = crate::progress::num;
     for (t, (reqs, row)) in o.tenants.iter().zip(requests.iter().zip(&rows)) {
         for (i, (r, &(lag, lat, got))) in reqs.iter().zip(row).enumerate() {
             writeln!(

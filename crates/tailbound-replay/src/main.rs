@@ -5,7 +5,8 @@
 //!   duration ends.
 //! * `client --requests FILE --tenant NAME=ADDR[,tos=N][,connections=K] ... --out FILE` replays
 //!   the requests at their trace timestamps, open loop, and writes every request's issue lag and
-//!   latency (trace timestamp to the last byte of its response) to a CSV.
+//!   latency (trace timestamp to the last byte of its response) to a CSV; with `--progress
+//!   FILE` each answered request's row is also appended there as it completes (`progress.rs`).
 //! * `client --nbd ...` does the same against an NBD server, each tenant's requests as reads and
 //!   writes of its export (`tenant,time_s,op,size,offset` in the requests file).
 //! * `rpc --config FILE --rpcs FILE --out FILE` issues RPCs with Aequitas' admission control
@@ -16,6 +17,7 @@
 
 mod client;
 mod nbd;
+mod progress;
 mod proto;
 mod rpc;
 mod rpc_config;
@@ -26,12 +28,13 @@ use std::process::ExitCode;
 const USAGE: &str = "usage:
   tailbound-replay server --listen ADDR[,tos=N] [--listen ...] --duration S [--log FILE]
   tailbound-replay client --requests FILE --tenant NAME=ADDR[,tos=N][,connections=K] [...]
-                          --out FILE [--start-delay S | --start-at UNIX_S] [--origin S]
+                          --out FILE [--progress FILE]
+                          [--start-delay S | --start-at UNIX_S] [--origin S]
                           [--drain S] [--overhead B]
                           [--small-factor F] [--large-factor F]
   tailbound-replay client --nbd --requests FILE --tenant NAME=ADDR[,export=E][,connections=K]
-                          [...] --out FILE [--start-delay S | --start-at UNIX_S] [--origin S]
-                          [--drain S]
+                          [...] --out FILE [--progress FILE]
+                          [--start-delay S | --start-at UNIX_S] [--origin S] [--drain S]
   tailbound-replay rpc --config FILE --rpcs FILE --out FILE [--start-delay S] [--drain S]";
 
 fn main() -> ExitCode {

@@ -17,6 +17,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{timeout_at, Instant};
 
+use crate::progress::Report;
 use crate::proto::{send_request, CHUNK};
 
 pub const REQUEST_HEADER: u64 = tailbound_nbd::wire::REQUEST_BYTES as u64;
@@ -50,6 +51,7 @@ pub async fn write_requests(
     due: Vec<Instant>,
     deadline: Instant,
     replied: oneshot::Receiver<()>,
+    report: Report,
 ) -> (Vec<f64>, Option<String>) {
     let mut lag = vec![f64::NAN; reqs.len()];
     let zeros = vec![0u8; CHUNK];
@@ -57,6 +59,7 @@ pub async fn write_requests(
     while let Ok(Some(j)) = timeout_at(deadline, rx.recv()).await {
         let Some(r) = reqs.get(j) else { continue };
         lag[j] = Instant::now().saturating_duration_since(due[j]).as_secs_f64();
+        report.sent(j, lag[j]);
         let command = if r.is_read { CMD_READ } else { CMD_WRITE };
         let header = encode_request(&Request {
             flags: 0,
@@ -94,6 +97,7 @@ pub async fn read_replies(
     due: Vec<Instant>,
     deadline: Instant,
     replied: oneshot::Sender<()>,
+    report: Report,
 ) -> (Vec<f64>, Vec<u64>, Option<String>) {
     let mut latency = vec![f64::NAN; reqs.len()];
     let mut received = vec![0u64; reqs.len()];
@@ -123,6 +127,7 @@ pub async fn read_replies(
             Ok(Ok((j, 0))) => {
                 latency[j] = Instant::now().saturating_duration_since(due[j]).as_secs_f64();
                 received[j] = wire_bytes(reqs[j].is_read, u64::from(reqs[j].length)).1;
+                report.answered(j, latency[j], received[j]);
             }
             Ok(Ok((j, errno))) => {
                 error.get_or_insert(format!("request {j}: the server answered error {errno}"));

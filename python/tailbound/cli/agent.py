@@ -64,6 +64,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--rpc-drain", type=float, default=2.0, help="--rpc-replay: the replay's --drain, s"
     )
+    parser.add_argument(
+        "--replay-progress",
+        type=Path,
+        metavar="FILE",
+        help="a running replayer's progress file (enforce replay --progress): post each "
+        "tenant's requests answered since the previous step as one window, while it runs",
+    )
     parser.add_argument("--once", action="store_true", help="one step, then exit")
     parser.add_argument(
         "--wait", type=float, default=20.0, help="long-poll seconds (default 20, at most 25)"
@@ -100,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             from tailbound.service.rpc_agent import RpcReplay
 
             agent.rpc = RpcReplay(args.state, args.netns, args.rpc_drain)
+        agent.replay_progress = args.replay_progress
 
         def report(doc: dict[str, Any]) -> None:
             print(json.dumps(doc), flush=True)
@@ -113,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
                     done["replay_measurements"] = agent.measure_replay(agent.replay_csv)
                 if agent.rpc is not None:  # --once replays what it sends; serving needs a loop
                     done["rpc"] = agent.rpc.after(agent, serve=False)
+                if agent.replay_progress is not None:
+                    done["replay_window"] = agent.follow_replay(agent.replay_progress)
             except (ServiceError, httpx.HTTPError, OSError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT

@@ -138,6 +138,12 @@ def _add_replay(sub: argparse._SubParsersAction) -> None:
         help="write every request's measurements (the replayer's CSV) here; for an Aequitas "
         "plan a folder: verify.csv (verify's Aequitas checks) and rpcs.csv (per RPC)",
     )
+    rp.add_argument(
+        "--progress",
+        metavar="FILE",
+        help="append every answered request's row (--out's columns) here as it completes, for "
+        "`tailbound agent --replay-progress` to follow the running replay",
+    )
     rp.add_argument("--dscp", action="store_true", help="mark the requests' DSCP by level")
     rp.add_argument(
         "--window-s", type=float, default=180.0, help="sliding window of the worst-window column, s"
@@ -207,6 +213,7 @@ def run_replay(args: argparse.Namespace) -> int:
         start_at=args.start_at,
         origin=0.0 if args.start_at is not None else None,
         out_csv=args.out,
+        progress_csv=args.progress,
     )
     print(run.verification.table())
     v = run.verification

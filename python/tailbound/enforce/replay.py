@@ -260,6 +260,7 @@ def replay(
     start_at: float | None = None,
     origin: float | None = None,
     out_csv: str | Path | None = None,
+    progress_csv: str | Path | None = None,
 ) -> LiveRun:
     """Run the replayer client on ``traces`` (by tenant name) with the ``--tenant`` arguments
     ``tenant_args`` (:func:`destinations`) and check ``plan`` against what it measured.
@@ -272,7 +273,9 @@ def replay(
     Several client hosts replaying one scenario share a wall-clock ``start_at`` (seconds since
     the Unix epoch, instead of ``start_delay_s`` after connecting) and an ``origin``, the trace
     time that maps to it (default: the earliest request's), so every host's trace time 0 is the
-    same instant. ``out_csv`` keeps the client's per-request CSV (written atomically)."""
+    same instant. ``out_csv`` keeps the client's per-request CSV (written atomically);
+    ``progress_csv`` gets each answered request's row as it completes (the client's
+    ``--progress``: what ``tailbound agent --replay-progress`` follows)."""
     nbd = nbd_export_size is not None
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         requests, out = Path(tmp) / "requests.csv", Path(tmp) / "latency.csv"
@@ -291,6 +294,8 @@ def replay(
             "--start-delay",
             repr(float(start_delay_s)),
         ]
+        if progress_csv is not None:
+            cmd += ["--progress", str(progress_csv)]
         for a in tenant_args:
             cmd += ["--tenant", a]
         wait = start_delay_s

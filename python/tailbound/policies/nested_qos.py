@@ -125,8 +125,16 @@ def decide_one(
     s) against the admitted decisions ``there`` of its device; the control plane decides each
     arrival with it."""
     grades = tenant.slo.grades or ((tenant.slo.latency_s, tenant.slo.percentile),)
-    classes = select_classes(time_s, work_s, grades)
-    largest = float(np.max(work_s))
+    return decide_classes(
+        there, tenant, select_classes(time_s, work_s, grades), float(np.max(work_s))
+    )
+
+
+def decide_classes(
+    there: Sequence[Decision], tenant: Tenant, classes: tuple[NestedClass, ...], largest: float
+) -> Decision:
+    """:func:`decide_one` of a tenant given by its nested ``classes`` and its largest request's
+    work ``largest`` (s) instead of its trace (the control plane's characterisation)."""
     trial = [*((d.classes, d.largest_s) for d in there), (classes, largest)]
     request = max(x for _, x in trial)
     need = many_workload_capacity(

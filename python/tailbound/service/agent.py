@@ -26,7 +26,9 @@ conservative reading: never below the true percentile) — and posted to the ser
 replayer's client CSV (``enforce replay --out``: every request's latency through the network
 stages, and its bytes on the wire) is summarised per tenant of the part the same way, exactly,
 with the requests sent beyond the Plan's ``net_in`` token bucket counted
-(:meth:`Agent.measure_replay`).
+(:meth:`Agent.measure_replay`); a running replayer's progress file (``enforce replay
+--progress``) is followed as it grows and each step's new rows posted as one window
+(:meth:`Agent.follow_replay`, :mod:`tailbound.service.replay_follow`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ from typing import Any
 import httpx
 
 from tailbound.atomic import write_text_atomic
+from tailbound.service import replay_follow as rf
 from tailbound.service.client import Client, ServiceError
+from tailbound.service.replay_follow import FRACTIONS
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,8 @@ class Agent:
     replay_csv: Path | None = None
     #: The host's Aequitas RPCs served and replayed (``--rpc-replay``: service.rpc_agent).
     rpc: Any = None
+    #: A running replayer's progress file (``enforce replay --progress``) to follow.
+    replay_progress: Path | None = None
     #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
     run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
 
@@ -194,15 +200,21 @@ class Agent:
     def measure(self, metrics_text: str, window_s: float | None = None) -> dict[str, Any] | None:
         """Post the gateway's requests since the last reading (module docstring), for the
         tenants of the part applied; the server's answer, or None when nothing was new. The
-        window defaults to the time since the last reading (1 s for the first)."""
+        window defaults to the time since the last reading (1 s for the first). Each row
+        carries the requests that arrived beyond the Plan's storage buckets in the window
+        (``tailbound_gate_beyond_buckets_requests_total``, docs/enforcement.md)."""
         path = self.state / "gate-metrics.json"
         if window_s is None:
             window_s = max(time.time() - path.stat().st_mtime, 1e-3) if path.exists() else 1.0
         try:
-            before = {k: [tuple(p) for p in v] for k, v in json.loads(path.read_text()).items()}
+            kept = json.loads(path.read_text())
         except (OSError, ValueError):
-            before = {}
+            kept = {}
+        if "latency" not in kept:  # the layout before the beyond counters: histograms only
+            kept = {"latency": kept, "beyond": {}}
+        before = {k: [tuple(p) for p in v] for k, v in kept["latency"].items()}
         now = gate_histograms(metrics_text)
+        beyond_now = gate_beyond(metrics_text)
         applied = self.applied()
         mine = set()
         if self.plan_path.exists():
@@ -211,7 +223,8 @@ class Agent:
         for export, histogram in now.items():
             summary = summarise(histogram, before.get(export))
             if summary is not None and export in mine and summary["percentiles"]:
-                rows.append({"tenant": export, **summary})
+                over = beyond_now.get(export, 0) - kept["beyond"].get(export, 0)
+                rows.append({"tenant": export, **summary, "beyond_buckets": max(over, 0)})
         answer = None
         if rows:
             body = {
@@ -221,7 +234,8 @@ class Agent:
                 "tenants": rows,
             }
             answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
-        write_text_atomic(path, json.dumps(now))  # only once posted: a failed post is retried
+        # only once posted: a failed post is retried
+        write_text_atomic(path, json.dumps({"latency": now, "beyond": beyond_now}))
         return answer
 
     def measure_replay(self, csv: Path) -> dict[str, Any] | None:
@@ -258,6 +272,44 @@ class Agent:
         write_text_atomic(mark, json.dumps(seen))  # only once posted: a failed post is retried
         return answer
 
+    def follow_replay(self, progress: Path) -> dict[str, Any] | None:
+        """Post this host's tenants' requests answered since the last reading of a running
+        replayer's ``progress`` file, one window per call (:mod:`tailbound.service.replay_follow`;
+        where it stopped is kept in ``<state>/replay-progress.json``, advanced only once posted);
+        the server's answer, or None when nothing new was answered. The window is the time since
+        the previous reading (the span of the rows' issue times for the first)."""
+        mark = self.state / "replay-progress.json"
+        try:
+            kept = json.loads(mark.read_text())
+        except (OSError, ValueError):
+            kept = {}
+        cursor = rf.Cursor.from_json(kept.get("cursor", {}))
+        rows, after = rf.read_new(progress, cursor)
+        if not rows and after.offset == cursor.offset:
+            return None
+        answer = None
+        summaries = (
+            rf.summaries(rows, json.loads(self.plan_path.read_text()), after)
+            if self.plan_path.exists()
+            else []
+        )
+        now = time.time()
+        if summaries:
+            if "at" in kept:
+                window_s = now - float(kept["at"])
+            else:
+                issued = [float(r["time_s"]) for r in rows if r.get("time_s")]
+                window_s = max(issued) - min(issued) if issued else 0.0
+            body = {
+                "host": self.host,
+                "plan_version": self.applied().get("version", 0),
+                "window_s": max(window_s, 1e-3),
+                "tenants": summaries,
+            }
+            answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
+        write_text_atomic(mark, json.dumps({"cursor": after.to_json(), "at": now}))
+        return answer
+
     def loop(self, wait_s: float, retry_s: float, report: Callable[[dict[str, Any]], None]) -> None:
         """Step forever; while the server is unreachable, retry every ``retry_s`` seconds."""
         while True:
@@ -273,13 +325,15 @@ class Agent:
                         report({"replay_measurements": posted})
                 if self.rpc is not None and (done := self.rpc.after(self)) is not None:
                     report(done)
+                if self.replay_progress is not None:
+                    posted = self.follow_replay(self.replay_progress)
+                    if posted is not None:
+                        report({"replay_window": posted})
             except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
                 report({"ok": False, "error": str(e)})
                 time.sleep(retry_s)
 
 
-#: The fractions an agent reports from a latency histogram.
-FRACTIONS = (0.5, 0.99, 0.999)
 _BUCKET = re.compile(
     r'^tailbound_gate_latency_seconds_bucket\{export="(?P<export>[^"]+)",le="(?P<le>[^"]+)"\}'
     r"\s+(?P<count>\S+)$"
@@ -295,6 +349,26 @@ def gate_histograms(text: str) -> dict[str, list[tuple[float, float]]]:
         if m:
             out.setdefault(m["export"], []).append((float(m["le"]), float(m["count"])))
     return {k: sorted(v) for k, v in out.items()}
+
+
+_BEYOND = re.compile(
+    r'^tailbound_gate_beyond_buckets_requests_total\{export="(?P<export>[^"]+)"\}\s+(?P<n>\S+)$'
+)
+
+
+def gate_beyond(text: str) -> dict[str, int]:
+    """Each export's requests that arrived beyond the Plan's buckets, from the gateway's
+    metrics ``text`` (a counter since the gateway started; none for a gateway without it).
+
+    >>> gate_beyond('tailbound_gate_beyond_buckets_requests_total{export="A"} 3\\n')
+    {'A': 3}
+    """
+    out = {}
+    for line in text.splitlines():
+        m = _BEYOND.match(line.strip())
+        if m:
+            out[m["export"]] = int(float(m["n"]))
+    return out
 
 
 def summarise(

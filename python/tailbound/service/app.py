@@ -32,7 +32,7 @@ from tailbound.errors import ConfigError, TraceFormatError
 from tailbound.model import cluster_from_json, tenant_from_json
 from tailbound.plan_inputs import check_characterisation
 from tailbound.policies import registry
-from tailbound.service import pages, plan_store, rpc_parts, rpc_reports, tokens
+from tailbound.service import characterised, pages, plan_store, rpc_parts, rpc_reports, tokens
 from tailbound.service.admission import Decider, find_cluster, find_tenant, tenant_entry
 from tailbound.service.db import (
     AgentRow,
@@ -316,19 +316,22 @@ def create_app(settings: Settings) -> FastAPI:
                 )
         entry = tenant_entry(doc)
         if body.characterisation is not None:
-            if kind_of(row.policy) != "placement":
-                raise Problem(
-                    422,
-                    f"{row.policy} analyses each tenant's trace: give one (a characterisation "
-                    "is for placement policies)",
-                    "body.characterisation",
-                )
             try:
                 doc["characterisation"] = check_characterisation(
                     body.characterisation, "characterisation"
                 )
             except ConfigError as e:
                 raise bad_input(e, "body") from None
+            refused = characterised.refusal(
+                kind_of(row.policy),
+                registry.find(row.policy).family,
+                row.policy,
+                row.options,
+                doc["characterisation"],
+            )
+            if refused is not None:
+                where = f".{refused[1]}" if refused[1] else ""
+                raise Problem(422, refused[0], f"body.characterisation{where}")
             entry = {k: v for k, v in entry.items() if k != "characterisation"}
             entry["trace"] = "characterisation"  # checked below as a name only, never read
         try:
@@ -343,6 +346,10 @@ def create_app(settings: Settings) -> FastAPI:
             with state.sessions() as s:
                 check_port(s, row, body.name, body.port)
         family = registry.find(row.policy).family
+        if family == "nested" and "characterisation" in doc:
+            found = characterised.nested_refusal(tenant, doc["characterisation"])
+            if found is not None:
+                raise Problem(422, found[0], f"body.characterisation.{found[1]}")
         if (family == "rpc") != (tenant.rpc is not None):
             raise Problem(
                 422,

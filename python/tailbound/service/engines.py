@@ -44,6 +44,7 @@ from tailbound.model import Cluster, Tenant, TenantSet
 from tailbound.plan import Plan
 from tailbound.plan_inputs import PlanInputs, TraceRef
 from tailbound.policies import registry
+from tailbound.service import characterised
 
 #: The options a cluster may set, with their defaults (docs/service.md, "Clusters").
 OPTIONS: dict[str, Any] = {
@@ -115,6 +116,10 @@ class Context:
     refs: dict[Path, TraceRef] = field(default_factory=dict)
     #: ``workloadcompactor.to_plan``'s memo of each server's entries (unchanged servers reuse).
     plan_memo: dict[object, Any] = field(default_factory=dict)
+    #: An admission policy's caches of what it computes from traces (``curves``: the DNC
+    #: baselines' r-b curves, ``fits``: the SNC policies' MMBP fits), where a characterised
+    #: tenant's are put (:func:`tailbound.service.characterised.prime`).
+    caches: dict[str, Any] = field(default_factory=dict)
     _profile_document: dict[str, Any] | None = None
 
     @property
@@ -377,8 +382,19 @@ class AdmissionEngine:
 
         rule = SncRule(**context.options["rule"])
         tset = context.tenant_set(())
+        family = registry.find(context.policy).family
+        if family == characterised.DNC_FAMILY:
+            from tailbound.policies.dnc_baselines import CurveCache
+
+            context.caches["curves"] = CurveCache(tset)
+        elif family == "snc":
+            from tailbound.snc.tenants import FitCache
+
+            context.caches["fits"] = FitCache()
         try:
-            policy = registry.build(context.policy, "admission", tset, **rule.kwargs())
+            policy = registry.build(
+                context.policy, "admission", tset, **rule.kwargs(), **context.caches
+            )
         except ValueError as e:
             raise ConfigError(None, str(e), field="policy") from None
         return cls(context, policy, (), ())
@@ -421,13 +437,10 @@ class AdmissionEngine:
         return self.context.plan_of(plan, {t.name: t for t in tenants})
 
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
-        if tenant.name in self.context.characterisations:
-            raise ConfigError(
-                None,
-                f"{self.context.policy} analyses a tenant's trace; {tenant.name} has a "
-                "characterisation only",
-                field="characterisation",
-            )
+        given = self.context.characterisations.get(tenant.name)
+        if given is not None:
+            _check_characterisation(self.context, tenant, "admission")
+            characterised.prime(self.context.caches, tenant, given)
         start = time.perf_counter()
         decision, bounds = self._decide(tenant)
         reasons: dict[str, Any] = {
@@ -614,17 +627,22 @@ class NestedEngine:
         return self.context.plan_of(plan, {t.name: t for t in tenants})
 
     def admit(self, tenant: Tenant, *, plan: bool = True) -> Outcome:
-        from tailbound.policies.nested_qos import decide_one
+        from tailbound.policies.nested_qos import NestedClass, decide_classes, decide_one
 
-        _no_characterisation(self.context, tenant)
+        given = self.context.characterisations.get(tenant.name)
         start = time.perf_counter()
         there = [
             d
             for d in self.decisions
             if (d.tenant.server, d.tenant.device) == (tenant.server, tenant.device)
         ]
-        time_s, work_s = self._work(tenant)
-        d = decide_one(there, tenant, time_s, work_s)
+        if given is not None:  # its classes given instead of its trace
+            _check_characterisation(self.context, tenant, "nested")
+            classes = tuple(NestedClass(*c) for c in given["nested_classes"])
+            d = decide_classes(there, tenant, classes, float(given["largest_work_s"]))
+        else:
+            time_s, work_s = self._work(tenant)
+            d = decide_one(there, tenant, time_s, work_s)
         reasons: dict[str, Any] = {
             "server": tenant.server,
             "device": tenant.device,
@@ -714,6 +732,21 @@ class PsloEngine:
         made = self._plan(tenants) if plan else None
         after = PsloEngine(self.context, tenants)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
+
+
+def _check_characterisation(context: Context, tenant: Tenant, kind: str) -> None:
+    """:class:`ConfigError` naming ``characterisation…`` unless the cluster takes ``tenant``'s
+    characterisation (:func:`tailbound.service.characterised.refusal`)."""
+    doc = context.characterisations[tenant.name]
+    found = characterised.refusal(
+        kind, registry.find(context.policy).family, context.policy, context.options, doc
+    )
+    if found is None and registry.find(context.policy).family == "nested":
+        found = characterised.nested_refusal(tenant, doc)
+    if found is not None:
+        message, where = found
+        field_name = f"characterisation.{where}" if where else "characterisation"
+        raise ConfigError(None, message, field=field_name)
 
 
 def _no_characterisation(context: Context, tenant: Tenant) -> None:
