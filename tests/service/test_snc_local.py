@@ -128,3 +128,39 @@ def test_local_decisions_equal_full_reanalysis(
     if case == "slos":
         assert most_slos > PRIORITY_LEVELS
         assert any(moved), moved  # a component far away reordered by an event
+
+
+def test_graph_events_keep_the_couplings() -> None:
+    """The graph after arrivals and departures is the graph of the tenants left: the same
+    couplings, counts and components as built from scratch."""
+    from tailbound.model import Slo, Tenant
+
+    def tenant(name: str, c: int, s: int, slo: float, **kw: Any) -> Tenant:
+        return Tenant(name, Slo(slo), Path(f"{name}.csv"), f"c{c}", server=f"s{s}", **kw)
+
+    ts = [
+        tenant("a", 0, 0, 0.1),
+        tenant("b", 0, 1, 0.2, group="g"),
+        tenant("c", 1, 1, 0.1, device="ssd0"),
+        tenant("d", 2, 2, 0.3, group="g"),
+        tenant("e", 3, 3, 0.4),
+        tenant("f", 3, 4, 0.4, device="ssd0"),
+    ]
+    g = snc_local.Graph()
+    for t in ts:
+        g = g.add(t)
+    assert g.component(["a"]) == {"a", "b", "c", "d"}  # a–b by c0, b–c by s1, b–d by group g
+    assert g.component(["e"]) == {"e", "f"}
+    assert (g.memo, g.dependent) == (False, True)
+    left = g.remove("b").remove("f")
+    fresh = snc_local.Graph()
+    for t in ts:
+        if t.name not in ("b", "f"):
+            fresh = fresh.add(t)
+    assert dict(left.at) == dict(fresh.at)
+    assert (dict(left.slos), dict(left.groups)) == (dict(fresh.slos), dict(fresh.groups))
+    assert (left.special, left.paired, left.dependent) == (fresh.special, fresh.paired, False)
+    assert left.component(["a"]) == {"a"} and left.component(["c"]) == {"c"}
+    assert [t.name for t in left.ordered({"e", "a", "d"})] == ["a", "d", "e"]
+    with pytest.raises(ValueError, match="admitted already"):
+        left.add(ts[0])
