@@ -137,7 +137,16 @@ def decide(
     """The decision on ``tenant`` arriving after ``admitted``, and the bounds of every tenant
     with it present (``None`` when the newcomer screen rejected it alone): one step of
     :func:`admit_in_order`, which the control plane takes one arrival at a time."""
-    trial = [*admitted, tenant]
+    return decide_on([*admitted, tenant], bounds)
+
+
+def decide_on(
+    trial: Sequence[Tenant], bounds: BoundFunction
+) -> tuple[Decision, list[TenantBound] | None]:
+    """:func:`decide` of ``trial[-1]`` arriving after ``trial[:-1]``, ``bounds`` called on
+    ``trial`` itself (e.g. a :class:`~tailbound.snc.incremental.Part`, the control plane's
+    re-analysis of the newcomer's part of the admitted set)."""
+    tenant = trial[-1]
     screen = getattr(bounds, "newcomer_bound", None)
     if screen is not None:
         alone = screen(trial)

@@ -370,11 +370,11 @@ class AdmissionEngine:
     context: Context
     policy: Any  # tailbound.policies.admission.AdmissionPolicy
     tenants: tuple[Tenant, ...]
-    #: The bounds of ``tenants`` (in order) when known: an arrival then re-analyses only the
-    #: newcomer's component of the queue-sharing graph where that is exact (snc_local).
-    bounds: tuple[Any, ...] | None = None
-    #: Each tenant's queues (snc_local.queues_of), shared by the engine's successive values.
-    queues: dict[Any, frozenset[str]] = field(default_factory=dict, compare=False)
+    #: The bounds of ``tenants`` by name when known: an event then re-analyses only the
+    #: tenants it can change, where that is exact (snc_local).
+    bounds: Mapping[str, Any] | None = None
+    #: The coupling graph of ``tenants`` (snc_local.Graph) when the policy allows the above.
+    graph: Any = None
 
     @classmethod
     def empty(cls, context: Context) -> AdmissionEngine:
@@ -397,41 +397,36 @@ class AdmissionEngine:
             )
         except ValueError as e:
             raise ConfigError(None, str(e), field="policy") from None
-        return cls(context, policy, (), ())
+        from tailbound.service import snc_local
+
+        graph = snc_local.Graph() if snc_local.analysis(policy) is not None else None
+        return cls(context, policy, (), {}, graph)
 
     def admitted(self) -> list[str]:
         return [t.name for t in self.tenants]
 
-    def _decide(self, tenant: Tenant) -> tuple[Any, list[Any] | None]:
+    def _decide(self, tenant: Tenant) -> tuple[Any, Any, Mapping[str, Any] | None]:
         """:func:`~tailbound.policies.admission.decide` of ``tenant``, re-analysing only the
-        admitted tenants of its component when that is exact (:mod:`snc_local`): the same
-        decision and bounds as the full re-analysis."""
+        admitted tenants it can change when that is exact (:mod:`snc_local`): the same
+        decision and bounds as the full re-analysis; also the graph with ``tenant`` admitted
+        and every bound by name (None when unknown)."""
         from tailbound.policies.admission import decide
         from tailbound.service import snc_local
 
-        trial = (*self.tenants, tenant)
-        if self.bounds is None or not snc_local.applies(self.policy, trial):
-            return decide(self.tenants, tenant, self.policy)
-        queues = {t.name: snc_local.queues_of(self.policy, t, self.queues) for t in trial}
-        near = snc_local.component(queues, tenant.name)
-        sub = tuple(t for t in self.tenants if t.name in near)
-        decision, found = decide(sub, tenant, self.policy)
-        if found is None:
-            return decision, None
-        fresh = {b.name: b for b in found}
-        old = dict(zip((t.name for t in self.tenants), self.bounds, strict=True))
-        merged = [fresh[t.name] if t.name in fresh else old[t.name] for t in trial]
-        merged = snc_local.with_global_priorities(trial, merged)
-        return dataclasses.replace(decision, bound=merged[-1]), merged
+        if self.graph is None or self.bounds is None:
+            decision, found = decide(self.tenants, tenant, self.policy)
+            graph = None if self.graph is None else self.graph.add(tenant)
+            return decision, graph, None if found is None else {b.name: b for b in found}
+        return snc_local.arrival(self.policy, self.graph, self.bounds, tenant)
 
-    def _plan(self, tenants: tuple[Tenant, ...], bounds: Any) -> Plan:
+    def _plan(self, tenants: tuple[Tenant, ...], bounds: Mapping[str, Any]) -> Plan:
         from tailbound.policies.admission import bounds_plan
 
         plan = bounds_plan(
             self.context.policy,
             self.policy,
             tenants,
-            bounds,
+            [bounds[t.name] for t in tenants],
             link_bytes_per_s=self.context.cluster.link_bytes_per_s,
         )
         return self.context.plan_of(plan, {t.name: t for t in tenants})
@@ -442,7 +437,7 @@ class AdmissionEngine:
             _check_characterisation(self.context, tenant, "admission")
             characterised.prime(self.context.caches, tenant, given)
         start = time.perf_counter()
-        decision, bounds = self._decide(tenant)
+        decision, graph, bounds = self._decide(tenant)
         reasons: dict[str, Any] = {
             "bound_s": decision.bound.latency_s,
             "slo_s": tenant.slo_s,
@@ -458,21 +453,29 @@ class AdmissionEngine:
             )
             return Outcome(False, reasons, None, self, time.perf_counter() - start)
         tenants = (*self.tenants, tenant)
+        assert bounds is not None  # admitted: the bounds with it present are known
         made = self._plan(tenants, bounds) if plan else None
-        after = AdmissionEngine(
-            self.context, self.policy, tenants, tuple(bounds or ()) or None, self.queues
-        )
+        after = AdmissionEngine(self.context, self.policy, tenants, bounds, graph)
         return Outcome(True, reasons, made, after, time.perf_counter() - start)
 
     def depart(self, name: str, *, plan: bool = True) -> Outcome:
+        from tailbound.service import snc_local
+
         start = time.perf_counter()
         tenants = tuple(t for t in self.tenants if t.name != name)
         made = None
-        known: tuple[Any, ...] | None = None  # replaying (plan=False): left to the next arrival
+        graph = self.graph
+        known: Mapping[str, Any] | None = None  # replaying (plan=False): left to the next arrival
+        if graph is not None and self.bounds is not None:
+            graph, known = snc_local.departure(self.policy, graph, self.bounds, name)
+        else:
+            graph = None if graph is None else graph.remove(name)
+            if plan:
+                known = {b.name: b for b in (self.policy(list(tenants)) if tenants else [])}
         if plan:
-            bounds = self.policy(list(tenants)) if tenants else []
-            made, known = self._plan(tenants, bounds), tuple(bounds)
-        after = AdmissionEngine(self.context, self.policy, tenants, known, self.queues)
+            assert known is not None
+            made = self._plan(tenants, known)
+        after = AdmissionEngine(self.context, self.policy, tenants, known, graph)
         return Outcome(True, {"departed": name}, made, after, time.perf_counter() - start)
 
 

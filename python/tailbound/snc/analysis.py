@@ -69,12 +69,28 @@ def snc_bound_function(
     fits = cache if cache is not None else FitCache()
 
     def bounds(tenants: Sequence[Tenant]) -> list[TenantBound]:
-        net, flows, priorities = build_network(tset, tenants, fits)
-        latency = flow_latencies(net, analysis, search)
-        out = []
-        for t, tf, prio in zip(tenants, flows, priorities, strict=True):
-            per = {d: latency[i] for d, i in tf.flows.items()}
-            out.append(TenantBound.of_directions(t, prio, per))
-        return out
+        return snc_bounds(tset, tenants, fits, analysis, search)
 
     return bounds
+
+
+def snc_bounds(
+    tset: TenantSet,
+    tenants: Sequence[Tenant],
+    fits: FitCache,
+    analysis: str = "snc-meister",
+    search: str = "reference",
+    *,
+    priorities: Sequence[int] | None = None,
+    fast: bool = True,
+) -> list[TenantBound]:
+    """Every tenant's SNC bound with all of ``tenants`` present (:func:`snc_bound_function`'s
+    computation): their network (priorities by SLO, or the ``priorities`` given) and
+    :func:`~tailbound.snc.network.flow_latencies` with ``analysis``, ``search`` and ``fast``."""
+    net, flows, levels = build_network(tset, tenants, fits, priorities)
+    latency = flow_latencies(net, analysis, search, fast=fast)
+    out = []
+    for t, tf, prio in zip(tenants, flows, levels, strict=True):
+        per = {d: latency[i] for d, i in tf.flows.items()}
+        out.append(TenantBound.of_directions(t, prio, per))
+    return out

@@ -140,10 +140,15 @@ ANALYSIS_FUNCTIONS: dict[str, Callable[[Network, Flow, str], float]] = {
 
 
 def flow_latencies(
-    net: Network, analysis: str = "snc-meister", search: str = "reference"
+    net: Network, analysis: str = "snc-meister", search: str = "reference", *, fast: bool = True
 ) -> dict[int, float]:
     """Every flow's latency bound (seconds) under ``analysis``, in flow order; each result is
     also stored in ``flow.latency`` (the classic analyses use it to order ties).
+
+    SNC-Meister's two-hop flows go to the all-flows search (:func:`snc_meister_all`) when the
+    network has no dependencies and ``fast``; otherwise every flow to :func:`snc_meister`
+    (the same numbers up to the last bits: ``fast=False`` is for a part of a network with
+    dependencies analysed alone, so that it gets the whole network's numbers).
 
     ``search`` chooses the Hölder search of dependent expressions: ``"reference"`` replays the
     reference implementation's seeded random search, ``"deterministic"`` runs the core's joint
@@ -155,7 +160,7 @@ def flow_latencies(
         known = ", ".join(ANALYSIS_FUNCTIONS)
         raise ValueError(f"unknown analysis {analysis!r} (known: {known})") from None
     done: dict[int, float] = {}
-    if analysis == "snc-meister":
+    if analysis == "snc-meister" and fast:
         # The independent two-hop case for all flows at once (same numbers, much faster).
         done = snc_meister_all(net, [f for f in net.flows if len(f.path) == 2]) or {}
     todo = [f for f in net.flows if f.id not in done]

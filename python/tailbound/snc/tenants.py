@@ -26,7 +26,7 @@ tenants (not on its own tenant's other direction, as in the reference implementa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -371,8 +371,18 @@ def priorities_by_slo(slos: Sequence[float], levels: int = PRIORITY_LEVELS) -> l
     >>> priorities_by_slo([0.2, 0.05, 0.2, 0.1], levels=2)
     [1, 0, 1, 1]
     """
-    rank = {s: min(i, levels - 1) for i, s in enumerate(sorted(set(slos)))}
+    rank = slo_levels(slos, levels)
     return [rank[s] for s in slos]
+
+
+def slo_levels(slos: Iterable[float], levels: int = PRIORITY_LEVELS) -> dict[float, int]:
+    """Each distinct SLO latency's priority in :func:`priorities_by_slo`: its dense rank, 0 for
+    the tightest, capped at ``levels − 1``.
+
+    >>> slo_levels([0.2, 0.05, 0.2, 0.1])
+    {0.05: 0, 0.1: 1, 0.2: 2}
+    """
+    return {s: min(i, levels - 1) for i, s in enumerate(sorted(set(slos)))}
 
 
 @dataclass(frozen=True)
@@ -383,25 +393,51 @@ class TenantFlows:
     flows: dict[str, int]
 
 
+def flow_paths(t: Tenant) -> dict[str, tuple[str, ...]]:
+    """The queues each of ``t``'s flows crosses, by direction: ``in`` (client host's egress,
+    server's ingress), ``out`` (back) and, with a device, ``storage`` (the device's queue).
+
+    >>> from pathlib import Path
+    >>> from tailbound.model import Slo, Tenant
+    >>> t = Tenant("a", Slo(0.1), Path("t.csv"), client_host="c0", server="s0", device="ssd0")
+    >>> for direction, path in flow_paths(t).items():
+    ...     print(direction, path)
+    in ('c0/egress', 's0/ingress')
+    out ('s0/egress', 'c0/ingress')
+    storage ('s0/ssd0/device',)
+    """
+    paths: dict[str, tuple[str, ...]] = {
+        "in": (f"{t.client_host}/egress", f"{t.server}/ingress"),
+        "out": (f"{t.server}/egress", f"{t.client_host}/ingress"),
+    }
+    if t.device is not None:
+        # A device belongs to its server: ssd0 of s0 and ssd0 of s1 are two queues (the
+        # plan names them "<server>.<device>"; before, every "ssd0" shared one queue).
+        paths["storage"] = (f"{t.server}/{t.device}/device",)
+    return paths
+
+
 def build_network(
-    tset: TenantSet, tenants: Sequence[Tenant], cache: FitCache
+    tset: TenantSet,
+    tenants: Sequence[Tenant],
+    cache: FitCache,
+    priorities: Sequence[int] | None = None,
 ) -> tuple[Network, list[TenantFlows], list[int]]:
     """The network of ``tenants`` (a subset of ``tset``, e.g. the admitted ones): queues, flows
-    with priorities by SLO and dependency sets; also each tenant's flow ids and priority."""
+    with priorities by SLO (:func:`priorities_by_slo` of ``tenants``, or the ``priorities``
+    given, one per tenant: those of a larger set ``tenants`` are part of) and dependency sets;
+    also each tenant's flow ids and priority."""
     net = Network()
-    priorities = priorities_by_slo([t.slo_s for t in tenants])
+    if priorities is None:
+        priorities = priorities_by_slo([t.slo_s for t in tenants])
+    elif len(priorities) != len(tenants):
+        raise ValueError(f"{len(priorities)} priorities for {len(tenants)} tenants")
+    priorities = list(priorities)
     plan: list[tuple[int, str, tuple[str, ...]]] = []
     by_tenant: list[TenantFlows] = []
     next_id = 0
     for i, t in enumerate(tenants):
-        paths: dict[str, tuple[str, ...]] = {
-            "in": (f"{t.client_host}/egress", f"{t.server}/ingress"),
-            "out": (f"{t.server}/egress", f"{t.client_host}/ingress"),
-        }
-        if t.device is not None:
-            # A device belongs to its server: ssd0 of s0 and ssd0 of s1 are two queues (the
-            # plan names them "<server>.<device>"; before, every "ssd0" shared one queue).
-            paths["storage"] = (f"{t.server}/{t.device}/device",)
+        paths = flow_paths(t)
         ids = {}
         for direction, path in paths.items():
             ids[direction] = next_id
