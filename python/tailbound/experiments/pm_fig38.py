@@ -25,7 +25,8 @@ SLOs (p99.99) by Fig. 3.3's rule (:func:`~tailbound.experiments.pm_fig33.referen
 this setup with the accurate model, fixed before any policy runs; the same SLOs for both models.
 
 Run: ``tailbound experiment pm_fig38 --out DIR [--duration S] [--server-model M]`` (writes
-``pm_fig38.csv``, ``.md``, ``.png``).
+``pm_fig38.csv``, ``.md``, ``.png``); docs/results-pm.md's table is ``--duration 5200`` (p99.99
+needs 10⁴ requests per tenant in the measured half, as Fig. 3.3's).
 """
 
 from __future__ import annotations
