@@ -47,3 +47,18 @@ def test_pm_e2e_writes_its_table(tmp_path: Path, data_dir: Path) -> None:
     table = (tmp_path / "pm_e2e.md").read_text()
     for setup in ("fig33 (disk)", "fig35 F (disk)", "fig37", "wc62 C0..C2"):
         assert f"| {setup} | reference |" in table and f"| {setup} | sound |" in table
+
+
+def test_wc62_replay_stays_within_the_default_bounds(data_dir: Path) -> None:
+    """Two wc62 groups of three replayed under PriorityMeister's plan: with either server model
+    no simulated latency exceeds the default (smaller of the two) bound."""
+    rows = pm_e2e.replay_rows(data_dir / "wc62", groups=2, size=3, window_s=40.0, k=3)
+    assert [(r["setup"], r["model"]) for r in rows] == [
+        ("wc62 C0..C2", "reference"),
+        ("wc62 C0..C2", "sound"),
+        ("wc62 C3..C5", "reference"),
+        ("wc62 C3..C5", "sound"),
+    ]
+    for r in rows:
+        assert r["requests"] > 0 and r["tenants"] == 3
+        assert r["exceeded"] == 0 and r["worst_over_bound"] <= 1.0, r

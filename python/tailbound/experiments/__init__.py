@@ -17,7 +17,8 @@ PriorityMeister (thesis ch. 3; harness :mod:`~tailbound.experiments.pm_common`):
 ``pm_fig31`` (violations over time), ``pm_fig32`` (one token bucket or several),
 ``pm_fig36`` (misbehaving tenant), ``pm_fig37`` (network bottleneck at the server egress),
 ``pm_fig37_ingress`` (at the client ingress), ``pm_fig37_cake`` (Cake there, with and without
-its network extension), ``pm_fig39`` (SLO permutations), ``pm_fig512``
+its network extension), ``pm_fig38`` (a constant-seek storage model), ``pm_fig39`` (SLO
+permutations), ``pm_fig512``
 (against WorkloadCompactor's placement).
 Nested QoS (Wang's thesis ch. 4; harness :mod:`~tailbound.experiments.nested_qos_common`):
 :mod:`~tailbound.experiments.nested_qos_fig43` (a bursty workload, §4.2–4.3),
