@@ -89,6 +89,14 @@ def tenant_block(workload: TenantCurves) -> tuple[NDArray[np.float64], ...]:
     return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
 
 
+@lru_cache(maxsize=65536)
+def _out_of_bounds(workload: TenantCurves) -> bool:
+    """Whether a column of the tenant's block has its lower bound above its upper one: a mean
+    rate above 0.999 or a smallest bucket above ``SLO'`` at some stage (no server takes it)."""
+    lower, upper = tenant_block(workload)[:2]
+    return bool(np.any(lower > upper))
+
+
 def build_lp(
     tenants: Sequence[Placed], devices: int, model: ServerModel = REFERENCE
 ) -> tuple[LpArrays, list[tuple[float, int]]]:
@@ -329,11 +337,8 @@ def solve_certified(
 
     With ``warm``, HiGHS starts from the kept optimal basis of ``tenants[:-1]``'s LP when there
     is one, and an optimal basis is kept for the next newcomer (:mod:`.wc_warm`)."""
-    for t in tenants:
-        for stage in STORAGE_PATH:
-            c = t.workload.curves[stage]
-            if c.rates[0] > RATE_CAP or c.buckets[-1] > t.workload.slo_s * SLO_SCALE:
-                return None, []
+    if any(_out_of_bounds(t.workload) for t in tenants):
+        return None, []
     lp, r_vars, layout = build_lp_laid_out(tenants, devices, model)
     certify = certify and model is REFERENCE  # certificates are derived for the reference LP
     h = solver()
