@@ -107,11 +107,6 @@ class WorkloadCompactorPolicy:
     sums, the blocking by less important tenants only grow), so it stays infeasible, and the
     :class:`Placer` may remember it (:func:`refusal_key`); a feasible LP whose solution fails
     the exact check is not final (a larger set's LP may choose other limits).
-
-    ``warm`` keeps each server's latest optimal LP basis, and a newcomer's LP starts from it
-    (:mod:`tailbound.policies.wc_warm`: ~20 simplex iterations instead of ~48, 15–20 % less
-    CPU per tenant at scale); the same LPs, so the same feasibility, and every solution still
-    passes the exact check. ``warm=None`` solves every LP from scratch.
     """
 
     name: str = "workloadcompactor"
