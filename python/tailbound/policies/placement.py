@@ -48,7 +48,6 @@ from tailbound.policies.server import (
     check,
     latency_bounds,
 )
-from tailbound.policies.wc_warm import WarmStarts
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
@@ -117,9 +116,6 @@ class WorkloadCompactorPolicy:
     screened: int = 0
     certificates: list[Certificate] = field(default_factory=list)
     refusal_final: bool = False
-    #: Kept optimal bases of the servers' LPs, to warm-start a newcomer's LP (:mod:`.wc_warm`);
-    #: ``None``: every LP from scratch.
-    warm: WarmStarts | None = field(default_factory=WarmStarts)
 
     def __post_init__(self) -> None:
         # the certificates are derived for the reference LP (the screens stay exact for a
@@ -136,7 +132,7 @@ class WorkloadCompactorPolicy:
             return None
         self.lp_solves += 1
         solution, self.certificates = wc_lp.solve_certified(
-            tenants, devices, certify=self.certify, model=self.model, warm=self.warm
+            tenants, devices, certify=self.certify, model=self.model
         )
         self.refusal_final = solution is None
         if solution is None or not check(

@@ -44,7 +44,6 @@ from tailbound.policies.server import (
     queue_ids,
     slos,
 )
-from tailbound.policies.wc_warm import LpLayout, WarmStarts, carry
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
@@ -100,18 +99,8 @@ def _out_of_bounds(workload: TenantCurves) -> bool:
 def build_lp(
     tenants: Sequence[Placed], devices: int, model: ServerModel = REFERENCE
 ) -> tuple[LpArrays, list[tuple[float, int]]]:
-    """The LP of the tenants on one server and its ``R`` variables' ``(SLO, device)``
-    (:func:`build_lp_laid_out` without the layout)."""
-    lp, r_vars, _ = build_lp_laid_out(tenants, devices, model)
-    return lp, r_vars
-
-
-def build_lp_laid_out(
-    tenants: Sequence[Placed], devices: int, model: ServerModel = REFERENCE
-) -> tuple[LpArrays, list[tuple[float, int]], LpLayout]:
     """The LP of the tenants on one server (see the module docstring), and the ``(SLO, device)``
-    of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns, and
-    which row is which (:class:`~tailbound.policies.wc_warm.LpLayout`, to carry a basis over).
+    of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns.
 
     With a :class:`~tailbound.policies.server.ServerModel` the rows follow its bound: the
     blocking terms of a level's path come off the right-hand side of its Eq. 5.7 row, and at a
@@ -141,13 +130,6 @@ def build_lp_laid_out(
     r_vars = sorted({(float(level), int(d)) for level, d in zip(slo, devices_of, strict=True)})
     eq57 = _eq57_rows(q, slo, rc, r_vars, n_rb, model, _path_constants(tenants, r_vars, model))
     n_eq57 = len(eq57[0]) - 1
-    layout = LpLayout(
-        tenants=n,
-        curve_rows=tuple(sizes),
-        queues=tuple(np.unique(q).tolist()),
-        r_vars=tuple(r_vars),
-        eq57=tuple((*r_vars[v], kind) for v, kind in zip(*np.nonzero(eq57[4]), strict=True)),
-    )
     cap_end = 2 * m + int(cap_sizes.sum())
     start = np.concatenate(
         [
@@ -159,24 +141,20 @@ def build_lp_laid_out(
     n_col = n_rb + len(r_vars)
     cost = np.zeros(n_col)
     cost[0:n_rb:2] = 1.0
-    return (
-        LpArrays(
-            cost=cost,
-            col_lower=np.concatenate([blk[0] for blk in blocks] + [np.zeros(len(r_vars))]),
-            col_upper=np.concatenate([blk[1] for blk in blocks] + [np.full(len(r_vars), RATE_CAP)]),
-            row_lower=np.concatenate(
-                [blk[4] for blk in blocks] + [np.full(len(cap_cols) + n_eq57, -_INF)]
-            ),
-            row_upper=np.concatenate(
-                [np.full(m, _INF), np.full(len(cap_cols), RATE_CAP), eq57[3].astype(np.float64)]
-            ),
-            start=start.astype(np.int32),
-            index=np.concatenate([curve_index, *cap_cols, eq57[1]]).astype(np.int32),
-            value=np.concatenate([curve_value, np.ones(int(cap_sizes.sum())), eq57[2]]),
+    return LpArrays(
+        cost=cost,
+        col_lower=np.concatenate([blk[0] for blk in blocks] + [np.zeros(len(r_vars))]),
+        col_upper=np.concatenate([blk[1] for blk in blocks] + [np.full(len(r_vars), RATE_CAP)]),
+        row_lower=np.concatenate(
+            [blk[4] for blk in blocks] + [np.full(len(cap_cols) + n_eq57, -_INF)]
         ),
-        r_vars,
-        layout,
-    )
+        row_upper=np.concatenate(
+            [np.full(m, _INF), np.full(len(cap_cols), RATE_CAP), eq57[3].astype(np.float64)]
+        ),
+        start=start.astype(np.int32),
+        index=np.concatenate([curve_index, *cap_cols, eq57[1]]).astype(np.int32),
+        value=np.concatenate([curve_value, np.ones(int(cap_sizes.sum())), eq57[2]]),
+    ), r_vars
 
 
 def _path_constants(
@@ -203,17 +181,11 @@ def _eq57_rows(
     n_rb: int,
     model: ServerModel = REFERENCE,
     constants: NDArray[np.float64] | None = None,
-) -> tuple[
-    NDArray[np.int64],
-    NDArray[np.int32],
-    NDArray[np.float64],
-    NDArray[np.float64],
-    NDArray[np.bool_],
-]:
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float64], NDArray[np.float64]]:
     """Rows of Eq. 5.7 and its rate bounds for every ``R_pπ`` (in ``r_vars`` order): per ``R``,
     the rows ``Σ_{j at q, SLO_j < p} r_jq − R <= 0`` for ``q`` = ``net_in``, storage, ``net_out``
     (those with a tenant) then ``Σ b + SLO'_p R <= SLO'_p``. Row starts (with the end),
-    columns, values, upper bounds, and which of the four rows of each ``R`` are there ``(V, 4)``."""
+    columns, values, upper bounds."""
     n = len(slo)
     level = np.array([v[0] for v in r_vars])
     path = np.stack(
@@ -251,7 +223,7 @@ def _eq57_rows(
     m = mask[keep]
     lengths = m.sum(axis=1)
     starts = np.concatenate([[0], np.cumsum(lengths)])
-    return starts, cols[keep][m].astype(np.int32), vals[keep][m], upper[keep], keep
+    return starts, cols[keep][m].astype(np.int32), vals[keep][m], upper[keep]
 
 
 @dataclass(frozen=True)
@@ -329,23 +301,16 @@ def solve_certified(
     *,
     certify: bool = True,
     model: ServerModel = REFERENCE,
-    warm: WarmStarts | None = None,
 ) -> tuple[LpSolution | None, list[Certificate]]:
     """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
     :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
-    the same server (the last of ``tenants`` is the newcomer).
-
-    With ``warm``, HiGHS starts from the kept optimal basis of ``tenants[:-1]``'s LP when there
-    is one, and an optimal basis is kept for the next newcomer (:mod:`.wc_warm`)."""
+    the same server (the last of ``tenants`` is the newcomer)."""
     if any(_out_of_bounds(t.workload) for t in tenants):
         return None, []
-    lp, r_vars, layout = build_lp_laid_out(tenants, devices, model)
+    lp, r_vars = build_lp(tenants, devices, model)
     certify = certify and model is REFERENCE  # certificates are derived for the reference LP
     h = solver()
     lp.pass_to(h)
-    kept = warm.find(tenants) if warm is not None else None
-    if kept is not None:
-        h.setBasis(carry(kept, layout))
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         if not certify or h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
@@ -354,8 +319,6 @@ def solve_certified(
         if not has_ray:
             return None, []
         return None, certificates.from_dual_ray(tenants, r_vars, devices, lp, np.asarray(ray))
-    if warm is not None:
-        warm.keep(tenants, layout, h.getBasis())
     x = np.array(h.getSolution().col_value)
     n = len(tenants)
     rb = x[: 6 * n].reshape(n, 3, 2)
