@@ -104,3 +104,19 @@ def test_fig415_scales_tenants_and_hosts(data_dir: Path, tmp_path: Path) -> None
         assert 0 <= float(c[3]) <= int(c[1]) and 0 <= float(c[4]) <= int(c[1])
     with pytest.raises(SystemExit):
         snc_fig415.main([*args, "--factors", "1,x"])
+
+
+def test_fig411_orders_on_a_pool_equal_one_process(data_dir: Path) -> None:
+    """Fig. 4.11's orders through the executor: on a local pool of two processes (each order
+    one task, each process building the population once) every row but its timing is the one
+    computed in this process."""
+    from dataclasses import replace
+
+    from tailbound.executor import Runner
+
+    here = snc_fig411.run(data_dir, 5, [0, 1, 2], seed=3, scale=1.0, policies=("dnc",))
+    pooled = snc_fig411.run(
+        data_dir, 5, [0, 1, 2], seed=3, scale=1.0, policies=("dnc",), runner=Runner(jobs=2)
+    )
+    assert [r.order for r in here] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert [replace(r, seconds=0.0) for r in pooled] == [replace(r, seconds=0.0) for r in here]

@@ -45,11 +45,11 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from tailbound.cli.options import progress
+from tailbound.cli.options import add_executor, progress_disabled, runner_of
+from tailbound.executor import Runner
 from tailbound.experiments._snc_common import (
     Judged,
     Replayer,
@@ -62,7 +62,9 @@ from tailbound.experiments._snc_common import (
 )
 from tailbound.experiments.snc_fig410 import Population, arrivals, caches, decide, population
 from tailbound.model import Tenant, TenantSet
+from tailbound.policies.dnc_baselines import CurveCache
 from tailbound.policies.registry import registered
+from tailbound.snc.tenants import FitCache
 from tailbound.tables import markdown_table
 
 POLICIES = registered(("snc-meister", "dnc", "silo", "qjump"), "admission")
@@ -136,6 +138,59 @@ def _row(
     )
 
 
+#: Each worker process's population, caches and replayer, by (data folder, tenants, seed):
+#: built by its first order, reused by the orders it runs next (memoised results, so the rows
+#: do not depend on which orders share a process).
+_State = tuple[Population, FitCache, CurveCache, Replayer, dict[tuple[str, float], float]]
+_STATE: dict[tuple[str, int, int], _State] = {}
+
+
+def _state(data: str, tenants: int, seed: int) -> _State:
+    key = (data, tenants, seed)
+    if key not in _STATE:
+        _STATE.clear()  # one population per process at a time
+        pop = population(Path(data), tenants, seed)
+        fits, curves = caches(pop)
+        _STATE[key] = (pop, fits, curves, Replayer(pop.second), {})
+    return _STATE[key]
+
+
+def _order_rows(shared: tuple[str, int, int, float, tuple[str, ...]], order: int) -> list[Row]:
+    """The rows of one arrival order (each policy's, OPT's and the oracle's): a
+    :class:`~tailbound.executor.Runner` task."""
+    data, tenants, seed, scale, policies = shared
+    pop, fits, curves, replayer, alone = _state(data, tenants, seed)
+    arriving = arrivals(pop, order, seed, scale)
+    tset = TenantSet(tuple(arriving))
+    rows = []
+    for policy in policies:
+        start = time.perf_counter()
+        got = decide(policy, arriving, tset, fits, curves, alone)
+        judged = replayer.judge(got.tenants, got.configured, got.mode)
+        rows.append(
+            Row(*_row(order, policy, got.tenants, judged, pop), 1, time.perf_counter() - start)
+        )
+        print(rows[-1], flush=True)
+    start = time.perf_counter()
+    opt = Opt(arriving, replayer, {})
+    n = opt.search()
+    rows.append(
+        Row(
+            *_row(order, "OPT", arriving[:n], opt.judged(n), pop),
+            len(opt.tried),
+            time.perf_counter() - start,
+        )
+    )
+    print(rows[-1], flush=True)
+    start = time.perf_counter()
+    chosen, judged, replays = opt.in_order()
+    rows.append(
+        Row(*_row(order, "oracle", chosen, judged, pop), replays, time.perf_counter() - start)
+    )
+    print(rows[-1], flush=True)
+    return rows
+
+
 def run(
     data: Path,
     tenants: int,
@@ -145,50 +200,16 @@ def run(
     policies: Sequence[str] = POLICIES,
     *,
     quiet: bool = True,
+    runner: Runner | None = None,
 ) -> list[Row]:
-    """The rows of the arrival orders ``orders`` (each policy's, OPT's and the oracle's)."""
-    pop = population(data, tenants, seed)
-    fits, curves = caches(pop)
-    replayer = Replayer(pop.second)
-    alone: dict[tuple[str, float], float] = {}
-    rows = []
-    for order in progress(quiet, iterable=orders, desc="snc_fig411", unit="order"):
-        arriving = arrivals(pop, order, seed, scale)
-        tset = TenantSet(tuple(arriving))
-        for policy in policies:
-            start = time.perf_counter()
-            got = decide(policy, arriving, tset, fits, curves, alone)
-            judged = replayer.judge(got.tenants, got.configured, got.mode)
-            rows.append(
-                Row(
-                    *_row(order, policy, got.tenants, judged, pop),
-                    1,
-                    time.perf_counter() - start,
-                )
-            )
-            print(rows[-1], flush=True)
-        start = time.perf_counter()
-        opt = Opt(arriving, replayer, {})
-        n = opt.search()
-        rows.append(
-            Row(
-                *_row(order, "OPT", arriving[:n], opt.judged(n), pop),
-                len(opt.tried),
-                time.perf_counter() - start,
-            )
-        )
-        print(rows[-1], flush=True)
-        start = time.perf_counter()
-        chosen, judged, replays = opt.in_order()
-        rows.append(
-            Row(
-                *_row(order, "oracle", chosen, judged, pop),
-                replays,
-                time.perf_counter() - start,
-            )
-        )
-        print(rows[-1], flush=True)
-    return rows
+    """The rows of the arrival orders ``orders`` (each policy's, OPT's and the oracle's), in
+    order; one task per order on ``runner`` (default: in this process), each worker building
+    the population once."""
+    if runner is None:
+        runner = Runner(progress=not progress_disabled(quiet))
+    shared = (str(data), tenants, seed, scale, tuple(policies))
+    parts = runner.map(_order_rows, list(orders), shared=shared, desc="snc_fig411", unit="order")
+    return [row for part in parts for row in part]
 
 
 HEADER = [
@@ -238,25 +259,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--orders", type=int, default=10, help="random arrival orders (default 10)")
     p.add_argument("--scale", type=float, default=1.0, help="SLO scale (default 1)")
     p.add_argument("--seed", type=int, default=411)
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (orders dealt out)")
+    add_executor(p, "arrival orders")
     args = p.parse_args(argv)
-    if min(args.tenants, args.orders, args.jobs) < 1 or args.scale <= 0:
-        p.error("--tenants, --orders and --jobs must be at least 1, --scale positive")
+    if min(args.tenants, args.orders) < 1 or args.scale <= 0:
+        p.error("--tenants and --orders must be at least 1, --scale positive")
     start = time.perf_counter()
     data = find_data(args.data)
-    jobs = max(1, min(args.jobs, args.orders))
-    # orders dealt round-robin to the worker processes, each with its own population and caches
-    parts = [list(range(args.orders))[j::jobs] for j in range(jobs)]
-    if jobs == 1:
-        rows = run(data, args.tenants, parts[0], args.seed, args.scale, quiet=args.quiet)
-    else:
-        with ProcessPoolExecutor(jobs) as ex:
-            futures = [
-                ex.submit(run, data, args.tenants, part, args.seed, args.scale) for part in parts
-            ]
-            done = as_completed(futures)
-            bar = progress(args, iterable=done, total=jobs, desc="snc_fig411", unit="worker")
-            rows = sorted((r for f in bar for r in f.result()), key=lambda r: r.order)
+    with runner_of(args) as runner:
+        rows = run(data, args.tenants, range(args.orders), args.seed, args.scale, runner=runner)
     wall = time.perf_counter() - start
     per_order = [
         [o, *[next(r.admitted for r in rows if r.order == o and r.policy == q) for q in labels]]

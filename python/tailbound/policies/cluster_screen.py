@@ -57,13 +57,20 @@ _T = TypeVar("_T", bound=np.generic)
 #: Cached ``h`` per (tenant, level), oldest dropped first beyond :data:`_CACHE_SIZE`.
 _terms: dict[tuple[TenantCurves, float], NDArray[np.float64]] = {}
 _CACHE_SIZE = 262144
+#: :func:`tenant_terms_at`'s results per (tenant, levels asked): a tenant is asked for the same
+#: levels again and again (every level at or below its own, each time its server changes).
+_stacked: dict[tuple[TenantCurves, bytes], NDArray[np.float64]] = {}
 
 
 def tenant_terms_at(workload: TenantCurves, levels: NDArray[np.float64]) -> NDArray[np.float64]:
     """``h_js(p)`` of a tenant at each level ``p`` in ``levels``, for each stage and ``(w, λ)``:
     shape ``(len(levels), 3, W·L)`` (the tenant counts as higher when its SLO is below ``p``;
     same arithmetic as the per-server screen). Computed in one pass for the levels not cached
-    yet, the same floats level by level; cached."""
+    yet, the same floats level by level; cached (read-only)."""
+    key = (workload, levels.tobytes())
+    stacked = _stacked.get(key)
+    if stacked is not None:
+        return stacked
     todo = [float(x) for x in levels if (workload, float(x)) not in _terms]
     if todo:
         rates, buckets = _vertices(workload)
@@ -83,7 +90,12 @@ def tenant_terms_at(workload: TenantCurves, levels: NDArray[np.float64]) -> NDAr
             _terms[(workload, level)] = terms
         while len(_terms) > _CACHE_SIZE:
             del _terms[next(iter(_terms))]
-    return np.stack([_terms[(workload, float(x))] for x in levels])
+    stacked = np.stack([_terms[(workload, float(x))] for x in levels])
+    stacked.flags.writeable = False  # shared by every caller asking for these levels
+    _stacked[key] = stacked
+    while len(_stacked) > _CACHE_SIZE:
+        del _stacked[next(iter(_stacked))]
+    return stacked
 
 
 def _means(workload: TenantCurves) -> NDArray[np.float64]:

@@ -88,6 +88,14 @@ def tenant_block(workload: TenantCurves) -> tuple[NDArray[np.float64], ...]:
     return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
 
 
+@lru_cache(maxsize=65536)
+def _out_of_bounds(workload: TenantCurves) -> bool:
+    """Whether a column of the tenant's block has its lower bound above its upper one: a mean
+    rate above 0.999 or a smallest bucket above ``SLO'`` at some stage (no server takes it)."""
+    lower, upper = tenant_block(workload)[:2]
+    return bool(np.any(lower > upper))
+
+
 def build_lp(
     tenants: Sequence[Placed], devices: int, model: ServerModel = REFERENCE
 ) -> tuple[LpArrays, list[tuple[float, int]]]:
@@ -297,11 +305,8 @@ def solve_certified(
     """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
     :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
     the same server (the last of ``tenants`` is the newcomer)."""
-    for t in tenants:
-        for stage in STORAGE_PATH:
-            c = t.workload.curves[stage]
-            if c.rates[0] > RATE_CAP or c.buckets[-1] > t.workload.slo_s * SLO_SCALE:
-                return None, []
+    if any(_out_of_bounds(t.workload) for t in tenants):
+        return None, []
     lp, r_vars = build_lp(tenants, devices, model)
     certify = certify and model is REFERENCE  # certificates are derived for the reference LP
     h = solver()
