@@ -82,7 +82,7 @@ class HostParts:
         keys = [field_key(f) for f in fields] if len(fields) > 1 else []
         if sum(plan_store.MARKER in f for f in fields) == 1 and {"rejected", "meta"} <= set(keys):
             hashes = plan_store.load_hashes(s, cluster_id, version)
-            found = (fields, hashes, _plan_version(fields))
+            found = (fields, hashes, plan_version(fields))
         with self._lock:
             self._versions[key] = found
             while len(self._versions) > VERSIONS:
@@ -111,9 +111,7 @@ class HostParts:
         """Each entry's tenant name and hosts, computed once per entry."""
         unknown = sorted({h for h in hashes if (h, version) not in self._hosts})
         for h, text in zip(unknown, self._entries(s, unknown), strict=True):
-            tenant = tenant_from_json(json.loads(text), version)
-            hosts = {q.split(".", 1)[0] for qs in stage_queues(tenant).values() for q in qs}
-            self._hosts[(h, version)] = (tenant.name, frozenset(hosts))
+            self._hosts[(h, version)] = entry_hosts(text, version)
         return [self._hosts[(h, version)] for h in hashes]
 
     def part(
@@ -134,33 +132,55 @@ class HostParts:
         fields, hashes, plan_version = found
         hosts = self._hosts_of(s, hashes, plan_version)
         mine = [h for h, (_, on) in zip(hashes, hosts, strict=True) if host in on]
-        crossed: set[str] = set().union(*(on for _, on in hosts if host in on))
-        kept = {name for name, on in hosts if host in on}
-        entries = self._entries(s, mine)
-        out = []
-        for i, f in enumerate(fields):
-            last = i == len(fields) - 1
-            body = f[:-2] if last else f  # the last field ends the object: "}\n"
-            lead = body[0]
-            key = field_key(body)
-            if plan_store.MARKER in body:
-                body = body.replace(plan_store.MARKER, "[" + ",".join(entries) + "]", 1)
-            elif key == "rejected":
-                body = lead + '"rejected":[]'
-            elif key == "meta":
-                meta = {**json.loads(body[len(lead) + len('"meta":') :]), "host": host}
-                if addresses is not None:
-                    meta["addresses"] = {
-                        "hosts": {h: a for h, a in sorted(addresses.hosts.items()) if h in crossed},
-                        "ports": {t: p for t, p in sorted(addresses.ports.items()) if t in kept},
-                    }
-                body = lead + '"meta":' + json.dumps(meta, separators=COMPACT, allow_nan=False)
-            out.append(body + "}\n" if last else body)
-        text = "".join(out)
-        return text, f'"{sha256(text)}"'
+        return cut(fields, hosts, self._entries(s, mine), host, addresses)
 
 
-def _plan_version(fields: list[str]) -> int:
+def entry_hosts(text: str, version: int) -> tuple[str, frozenset[str]]:
+    """The tenant name of a Plan entry's ``text`` (a Plan of format ``version``) and the hosts
+    its queues cross (:func:`tailbound.plan.stage_queues`, as :func:`~tailbound.service.plans
+    .host_part` reads them)."""
+    tenant = tenant_from_json(json.loads(text), version)
+    hosts = {q.split(".", 1)[0] for qs in stage_queues(tenant).values() for q in qs}
+    return tenant.name, frozenset(hosts)
+
+
+def cut(
+    fields: list[str],
+    hosts: list[tuple[str, frozenset[str]]],
+    entries: list[str],
+    host: str,
+    addresses: Addresses | None,
+) -> tuple[str, str]:
+    """``host``'s part of the Plan whose skeleton's field texts are ``fields``
+    (:func:`tailbound.service.plan_store.skeleton_parts`) and whose entries' names and hosts
+    are ``hosts`` (:func:`entry_hosts`, in order), given the texts of the entries crossing
+    ``host`` (in order): its text and ETag, exactly :func:`~tailbound.service.plans.part_text`'s."""
+    crossed: set[str] = set().union(*(on for _, on in hosts if host in on))
+    kept = {name for name, on in hosts if host in on}
+    out = []
+    for i, f in enumerate(fields):
+        last = i == len(fields) - 1
+        body = f[:-2] if last else f  # the last field ends the object: "}\n"
+        lead = body[0]
+        key = field_key(body)
+        if plan_store.MARKER in body:
+            body = body.replace(plan_store.MARKER, "[" + ",".join(entries) + "]", 1)
+        elif key == "rejected":
+            body = lead + '"rejected":[]'
+        elif key == "meta":
+            meta = {**json.loads(body[len(lead) + len('"meta":') :]), "host": host}
+            if addresses is not None:
+                meta["addresses"] = {
+                    "hosts": {h: a for h, a in sorted(addresses.hosts.items()) if h in crossed},
+                    "ports": {t: p for t, p in sorted(addresses.ports.items()) if t in kept},
+                }
+            body = lead + '"meta":' + json.dumps(meta, separators=COMPACT, allow_nan=False)
+        out.append(body + "}\n" if last else body)
+    text = "".join(out)
+    return text, f'"{sha256(text)}"'
+
+
+def plan_version(fields: list[str]) -> int:
     """The Plan document's ``version`` field (its format's version) from its fields."""
     for f in fields:
         body = f[:-2] if f.endswith("}\n") else f
