@@ -401,8 +401,11 @@ def _chain(
             problems.append(f"version {v}: the snapshot does not match its SHA-256")
             break
         try:
-            state = apply(state, json.loads(text))
-        except (KeyError, ValueError, TypeError, IndexError) as e:
+            doc = json.loads(text)
+            if doc.get("version") != v:
+                raise ValueError(f"a snapshot of version {doc.get('version')!r} stored as {v}")
+            state = apply(state, doc)
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
             problems.append(f"version {v}: the snapshot does not read ({e!r})")
             break
         good = v
