@@ -196,6 +196,12 @@ def main(argv: list[str] | None = None) -> None:
         "--pg", help="a PostgreSQL database URL (fresh) to measure too; 'auto': a temporary one"
     )
     p.add_argument("--policies", default="workloadcompactor,snc-meister")
+    p.add_argument(
+        "--no-restart",
+        dest="restart",
+        action="store_false",
+        help="skip the restart measurement (bench_restart on the serial cluster)",
+    )
     p.add_argument("--quick", action="store_true", help="6 tenants of 5 s, 2 clients")
     args = p.parse_args(argv if argv is not None else [])
     if args.quick:
@@ -233,6 +239,7 @@ def run(args: argparse.Namespace) -> None:
     databases = [("SQLite", f"sqlite:///{root / 'tb.db'}")] + (
         [("PostgreSQL", args.pg)] if args.pg else []
     )
+    restarts = []
     for policy in args.policies.split(","):
         cli = cli_rate(policy, folder)
         for label, db in databases:
@@ -242,6 +249,11 @@ def run(args: argparse.Namespace) -> None:
             finally:
                 process.send_signal(signal.SIGTERM)
                 process.wait(60)
+            if args.restart:  # the serial cluster's history, read by a restarted server
+                from benchmarks import bench_restart
+
+                found = bench_restart.measure(db, root / f"data-{label}", f"serial-{policy}")
+                restarts.append((policy, label, found, m["admitted"]))
             print(
                 f"| {policy} | {label} | {m['serial_per_s']:.1f} | {m['p50_ms']:.0f} "
                 f"| {m['p99_ms']:.0f} | {m['first_ms']:.0f} / {m['last_ms']:.0f} "
@@ -249,6 +261,9 @@ def run(args: argparse.Namespace) -> None:
                 f"| {m['admitted']:.0f} | {cli:.1f} |",
                 flush=True,
             )
+    for policy, label, found, admitted in restarts:
+        print(f"\nRestart to first decision ({policy}, {label}; benchmarks/bench_restart.py):\n")
+        print(bench_restart.table(found, int(admitted)))
 
 
 if __name__ == "__main__":

@@ -599,6 +599,12 @@ def client_name(tenant: TenantPlan) -> str:
     return tenant.client_host or f"client-{tenant.name}"
 
 
+def tenant_from_json(document: Any, version: int = VERSION) -> TenantPlan:
+    """One entry of a Plan's ``tenants`` (a Plan of ``version``) read and checked as
+    :meth:`Plan.from_json` reads it, :class:`ConfigError` naming ``tenants[0].<field>``."""
+    return _Reader(None).tenant(document, "tenants[0]", version)
+
+
 def stage_queues(tenant: TenantPlan) -> dict[Stage, tuple[str, ...]]:
     """The queues each of ``tenant``'s stages crosses, in order: ``net_in`` the client's egress
     and the server's ingress, ``storage`` the device, ``net_out`` the server's egress and the

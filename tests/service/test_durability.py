@@ -11,7 +11,7 @@ import random
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -19,9 +19,17 @@ from sqlalchemy import select
 from tests.service.harness import Demo, Server, demo, make_token, register
 
 from tailbound.plan import Plan
-from tailbound.service import plan_store
+from tailbound.service import engine_snapshots, plan_store
 from tailbound.service.client import Client, ServiceError
-from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow, make_engine, sessions
+from tailbound.service.db import (
+    ClusterRow,
+    DecisionRow,
+    EngineSnapshotRow,
+    PlanRow,
+    TenantRow,
+    make_engine,
+    sessions,
+)
 
 KILLS = 20
 WORKERS = 3
@@ -49,6 +57,11 @@ def worker(
         return  # killed under us: what was not answered is not acknowledged
 
 
+def as_it_is(state: dict[str, Any]) -> Any:
+    """The state a snapshot chain gives, not rebuilt into an engine."""
+    return state
+
+
 def check(db: str, acks: list[dict[str, Any]]) -> int:
     """The database against the acknowledged answers (module docstring); the latest version."""
     engine = make_engine(db)
@@ -71,6 +84,15 @@ def check(db: str, acks: list[dict[str, Any]]) -> int:
                 t.name: t.state
                 for t in s.scalars(select(TenantRow).where(TenantRow.cluster_id == cluster.id))
             }
+            # each version's engine snapshot, committed with it (engine_snapshots)
+            snapshots = list(
+                s.scalars(
+                    select(EngineSnapshotRow.version)
+                    .where(EngineSnapshotRow.cluster_id == cluster.id)
+                    .order_by(EngineSnapshotRow.version)
+                )
+            )
+            loaded = engine_snapshots.load(s, cluster.id, cluster.version, as_it_is)
     finally:
         engine.dispose()
     assert [p.version for p in plans] == list(range(1, cluster.version + 1))
@@ -91,6 +113,9 @@ def check(db: str, acks: list[dict[str, Any]]) -> int:
             present.remove(p.tenant)
         assert {t.name for t in plan.tenants} == present, f"version {p.version}"
     assert {n for n, st in states.items() if st == "admitted"} == present
+    assert snapshots == [p.version for p in plans], "a version without its snapshot, or one alone"
+    assert loaded.version == cluster.version and not loaded.problems, loaded.problems
+    assert set(cast(dict[str, Any], loaded.engine)["tenants"]) == present
     for a in acks:
         if a["published"] is not None:
             p = by_version[a["published"]]

@@ -19,7 +19,7 @@ from tailbound.service.migrate import upgrade
 
 
 def differences(url: str) -> list[object]:
-    assert upgrade(url) == "0003"
+    assert upgrade(url) == "0004"
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
@@ -45,7 +45,7 @@ def test_serve_migrate_only(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "database at revision 0003"
+    assert done.stdout.strip() == "database at revision 0004"
     assert (tmp_path / "new.db").exists()
 
 
@@ -88,7 +88,7 @@ def test_0003_converts_stored_plan_texts(tmp_path: Path) -> None:
                 )
     finally:
         engine.dispose()
-    assert upgrade(url) == "0003"
+    assert upgrade(url) == "0004"
     engine = make_engine(url)
     try:
         with engine.connect() as c:

@@ -29,6 +29,7 @@ race. The lock is held while computing; requests for other clusters proceed in p
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -41,12 +42,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tailbound.errors import ConfigError
 from tailbound.model import Tenant, cluster_from_json, tenant_from_json
-from tailbound.service import plan_store
+from tailbound.service import engine_snapshots, plan_store
 from tailbound.service.db import ClusterRow, DecisionRow, PlanRow, TenantRow
+from tailbound.service.engine_snapshots import SnapshotWriter
 from tailbound.service.engines import Context, Engine, Outcome, check_options, new_engine
 from tailbound.service.metrics import Metrics
 from tailbound.service.plans import PlanWriter, sha256
 from tailbound.service.problems import Problem
+
+log = logging.getLogger("tailbound.service.admission")
 
 #: Times a decision is recomputed after losing the race for the next version.
 MAX_ATTEMPTS = 50
@@ -159,6 +163,8 @@ class Decider:
         #: Per cluster, the skeleton fields' hashes of a version this server published (stored).
         self._fields: dict[int, set[str]] = {}
         self._contexts: dict[int, Context] = {}
+        #: Per cluster, the writer of its engine snapshots (engine_snapshots).
+        self._snapshots: dict[int, SnapshotWriter] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -180,11 +186,20 @@ class Decider:
         return tenant_of(trow, self.traces, self.context(row).rpc_network)
 
     def engine(self, session: Session, row: ClusterRow) -> tuple[int, Engine]:
-        """The cluster's engine at its current version ``row.version``: the cached one, brought
-        forward by replaying the versions published since (by this or another server)."""
+        """The cluster's engine at its current version ``row.version``: the cached one, or the
+        latest stored snapshot's (:mod:`~tailbound.service.engine_snapshots`), brought forward
+        by replaying the versions published since (by this or another server)."""
         cached = self._engines.get(row.id)
+        rows: dict[str, TenantRow] = {}
+
+        def tenants() -> dict[str, TenantRow]:
+            if not rows:
+                mine = select(TenantRow).where(TenantRow.cluster_id == row.id)
+                rows.update((t.name, t) for t in session.scalars(mine))
+            return rows
+
         if cached is None or cached[0] > row.version:
-            have, engine = 0, new_engine(self.context(row))
+            have, engine = self._load(session, row, tenants)
         else:
             have, engine = cached
         if have < row.version:
@@ -194,15 +209,11 @@ class Decider:
                 .where(PlanRow.version <= row.version)
                 .order_by(PlanRow.version)
             ).all()
-            tenants = {
-                t.name: t
-                for t in session.scalars(select(TenantRow).where(TenantRow.cluster_id == row.id))
-            }
             for version, event, name in events:
                 if version != have + 1:
                     raise RuntimeError(f"cluster {row.name}: Plan version {have + 1} is missing")
                 if event == "admit":
-                    outcome = engine.admit(self.tenant(row, tenants[name]), plan=False)
+                    outcome = engine.admit(self.tenant(row, tenants()[name]), plan=False)
                     if not outcome.admitted:
                         raise RuntimeError(
                             f"cluster {row.name}: replaying version {version} rejects {name}"
@@ -211,7 +222,48 @@ class Decider:
                     outcome = engine.depart(name, plan=False)
                 engine, have = outcome.after, version
             self._engines[row.id] = (have, engine)
+            # this server did not write the snapshots of what it replayed: the next is full
+            self._snapshots.setdefault(row.id, SnapshotWriter()).base = None
         return have, engine
+
+    def _load(
+        self, session: Session, row: ClusterRow, tenants: Callable[[], dict[str, TenantRow]]
+    ) -> tuple[int, Engine]:
+        """The engine of the latest stored snapshot at or before ``row.version`` (a new, empty
+        engine if none loads; why is logged)."""
+        context = self.context(row)
+        start = time.perf_counter()
+        loaded = engine_snapshots.load(
+            session,
+            row.id,
+            row.version,
+            lambda state: engine_snapshots.restore(
+                context,
+                state,
+                lambda name: self.tenant(row, tenants()[name]),
+                lambda hashes: plan_store.entry_texts(session, hashes),
+            ),
+        )
+        fields = {
+            "cluster": row.name,
+            "version": row.version,
+            "loaded": loaded.version,
+            "seconds": round(time.perf_counter() - start, 4),
+        }
+        if loaded.problems and loaded.version < row.version:
+            log.warning(
+                "engine snapshot: replaying from version %d to %d (%s)",
+                loaded.version,
+                row.version,
+                "; ".join(loaded.problems),
+                extra={**fields, "problems": loaded.problems},
+            )
+        else:
+            log.info("engine snapshot loaded", extra=fields)
+        if loaded.engine is None:
+            return 0, new_engine(context)
+        self._snapshots[row.id] = SnapshotWriter(base=loaded.version)
+        return loaded.version, loaded.engine
 
     # -------------------------------------------------------------------- decisions
     def admit(self, cluster: str, tenant: str) -> Result:
@@ -260,7 +312,7 @@ class Decider:
                         422, e.message, f"tenant.{e.field}" if e.field else "tenant"
                     ) from None
                 seconds = time.perf_counter() - start
-                published = self._commit(row, trow, event, version, outcome, seconds)
+                published = self._commit(row, trow, event, version, outcome, seconds, engine)
                 if published is False:
                     self.metrics.retries.labels(cluster).inc()
                     continue
@@ -299,9 +351,12 @@ class Decider:
         version: int,
         outcome: Outcome,
         seconds: float,
+        before: Engine,
     ) -> bool:
-        """Commit ``outcome`` decided against ``version``; False when another writer published
-        a version first (nothing written)."""
+        """Commit ``outcome`` decided against ``version`` (whose engine is ``before``) with the
+        new version's engine snapshot; False when another writer published a version first
+        (nothing written)."""
+        snapshot = None
         with self.sessions.begin() as session:
             if outcome.admitted:
                 moved = session.execute(
@@ -316,8 +371,9 @@ class Decider:
                 plan = dataclasses.replace(
                     outcome.plan, meta={**outcome.plan.meta, "version": version + 1}
                 )
-                skeleton, texts = self._writers.setdefault(row.id, PlanWriter()).parts(plan)
-                hashes = [plan_store.entry_hash(t) for t in texts]
+                writer = self._writers.setdefault(row.id, PlanWriter())
+                skeleton, texts = writer.parts(plan)
+                hashes = writer.hashes  # each entry hashed once (PlanWriter)
                 last = self._lists.get(row.id)
                 previous = last[1] if last is not None and last[0] == version else None
                 if previous is None and (version + 1 - 1) % plan_store.SNAPSHOT_EVERY != 0:
@@ -341,6 +397,9 @@ class Decider:
                         sha256=sha256(text),
                     )
                 )
+                snapshot = self._snapshot(row, version + 1, before, outcome.after, event, trow.name)
+                if snapshot is not None:
+                    engine_snapshots.store(session, row.id, snapshot)
                 state = "admitted" if event == "admit" else "departed"
             else:
                 state = "rejected"
@@ -360,7 +419,22 @@ class Decider:
         if outcome.admitted:
             self._lists[row.id] = (version + 1, hashes)
             self._fields[row.id] = set(fields)
+            if snapshot is not None:
+                self._snapshots[row.id].written(snapshot)
         return True
+
+    def _snapshot(
+        self, row: ClusterRow, version: int, before: Engine, after: Engine, event: str, name: str
+    ) -> engine_snapshots.Snapshot | None:
+        """Version ``version``'s engine snapshot; None (logged) if it cannot be made: the
+        decision still commits, and a restart replays from the previous snapshot."""
+        writer = self._snapshots.setdefault(row.id, SnapshotWriter())
+        try:
+            return writer.snapshot(version, before, after, event, name)
+        except Exception:  # a snapshot is a shortcut: never the reason a decision fails
+            log.exception("engine snapshot of %s version %d not written", row.name, version)
+            writer.base = None
+            return None
 
 
 def find_cluster(session: Session, name: str) -> ClusterRow:

@@ -53,8 +53,9 @@ from tailbound.service.engines import (
     new_engine,
     rpc_network_of,
 )
+from tailbound.service.host_parts import HostParts
 from tailbound.service.metrics import Metrics
-from tailbound.service.plans import Addresses, diff, part_text
+from tailbound.service.plans import Addresses, diff
 from tailbound.service.problems import Problem, bad_input
 from tailbound.service.reports import tenant_report
 from tailbound.service.schemas import (
@@ -103,6 +104,8 @@ class State:
         self.decider = Decider(
             self.sessions, self.traces.root, settings.data / "profiles", self.metrics
         )
+        #: Hosts' parts cut from the stored entries (host_parts).
+        self.parts = HostParts()
         with self.sessions() as s:
             for row in s.scalars(select(ClusterRow)):
                 self.metrics.plan_version.labels(row.name).set(row.version)
@@ -539,13 +542,13 @@ def create_app(settings: Settings) -> FastAPI:
         def part(version: int) -> tuple[str, str]:
             with state.sessions() as s:
                 row = find_cluster(s, cluster)
-                document = plan_text_of(s, row, version)
                 if registry.find(row.policy).family == "rpc":  # Aequitas: by host number
+                    document = plan_text_of(s, row, version)
                     return rpc_parts.part_text(
                         json.loads(document), host, row.options, row.addresses
                     )
-                addresses = addresses_of(s, row)
-            return part_text(json.loads(document), host, addresses)
+                plan_row(s, row, version)  # 404 if none
+                return state.parts.part(s, row.id, version, host, addresses_of(s, row))
 
         held = request.headers.get("if-none-match")
         deadline = time.monotonic() + wait

@@ -25,7 +25,10 @@ Tables:
 - ``traces``: uploaded traces by content hash;
 - ``tokens``: API tokens (SHA-256 of the token only) and their scopes;
 - ``measurements``: per-tenant latency summaries posted by agents;
-- ``agents``: each agent's last contact and the Plan version it last fetched.
+- ``agents``: each agent's last contact and the Plan version it last fetched;
+- ``engine_snapshots``: each Plan version's decision state (the engine a server decides the next
+  event with), in full every 64 versions and as the change from the previous version otherwise
+  (:mod:`tailbound.service.engine_snapshots`), so a restarted server does not replay the history.
 """
 
 from __future__ import annotations
@@ -103,6 +106,22 @@ class PlanEntryRow(Base):
 
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     text: Mapped[str] = mapped_column(Text)
+
+
+class EngineSnapshotRow(Base):
+    __tablename__ = "engine_snapshots"
+    __table_args__ = (
+        UniqueConstraint("cluster_id", "version", name="uq_engine_snapshots_cluster_version"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    #: ``full`` (the whole state) or ``delta`` (the change from version ``version - 1``'s).
+    kind: Mapped[str] = mapped_column(String(10))
+    #: The state's JSON text (engine_snapshots), and its SHA-256 (a damaged row is detected).
+    state: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64))
 
 
 class TenantRow(Base):

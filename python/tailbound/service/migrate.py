@@ -5,7 +5,7 @@ fresh database (an empty SQLite file or PostgreSQL database) is ready within a s
 >>> import tempfile, pathlib
 >>> url = f"sqlite:///{pathlib.Path(tempfile.mkdtemp()) / 'tb.db'}"
 >>> upgrade(url), upgrade(url)  # idempotent
-('0003', '0003')
+('0004', '0004')
 """
 
 from __future__ import annotations

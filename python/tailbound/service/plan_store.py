@@ -106,10 +106,20 @@ def split(text: str) -> tuple[str, list[str]]:
 
 
 def edits(before: Sequence[str], after: Sequence[str]) -> list[list[Any]]:
-    """The edits turning hash list ``before`` into ``after`` (module docstring)."""
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    """The edits turning hash list ``before`` into ``after`` (module docstring). The common
+    head and tail are skipped first (an event changes one server's entries, so the matcher
+    sees those only: O(tenants) comparisons instead of its O(tenants) Python steps)."""
+    n = min(len(before), len(after))
+    head = 0
+    while head < n and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    old, new = before[head : len(before) - tail], after[head : len(after) - tail]
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     return [
-        [i1, i2, list(after[j1:j2])]
+        [head + i1, head + i2, list(new[j1:j2])]
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
         if tag != "equal"
     ]

@@ -50,7 +50,9 @@ class PlanWriter:
     only."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[Any, Any, str]] = {}
+        self._entries: dict[str, tuple[Any, Any, str, str]] = {}
+        #: The last Plan's entries' SHA-256 (hex), in order (each computed once per entry).
+        self.hashes: list[str] = []
 
     def text(self, plan: Plan) -> str:
         """The text of ``plan`` (exactly :func:`plan_text`'s)."""
@@ -61,20 +63,22 @@ class PlanWriter:
         """The skeleton and entry texts of ``plan``'s text (:mod:`tailbound.service.plan_store`:
         ``join`` gives the text)."""
         entries = []
-        kept: dict[str, tuple[Any, Any, str]] = {}
+        hashes = []
+        kept: dict[str, tuple[Any, Any, str, str]] = {}
         for t in plan.tenants:
             source: Any = None
             if plan.inputs is not None:
                 source = plan.inputs.characterisations.get(t.name) or plan.inputs.traces[t.name]
             hit = self._entries.get(t.name)
-            if hit is not None and (hit[0] is t or hit[0] == t) and hit[1] == source:
-                entry = hit[2]
-            else:
+            if hit is None or not (hit[0] is t or hit[0] == t) or hit[1] != source:
                 (doc,) = dataclasses.replace(plan, tenants=[t]).to_json()["tenants"]
                 entry = json.dumps(doc, separators=COMPACT, allow_nan=False)
-            kept[t.name] = (t, source, entry)
-            entries.append(entry)
+                hit = (t, source, entry, plan_store.entry_hash(entry))
+            kept[t.name] = hit
+            entries.append(hit[2])
+            hashes.append(hit[3])
         self._entries = kept
+        self.hashes = hashes
         skeleton = dataclasses.replace(plan, tenants=[]).to_json()
         skeleton["tenants"] = _TENANTS
         text = json.dumps(skeleton, separators=COMPACT, allow_nan=False) + "\n"

@@ -1,0 +1,245 @@
+"""Engine snapshots (:mod:`tailbound.service.engine_snapshots`): after random admissions and
+departures, a restarted server's engine loaded from the snapshots is the replayed engine — the
+same placer state to the bit, and for every possible next event the same decision, reasons and
+Plan text byte for byte; the next published version's text is the replayed engine's; a damaged
+or missing snapshot makes the server replay from the snapshot before it (not from zero), and
+says so in its log."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, select, update
+from tests.service.decider_world import World, random_history
+from tests.service.harness import Demo, demo
+
+from tailbound.service import engine_snapshots
+from tailbound.service.db import (
+    ClusterRow,
+    DecisionRow,
+    EngineSnapshotRow,
+    PlanRow,
+    TenantRow,
+)
+from tailbound.service.engine_snapshots import Loaded
+from tailbound.service.engines import Engine, PlacementEngine
+from tailbound.service.plans import plan_text
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    """Eighteen workloads of 5 s on two servers: some arrivals are refused."""
+    return demo(tmp_path_factory.mktemp("snapshots"), 18, servers=2, duration_s=5.0, seed=7)
+
+
+def placer_state(engine: Engine) -> list[Any]:
+    assert isinstance(engine, PlacementEngine)
+    return [
+        (
+            s.config.name,
+            [(p.workload.name, p.device) for p in s.tenants],
+            s.rate.tobytes(),
+            s.bucket.tobytes(),
+        )
+        for s in engine.placer.servers
+    ]
+
+
+def assert_same_decisions(world: World, loaded: Engine, replayed: Engine) -> None:
+    """Every possible next event decided alike by both engines, Plans byte for byte."""
+    assert loaded.admitted() == replayed.admitted()
+    if isinstance(replayed, PlacementEngine):
+        assert placer_state(loaded) == placer_state(replayed)
+    tenants = {t.name: t for t in _tenants(world, loaded)}
+    for name in world.names:
+        if name in replayed.admitted():
+            a, b = loaded.depart(name), replayed.depart(name)
+        else:
+            a, b = loaded.admit(tenants[name]), replayed.admit(tenants[name])
+        assert (a.admitted, a.reasons) == (b.admitted, b.reasons), name
+        assert (a.plan is None) == (b.plan is None), name
+        if a.plan is not None and b.plan is not None:
+            assert plan_text(a.plan) == plan_text(b.plan), name
+
+
+def _tenants(world: World, engine: Engine) -> list[Any]:
+    decider = world.decider()
+    with world.sessions() as s:
+        row = s.scalar(select(ClusterRow).where(ClusterRow.id == world.cluster_id))
+        assert row is not None
+        return [
+            decider.tenant(row, t)
+            for t in s.scalars(select(TenantRow).where(TenantRow.cluster_id == row.id))
+        ]
+
+
+def replaying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deciders made after this ignore the snapshots (the replay from version 0)."""
+    monkeypatch.setattr(
+        engine_snapshots, "load", lambda *a, **k: Loaded(0, None, ["disabled by the test"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "options"),
+    [
+        ("workloadcompactor", {"mtu_bytes": 9000.0}),
+        ("effective-bandwidth", {"mtu_bytes": 9000.0}),
+        ("snc-meister", {}),
+    ],
+)
+def test_loaded_engine_decides_as_the_replayed_one(
+    tmp_path: Path,
+    fleet: Demo,
+    policy: str,
+    options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(engine_snapshots, "FULL_EVERY", 4)  # full, changes, full, ...
+    world = World(tmp_path, fleet, policy, options)
+    random_history(world, world.decider(), random.Random(11), 22)
+    version, _ = world.current(world.decider())
+    with world.sessions() as s:
+        outcomes = set(s.scalars(select(DecisionRow.admitted)))
+        assert outcomes == {True, False}  # arrivals admitted and refused
+        kinds = dict(
+            s.execute(
+                select(EngineSnapshotRow.version, EngineSnapshotRow.kind).where(
+                    EngineSnapshotRow.cluster_id == world.cluster_id
+                )
+            ).all()
+        )
+    assert sorted(kinds) == list(range(1, version + 1))  # one per version, none half-written
+    assert {v for v, k in kinds.items() if k == "full"} == set(range(1, version + 1, 4))
+
+    caplog.set_level(logging.INFO, "tailbound.service.admission")
+    restarted = world.decider()
+    have, loaded = world.current(restarted)
+    assert have == version
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    with monkeypatch.context() as m:
+        replaying(m)
+        replayer = world.decider()
+        _, replayed = world.current(replayer)
+    assert_same_decisions(world, loaded, replayed)
+
+    # the next versions published by the restarted server: the replayed engine's texts
+    rng = random.Random(2)
+    for _ in range(4):
+        inside = set(world.admitted())
+        outside = [n for n in world.names if n not in inside]
+        _, replayed = world.current(replayer)
+        if outside and rng.random() < 0.5:
+            name = rng.choice(outside)
+            expected = replayed.admit(next(t for t in _tenants(world, replayed) if t.name == name))
+            result = restarted.admit("c", name)
+        else:
+            name = rng.choice(sorted(inside))
+            expected = replayed.depart(name)
+            result = restarted.depart("c", name)
+        assert result.admitted == expected.admitted
+        if expected.plan is not None:
+            assert result.published is not None
+            plan = dataclasses.replace(
+                expected.plan, meta={**expected.plan.meta, "version": result.published}
+            )
+            assert world.text(result.published) == plan_text(plan)
+
+
+def test_damaged_or_missing_snapshots_replay_from_the_one_before(
+    tmp_path: Path,
+    fleet: Demo,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(engine_snapshots, "FULL_EVERY", 4)
+    world = World(tmp_path, fleet, "workloadcompactor", {"mtu_bytes": 9000.0})
+    random_history(world, world.decider(), random.Random(5), 14)
+    version, _ = world.current(world.decider())
+    assert version >= 10
+    with monkeypatch.context() as m:
+        replaying(m)
+        _, replayed = world.current(world.decider())
+    replays: list[str] = []
+    real_admit = PlacementEngine.admit
+
+    def counting(self: PlacementEngine, tenant: Any, *, plan: bool = True) -> Any:
+        if not plan:
+            replays.append(tenant.name)
+        return real_admit(self, tenant, plan=plan)
+
+    monkeypatch.setattr(PlacementEngine, "admit", counting)
+    caplog.set_level(logging.INFO, "tailbound.service.admission")
+    where = (EngineSnapshotRow.cluster_id == world.cluster_id,)
+
+    def restart(expect_from: int, says: str) -> None:
+        replays.clear()
+        caplog.clear()
+        have, loaded = world.current(world.decider())
+        assert have == version
+        warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warned) == 1 and says in warned[0].getMessage(), warned
+        assert f"replaying from version {expect_from} " in warned[0].getMessage()
+        with world.sessions() as s:
+            admits = s.scalars(
+                select(PlanRow.tenant).where(
+                    PlanRow.cluster_id == world.cluster_id,
+                    PlanRow.version > expect_from,
+                    PlanRow.event == "admit",
+                )
+            ).all()
+        assert replays == list(admits)  # replayed from the snapshot before, not from zero
+        assert_same_decisions(world, loaded, replayed)
+
+    last_full = max(v for v in range(1, version + 1, 4) if v < version)
+    # a change damaged (its text no longer its hash): replay from the version before it
+    with world.sessions.begin() as s:
+        s.execute(
+            update(EngineSnapshotRow)
+            .where(*where, EngineSnapshotRow.version == version)
+            .values(state=EngineSnapshotRow.state + " ")
+        )
+    restart(version - 1, "does not match its SHA-256")
+    # the latest full snapshot missing: from the full one before it, up to the gap
+    with world.sessions.begin() as s:
+        s.execute(delete(EngineSnapshotRow).where(*where, EngineSnapshotRow.version == last_full))
+    restart(last_full - 1, "no snapshot")
+    # no snapshot at all (a database migrated with its history): every version replayed
+    with world.sessions.begin() as s:
+        s.execute(delete(EngineSnapshotRow).where(*where))
+    restart(0, "no snapshot")
+
+
+def test_snapshot_documents_round_trip_curves(fleet: Demo) -> None:
+    """A tenant's r-b curves written and read back are equal to the bit."""
+    from tailbound.model import tenant_from_json
+    from tailbound.policies.workload import characterize
+    from tailbound.profiles import SsdProfile
+    from tailbound.traces.readers import read_trace
+
+    tenant = tenant_from_json(fleet.tenants[0], source="demo", traces=fleet.folder)
+    path = fleet.folder / "profile_ssd.json"
+    profile = SsdProfile.from_json(fleet.profile, path=str(path))
+    w = characterize(
+        tenant, read_trace(tenant.trace), profile=profile, link_bandwidth_bytes_per_s=1.25e9
+    )
+    back = engine_snapshots.curves_of(
+        __import__("json").loads(engine_snapshots._text(engine_snapshots.curves_document(w))),
+        tenant,
+    )
+    assert back.largest == w.largest and back.slo == w.slo and back.name == w.name
+    for stage, curve in w.curves.items():
+        other = back.curves[stage]
+        assert curve.rates.tobytes() == other.rates.tobytes()
+        assert curve.buckets.tobytes() == other.buckets.tobytes()
+        assert (curve.mean_rate, curve.stage, curve.name) == (
+            other.mean_rate,
+            other.stage,
+            other.name,
+        )
