@@ -303,6 +303,8 @@ def restore(
     if kind != state["engine"]:
         raise ValueError(f"a {state['engine']} snapshot for a {kind} engine")
     tenants = {name: tenant(name) for name in state["tenants"]}
+    if isinstance(empty, AdmissionEngine):
+        return empty.restored(tuple(tenants.values()))
     if kind != "placement":
         return dataclasses.replace(empty, tenants=tuple(tenants.values()))  # type: ignore[type-var]
     from tailbound.policies.server import Placed

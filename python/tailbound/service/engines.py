@@ -405,6 +405,16 @@ class AdmissionEngine:
     def admitted(self) -> list[str]:
         return [t.name for t in self.tenants]
 
+    def restored(self, tenants: tuple[Tenant, ...]) -> AdmissionEngine:
+        """This (empty) engine with ``tenants`` admitted in that order, as a snapshot restores
+        it: their coupling graph rebuilt, their bounds unknown (the next event re-analyses every
+        tenant, which the component-only re-analysis equals)."""
+        graph = self.graph
+        if graph is not None:
+            for t in tenants:
+                graph = graph.add(t)
+        return dataclasses.replace(self, tenants=tenants, bounds=None, graph=graph)
+
     def _decide(self, tenant: Tenant) -> tuple[Any, Any, Mapping[str, Any] | None]:
         """:func:`~tailbound.policies.admission.decide` of ``tenant``, re-analysing only the
         admitted tenants it can change when that is exact (:mod:`snc_local`): the same
