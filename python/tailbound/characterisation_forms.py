@@ -50,7 +50,9 @@ def kind(doc: dict[str, Any]) -> str:
     return "rb"
 
 
-def _number(fail: Fail, value: Any, field: str, low: float, high: float = math.inf) -> float:
+def number(fail: Fail, value: Any, field: str, low: float, high: float = math.inf) -> float:
+    """``value`` as a float if it is a finite number in ``[low, high]``; otherwise ``fail``'s
+    error naming ``field``."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -83,7 +85,7 @@ def _check_nested(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
         here = f"nested_classes[{i}]"
         if not isinstance(c, list) or len(c) != 3:
             raise fail(here, f"expected [sigma_s, rho, delta_s], got {c!r}")
-        values = [_number(fail, v, here, 0.0) for v in c]
+        values = [number(fail, v, here, 0.0) for v in c]
         if min(values) <= 0:
             raise fail(here, f"sigma_s, rho and delta_s must be positive, got {c!r}")
         if out and any(v < w for v, w in zip(values, out[-1], strict=True)):
@@ -91,7 +93,7 @@ def _check_nested(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
         out.append(values)
     if "largest_work_s" not in doc:
         raise fail("largest_work_s", "missing: the largest request's work (s)")
-    largest = _number(fail, doc["largest_work_s"], "largest_work_s", 0.0)
+    largest = number(fail, doc["largest_work_s"], "largest_work_s", 0.0)
     return {"nested_classes": out, "largest_work_s": largest}
 
 
@@ -122,7 +124,7 @@ def _check_mmbp(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
             here = f"{at}.transition[{i}]"
             if not isinstance(row, list) or len(row) != states:
                 raise fail(here, f"expected a row of {states} probabilities")
-            values = [_number(fail, v, here, 0.0, 1.0) for v in row]
+            values = [number(fail, v, here, 0.0, 1.0) for v in row]
             if abs(sum(values) - 1.0) > 1e-9:
                 raise fail(here, f"a row must sum to 1, got {sum(values)!r}")
             matrix.append(values)
@@ -135,9 +137,7 @@ def _check_mmbp(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
             v = m.get(key)
             if not isinstance(v, list) or len(v) != states:
                 raise fail(f"{at}.{key}", f"expected a list of {states} numbers (one per state)")
-            vectors[key] = [
-                _number(fail, x, f"{at}.{key}[{j}]", low, high) for j, x in enumerate(v)
-            ]
+            vectors[key] = [number(fail, x, f"{at}.{key}[{j}]", low, high) for j, x in enumerate(v)]
         if min(vectors["mu"]) <= 0:
             raise fail(f"{at}.mu", "every state's work rate must be positive")
         out[name] = {"transition": matrix, **vectors}

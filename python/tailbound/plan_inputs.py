@@ -150,23 +150,16 @@ def check_characterisation(doc: Any, where: str, path: str | None = None) -> dic
     c.stages.storage.points[1]
     """
 
+    from tailbound import characterisation_forms as forms
+
     def fail(field: str, message: str) -> ConfigError:
         return ConfigError(path, message, field=f"{where}.{field}" if field else where)
 
     def number(value: Any, field: str, low: float, high: float = math.inf) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or not low <= value <= high
-        ):
-            span = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
-            raise fail(field, f"expected a finite number {span}, got {value!r}")
-        return float(value)
+        return forms.number(fail, value, field, low, high)
 
     if not isinstance(doc, dict):
         raise fail("", f"expected an object, got {doc!r}")
-    from tailbound import characterisation_forms as forms
 
     if forms.kind(doc) != "rb":  # Nested QoS's classes or an SNC tenant's MMBPs
         return forms.check_form(doc, fail)

@@ -402,16 +402,7 @@ def beyond_bucket(
     >>> beyond_bucket([0.0, 0.0, 0.0, 1.0], [100, 100, 100, 100], 100.0, 200.0)
     1
     """
-    tokens, last, over = bucket, None, 0
-    for t, size in zip(times_s, sizes_bytes, strict=True):
-        if last is not None:
-            tokens = min(bucket, tokens + (t - last) * rate_bytes_per_s)
-        last = t
-        if size <= tokens + 1e-9:
-            tokens -= size
-        else:
-            over += 1
-    return over
+    return rf.meter(list(times_s), list(sizes_bytes), rate_bytes_per_s, bucket, None)[0]
 
 
 def replay_summaries(csv: Path, part: dict[str, Any]) -> list[dict[str, Any]]:
@@ -445,17 +436,7 @@ def replay_summaries(csv: Path, part: dict[str, Any]) -> list[dict[str, Any]]:
                 limit.rate * limit.capacity_per_s,
                 limit.bucket_s * limit.capacity_per_s,
             )
-        rows.append(
-            {
-                "tenant": t.name,
-                "count": int(answered.size),
-                "percentiles": {
-                    str(f): float(np.quantile(answered, f, method="higher")) for f in FRACTIONS
-                },
-                "max_s": float(answered.max()),
-                "beyond_buckets": over,
-            }
-        )
+        rows.append(rf.summary(t.name, answered, over))
     return rows
 
 

@@ -123,6 +123,23 @@ def meter(
     return over, [tokens, last if last is not None else 0.0]
 
 
+def summary(tenant: str, answered: Any, beyond: int) -> dict[str, Any]:
+    """One tenant's measurement as posted: the count of its answered requests' latencies
+    ``answered`` (s, a non-empty numpy array), their :data:`FRACTIONS` percentiles (exact: the
+    order statistic at or above), the largest, and ``beyond`` requests beyond its bucket."""
+    import numpy as np
+
+    return {
+        "tenant": tenant,
+        "count": int(answered.size),
+        "percentiles": {
+            str(f): float(np.quantile(answered, f, method="higher")) for f in FRACTIONS
+        },
+        "max_s": float(answered.max()),
+        "beyond_buckets": beyond,
+    }
+
+
 def summaries(
     rows: list[dict[str, str]], part: dict[str, Any], cursor: Cursor
 ) -> list[dict[str, Any]]:
@@ -159,15 +176,5 @@ def summaries(
                 limit.bucket_s * limit.capacity_per_s,
                 cursor.buckets.get(t.name),
             )
-        out.append(
-            {
-                "tenant": t.name,
-                "count": int(answered.size),
-                "percentiles": {
-                    str(f): float(np.quantile(answered, f, method="higher")) for f in FRACTIONS
-                },
-                "max_s": float(answered.max()),
-                "beyond_buckets": over,
-            }
-        )
+        out.append(summary(t.name, answered, over))
     return out
