@@ -55,6 +55,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from tailbound.model import Tenant
+from tailbound.policies.pslo import NAME as PSLO_NAME
 from tailbound.service import plan_store
 from tailbound.service.engines import (
     AdmissionEngine,
@@ -76,7 +77,11 @@ FORMAT = 1
 
 #: The engines whose state is their admitted tenants in arrival order (and what is rebuilt
 #: from their cluster's context), by the ``engine`` name their snapshots carry.
-_LISTS: dict[str, type] = {"admission": AdmissionEngine, "pslo": PsloEngine, "rpc": AequitasEngine}
+_LISTS: dict[str, type] = {
+    "admission": AdmissionEngine,
+    PSLO_NAME: PsloEngine,
+    "rpc": AequitasEngine,
+}
 
 
 def sha256(text: str) -> str:
