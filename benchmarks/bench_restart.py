@@ -148,12 +148,30 @@ def write_cost(db: str, data: Path, cluster: str) -> tuple[float, float, int, in
         engine.dispose()
 
 
+def same_plan(a: Any, b: Any, rel: float = 1e-12) -> bool:
+    """Whether two Plan documents are equal, numbers within ``rel`` of each other. Byte
+    equality holds for the placement policies; for SNC-Meister a replayed engine's bounds come
+    from the component-only re-analysis and a loaded engine's from re-analysing every tenant,
+    equal up to the order of floating-point sums where tenants of different components share a
+    trace (docs/service.md, "SNC-Meister's incremental decisions"; 5e-16 relative measured on
+    the 100-tenant demo)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_plan(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_plan(x, y, rel) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
+    return bool(a == b)
+
+
 def measure(db: str, data: Path, cluster: str) -> dict[str, Any]:
     """Restart to first decision both ways, and the snapshots' costs, on ``cluster`` of ``db``
     (``data``: the server's ``--data``)."""
     replay_ready, replay_decide, replay_text = first_decision(db, data, cluster, replay=True)
     load_ready, load_decide, load_text = first_decision(db, data, cluster, replay=False)
-    assert load_text == replay_text, "the loaded engine decides otherwise than the replayed one"
+    assert same_plan(json.loads(load_text), json.loads(replay_text)), (
+        "the loaded engine decides otherwise than the replayed one"
+    )
     full_ms, change_ms, full_b, change_b = write_cost(db, data, cluster)
     return {
         "replay_s": replay_ready,
