@@ -81,7 +81,9 @@ def test_agent_once(server: Server, sqlite_url: str, small_demo: Demo, tmp_path:
     assert code == 0, err
     assert report["changed"] and report["ok"] and report["version"] == len(admitted)
     assert report["steps"][0]["command"].startswith("enforce net --device eth0")
-    assert "htb" in report["steps"][0]["output"]
+    # the dry run printed the objects (its last 2,000 characters: the nftables rules, meter too)
+    assert "nft tailbound_eth0:" in report["steps"][0]["output"]
+    assert "tailbound meter" in report["steps"][0]["output"]
     applied = Plan.load(state / "plan.json")
     assert {t.name for t in applied.tenants} == set(report["tenants"]) and report["tenants"]
     # unchanged: 304, nothing applied
