@@ -337,7 +337,9 @@ class Agent:
         the window's packets beyond its network buckets in :attr:`net_pending`, for the step's
         posts to carry (:meth:`post_net`); returns them. The window is the difference from the
         reading kept in ``<state>/net-meter.json`` (written by :meth:`post_net` once posted):
-        a counter below the kept one was reset (the table was re-installed) and counts whole.
+        a counter below the kept one was reset (the table was re-installed) and counts whole
+        (one re-installed and already past the kept count between two readings, a step apart,
+        would be read as a difference: an undercount).
         The window's packets sent are kept too, for :meth:`post_net`'s own rows."""
         if listing is None:
             if self.net is None:
