@@ -188,3 +188,27 @@ def test_ipv6_filters_match_the_ipv6_header() -> None:
     assert {f.protocol for f in sw.filters} == {net.ETH_P_IP, net.ETH_P_IPV6}
     with pytest.raises(ConfigError, match="IPv4 or IPv6"):
         net.Addresses.from_json({"hosts": {"c": "fd00::zz"}})
+
+
+@pytest.mark.parametrize("mode", ["shaping", "demotion"])
+def test_the_meter_counts_each_tenant_against_its_primary_bucket_before_the_marks(
+    mode: str,
+) -> None:
+    from tailbound.enforce import net_meter
+
+    cfg = net.host_config(plan(mode), "c", "c0", HOSTS)
+    meters = [r for r in cfg.nft_rules if "tailbound sent" in r or "tailbound meter" in r]
+    assert list(cfg.nft_rules[: len(meters)]) == meters  # first, before any verdict
+    assert all("accept" not in r and "dscp set" not in r for r in meters)
+    rate, bucket = int(W * 3_750_000), W * 100_000  # L's wire bucket
+    assert meters[-2:] == net_meter.meter_rules(
+        'oifname "c0" ip saddr 198.18.0.1 ip daddr 198.18.0.2 tcp dport 5201',
+        "L",
+        "net_in",
+        rate,
+        bucket,
+    )
+    # nftables adds a second of the rate to the burst: L's bucket is under a second of it
+    assert net_meter.meter_burst(rate, bucket) == 0 and "burst" not in meters[-1]
+    # the receive side has no rules at all, the meter's neither
+    assert net.host_config(plan(mode), "s", "s0", HOSTS, receive=True).nft_rules == ()

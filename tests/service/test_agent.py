@@ -81,7 +81,9 @@ def test_agent_once(server: Server, sqlite_url: str, small_demo: Demo, tmp_path:
     assert code == 0, err
     assert report["changed"] and report["ok"] and report["version"] == len(admitted)
     assert report["steps"][0]["command"].startswith("enforce net --device eth0")
-    assert "htb" in report["steps"][0]["output"]
+    # the dry run printed the objects (its last 2,000 characters: the nftables rules, meter too)
+    assert "nft tailbound_eth0:" in report["steps"][0]["output"]
+    assert "tailbound meter" in report["steps"][0]["output"]
     applied = Plan.load(state / "plan.json")
     assert {t.name for t in applied.tenants} == set(report["tenants"]) and report["tenants"]
     # unchanged: 304, nothing applied
@@ -282,3 +284,58 @@ class Recording:
         if method == "POST":
             self.posted.append(kwargs["json"])
         return self.inner.json(method, path, **kwargs)
+
+
+class _Posts:
+    """A stand-in for the server's client: records the bodies posted."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def json(self, method: str, path: str, json: dict[str, Any]) -> dict[str, Any]:
+        self.bodies.append(json)
+        return {"stored": len(json["tenants"])}
+
+
+def _meter(**tenants: tuple[int, int]) -> str:
+    """``enforce net --meter``'s JSON: per tenant (packets, beyond packets) on ``net_in``."""
+    return json.dumps(
+        {
+            f"{t} net_in": {"tenant": t, "stage": "net_in", "packets": p, "bytes": 1000 * p,
+                            "beyond_packets": b, "beyond_bytes": 1000 * b}
+            for t, (p, b) in tenants.items()
+        }
+    )  # fmt: skip
+
+
+def test_agent_net_meter_windows_merge_and_reset(tmp_path: Path) -> None:
+    posts = _Posts()
+    agent = Agent(posts, "c1", "h", tmp_path / "state", run=lambda argv: (0, ""))  # type: ignore[arg-type]
+    agent.plan_path.write_text(json.dumps({"tenants": [{"name": "A"}, {"name": "B"}]}))
+    # the first reading counts whole; a tenant not of the part (X) is left out
+    assert agent.measure_net(_meter(A=(100, 7), B=(50, 0), X=(9, 9))) == {"A": 7, "B": 0}
+    gate_rows = [{"tenant": "A", "count": 3, "percentiles": {"0.5": 0.001}, "beyond_buckets": 2}]
+    agent._with_net(gate_rows, same_bucket=False)  # another stage: added
+    assert gate_rows[0]["beyond_buckets"] == 9
+    agent.post_net(1.0)  # B alone: its packets, no percentiles
+    assert posts.bodies[-1]["tenants"] == [
+        {"tenant": "B", "count": 50, "percentiles": {}, "beyond_buckets": 0}
+    ]
+    # the next window is the difference; a replayer row of the same bucket takes the larger
+    assert agent.measure_net(_meter(A=(160, 10), B=(50, 0))) == {"A": 3}
+    replay_rows = [{"tenant": "A", "count": 4, "percentiles": {}, "beyond_buckets": 5}]
+    agent._with_net(replay_rows, same_bucket=True)
+    assert replay_rows[0]["beyond_buckets"] == 5
+    assert agent.post_net(1.0) is None  # nothing left to post
+    # a re-installed table (counts went down) counts whole
+    assert agent.measure_net(_meter(A=(20, 4), B=(60, 1))) == {"A": 4, "B": 1}
+    agent.post_net(1.0)
+    rows = {r["tenant"]: r for r in posts.bodies[-1]["tenants"]}
+    assert (rows["A"]["count"], rows["B"]["count"]) == (20, 10)
+    # a failed post keeps the reading: the window is posted again
+    agent.measure_net(_meter(A=(30, 6), B=(60, 1)))
+    agent.client = None  # type: ignore[assignment]
+    with pytest.raises(AttributeError):
+        agent.post_net(1.0)
+    agent.client = posts  # type: ignore[assignment]
+    assert agent.measure_net(_meter(A=(30, 6), B=(60, 1))) == {"A": 2}

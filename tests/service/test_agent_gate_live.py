@@ -12,6 +12,7 @@ import json
 import math
 import socket
 import struct
+import subprocess
 import sys
 import time
 import urllib.request
@@ -110,4 +111,82 @@ def test_a_tenant_beyond_its_storage_bucket_is_flagged_through_the_api(
     assert rows[over]["beyond_buckets"] == beyond[over]
     assert "beyond_characterisation" in rows[over]["flags"]
     assert rows[paced]["beyond_buckets"] == 0
+    assert "beyond_characterisation" not in rows[paced]["flags"]
+
+
+def test_a_nested_gateway_tenant_beyond_its_outermost_class_is_flagged_through_the_api(
+    server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
+) -> None:
+    """The same two admitted tenants on a Nested QoS gateway: each tenant's Plan bucket
+    ``(rate, bucket_s)`` is its one class ``(σ = bucket_s, ρ = rate, δ = 1 s)``; the burst
+    beyond the class is served best effort and counted under the same metric names, the agent
+    posts it and the API flags that tenant only (``conform.rs``, "Nested QoS")."""
+    find_binary()
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    one = Demo(
+        small_demo.folder,
+        small_demo.tenants,
+        {**small_demo.cluster, "server_hosts": small_demo.cluster["server_hosts"][:1]},
+        small_demo.profile,
+    )
+    names = [t["name"] for t in one.tenants if t.get("server_host") == "server00"]
+    with server.client(operator) as c:
+        register(c, one, "c1", names=names)
+        admitted = [n for n in names if c.admit("c1", n)["admitted"]]
+    assert len(admitted) >= 2
+    with server.client(token) as client:
+        agent = Agent(client, "c1", "server00", tmp_path / "state", run=lambda argv: (0, ""))
+        agent.step()
+        doc = json.loads(agent.plan_path.read_text())
+        plan = Plan.from_json(doc)
+        limits = {t.name: t.limits.get(Stage.STORAGE) for t in plan.tenants}
+        over, paced = [n for n in admitted if limits.get(n) is not None][:2]
+        doc["disciplines"]["storage"] = {"kind": "nested", "mode": "shaping"}
+        for t in doc["tenants"]:
+            lim = limits.get(t["name"])
+            if lim is not None:
+                t["nested"] = {"storage": [[lim.bucket_s, lim.rate, 1.0]]}
+        nested_plan = tmp_path / "nested-plan.json"
+        nested_plan.write_text(json.dumps(doc))
+        row = next(r for r in one.profile["bandwidthTable"] if r["requestSize"] == SIZE)
+        cost = SIZE / row["readBandwidth"]
+        (tmp_path / "profile.json").write_text(json.dumps(one.profile))
+        cmd = [sys.executable, "-m", "tailbound.cli.main", "gate", "--plan", str(nested_plan)]
+        cmd += ["--device", "server00.ssd0", "--profile", str(tmp_path / "profile.json")]
+        cmd += ["--backend", str(tmp_path / "backend"), "--listen", "127.0.0.1:0"]
+        cmd += ["--export-size", str(64 << 20), "--metrics", "127.0.0.1:0"]
+        written = subprocess.run(
+            [*cmd, "--write-config", str(tmp_path / "gate.json")], capture_output=True, text=True
+        )
+        assert written.returncode == 0, written.stderr
+        scheduler = json.loads((tmp_path / "gate.json").read_text())["scheduler"]
+        assert scheduler["kind"] == "nested", scheduler  # not the priority scheduler's buckets
+        gate = start_gate(cmd)
+        try:
+            lim = limits[over]
+            assert lim is not None
+            burst = math.ceil(lim.bucket_s / cost) + 200
+            s = _raw_go(gate.port, over.encode())
+            _reads(s, burst, 0)
+            s.close()
+            lim = limits[paced]
+            assert lim is not None
+            s = _raw_go(gate.port, paced.encode())
+            for i in range(10):
+                _reads(s, 1, i)
+                time.sleep(2 * cost / lim.rate)
+            s.close()
+            with urllib.request.urlopen(gate.metrics, timeout=10) as r:
+                text = r.read().decode()
+        finally:
+            gate.stop()
+        beyond = gate_beyond(text)
+        print(json.dumps({"nested": scheduler, "burst": burst, "beyond": beyond}))
+        assert 10 <= beyond[over] <= 200 and beyond[paced] == 0
+        assert agent.measure(text, 10.0) == {"stored": 2}
+    with server.client(operator) as c:
+        rows = {r["tenant"]: r for r in c.json("GET", "/clusters/c1/report")["tenants"]}
+    assert rows[over]["beyond_buckets"] == beyond[over]
+    assert "beyond_characterisation" in rows[over]["flags"]
     assert "beyond_characterisation" not in rows[paced]["flags"]

@@ -3,8 +3,9 @@
 //! tenant "whose load left its characterisation").
 //!
 //! **Definition.** Export `w`'s buckets are the scheduler's for workload `w` (`priority` and
-//! `pclock`: `(rate as utilisation, size in seconds of work)`, the Plan's storage buckets; the
-//! other schedulers have none, and nothing is counted). The meter is a copy of those buckets,
+//! `pclock`: `(rate as utilisation, size in seconds of work)`, the Plan's storage buckets;
+//! `nested`: the outermost class's bucket `(ρ_n, σ_n)` alone, see below; the other schedulers
+//! have none, and nothing is counted). The meter is a copy of those buckets,
 //! [`BucketSet`] with the shaper's own arithmetic (`tailbound_core::sched::bucket`: a request
 //! adds its cost — its device-seconds from the profile, the cost the dispatcher enqueues it
 //! with — to every bucket, each leaks at its rate, a request larger than a bucket fits it once
@@ -19,6 +20,19 @@
 //! buckets, which is what its characterisation (the r-b curve its buckets were cut from)
 //! promised. A reload keeps an export's meter when its buckets are unchanged and starts a new
 //! one (buckets empty) otherwise, as the shaper's buckets are.
+//!
+//! **Nested QoS** (`tailbound_core::sched::nested`): a request is beyond the workload's buckets
+//! when its outermost bucket `B_n` has no room for it: it debits no bucket and is served best
+//! effort, below every class. The classifier meets `B_n` first, with the same [`TokenBucket`]
+//! arithmetic (`ready_at`, `charge`: the one in `sched::bucket`) and the same `(cost, arrival)`
+//! the meter is fed, and debits `B_n` exactly when the request passes it; so a meter of the one
+//! bucket `(ρ_n, σ_n)` counts exactly the requests the scheduler serves best effort (while the
+//! scheduler and the meter start together: a reload that rebuilds the scheduler but keeps the
+//! classes keeps the meter's state, module text above). Requests inside `B_n` but outside an
+//! inner class are within the characterisation the Plan admitted (their class's latency is
+//! promised) and are not counted. A workload without classes has no buckets: nothing counted.
+//!
+//! [`TokenBucket`]: tailbound_core::sched::TokenBucket
 
 use tailbound_core::sched::BucketSet;
 
@@ -63,6 +77,12 @@ pub fn scheduler_buckets(
         S::Priority { buckets, .. } | S::Pclock { buckets, .. } if !buckets.is_empty() => {
             buckets.clone()
         }
+        S::Nested { classes } => (0..n)
+            .map(|w| {
+                let outermost = classes.get(w).and_then(|cs| cs.last());
+                outermost.map(|&(sigma, rho, _)| vec![(rho, sigma)]).unwrap_or_default()
+            })
+            .collect(),
         _ => vec![Vec::new(); n],
     }
 }
@@ -116,5 +136,37 @@ mod tests {
         let p = S::Priority { priority: vec![1, 2], buckets: vec![], demotion: false };
         assert_eq!(scheduler_buckets(&p, 2), vec![Vec::<(f64, f64)>::new(); 2]);
         assert_eq!(scheduler_buckets(&S::Fifo, 3).len(), 3);
+    }
+
+    #[test]
+    fn scheduler_buckets_of_nested_is_each_workloads_outermost_class() {
+        use tailbound_core::sched::SchedulerConfig as S;
+        let n = S::Nested { classes: vec![vec![(0.01, 0.1, 0.005), (0.02, 0.2, 0.05)], vec![]] };
+        assert_eq!(scheduler_buckets(&n, 3), vec![vec![(0.2, 0.02)], vec![], vec![]]);
+    }
+
+    #[test]
+    fn nested_meter_counts_exactly_what_the_scheduler_serves_best_effort() {
+        // the classifier's outermost bucket, driven as `Nested::classify` drives it: passed
+        // (debited) when it has room, otherwise the request is best effort and debits nothing
+        use tailbound_core::sched::TokenBucket;
+        let (sigma, rho) = (0.02, 0.2);
+        let mut outer = TokenBucket::new(rho, sigma).unwrap();
+        let mut m = Meter::new(&[(rho, sigma)]).unwrap();
+        let mut x = 0.5_f64; // a deterministic irregular sequence of arrivals and costs
+        let (mut t, mut best_effort, mut beyond) = (0.0, 0, 0);
+        for _ in 0..5000 {
+            x = (x * 3.7 * (1.0 - x)).clamp(1e-3, 1.0 - 1e-3);
+            t += 0.004 * x;
+            let cost = 0.0005 + 0.002 * (1.0 - x);
+            if outer.ready_at(cost, t) > t {
+                best_effort += 1;
+            } else {
+                outer.charge(cost, t);
+            }
+            beyond += usize::from(m.beyond(cost, t));
+        }
+        assert!(best_effort > 100, "{best_effort}: the sequence should overload the class");
+        assert_eq!(beyond, best_effort);
     }
 }

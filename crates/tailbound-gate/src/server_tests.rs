@@ -40,16 +40,20 @@ fn fresh_dir() -> std::path::PathBuf {
 }
 
 /// The configuration of [`start`] with its backends in `dir` (MPL 8 unless `extra` has
-/// `limits`).
+/// `limits`, FIFO unless it has `scheduler`).
 fn config_text(dir: &std::path::Path, extra: &str, read_s: f64) -> String {
-    let limits = if extra.contains("\"limits\"") {
+    let mut limits = if extra.contains("\"limits\"") {
         ""
     } else {
         r#""limits": {"read_mpl": 8, "write_mpl": 8},"#
-    };
+    }
+    .to_string();
+    if !extra.contains("\"scheduler\"") {
+        limits += r#" "scheduler": {"kind": "fifo"},"#;
+    }
     format!(
         r#"{{"listen": "127.0.0.1:0", "backend_dir": {dir:?}, "export_size": 1048576,
-            "exports": ["A", "B"], "scheduler": {{"kind": "fifo"}}, {limits}
+            "exports": ["A", "B"], {limits}
             "profile": {{"sizes": [4096], "read_bandwidth": [{bw}], "write_bandwidth": [{bw}]}},
             "emulate_device": true, "metrics_listen": "127.0.0.1:0" {extra}}}"#,
         dir = dir.display().to_string(),
@@ -268,5 +272,32 @@ async fn one_request_per_level_keeps_the_emulated_device_busy() {
     let ideal = n as f64 * cost;
     assert!(took >= ideal, "{took} s: faster than the device");
     assert!(took < ideal * 1.03 + 0.001, "{took} s for {ideal} s of work: the device idled");
+    g.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_gateway_counts_the_requests_beyond_the_outermost_class() {
+    // Nested QoS, 4 KiB reads of 1 ms of work: A's outermost class holds 10 reads (σ = 10 ms of
+    // work) refilled at 10 % of the device, B's 50 reads. 60 reads of A at once: the first 10
+    // pass, the other 50 are best effort (up to one more for what leaks while they arrive,
+    // 0.1 of a read per ms); B's 20 at once all fit.
+    let scheduler = r#", "scheduler": {"kind": "nested",
+        "classes": [[[0.005, 0.05, 0.02], [0.01, 0.1, 0.05]], [[0.05, 0.5, 0.05]]]}"#;
+    let g = start(scheduler, 0.001).await;
+    let (a, b) = tokio::join!(reads(g.nbd.clone(), "A", 60), reads(g.nbd.clone(), "B", 20));
+    assert_eq!((a.len(), b.len()), (60, 20));
+    let (code, text) = http(&g.http, "GET", "/metrics", "").await;
+    assert_eq!(code, 200);
+    let count = |export: &str| -> u64 {
+        let key = format!("tailbound_gate_beyond_buckets_requests_total{{export=\"{export}\"}} ");
+        let line = text.lines().find(|l| l.starts_with(&key)).unwrap_or_else(|| panic!("{text}"));
+        line[key.len()..].trim().parse().unwrap()
+    };
+    let (over, within) = (count("A"), count("B"));
+    assert!((45..=50).contains(&over), "A: {over} beyond its outermost class");
+    assert_eq!(within, 0, "B stayed inside its outermost class");
+    let bytes =
+        format!("tailbound_gate_beyond_buckets_bytes_total{{export=\"A\"}} {}", over * 4096);
+    assert!(text.contains(&bytes), "{text}");
     g.stop().await;
 }

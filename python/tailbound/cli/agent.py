@@ -41,6 +41,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--netns", help="with --net-device: inside this network namespace")
     parser.add_argument("--link-rate", help="with --net-device: the link rate")
     parser.add_argument("--dry-run", action="store_true", help="print the tc objects only")
+    parser.add_argument(
+        "--net-meter",
+        action="store_true",
+        help="with --net-device: post each tenant's packets beyond the Plan's network bucket, "
+        "counted by enforce net's meter (enforce net --meter), each step",
+    )
     parser.add_argument("--gate-device", help="the gateway's device (server.device)")
     parser.add_argument("--gate-backend", type=Path, help="the running gateway's --backend")
     parser.add_argument(
@@ -91,8 +97,12 @@ def run(args: argparse.Namespace) -> int:
     net = gate = None
     if args.hosts is not None and not args.net_device:
         raise ConfigError(None, "--hosts goes with --net-device", field="--hosts")
+    if args.net_meter and not args.net_device:
+        raise ConfigError(None, "--net-meter goes with --net-device", field="--net-meter")
     if args.net_device:
-        net = Net(args.net_device, args.hosts, args.netns, args.link_rate, args.dry_run)
+        net = Net(
+            args.net_device, args.hosts, args.netns, args.link_rate, args.dry_run, args.net_meter
+        )
     if (args.gate_device is None) != (args.gate_backend is None):
         raise ConfigError(
             None, "--gate-device and --gate-backend go together", field="--gate-device"
@@ -115,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             try:
                 done = agent.step(0.0)
+                if net is not None and net.meter and not net.dry_run:
+                    done["net_meter_window"] = agent.measure_net()
                 if agent.metrics_url is not None:
                     done["measurements"] = agent.measure(httpx.get(agent.metrics_url).text)
                 if agent.replay_csv is not None:
@@ -123,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
                     done["rpc"] = agent.rpc.after(agent, serve=False)
                 if agent.replay_progress is not None:
                     done["replay_window"] = agent.follow_replay(agent.replay_progress)
+                if net is not None and net.meter and not net.dry_run:
+                    done["net_meter"] = agent.post_net()
             except (ServiceError, httpx.HTTPError, OSError) as e:
                 print(f"tailbound agent: error: {e}", file=sys.stderr)
                 return Exit.BAD_INPUT

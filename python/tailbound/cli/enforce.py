@@ -83,6 +83,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--diff", action="store_true", help="print what differs from the device")
     mode.add_argument("--check", action="store_true", help="exit 1 unless the device holds it")
     mode.add_argument("--remove", action="store_true", help="remove what tailbound installed")
+    mode.add_argument(
+        "--meter",
+        action="store_true",
+        help="print the meter's counters as JSON (no --plan needed): per tenant and stage sent "
+        "from this device, its packets and bytes and those beyond its Plan's bucket",
+    )
     net.set_defaults(run=run)
     _add_replay(sub)
 
@@ -326,6 +332,15 @@ def run(args: argparse.Namespace) -> int:
 
     config = None
     checks: list[BoundCheck] = []
+    if args.meter:
+        import json
+
+        from tailbound.enforce import net_meter
+
+        with net.Host(args.netns) as host:
+            counts = net_meter.read(host, net.nft_table(args.device))
+        print(json.dumps({k: c.to_json() for k, c in sorted(counts.items())}))
+        return 0
     if args.ingress and args.switch:
         raise ConfigError(None, "--ingress and --switch exclude each other", field="--ingress")
     if args.classes and (args.switch or args.ingress or args.plan):

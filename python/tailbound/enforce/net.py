@@ -17,6 +17,8 @@ short, on the device's egress:
   ancestor's ceil before a borrow); in ``demotion`` mode nftables' byte limiter marks the packets
   over the bucket best effort (DSCP CS0) and the tenant's filter, which also matches its DSCP,
   no longer takes them: they fall to the best-effort class, below every level;
+* a meter (:mod:`tailbound.enforce.net_meter`): per tenant with a bucket, nftables counters of
+  its packets and of those beyond its primary bucket, read by ``enforce net --meter``;
 * classification by u32 filters on the tenant's addresses (and TCP port, when the hosts file
   gives one), IPv4 without options (``ihl = 5``) or IPv6 without extension headers, and its
   DSCP; DSCP marks by nftables in a table of our own (``inet tailbound_<device>``,
@@ -49,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailbound.enforce import net_meter
 from tailbound.enforce.realised import wire_buckets
 from tailbound.errors import ConfigError, TailboundError
 from tailbound.plan import Plan, TenantPlan, client_name
@@ -486,6 +489,7 @@ def host_config(
     leaves = [Leaf(LEAF_MAJOR << 16, BEST_EFFORT_CLASS, LEAF_LIMIT)]
     filters: list[Filter] = []
     rules: list[str] = []
+    meters: list[str] = []
     for k, f in enumerate(flows):
         t, where = f.tenant, f"tenants[{f.index}]"
         level = t.priority.get(f.stage)
@@ -521,6 +525,8 @@ def host_config(
         ]
         if receive:  # the sender shaped: only the order here
             buckets = []
+        if buckets:  # the meter of the primary bucket (net_meter), before every mark
+            meters += net_meter.meter_rules(match, t.name, f.stage.value, *buckets[0])
         dscp = dscp_of(level)
         base = ROOT | (0x100 + 0x10 * k)
         if mode.mode == "shaping" and buckets:
@@ -561,6 +567,7 @@ def host_config(
         rules.append(f'oifname "{device}" ip6 dscp set cs0')
     if receive:  # the packets arrive marked by their sender
         rules = []
+    rules = meters + rules
     return NetConfig(device, link_rate, tuple(classes), tuple(leaves), tuple(filters), tuple(rules))
 
 
@@ -737,11 +744,13 @@ _NFT_UNITS = {"bytes": 1, "kbytes": 1024, "mbytes": 1024**2}
 
 
 def _normal_nft(rule: str) -> str:
-    """A rule as we write it: nft lists byte rates in kbytes/mbytes when they divide evenly."""
+    """A rule as we write it: nft lists byte rates in kbytes/mbytes when they divide evenly, and
+    a counter with its values (the meter's, :mod:`tailbound.enforce.net_meter`)."""
 
     def unit(m: re.Match[str]) -> str:
         return f"{int(m.group(1)) * _NFT_UNITS[m.group(2)]} bytes{m.group(3) or ''}"
 
+    rule = re.sub(r"\bcounter packets \d+ bytes \d+", "counter", rule)
     return re.sub(r"(\d+) (bytes|kbytes|mbytes)(/second)?", unit, rule)
 
 

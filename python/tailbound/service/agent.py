@@ -28,7 +28,14 @@ stages, and its bytes on the wire) is summarised per tenant of the part the same
 with the requests sent beyond the Plan's ``net_in`` token bucket counted
 (:meth:`Agent.measure_replay`); a running replayer's progress file (``enforce replay
 --progress``) is followed as it grows and each step's new rows posted as one window
-(:meth:`Agent.follow_replay`, :mod:`tailbound.service.replay_follow`).
+(:meth:`Agent.follow_replay`, :mod:`tailbound.service.replay_follow`). With the network
+meter (``--net-meter``) each step reads ``enforce net --meter`` (the kernel's count of each
+tenant's packets beyond its network bucket, :mod:`tailbound.enforce.net_meter`) and the window's
+difference goes into that step's rows: added to a gateway row's ``beyond_buckets`` (another
+stage), the larger of it and a replayer row's estimate (the same ``net_in`` bucket), and for a
+tenant no
+other row carried, in a row of its own (its packets sent, no percentiles)
+(:meth:`Agent.measure_net`, :meth:`Agent.post_net`).
 """
 
 from __future__ import annotations
@@ -63,6 +70,9 @@ class Net:
     netns: str | None = None
     link_rate: str | None = None
     dry_run: bool = False
+    #: Read ``enforce net``'s meter (``enforce net --meter``) and post each window's packets
+    #: beyond the Plan's network buckets (:meth:`Agent.measure_net`).
+    meter: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,14 @@ class Agent:
     replay_progress: Path | None = None
     #: Runs a ``tailbound`` command line; its exit status and output (replaceable in tests).
     run: Callable[[Sequence[str]], tuple[int, str]] = field(default=None)  # type: ignore[assignment]
+
+    #: The network meter's packets beyond the buckets per tenant in the current window, not yet
+    #: posted (:meth:`measure_net` fills it, the step's posts take from it).
+    net_pending: dict[str, int] = field(default_factory=dict)
+    #: The meter's reading of :meth:`measure_net` and the window's packets sent per tenant.
+    _net_reading: tuple[dict[str, Any], dict[str, int]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
@@ -225,6 +243,7 @@ class Agent:
             if summary is not None and export in mine and summary["percentiles"]:
                 over = beyond_now.get(export, 0) - kept["beyond"].get(export, 0)
                 rows.append({"tenant": export, **summary, "beyond_buckets": max(over, 0)})
+        self._with_net(rows, same_bucket=False)
         answer = None
         if rows:
             body = {
@@ -257,6 +276,7 @@ class Agent:
         if not self.plan_path.exists():
             return None
         rows = replay_summaries(csv, json.loads(self.plan_path.read_text()))
+        self._with_net(rows, same_bucket=True)
         answer = None
         if rows:
             from tailbound.enforce.replay import read_latencies
@@ -293,6 +313,7 @@ class Agent:
             if self.plan_path.exists()
             else []
         )
+        self._with_net(summaries, same_bucket=True)
         now = time.time()
         if summaries:
             if "at" in kept:
@@ -310,11 +331,99 @@ class Agent:
         write_text_atomic(mark, json.dumps({"cursor": after.to_json(), "at": now}))
         return answer
 
+    def measure_net(self, listing: str | None = None) -> dict[str, int]:
+        """Read ``enforce net``'s meter (``listing``: the JSON ``enforce net --meter`` prints;
+        by default it is run on the agent's device) and keep, per tenant of the part applied,
+        the window's packets beyond its network buckets in :attr:`net_pending`, for the step's
+        posts to carry (:meth:`post_net`); returns them. The window is the difference from the
+        reading kept in ``<state>/net-meter.json`` (written by :meth:`post_net` once posted):
+        a counter below the kept one was reset (the table was re-installed) and counts whole
+        (one re-installed and already past the kept count between two readings, a step apart,
+        would be read as a difference: an undercount).
+        The window's packets sent are kept too, for :meth:`post_net`'s own rows."""
+        if listing is None:
+            if self.net is None:
+                raise ValueError("measure_net needs a net device (--net-device)")
+            argv = ["enforce", "net", "--device", self.net.device, "--meter"]
+            argv += ["--netns", self.net.netns] if self.net.netns else []
+            code, out = self.run(argv)
+            if code != 0:
+                raise OSError(f"tailbound {' '.join(argv)}: exit {code}: {out[-500:]}")
+            listing = out.strip().splitlines()[-1] if out.strip() else "{}"
+        now = {k: dict(v) for k, v in json.loads(listing).items()}
+        try:
+            kept = json.loads((self.state / "net-meter.json").read_text())
+        except (OSError, ValueError):
+            kept = {}
+        before = kept.get("counts", {})
+        mine = set()
+        if self.plan_path.exists():
+            mine = {t["name"] for t in json.loads(self.plan_path.read_text())["tenants"]}
+        sent: dict[str, int] = {}
+        beyond: dict[str, int] = {}
+        for key, c in now.items():
+            if c["tenant"] not in mine:
+                continue
+            old = before.get(key, {})
+            reset = int(c["packets"]) < int(old.get("packets", 0))  # the table was re-installed
+            for name, into in (("packets", sent), ("beyond_packets", beyond)):
+                d = int(c[name]) - (0 if reset else int(old.get(name, 0)))
+                into[c["tenant"]] = into.get(c["tenant"], 0) + max(d, 0)
+        self._net_reading = (now, sent)
+        self.net_pending = {t: n for t, n in beyond.items() if sent.get(t, 0) > 0 or n > 0}
+        return dict(self.net_pending)
+
+    def _with_net(self, rows: list[dict[str, Any]], *, same_bucket: bool) -> None:
+        """Carry the network meter's pending counts into ``rows`` (taking them): added to a
+        row's ``beyond_buckets`` (the gateway's storage requests: another stage), or, with
+        ``same_bucket``, the larger of the two (the replayer's rows, whose count is the agent's
+        estimate of the ``net_in`` bucket the kernel meters on this client host: requests at
+        the application against packets at the egress, each positive exactly when it saw the
+        tenant beyond; in ``shaping`` mode the kernel sees the sender held back, so the
+        replayer's count is the one that shows it, docs/enforcement.md)."""
+        for row in rows:
+            n = self.net_pending.pop(row["tenant"], None)
+            if n is not None:
+                had = int(row.get("beyond_buckets", 0))
+                row["beyond_buckets"] = max(had, n) if same_bucket else had + n
+
+    def post_net(self, window_s: float | None = None) -> dict[str, Any] | None:
+        """Post the network meter's window (:meth:`measure_net`) for the tenants no other post
+        of the step carried: per tenant ``count`` = its packets sent in the window, no
+        percentiles (the meter measures no latency), ``beyond_buckets`` = its packets beyond
+        the bucket; then keep the reading. The window defaults to the time since the last
+        reading (1 s for the first). The server's answer, or None when nothing was left."""
+        reading = self._net_reading
+        if reading is None:
+            return None
+        now, sent = reading
+        path = self.state / "net-meter.json"
+        if window_s is None:
+            window_s = max(time.time() - path.stat().st_mtime, 1e-3) if path.exists() else 1.0
+        rows = [
+            {"tenant": t, "count": sent.get(t, 0), "percentiles": {}, "beyond_buckets": n}
+            for t, n in sorted(self.net_pending.items())
+        ]
+        answer = None
+        if rows:
+            body = {
+                "host": self.host,
+                "plan_version": self.applied().get("version", 0),
+                "window_s": window_s,
+                "tenants": rows,
+            }
+            answer = self.client.json("POST", f"/clusters/{self.cluster}/measurements", json=body)
+        write_text_atomic(path, json.dumps({"counts": now}))  # only once posted
+        self.net_pending, self._net_reading = {}, None
+        return answer
+
     def loop(self, wait_s: float, retry_s: float, report: Callable[[dict[str, Any]], None]) -> None:
         """Step forever; while the server is unreachable, retry every ``retry_s`` seconds."""
         while True:
             try:
                 report(self.step(wait_s))
+                if self.net is not None and self.net.meter and not self.net.dry_run:
+                    self.measure_net()
                 if self.metrics_url is not None:
                     posted = self.measure(httpx.get(self.metrics_url, timeout=10).text)
                     if posted is not None:
@@ -329,6 +438,8 @@ class Agent:
                     posted = self.follow_replay(self.replay_progress)
                     if posted is not None:
                         report({"replay_window": posted})
+                if (posted := self.post_net()) is not None:
+                    report({"net_meter": posted})
             except (ServiceError, httpx.HTTPError, OSError) as e:  # e.g. the server restarting
                 report({"ok": False, "error": str(e)})
                 time.sleep(retry_s)
