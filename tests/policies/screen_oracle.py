@@ -1,0 +1,320 @@
+"""The former numpy implementations of the cluster screen and the certificate store, kept as test
+oracles for their Rust versions (``tailbound._core.WcClusterScreen`` and ``WcCertificateStore``,
+wrapped by :mod:`tailbound.policies.cluster_screen` and
+:mod:`tailbound.policies.certificate_store`): the same arithmetic, level by level and certificate
+by certificate, so the booleans agree and the numbers agree up to rounding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tailbound.policies.certificates import KEEP, MARGIN, Certificate, region_vertices
+from tailbound.policies.cluster_screen import MAX_LEVELS, TOLERANCE
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed
+from tailbound.policies.wc_lp import _vertices
+from tailbound.policies.workload import TenantCurves
+
+
+def _simplex(step: int) -> NDArray[np.float64]:
+    pts = [(a, b, step - a - b) for a in range(step + 1) for b in range(step + 1 - a)]
+    return np.array(pts, dtype=np.float64) / step
+
+
+#: Weights ``w`` of the three queues (a grid on the simplex) and multipliers ``λ`` of the
+#: capacity rows (units of ``SLO'_p``) tried by the proof: any ``w`` on the simplex and
+#: ``λ >= 0`` give a valid proof, a finer grid finds more.
+#: The grid contains the per-server screen's (the centre and the corners; λ 0, 0.5, 2), so a
+#: server that screen would reject is rejected here too.
+_WEIGHTS = np.vstack([_simplex(4), np.full((1, 3), 1 / 3)])
+_LAMBDAS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0])
+_NWL = _WEIGHTS.shape[0] * _LAMBDAS.shape[0]
+#: ``λ`` of each ``(w, λ)`` column.
+_LAMBDA_OF_COLUMN = np.tile(_LAMBDAS, _WEIGHTS.shape[0])
+_T = TypeVar("_T", bound=np.generic)
+
+
+#: Cached ``h`` per (tenant, level), oldest dropped first beyond :data:`_CACHE_SIZE`.
+_terms: dict[tuple[TenantCurves, float], NDArray[np.float64]] = {}
+_CACHE_SIZE = 262144
+#: :func:`tenant_terms_at`'s results per (tenant, levels asked): a tenant is asked for the same
+#: levels again and again (every level at or below its own, each time its server changes).
+_stacked: dict[tuple[TenantCurves, bytes], NDArray[np.float64]] = {}
+
+
+def tenant_terms_at(workload: TenantCurves, levels: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``h_js(p)`` of a tenant at each level ``p`` in ``levels``, for each stage and ``(w, λ)``:
+    shape ``(len(levels), 3, W·L)`` (the tenant counts as higher when its SLO is below ``p``;
+    same arithmetic as the per-server screen). Computed in one pass for the levels not cached
+    yet, the same floats level by level; cached (read-only)."""
+    key = (workload, levels.tobytes())
+    stacked = _stacked.get(key)
+    if stacked is not None:
+        return stacked
+    todo = [float(x) for x in levels if (workload, float(x)) not in _terms]
+    if todo:
+        rates, buckets = _vertices(workload)
+        p = np.array(todo)
+        scaled = p * SLO_SCALE
+        higher = (workload.slo_s < p).astype(np.float64)
+        # (P, 3, W, L): scaled · (w_s [higher] + λ), as for one level
+        c = scaled[:, None, None, None] * (
+            _WEIGHTS.T[None, :, :, None] * higher[:, None, None, None]
+            + _LAMBDAS[None, None, None, :]
+        )
+        h = (buckets[None, :, None, None, :] + c[..., None] * rates[None, :, None, None, :]).min(
+            axis=4
+        )
+        h = h.reshape(len(todo), 3, _NWL)
+        for level, terms in zip(todo, h, strict=True):
+            _terms[(workload, level)] = terms
+        while len(_terms) > _CACHE_SIZE:
+            del _terms[next(iter(_terms))]
+    stacked = np.stack([_terms[(workload, float(x))] for x in levels])
+    stacked.flags.writeable = False  # shared by every caller asking for these levels
+    _stacked[key] = stacked
+    while len(_stacked) > _CACHE_SIZE:
+        del _stacked[next(iter(_stacked))]
+    return stacked
+
+
+def _means(workload: TenantCurves) -> NDArray[np.float64]:
+    return _vertices(workload)[0][:, 0]
+
+
+class OracleClusterScreen:
+    """Per-server sums of the screen's terms; :meth:`infeasible` tests a newcomer everywhere."""
+
+    def __init__(self, max_devices: int, max_levels: int = MAX_LEVELS) -> None:
+        self.max_devices = max_devices
+        self.max_levels = max_levels
+        self.active = True
+        self.levels: list[float] = []
+        self._level_index: dict[float, int] = {}
+        self._servers: list[tuple[Sequence[Placed], int]] = []
+        d = max_devices
+        # Σ h over tenants at or above the level; Σ mean rates over the tenants below it on the
+        # path; tenants of the level on the device. Axes: server, level, device[, (w, λ)].
+        self.inside: NDArray[np.float64] = np.zeros((0, 0, d, _NWL))
+        self.lower: NDArray[np.float64] = np.zeros((0, 0, d))
+        self.count: NDArray[np.int64] = np.zeros((0, 0, d), dtype=np.int64)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def add_server(self, devices: int) -> None:
+        """A new empty server at the end of the cluster."""
+        self._servers.append(((), devices))
+        n = len(self._servers)
+        if n > self.inside.shape[0]:  # grow the capacity geometrically
+            extra = max(n, 16)
+            self.inside = _grow(self.inside, 0, extra)
+            self.lower = _grow(self.lower, 0, extra)
+            self.count = _grow(self.count, 0, extra)
+
+    def _add_level(self, level: float) -> bool:
+        if len(self.levels) >= self.max_levels:
+            self.active = False
+            return False
+        self._level_index[level] = len(self.levels)
+        self.levels.append(level)
+        self.inside = _grow(self.inside, 1, 1)
+        self.lower = _grow(self.lower, 1, 1)
+        self.count = _grow(self.count, 1, 1)
+        for i in range(len(self._servers)):
+            if self._servers[i][0]:
+                self._fill(i, [len(self.levels) - 1])
+        return True
+
+    def set_server(self, i: int, tenants: Sequence[Placed], devices: int) -> None:
+        """Server ``i`` now holds ``tenants`` (recomputes its sums)."""
+        self._servers[i] = (list(tenants), devices)
+        if not self.active:
+            return
+        for t in tenants:
+            if t.workload.slo_s not in self._level_index and not self._add_level(t.workload.slo_s):
+                return
+        self._fill(i, range(len(self.levels)))
+
+    def _fill(self, i: int, levels: Sequence[int]) -> None:
+        """Recompute server ``i``'s sums at ``levels`` (all levels at once, tenant by tenant:
+        the same additions in the same order as level by level)."""
+        tenants, devices = self._servers[i]
+        lv = np.array(list(levels), dtype=np.int64)
+        p = np.array(self.levels)[lv]
+        inside = np.zeros((len(lv), self.max_devices, _NWL))
+        lower = np.zeros((len(lv), self.max_devices))
+        count = np.zeros((len(lv), self.max_devices), dtype=np.int64)
+        for t in tenants:
+            at = t.workload.slo_s <= p  # the levels where the tenant is at or above
+            if at.any():
+                h = tenant_terms_at(t.workload, p[at])  # (A, 3, WL)
+                inside[at, :devices] += (h[:, 0] + h[:, 2])[:, None, :]
+                inside[at, t.device] += h[:, 1]
+                count[at, t.device] += t.workload.slo_s == p[at]
+            if not at.all():
+                m = _means(t.workload)
+                lower[~at, :devices] += m[0] + m[2]
+                lower[~at, t.device] += m[1]
+        self.inside[i, lv] = inside
+        self.lower[i, lv] = lower
+        self.count[i, lv] = count
+
+    # ------------------------------------------------------------------ the test
+    def infeasible(
+        self, workload: TenantCurves, device: int, servers: NDArray[np.int64]
+    ) -> NDArray[np.bool_]:
+        """For each server in ``servers``: does the screen prove that ``workload`` on ``device``
+        makes that server's LP infeasible? (All ``False`` when the screen is off.)"""
+        out = np.zeros(len(servers), dtype=bool)
+        slo = workload.slo_s
+        if not self.active or (slo not in self._level_index and not self._add_level(slo)):
+            return out
+        if len(servers) == 0:
+            return out
+        lv = np.array([k for k, p in enumerate(self.levels) if p >= slo], dtype=np.int64)
+        p = np.array(self.levels)[lv]
+        scaled = p * SLO_SCALE  # (Lc,)
+        h = tenant_terms_at(workload, p)  # (Lc, 3, WL)
+        new = np.zeros((len(lv), self.max_devices, _NWL))
+        new += (h[:, 0] + h[:, 2])[:, None, :]
+        new[:, device] += h[:, 1]
+        total = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL), a copy
+        avail = 3 * RATE_CAP - self.lower[np.ix_(servers, lv)]  # (C, Lc, D)
+        # inside + new − (SLO'_p λ) · avail, in place (the same operations in the same order)
+        total += new[None]
+        total -= (scaled[None, :, None, None] * _LAMBDA_OF_COLUMN) * avail[..., None]
+        proof = total.max(axis=3) > scaled[None, :, None] * (1 + TOLERANCE)  # (C, Lc, D)
+        row = self.count[np.ix_(servers, lv)] > 0
+        row[:, lv == self._level_index[slo], device] = True  # the newcomer's own row
+        return np.any(proof & row, axis=(1, 2))
+
+
+class OracleCertificateStore:
+    """Certificates per server and slot; :meth:`refuted` tests a newcomer on many servers."""
+
+    def __init__(self, max_devices: int) -> None:
+        self.max_devices = max_devices
+        s, k, v = 0, KEEP, 1
+        self.alive: NDArray[np.bool_] = np.zeros((s, k), dtype=bool)
+        self.constant: NDArray[np.float64] = np.zeros((s, k))
+        self.scale: NDArray[np.float64] = np.zeros((s, k))
+        self.cap: NDArray[np.float64] = np.zeros((s, k, 2 + max_devices))
+        self.only_slo: NDArray[np.float64] = np.full((s, k), np.nan)  # NaN: for every newcomer
+        self.only_device: NDArray[np.int64] = np.zeros((s, k), dtype=np.int64)
+        # per R variable (padding: NaN level, zero multipliers)
+        self.level: NDArray[np.float64] = np.full((s, k, v), np.nan)
+        self.device: NDArray[np.int64] = np.zeros((s, k, v), dtype=np.int64)
+        self.rb: NDArray[np.float64] = np.zeros((s, k, v, 3))
+        self.eq57: NDArray[np.float64] = np.zeros((s, k, v))
+        self.next_slot: NDArray[np.int64] = np.zeros(s, dtype=np.int64)
+        self.servers = 0
+
+    # ------------------------------------------------------------------ bookkeeping
+    def add_server(self) -> None:
+        """A new server (no certificates) at the end of the cluster."""
+        self.servers += 1
+        if self.servers > len(self.alive):  # grow the capacity geometrically
+            extra = max(self.servers, 16)
+            for name in ("alive", "constant", "scale", "cap", "only_device", "device", "rb"):
+                setattr(self, name, _grow(getattr(self, name), 0, extra))
+            self.eq57 = _grow(self.eq57, 0, extra)
+            self.next_slot = _grow(self.next_slot, 0, extra)
+            self.only_slo = _grow(self.only_slo, 0, extra, np.nan)
+            self.level = _grow(self.level, 0, extra, np.nan)
+
+    def add(self, server: int, certificates: Sequence[Certificate]) -> None:
+        """Keep ``certificates`` of ``server`` (overwriting its oldest)."""
+        for cert in certificates:
+            v = len(cert.level)
+            if v > self.level.shape[2]:
+                extra = v - self.level.shape[2]
+                self.level = _grow(self.level, 2, extra, np.nan)
+                self.device = _grow(self.device, 2, extra)
+                self.rb = _grow(self.rb, 2, extra)
+                self.eq57 = _grow(self.eq57, 2, extra)
+            k = int(self.next_slot[server])
+            self.next_slot[server] = (k + 1) % KEEP
+            self.alive[server, k] = True
+            self.constant[server, k] = cert.constant
+            self.scale[server, k] = cert.scale
+            self.cap[server, k] = 0.0
+            self.cap[server, k, : len(cert.cap)] = cert.cap
+            self.only_slo[server, k] = np.nan if cert.only is None else cert.only[0]
+            self.only_device[server, k] = 0 if cert.only is None else cert.only[1]
+            self.level[server, k] = np.nan
+            self.level[server, k, :v] = cert.level
+            self.device[server, k] = 0
+            self.device[server, k, :v] = cert.device
+            self.rb[server, k] = 0.0
+            self.rb[server, k, :v] = cert.rb
+            self.eq57[server, k] = 0.0
+            self.eq57[server, k, :v] = cert.eq57
+
+    def clear(self, server: int) -> None:
+        """Drop the certificates of ``server`` (a tenant left it: its rows changed)."""
+        self.alive[server] = False
+
+    def joined(self, server: int, tenant: Placed) -> None:
+        """``tenant`` now sits on ``server``: add its terms to the server's certificates."""
+        alive = self.alive[server]
+        w = tenant.workload
+        if not alive.any() or region_vertices(w) is None:
+            return
+        bound = self._bounds(w, tenant.device, np.array([server]), every=True)[0]
+        self.scale[server, alive] += np.abs(bound[alive] - self.constant[server, alive])
+        self.constant[server, alive] = bound[alive]
+        same = (self.only_slo[server] == w.slo_s) & (self.only_device[server] == tenant.device)
+        self.only_slo[server, same] = np.nan
+
+    # ------------------------------------------------------------------ the test
+    def refuted(self, newcomer: Placed, servers: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """For each server in ``servers``: does one of its certificates prove that the LP with
+        ``newcomer`` added is infeasible?"""
+        w, device = newcomer.workload, newcomer.device
+        if len(servers) == 0 or region_vertices(w) is None:
+            return np.zeros(len(servers), dtype=bool)
+        bound = self._bounds(w, device, servers, every=False)
+        return np.any(bound > MARGIN * self.scale[servers], axis=1)
+
+    def _bounds(
+        self, w: TenantCurves, device: int, servers: NDArray[np.int64], *, every: bool
+    ) -> NDArray[np.float64]:
+        """``L(y)`` of each certificate of ``servers`` with ``w`` on ``device``: ``(C, KEEP)``;
+        ``-inf`` for empty slots and (unless ``every``) certificates that do not apply."""
+        verts = region_vertices(w)
+        assert verts is not None
+        rates, buckets = verts
+        slo = w.slo_s
+        level = self.level[servers]  # (C, K, V)
+        on_device = self.device[servers] == device
+        lower = level > slo
+        inside = level >= slo
+        rb = self.rb[servers]  # (C, K, V, 3)
+        eq57 = self.eq57[servers]
+        cap = self.cap[servers]
+        c = np.stack(
+            [
+                cap[..., 0] + (rb[..., 0] * lower).sum(axis=2),
+                cap[..., 2 + device] + (rb[..., 1] * (lower & on_device)).sum(axis=2),
+                cap[..., 1] + (rb[..., 2] * lower).sum(axis=2),
+            ],
+            axis=2,
+        )  # (C, K, 3)
+        d_path = (eq57 * inside).sum(axis=2)
+        d = np.stack([d_path, (eq57 * (inside & on_device)).sum(axis=2), d_path], axis=2)
+        terms = (c[..., None] * rates + d[..., None] * buckets).min(axis=3).sum(axis=2)
+        bound = self.constant[servers] + terms
+        usable = self.alive[servers]
+        if not every:
+            only = self.only_slo[servers]
+            usable &= np.isnan(only) | ((only == slo) & (self.only_device[servers] == device))
+        return np.where(usable, bound, -np.inf)
+
+
+def _grow(a: NDArray[_T], axis: int, extra: int, fill: float = 0) -> NDArray[_T]:
+    """``a`` with ``extra`` slices of ``fill`` appended along ``axis``."""
+    shape = list(a.shape)
+    shape[axis] = extra
+    return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)], axis=axis)
