@@ -326,24 +326,37 @@ def simulate_network_rpcs(
 
 @final
 class WcScreenTenant:
-    """A tenant as the screens need it: SLO (s), curve points and region vertices ``(3, K)``."""
-    def __init__(
-        self,
-        slo_s: float,
-        rates: NDArray[np.float64],
-        buckets: NDArray[np.float64],
-        region_rates: NDArray[np.float64] | None = None,
-        region_buckets: NDArray[np.float64] | None = None,
-    ) -> None: ...
+    """A tenant as the screens need it, from its SLO (s) and its three stages' r-b curves."""
+    def __new__(
+        cls, slo_s: float, rates: list[NDArray[np.float64]], buckets: list[NDArray[np.float64]]
+    ) -> WcScreenTenant: ...
     @property
     def slo_s(self) -> float: ...
+    def curve(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The cluster screen's curve points ``(rates, buckets)``, each ``(3, K)``."""
+    def region(self) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """The region's vertices ``(rates, buckets)``, each ``(3, K)``; ``None`` if empty."""
     def terms(self, level: float) -> NDArray[np.float64]:
         """``h`` at ``level`` (s), ``(3, W·L)`` flattened stage-major."""
+
+def wc_certificates(
+    tenants: list[tuple[WcScreenTenant, int]],
+    r_level: NDArray[np.float64],
+    r_device: NDArray[np.int64],
+    devices: int,
+    start: NDArray[np.int64],
+    index: NDArray[np.int64],
+    value: NDArray[np.float64],
+    row_upper: NDArray[np.float64],
+    ray: NDArray[np.float64],
+    margin: float,
+) -> list[tuple[float, float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], bool]]:
+    """``(constant, scale, cap, rb, eq57, only)`` per certificate of an infeasible LP."""
 
 @final
 class WcClusterScreen:
     """Per-server sums of the cluster screen (``tailbound.policies.cluster_screen``)."""
-    def __init__(self, max_devices: int, max_levels: int, tolerance: float) -> None: ...
+    def __new__(cls, max_devices: int, max_levels: int, tolerance: float) -> WcClusterScreen: ...
     @property
     def active(self) -> bool: ...
     @property
@@ -361,7 +374,7 @@ class WcClusterScreen:
 @final
 class WcCertificateStore:
     """Every server's kept certificates (``tailbound.policies.certificate_store``)."""
-    def __init__(self, max_devices: int, keep: int, margin: float) -> None: ...
+    def __new__(cls, max_devices: int, keep: int, margin: float) -> WcCertificateStore: ...
     def __len__(self) -> int: ...
     def fork(self) -> WcCertificateStore: ...
     def add_server(self) -> None: ...

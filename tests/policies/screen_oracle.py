@@ -7,16 +7,20 @@ by certificate, so the booleans agree and the numbers agree up to rounding."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tailbound.policies.certificates import KEEP, MARGIN, Certificate, region_vertices
+from tailbound.policies.certificates import KEEP, MARGIN, Certificate, LpRows
 from tailbound.policies.cluster_screen import MAX_LEVELS, TOLERANCE
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed
+from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids
 from tailbound.policies.wc_lp import _vertices
 from tailbound.policies.workload import TenantCurves
+from tailbound.stages import STORAGE_PATH
+
+_K = 16
 
 
 def _simplex(step: int) -> NDArray[np.float64]:
@@ -260,7 +264,7 @@ class OracleCertificateStore:
         """``tenant`` now sits on ``server``: add its terms to the server's certificates."""
         alive = self.alive[server]
         w = tenant.workload
-        if not alive.any() or region_vertices(w) is None:
+        if not alive.any() or oracle_region_vertices(w) is None:
             return
         bound = self._bounds(w, tenant.device, np.array([server]), every=True)[0]
         self.scale[server, alive] += np.abs(bound[alive] - self.constant[server, alive])
@@ -273,7 +277,7 @@ class OracleCertificateStore:
         """For each server in ``servers``: does one of its certificates prove that the LP with
         ``newcomer`` added is infeasible?"""
         w, device = newcomer.workload, newcomer.device
-        if len(servers) == 0 or region_vertices(w) is None:
+        if len(servers) == 0 or oracle_region_vertices(w) is None:
             return np.zeros(len(servers), dtype=bool)
         bound = self._bounds(w, device, servers, every=False)
         return np.any(bound > MARGIN * self.scale[servers], axis=1)
@@ -283,7 +287,7 @@ class OracleCertificateStore:
     ) -> NDArray[np.float64]:
         """``L(y)`` of each certificate of ``servers`` with ``w`` on ``device``: ``(C, KEEP)``;
         ``-inf`` for empty slots and (unless ``every``) certificates that do not apply."""
-        verts = region_vertices(w)
+        verts = oracle_region_vertices(w)
         assert verts is not None
         rates, buckets = verts
         slo = w.slo_s
@@ -318,3 +322,155 @@ def _grow(a: NDArray[_T], axis: int, extra: int, fill: float = 0) -> NDArray[_T]
     shape = list(a.shape)
     shape[axis] = extra
     return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)], axis=axis)
+
+
+# ---------------------------------------------------------------------- certificates' core
+
+
+@lru_cache(maxsize=65536)
+def oracle_region_vertices(
+    workload: TenantCurves,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """Lower-left vertices of the tenant's region at each stage, where ``c r + d b`` with
+    ``c, d >= 0`` is smallest: the r-b curve between ``r_lo`` (the larger of its first rate and
+    the rate where its bucket falls to ``SLO' = 0.999 SLO``) and ``r = 0.999``. Rates and
+    buckets, shape ``(3, K)`` (padding repeats the last point); ``None`` if the region is empty
+    at some stage (the tenant cannot meet its SLO).
+    """
+    slo = workload.slo_s * SLO_SCALE
+    rs, bs = [], []
+    for stage in STORAGE_PATH:
+        c = workload.curves[stage]
+        if c.rates[0] > RATE_CAP:
+            return None
+        b_cap = float(c.bucket_at(RATE_CAP))
+        if b_cap > slo:
+            return None
+        keep = c.rates < RATE_CAP
+        r = np.append(c.rates[keep], RATE_CAP)
+        b = np.append(c.buckets[keep], b_cap)
+        over = b > slo
+        if over.any():
+            k = int(np.nonzero(over)[0][-1])  # the last point above SLO'; the next is below
+            r_lo = r[k] + (slo - b[k]) * (r[k + 1] - r[k]) / (b[k + 1] - b[k])
+            r = np.concatenate([[min(max(r_lo, r[k]), r[k + 1])], r[k + 1 :]])
+            b = np.concatenate([[slo], b[k + 1 :]])
+        rs.append(r)
+        bs.append(b)
+    k = max(_K, *(len(r) for r in rs))
+    return pad_edge(rs, k), pad_edge(bs, k)
+
+
+def oracle_region_min(
+    workload: TenantCurves, c: NDArray[np.float64], d: NDArray[np.float64]
+) -> float:
+    """``Σ_s min_{region_s} (c_s r + d_s b)`` for ``c, d >= 0`` of shape ``(3,)``."""
+    verts = oracle_region_vertices(workload)
+    if verts is None:
+        return np.inf
+    rates, buckets = verts
+    return float((c[:, None] * rates + d[:, None] * buckets).min(axis=1).sum())
+
+
+def oracle_regions_min(workloads: Sequence[TenantCurves], cd: NDArray[np.float64]) -> list[float]:
+    """:func:`region_min` of each workload with ``c = cd[j, :, 0]``, ``d = cd[j, :, 1]``, in one
+    numpy pass when the vertex arrays share their shape (the same floats)."""
+    verts = [oracle_region_vertices(w) for w in workloads]
+    if not verts or any(v is None or v[0].shape != (3, _K) for v in verts):
+        return [oracle_region_min(w, cd[j, :, 0], cd[j, :, 1]) for j, w in enumerate(workloads)]
+    rates = np.stack([v[0] for v in verts if v is not None])
+    buckets = np.stack([v[1] for v in verts if v is not None])
+    values = cd[:, :, 0, None] * rates + cd[:, :, 1, None] * buckets
+    return [float(x) for x in values.min(axis=2).sum(axis=1)]
+
+
+def oracle_proves(cert: Certificate, workload: TenantCurves, device: int) -> bool:
+    """:meth:`Certificate.proves` with the oracle's region."""
+    if cert.only is not None and cert.only != (workload.slo_s, device):
+        return False
+    c, d = cert.coefficients(workload.slo_s, device)
+    return bool(cert.constant + oracle_region_min(workload, c, d) > MARGIN * cert.scale)
+
+
+def oracle_from_dual_ray(
+    tenants: Sequence[Placed],
+    r_vars: Sequence[tuple[float, int]],
+    devices: int,
+    lp: LpRows,
+    ray: NDArray[np.float64],
+) -> list[Certificate]:
+    """The certificates of the LP of ``tenants`` (the last one the newcomer) from HiGHS's dual
+    ray ``ray`` (one entry per row); empty if the ray does not prove infeasibility this way.
+
+    The rows of a level and path that only the newcomer brought (no other tenant of its SLO on
+    its device) are not rows of the LP with another newcomer: a certificate using them is kept
+    for newcomers of the same SLO and device only (``only``), and a second one without them,
+    valid for every newcomer, is kept if it still proves this LP infeasible.
+    """
+    n_rb = 6 * len(tenants)
+    row_of = np.repeat(np.arange(len(lp.start) - 1), np.diff(lp.start))
+    coupling = np.isfinite(lp.row_upper)
+    new = (tenants[-1].workload.slo_s, tenants[-1].device)
+    own_rows = np.zeros(len(lp.row_upper), dtype=bool)
+    if new not in {(t.workload.slo_s, t.device) for t in tenants[:-1]}:
+        own_rows[row_of[lp.index == n_rb + list(r_vars).index(new)]] = True
+    out: list[Certificate] = []
+    for sign in (1.0, -1.0):
+        y = np.where(coupling, np.maximum(sign * ray, 0.0), 0.0)
+        variants = [(y, new if own_rows.any() else None)]
+        if own_rows.any():
+            variants.append((np.where(own_rows, 0.0, y), None))
+        for yv, only in variants:
+            if yv.any():
+                cert = oracle_reduce(tenants, r_vars, devices, lp, row_of, yv, only)
+                if oracle_proves(cert, tenants[-1].workload, tenants[-1].device):
+                    out.append(cert)
+        if out:
+            break
+    return out
+
+
+def oracle_reduce(
+    tenants: Sequence[Placed],
+    r_vars: Sequence[tuple[float, int]],
+    devices: int,
+    lp: LpRows,
+    row_of: NDArray[np.int64],
+    y: NDArray[np.float64],
+    only: tuple[float, int] | None,
+) -> Certificate:
+    """The certificate of multipliers ``y`` (zero outside the coupling rows)."""
+    n = len(tenants)
+    n_rb = 6 * n
+    v = len(r_vars)
+    g = np.bincount(lp.index, weights=y[row_of] * lp.value, minlength=n_rb + v)
+    # classify the rows with a multiplier: capacity (no R), rate bound (R with -1), Eq. 5.7
+    rows = np.nonzero(y)[0]
+    first = lp.index[lp.start[rows]].astype(np.int64)
+    last = lp.index[lp.start[rows + 1] - 1].astype(np.int64)
+    last_value = lp.value[lp.start[rows + 1] - 1]
+    stage = (first % 6) // 2
+    q = queue_ids(tenants)
+    cap = np.zeros(2 + devices)
+    rb = np.zeros((v, 3))
+    eq57 = np.zeros(v)
+    is_cap = last < n_rb
+    is_rb = ~is_cap & (last_value < 0)
+    is_57 = ~is_cap & ~is_rb
+    np.add.at(cap, q[first[is_cap] // 6, stage[is_cap]], y[rows[is_cap]])
+    np.add.at(rb, (last[is_rb] - n_rb, stage[is_rb]), y[rows[is_rb]])
+    np.add.at(eq57, last[is_57] - n_rb, y[rows[is_57]])
+    terms = [-float(y @ np.where(np.isfinite(lp.row_upper), lp.row_upper, 0.0))]
+    cd = np.maximum(g[:n_rb].reshape(n, 3, 2), 0.0)
+    terms += oracle_regions_min([t.workload for t in tenants[:-1]], cd[: n - 1])
+    terms.append(float(np.minimum(0.0, RATE_CAP * g[n_rb:]).sum()))
+    return Certificate(
+        constant=float(sum(terms)),
+        scale=float(np.abs(terms).sum() + y.sum()),
+        cap=cap,
+        level=np.array([r[0] for r in r_vars], dtype=np.float64),
+        device=np.array([r[1] for r in r_vars], dtype=np.int64),
+        rb=rb,
+        eq57=eq57,
+        only=only,
+    )

@@ -13,14 +13,27 @@ import pytest
 
 from tailbound._core import WcCertificateStore, WcClusterScreen, WcScreenTenant
 from tailbound.experiments.wc_common import resample
+from tailbound.policies import wc_lp
 from tailbound.policies.certificate_store import CertificateStore
-from tailbound.policies.certificates import KEEP, MARGIN, Certificate, region_vertices
+from tailbound.policies.certificates import (
+    KEEP,
+    MARGIN,
+    Certificate,
+    from_dual_ray,
+    region_vertices,
+)
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.screen_tenant import screen_tenant
 from tailbound.policies.server import Placed
 from tailbound.policies.workload import TenantCurves
 
-from .screen_oracle import OracleCertificateStore, OracleClusterScreen, tenant_terms_at
+from .screen_oracle import (
+    OracleCertificateStore,
+    OracleClusterScreen,
+    oracle_from_dual_ray,
+    oracle_region_vertices,
+    tenant_terms_at,
+)
 
 DEVICES = 3
 
@@ -36,6 +49,25 @@ def _tenant(
 @pytest.fixture(scope="module")
 def pool(wc62_subset: list[TenantCurves]) -> list[TenantCurves]:
     return resample(wc62_subset, 40, np.random.default_rng(0), scale=(0.6, 1.4))
+
+
+def test_tables_equal_the_oracle_bit_for_bit(pool: list[TenantCurves]) -> None:
+    # the curve points of the cluster screen and the region vertices of the certificates, for
+    # SLOs from loose to too tight (an empty region)
+    empty = 0
+    for w in pool[:20]:
+        for slo in (0.005, 0.02, 0.1, 1.0):
+            t = w.with_slo(slo)
+            rates, buckets = screen_tenant(t).curve()
+            want = wc_lp._vertices(t)
+            assert np.array_equal(rates, want[0]) and np.array_equal(buckets, want[1])
+            got, oracle = screen_tenant(t).region(), oracle_region_vertices(t)
+            assert (got is None) == (oracle is None)
+            if got is None or oracle is None:
+                empty += 1
+                continue
+            assert np.array_equal(got[0], oracle[0]) and np.array_equal(got[1], oracle[1])
+    assert 0 < empty < 80
 
 
 def test_terms_equal_the_oracle_bit_for_bit(wc62_subset: list[TenantCurves]) -> None:
@@ -195,15 +227,17 @@ def _store_fork(oracle: OracleCertificateStore) -> OracleCertificateStore:
 def test_bad_input_is_a_clear_error(wc62_subset: list[TenantCurves]) -> None:
     w = wc62_subset[0]
     t = screen_tenant(w)
-    good = np.zeros((3, 4))
-    with pytest.raises(ValueError, match="shape"):
-        WcScreenTenant(0.1, np.zeros((2, 4)), np.zeros((2, 4)))
-    with pytest.raises(ValueError, match="finite"):
-        WcScreenTenant(0.1, good + np.nan, good)
+    r, b = np.array([0.1, 0.5, 1.0]), np.array([0.4, 0.1, 0.0])
+    with pytest.raises(ValueError, match="3 stages"):
+        WcScreenTenant(0.1, [r, r], [b, b])
+    with pytest.raises(ValueError, match="stage 1: rates and buckets must be finite"):
+        WcScreenTenant(0.1, [r, r + np.nan, r], [b, b, b])
+    with pytest.raises(ValueError, match="stage 2: rates must be increasing"):
+        WcScreenTenant(0.1, [r, r, r[::-1]], [b, b, b])
+    with pytest.raises(ValueError, match="one length"):
+        WcScreenTenant(0.1, [r, r, r], [b, b, b[:2]])
     with pytest.raises(ValueError, match="slo"):
-        WcScreenTenant(-1.0, good, good)
-    with pytest.raises(ValueError, match="both"):
-        WcScreenTenant(0.1, good, good, good)
+        WcScreenTenant(-1.0, [r, r, r], [b, b, b])
     screen = WcClusterScreen(2, 64, 1e-7)
     with pytest.raises(ValueError, match="devices"):
         screen.add_server(3)
@@ -233,3 +267,47 @@ def test_bad_input_is_a_clear_error(wc62_subset: list[TenantCurves]) -> None:
         store.clear(1)
     with pytest.raises(ValueError, match="server 3"):
         store.refuted(t, 0, np.array([3]))
+
+
+def test_certificates_from_dual_rays_equal_the_oracle(
+    pool: list[TenantCurves], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # HiGHS's dual rays of crowded servers' LPs, reduced by Rust and by the oracle: the same
+    # certificates (numbers up to rounding), for one and for three devices
+    rng = np.random.default_rng(8)
+    made = 0
+    captured: list[tuple[list[Placed], list[tuple[float, int]], int, object, object]] = []
+    original = wc_lp.certificates.from_dual_ray
+
+    def capture(tenants, r_vars, devices, lp, ray):  # type: ignore[no-untyped-def]
+        captured.append((list(tenants), list(r_vars), devices, lp, np.array(ray)))
+        return original(tenants, r_vars, devices, lp, ray)
+
+    monkeypatch.setattr(wc_lp.certificates, "from_dual_ray", capture)
+    for m in range(40):
+        devices = 1 if m % 2 else 3
+        tenants = [
+            Placed(
+                pool[int(rng.integers(len(pool)))].with_slo(
+                    float(rng.choice([0.05, 0.1, 0.25, 1.0])), f"c{m}t{k}"
+                ),
+                int(rng.integers(devices)),
+            )
+            for k in range(int(rng.integers(3, 10)))
+        ]
+        wc_lp.solve_certified(tenants, devices)
+    monkeypatch.undo()
+    assert len(captured) > 10
+    for tenants, r_vars, devices, lp, ray in captured:
+        got = from_dual_ray(tenants, r_vars, devices, lp, ray)  # type: ignore[arg-type]
+        want = oracle_from_dual_ray(tenants, r_vars, devices, lp, ray)  # type: ignore[arg-type]
+        assert len(got) == len(want)
+        made += len(got)
+        for a, b in zip(got, want, strict=True):
+            assert a.only == b.only
+            assert np.isclose(a.constant, b.constant, rtol=1e-12, atol=1e-12)
+            assert np.isclose(a.scale, b.scale, rtol=1e-12)
+            for name in ("cap", "level", "device", "rb", "eq57"):
+                x, y = getattr(a, name), getattr(b, name)
+                assert x.shape == y.shape and np.allclose(x, y, rtol=1e-12, atol=0), name
+    assert made > 10

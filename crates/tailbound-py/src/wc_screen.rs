@@ -4,25 +4,18 @@
 
 use std::sync::Arc;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use tailbound_core::wc_screen::certify::{self, LpRows};
 use tailbound_core::wc_screen::cluster::ClusterScreen;
 use tailbound_core::wc_screen::store::{Certificate, CertificateStore};
 use tailbound_core::wc_screen::{Tenant, Vertices, STAGES};
 
 use crate::error::to_py;
 
-fn table(a: &PyReadonlyArray2<'_, f64>, what: &str) -> PyResult<Vec<f64>> {
-    let v = a.as_array();
-    if v.shape()[0] != STAGES {
-        return Err(PyValueError::new_err(format!(
-            "{what} must have shape (3, K), not {:?}",
-            v.shape()
-        )));
-    }
-    Ok(v.iter().copied().collect())
-}
+type F64Array<'py> = Bound<'py, PyArray1<f64>>;
 
 fn indices(servers: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     servers
@@ -43,30 +36,24 @@ pub struct PyTenant {
 
 #[pymethods]
 impl PyTenant {
+    /// From the r-b curve of each stage (network in, storage, network out): rates increasing.
     #[new]
-    #[pyo3(signature = (slo_s, rates, buckets, region_rates = None, region_buckets = None))]
     fn new(
         slo_s: f64,
-        rates: PyReadonlyArray2<'_, f64>,
-        buckets: PyReadonlyArray2<'_, f64>,
-        region_rates: Option<PyReadonlyArray2<'_, f64>>,
-        region_buckets: Option<PyReadonlyArray2<'_, f64>>,
+        rates: Vec<PyReadonlyArray1<'_, f64>>,
+        buckets: Vec<PyReadonlyArray1<'_, f64>>,
     ) -> PyResult<Self> {
-        let curve = Vertices::new(table(&rates, "rates")?, table(&buckets, "buckets")?, "curve")
-            .map_err(to_py)?;
-        let region = match (region_rates, region_buckets) {
-            (Some(r), Some(b)) => Some(
-                Vertices::new(table(&r, "region_rates")?, table(&b, "region_buckets")?, "region")
-                    .map_err(to_py)?,
-            ),
-            (None, None) => None,
-            _ => {
-                return Err(PyValueError::new_err(
-                    "region_rates and region_buckets must both be given or both be None",
-                ))
-            }
-        };
-        Ok(Self { inner: Arc::new(Tenant::new(slo_s, curve, region).map_err(to_py)?) })
+        if rates.len() != STAGES || buckets.len() != STAGES {
+            return Err(PyValueError::new_err(format!(
+                "rates and buckets must list the {STAGES} stages' curves (got {} and {})",
+                rates.len(),
+                buckets.len()
+            )));
+        }
+        let r: Vec<Vec<f64>> = rates.iter().map(|a| a.as_array().to_vec()).collect();
+        let b: Vec<Vec<f64>> = buckets.iter().map(|a| a.as_array().to_vec()).collect();
+        let curves = [0, 1, 2].map(|s| (r[s].as_slice(), b[s].as_slice()));
+        Ok(Self { inner: Arc::new(Tenant::from_curves(slo_s, curves).map_err(to_py)?) })
     }
 
     /// The tenant's SLO (s).
@@ -75,10 +62,84 @@ impl PyTenant {
         self.inner.slo
     }
 
+    /// The cluster screen's curve points `(rates, buckets)`, each `(3, K)`.
+    fn curve<'py>(&self, py: Python<'py>) -> PyResult<(F64Table<'py>, F64Table<'py>)> {
+        tables(py, self.inner.curve())
+    }
+
+    /// The region's vertices `(rates, buckets)`, each `(3, K)`; `None` if it is empty.
+    fn region<'py>(&self, py: Python<'py>) -> PyResult<Option<(F64Table<'py>, F64Table<'py>)>> {
+        self.inner.region.as_ref().map(|v| tables(py, v)).transpose()
+    }
+
     /// `h` at `level` (s): shape `(3, W·L)` flattened stage-major.
     fn terms<'py>(&self, py: Python<'py>, level: f64) -> Bound<'py, PyArray1<f64>> {
         self.inner.terms(level).to_vec().into_pyarray(py)
     }
+}
+
+type F64Table<'py> = Bound<'py, PyArray2<f64>>;
+
+fn tables<'py>(py: Python<'py>, v: &Vertices) -> PyResult<(F64Table<'py>, F64Table<'py>)> {
+    let shape = (STAGES, v.k);
+    let r = Array2::from_shape_vec(shape, v.rates.clone()).map_err(shape_error)?;
+    let b = Array2::from_shape_vec(shape, v.buckets.clone()).map_err(shape_error)?;
+    Ok((r.into_pyarray(py), b.into_pyarray(py)))
+}
+
+fn shape_error(e: numpy::ndarray::ShapeError) -> PyErr {
+    PyValueError::new_err(format!("vertex table: {e}"))
+}
+
+/// The certificates of a server's infeasible LP from HiGHS's dual ray: per certificate
+/// `(constant, scale, cap, rb (V, 3), eq57, only)` (`only`: kept for newcomers of the last
+/// tenant's SLO and device only).
+#[pyfunction]
+#[pyo3(signature = (tenants, r_level, r_device, devices, start, index, value, row_upper, ray, margin))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn wc_certificates<'py>(
+    py: Python<'py>,
+    tenants: Vec<(PyRef<'_, PyTenant>, usize)>,
+    r_level: PyReadonlyArray1<'_, f64>,
+    r_device: PyReadonlyArray1<'_, i64>,
+    devices: usize,
+    start: PyReadonlyArray1<'_, i64>,
+    index: PyReadonlyArray1<'_, i64>,
+    value: PyReadonlyArray1<'_, f64>,
+    row_upper: PyReadonlyArray1<'_, f64>,
+    ray: PyReadonlyArray1<'_, f64>,
+    margin: f64,
+) -> PyResult<Vec<(f64, f64, F64Array<'py>, F64Table<'py>, F64Array<'py>, bool)>> {
+    let ts: Vec<(&Tenant, usize)> = tenants.iter().map(|(t, d)| (&*t.inner, *d)).collect();
+    let (level, device) = (r_level.as_array(), indices(&r_device)?);
+    if level.len() != device.len() {
+        return Err(PyValueError::new_err("r_level and r_device must have one length"));
+    }
+    let r_vars: Vec<(f64, usize)> = level.iter().copied().zip(device).collect();
+    let (start, index, value, row_upper, ray) = (
+        start.as_slice()?,
+        index.as_slice()?,
+        value.as_slice()?,
+        row_upper.as_slice()?,
+        ray.as_slice()?,
+    );
+    let lp = LpRows { start, index, value, row_upper };
+    let certs = certify::from_dual_ray(&ts, &r_vars, devices, lp, ray, margin).map_err(to_py)?;
+    certs
+        .into_iter()
+        .map(|c| {
+            let v = c.rb.len();
+            let rb = Array2::from_shape_vec((v, STAGES), c.rb.concat()).map_err(shape_error)?;
+            Ok((
+                c.constant,
+                c.scale,
+                c.cap.into_pyarray(py),
+                rb.into_pyarray(py),
+                c.eq57.into_pyarray(py),
+                c.only.is_some(),
+            ))
+        })
+        .collect()
 }
 
 fn tenants_of(tenants: Vec<(PyRef<'_, PyTenant>, usize)>) -> Vec<(Arc<Tenant>, usize)> {
@@ -249,5 +310,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTenant>()?;
     m.add_class::<PyClusterScreen>()?;
     m.add_class::<PyCertificateStore>()?;
+    m.add_function(wrap_pyfunction!(wc_certificates, m)?)?;
     Ok(())
 }

@@ -71,7 +71,7 @@ impl Certificate {
 
     /// `L(y)` with a newcomer of SLO `slo`, region `region`, on `device` (the only-filter not
     /// applied).
-    fn bound(&self, region: &Vertices, slo: f64, device: usize) -> f64 {
+    pub fn bound_with(&self, region: &Vertices, slo: f64, device: usize) -> f64 {
         let mut c = [
             self.cap.first().copied().unwrap_or(0.0),
             self.cap.get(2 + device).copied().unwrap_or(0.0),
@@ -192,7 +192,7 @@ impl CertificateStore {
         }
         let s = Arc::make_mut(&mut self.servers[i]);
         for c in s.certs.iter_mut().flatten() {
-            let bound = c.bound(region, tenant.slo, device);
+            let bound = c.bound_with(region, tenant.slo, device);
             c.scale += (bound - c.constant).abs();
             c.constant = bound;
             if c.only == Some((tenant.slo, device)) {
@@ -220,7 +220,8 @@ impl CertificateStore {
             .iter()
             .map(|&i| {
                 self.servers[i].certs.iter().flatten().any(|c| {
-                    c.applies(slo, device) && c.bound(region, slo, device) > self.margin * c.scale
+                    c.applies(slo, device)
+                        && c.bound_with(region, slo, device) > self.margin * c.scale
                 })
             })
             .collect())
@@ -246,7 +247,7 @@ impl CertificateStore {
             .iter()
             .map(|c| match c {
                 Some(c) if every || c.applies(newcomer.slo, device) => {
-                    c.bound(region, newcomer.slo, device)
+                    c.bound_with(region, newcomer.slo, device)
                 }
                 _ => f64::NEG_INFINITY,
             })
