@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tailbound._core import WcCertificateStore, WcClusterScreen, WcScreenTenant
-from tailbound.experiments.wc_common import resample
+from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.policies import wc_lp
 from tailbound.policies.certificate_store import CertificateStore
 from tailbound.policies.certificates import (
@@ -23,6 +23,7 @@ from tailbound.policies.certificates import (
     region_vertices,
 )
 from tailbound.policies.cluster_screen import ClusterScreen
+from tailbound.policies.placement import Placer, WorkloadCompactorPolicy
 from tailbound.policies.screen_tenant import screen_tenant
 from tailbound.policies.server import Placed
 from tailbound.policies.workload import TenantCurves
@@ -311,3 +312,31 @@ def test_certificates_from_dual_rays_equal_the_oracle(
                 x, y = getattr(a, name), getattr(b, name)
                 assert x.shape == y.shape and np.allclose(x, y, rtol=1e-12, atol=0), name
     assert made > 10
+
+
+def test_a_forked_placer_and_its_parent_place_as_fresh_ones(pool: list[TenantCurves]) -> None:
+    # the control plane forks the placer per decision: the fork's screens and certificates must
+    # be its own (the parent unchanged by the fork's arrivals and departures, and vice versa)
+    rng = np.random.default_rng(12)
+    tenants = resample(pool, 90, rng, slos=FIG54_SLOS)
+
+    def run(ops: list[tuple[str, int]], placer: Placer | None = None) -> Placer:
+        placer = placer or Placer(server_cluster(), WorkloadCompactorPolicy(), grow=True)
+        for op, k in ops:
+            if op == "add":
+                placer.add(tenants[k])
+            else:
+                placer.remove(tenants[k].name)
+        return placer
+
+    start = [("add", k) for k in range(40)]
+    branch = [("remove", 3), ("remove", 17), *[("add", k) for k in range(40, 70)]]
+    other = [("remove", 5), *[("add", k) for k in range(70, 90)]]
+    parent = run(start)
+    fork = run(branch, parent.fork())
+    run(other, parent)
+    for placer, ops in ((fork, start + branch), (parent, start + other)):
+        fresh = run(ops)
+        assert placer.where == fresh.where and placer.rejected == fresh.rejected
+        assert (placer.screened, placer.certified) == (fresh.screened, fresh.certified)
+    assert parent.screened > 0 and parent.certified > 0
