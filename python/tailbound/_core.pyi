@@ -321,3 +321,80 @@ def simulate_network_rpcs(
 ) -> dict[str, NDArray[np.generic] | int | float]:
     """Per-RPC arrays (``class_run``, ``downgraded``, ``p_admit``, ``finish_s``, ``rnl_s``,
     ``size_mtus``), ``drops`` per class, and the run's counters (``events``, ``end_s``, …)."""
+
+# --- WorkloadCompactor's exact screens (crates/tailbound-py/src/wc_screen.rs) -----------------
+
+@final
+class WcScreenTenant:
+    """A tenant as the screens need it, from its SLO (s) and its three stages' r-b curves."""
+    def __new__(
+        cls, slo_s: float, rates: list[NDArray[np.float64]], buckets: list[NDArray[np.float64]]
+    ) -> WcScreenTenant: ...
+    @property
+    def slo_s(self) -> float: ...
+    def curve(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The cluster screen's curve points ``(rates, buckets)``, each ``(3, K)``."""
+    def region(self) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """The region's vertices ``(rates, buckets)``, each ``(3, K)``; ``None`` if empty."""
+    def terms(self, level: float) -> NDArray[np.float64]:
+        """``h`` at ``level`` (s), ``(3, W·L)`` flattened stage-major."""
+
+def wc_certificates(
+    tenants: list[tuple[WcScreenTenant, int]],
+    r_level: NDArray[np.float64],
+    r_device: NDArray[np.int64],
+    devices: int,
+    start: NDArray[np.int64],
+    index: NDArray[np.int64],
+    value: NDArray[np.float64],
+    row_upper: NDArray[np.float64],
+    ray: NDArray[np.float64],
+    margin: float,
+) -> list[tuple[float, float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], bool]]:
+    """``(constant, scale, cap, rb, eq57, only)`` per certificate of an infeasible LP."""
+
+@final
+class WcClusterScreen:
+    """Per-server sums of the cluster screen (``tailbound.policies.cluster_screen``)."""
+    def __new__(cls, max_devices: int, max_levels: int, tolerance: float) -> WcClusterScreen: ...
+    @property
+    def active(self) -> bool: ...
+    @property
+    def levels(self) -> list[float]: ...
+    def __len__(self) -> int: ...
+    def fork(self) -> WcClusterScreen: ...
+    def add_server(self, devices: int) -> None: ...
+    def set_server(
+        self, i: int, tenants: list[tuple[WcScreenTenant, int]], devices: int
+    ) -> None: ...
+    def infeasible(
+        self, tenant: WcScreenTenant, device: int, servers: NDArray[np.int64]
+    ) -> NDArray[np.bool_]: ...
+
+@final
+class WcCertificateStore:
+    """Every server's kept certificates (``tailbound.policies.certificate_store``)."""
+    def __new__(cls, max_devices: int, keep: int, margin: float) -> WcCertificateStore: ...
+    def __len__(self) -> int: ...
+    def fork(self) -> WcCertificateStore: ...
+    def add_server(self) -> None: ...
+    def add(
+        self,
+        i: int,
+        constant: float,
+        scale: float,
+        cap: NDArray[np.float64],
+        level: NDArray[np.float64],
+        device: NDArray[np.int64],
+        rb: NDArray[np.float64],
+        eq57: NDArray[np.float64],
+        only: tuple[float, int] | None = None,
+    ) -> None: ...
+    def clear(self, i: int) -> None: ...
+    def joined(self, i: int, tenant: WcScreenTenant, device: int) -> None: ...
+    def refuted(
+        self, tenant: WcScreenTenant, device: int, servers: NDArray[np.int64]
+    ) -> NDArray[np.bool_]: ...
+    def bounds(
+        self, tenant: WcScreenTenant, device: int, i: int, every: bool
+    ) -> NDArray[np.float64]: ...

@@ -7,7 +7,7 @@ from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.policies import cluster_screen, wc_lp
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.placement import WorkloadCompactorPolicy, place
-from tailbound.policies.server import SLO_SCALE, Placed
+from tailbound.policies.server import Placed
 from tailbound.policies.workload import TenantCurves
 
 
@@ -104,19 +104,3 @@ def test_placements_identical_with_and_without_cluster_screen(
         k: v[0] for k, v in without.placed().items()
     }
     assert with_screen.rejected == without.rejected
-
-
-def test_tenant_terms_at_several_levels_equal_the_formula(wc62_subset: list[TenantCurves]) -> None:
-    # h_js(p) = min_k [β_k + SLO'_p (w_s [SLO_j < p] + λ) ρ_k], level by level, same floats
-    levels = np.array([0.05, 0.1, 0.25, 1.0])
-    for w in wc62_subset[:4]:
-        rates, buckets = wc_lp._vertices(w)
-        together = cluster_screen.tenant_terms_at(w.with_slo(0.1), levels)
-        for got, level in zip(together, levels, strict=True):
-            scaled = float(level) * SLO_SCALE
-            c = scaled * (
-                cluster_screen._WEIGHTS.T[:, :, None] * float(0.1 < level)
-                + cluster_screen._LAMBDAS[None, None, :]
-            )
-            h = (buckets[:, None, None, :] + c[..., None] * rates[:, None, None, :]).min(axis=3)
-            assert np.array_equal(got, h.reshape(3, -1))

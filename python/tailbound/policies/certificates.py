@@ -36,9 +36,10 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids
+from tailbound._core import wc_certificates
+from tailbound.policies.screen_tenant import screen_tenant
+from tailbound.policies.server import Placed
 from tailbound.policies.workload import TenantCurves
-from tailbound.stages import STORAGE_PATH
 
 #: Margin on ``L(y) > 0``, relative to the sum of the magnitudes of its terms and of ``y``: far
 #: above rounding, and above what HiGHS's feasibility tolerance (1e-7 per row) could hide, so a
@@ -46,8 +47,6 @@ from tailbound.stages import STORAGE_PATH
 MARGIN = 1e-6
 #: Certificates kept per server (the newest); older ones are dropped.
 KEEP = 8
-#: Vertices per stage in :func:`region_vertices` (a pruned curve has 13 points, plus 2).
-_K = 16
 
 
 @lru_cache(maxsize=65536)
@@ -58,40 +57,22 @@ def region_vertices(
     ``c, d >= 0`` is smallest: the r-b curve between ``r_lo`` (the larger of its first rate and
     the rate where its bucket falls to ``SLO' = 0.999 SLO``) and ``r = 0.999``. Rates and
     buckets, shape ``(3, K)`` (padding repeats the last point); ``None`` if the region is empty
-    at some stage (the tenant cannot meet its SLO).
+    at some stage (the tenant cannot meet its SLO). Computed in Rust
+    (``crates/tailbound-core/src/wc_screen/mod.rs``) with the screens' other per-tenant tables.
 
     Examples
     --------
     >>> from tailbound.characterize import RbCurve
     >>> c = RbCurve(np.array([0.1, 0.5, 1.0]), np.array([0.4, 0.1, 0.0]), 0.1)
     >>> from tailbound.model import Slo
+    >>> from tailbound.policies.server import SLO_SCALE
+    >>> from tailbound.stages import STORAGE_PATH
     >>> w = TenantCurves("w", Slo(0.2 / SLO_SCALE), {s: c for s in STORAGE_PATH})
     >>> r, b = region_vertices(w)  # b <= 0.2 from r = 0.4 on; the last point is at r = 0.999
     >>> r[0, :3].round(4).tolist(), b[0, :3].round(4).tolist()
     ([0.3667, 0.5, 0.999], [0.2, 0.1, 0.0002])
     """
-    slo = workload.slo_s * SLO_SCALE
-    rs, bs = [], []
-    for stage in STORAGE_PATH:
-        c = workload.curves[stage]
-        if c.rates[0] > RATE_CAP:
-            return None
-        b_cap = float(c.bucket_at(RATE_CAP))
-        if b_cap > slo:
-            return None
-        keep = c.rates < RATE_CAP
-        r = np.append(c.rates[keep], RATE_CAP)
-        b = np.append(c.buckets[keep], b_cap)
-        over = b > slo
-        if over.any():
-            k = int(np.nonzero(over)[0][-1])  # the last point above SLO'; the next is below
-            r_lo = r[k] + (slo - b[k]) * (r[k + 1] - r[k]) / (b[k + 1] - b[k])
-            r = np.concatenate([[min(max(r_lo, r[k]), r[k + 1])], r[k + 1 :]])
-            b = np.concatenate([[slo], b[k + 1 :]])
-        rs.append(r)
-        bs.append(b)
-    k = max(_K, *(len(r) for r in rs))
-    return pad_edge(rs, k), pad_edge(bs, k)
+    return screen_tenant(workload).region()
 
 
 def region_min(workload: TenantCurves, c: NDArray[np.float64], d: NDArray[np.float64]) -> float:
@@ -101,18 +82,6 @@ def region_min(workload: TenantCurves, c: NDArray[np.float64], d: NDArray[np.flo
         return np.inf
     rates, buckets = verts
     return float((c[:, None] * rates + d[:, None] * buckets).min(axis=1).sum())
-
-
-def _regions_min(workloads: Sequence[TenantCurves], cd: NDArray[np.float64]) -> list[float]:
-    """:func:`region_min` of each workload with ``c = cd[j, :, 0]``, ``d = cd[j, :, 1]``, in one
-    numpy pass when the vertex arrays share their shape (the same floats)."""
-    verts = [region_vertices(w) for w in workloads]
-    if not verts or any(v is None or v[0].shape != (3, _K) for v in verts):
-        return [region_min(w, cd[j, :, 0], cd[j, :, 1]) for j, w in enumerate(workloads)]
-    rates = np.stack([v[0] for v in verts if v is not None])
-    buckets = np.stack([v[1] for v in verts if v is not None])
-    values = cd[:, :, 0, None] * rates + cd[:, :, 1, None] * buckets
-    return [float(x) for x in values.min(axis=2).sum(axis=1)]
 
 
 @dataclass(frozen=True)
@@ -174,29 +143,28 @@ def from_dual_ray(
     The rows of a level and path that only the newcomer brought (no other tenant of its SLO on
     its device) are not rows of the LP with another newcomer: a certificate using them is kept
     for newcomers of the same SLO and device only (``only``), and a second one without them,
-    valid for every newcomer, is kept if it still proves this LP infeasible.
+    valid for every newcomer, is kept if it still proves this LP infeasible. The reduction
+    runs in Rust (``crates/tailbound-core/src/wc_screen/certify.rs``).
     """
-    n_rb = 6 * len(tenants)
-    row_of = np.repeat(np.arange(len(lp.start) - 1), np.diff(lp.start))
-    coupling = np.isfinite(lp.row_upper)
+    level = np.array([r[0] for r in r_vars], dtype=np.float64)
+    device = np.array([r[1] for r in r_vars], dtype=np.int64)
+    made = wc_certificates(
+        [(screen_tenant(t.workload), t.device) for t in tenants],
+        level,
+        device,
+        devices,
+        np.asarray(lp.start, dtype=np.int64),
+        np.asarray(lp.index, dtype=np.int64),
+        np.asarray(lp.value, dtype=np.float64),
+        np.asarray(lp.row_upper, dtype=np.float64),
+        np.asarray(ray, dtype=np.float64),
+        MARGIN,
+    )
     new = (tenants[-1].workload.slo_s, tenants[-1].device)
-    own_rows = np.zeros(len(lp.row_upper), dtype=bool)
-    if new not in {(t.workload.slo_s, t.device) for t in tenants[:-1]}:
-        own_rows[row_of[lp.index == n_rb + list(r_vars).index(new)]] = True
-    out: list[Certificate] = []
-    for sign in (1.0, -1.0):
-        y = np.where(coupling, np.maximum(sign * ray, 0.0), 0.0)
-        variants = [(y, new if own_rows.any() else None)]
-        if own_rows.any():
-            variants.append((np.where(own_rows, 0.0, y), None))
-        for yv, only in variants:
-            if yv.any():
-                cert = _reduce(tenants, r_vars, devices, lp, row_of, yv, only)
-                if cert.proves(tenants[-1].workload, tenants[-1].device):
-                    out.append(cert)
-        if out:
-            break
-    return out
+    return [
+        Certificate(constant, scale, cap, level, device, rb, eq57, new if only else None)
+        for constant, scale, cap, rb, eq57, only in made
+    ]
 
 
 class LpRows(Protocol):
@@ -212,49 +180,3 @@ class LpRows(Protocol):
     def value(self) -> NDArray[np.float64]: ...
     @property
     def row_upper(self) -> NDArray[np.float64]: ...
-
-
-def _reduce(
-    tenants: Sequence[Placed],
-    r_vars: Sequence[tuple[float, int]],
-    devices: int,
-    lp: LpRows,
-    row_of: NDArray[np.int64],
-    y: NDArray[np.float64],
-    only: tuple[float, int] | None,
-) -> Certificate:
-    """The certificate of multipliers ``y`` (zero outside the coupling rows)."""
-    n = len(tenants)
-    n_rb = 6 * n
-    v = len(r_vars)
-    g = np.bincount(lp.index, weights=y[row_of] * lp.value, minlength=n_rb + v)
-    # classify the rows with a multiplier: capacity (no R), rate bound (R with -1), Eq. 5.7
-    rows = np.nonzero(y)[0]
-    first = lp.index[lp.start[rows]].astype(np.int64)
-    last = lp.index[lp.start[rows + 1] - 1].astype(np.int64)
-    last_value = lp.value[lp.start[rows + 1] - 1]
-    stage = (first % 6) // 2
-    q = queue_ids(tenants)
-    cap = np.zeros(2 + devices)
-    rb = np.zeros((v, 3))
-    eq57 = np.zeros(v)
-    is_cap = last < n_rb
-    is_rb = ~is_cap & (last_value < 0)
-    is_57 = ~is_cap & ~is_rb
-    np.add.at(cap, q[first[is_cap] // 6, stage[is_cap]], y[rows[is_cap]])
-    np.add.at(rb, (last[is_rb] - n_rb, stage[is_rb]), y[rows[is_rb]])
-    np.add.at(eq57, last[is_57] - n_rb, y[rows[is_57]])
-    terms = [-float(y @ np.where(np.isfinite(lp.row_upper), lp.row_upper, 0.0))]
-    cd = np.maximum(g[:n_rb].reshape(n, 3, 2), 0.0)
-    terms += _regions_min([t.workload for t in tenants[:-1]], cd[: n - 1])
-    terms.append(float(np.minimum(0.0, RATE_CAP * g[n_rb:]).sum()))
-    return Certificate(
-        constant=float(sum(terms)),
-        scale=float(np.abs(terms).sum() + y.sum()),
-        cap=cap,
-        level=np.array([r[0] for r in r_vars], dtype=np.float64),
-        device=np.array([r[1] for r in r_vars], dtype=np.int64),
-        rb=rb,
-        eq57=eq57,
-        only=only,
-    )

@@ -7,11 +7,16 @@ The screen's proof for one level ``p`` and path ``π`` (device ``d``) of a serve
 
 where ``h_js(p) = min_r [f_js(r) + SLO'_p (w_s [SLO_j < p] + λ) r]`` depends only on tenant
 ``j`` and the level. The sums over the server's tenants are therefore kept per server, level and
-device (arrays ``inside`` and ``lower``) and updated when the server's tenants change (its limits
-do not enter the proof). A newcomer's own terms are added in one numpy operation for every
-candidate server; a server is skipped only where a level ``p >= SLO_new`` with an Eq. 5.7 row on
-path ``d`` (a tenant of level ``p`` on device ``d``, or the newcomer itself) has a proof, so the
-LP there is infeasible and placements are the same with or without this screen.
+device and updated when the server's tenants change (its limits do not enter the proof). A
+newcomer's own terms are added for every candidate server; a server is skipped only where a
+level ``p >= SLO_new`` with an Eq. 5.7 row on path ``d`` (a tenant of level ``p`` on device
+``d``, or the newcomer itself) has a proof, so the LP there is infeasible and placements are the
+same with or without this screen. The ``(w, λ)`` grid: ``w`` on the simplex in steps of 1/4 plus
+its centre, ``λ`` in {0, 0.25, 0.5, 1, 2, 4} (it contains the per-server screen's grid).
+
+The sums live in Rust (``tailbound._core.WcClusterScreen``,
+``crates/tailbound-core/src/wc_screen/cluster.rs``); this class is its thin wrapper. The former
+numpy implementation is the test oracle (``tests/policies/screen_oracle.py``).
 
 Levels are the distinct SLOs seen so far. Beyond :data:`MAX_LEVELS` of them the arrays would grow
 too large and the screen turns itself off (the per-server screen and the LP still decide).
@@ -19,14 +24,15 @@ too large and the screen turns itself off (the per-server screen and the LP stil
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
-from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed
-from tailbound.policies.wc_lp import _vertices
+from tailbound._core import WcClusterScreen
+from tailbound.policies.screen_tenant import screen_tenant
+from tailbound.policies.server import Placed
 from tailbound.policies.workload import TenantCurves
 
 #: Distinct SLOs beyond which the screen switches off (its arrays grow with the level count).
@@ -36,146 +42,39 @@ MAX_LEVELS = 64
 TOLERANCE = 1e-7
 
 
-def _simplex(step: int) -> NDArray[np.float64]:
-    pts = [(a, b, step - a - b) for a in range(step + 1) for b in range(step + 1 - a)]
-    return np.array(pts, dtype=np.float64) / step
-
-
-#: Weights ``w`` of the three queues (a grid on the simplex) and multipliers ``λ`` of the
-#: capacity rows (units of ``SLO'_p``) tried by the proof: any ``w`` on the simplex and
-#: ``λ >= 0`` give a valid proof, a finer grid finds more.
-#: The grid contains the per-server screen's (the centre and the corners; λ 0, 0.5, 2), so a
-#: server that screen would reject is rejected here too.
-_WEIGHTS = np.vstack([_simplex(4), np.full((1, 3), 1 / 3)])
-_LAMBDAS = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 4.0])
-_NWL = _WEIGHTS.shape[0] * _LAMBDAS.shape[0]
-#: ``λ`` of each ``(w, λ)`` column.
-_LAMBDA_OF_COLUMN = np.tile(_LAMBDAS, _WEIGHTS.shape[0])
-_T = TypeVar("_T", bound=np.generic)
-
-
-#: Cached ``h`` per (tenant, level), oldest dropped first beyond :data:`_CACHE_SIZE`.
-_terms: dict[tuple[TenantCurves, float], NDArray[np.float64]] = {}
-_CACHE_SIZE = 262144
-#: :func:`tenant_terms_at`'s results per (tenant, levels asked): a tenant is asked for the same
-#: levels again and again (every level at or below its own, each time its server changes).
-_stacked: dict[tuple[TenantCurves, bytes], NDArray[np.float64]] = {}
-
-
-def tenant_terms_at(workload: TenantCurves, levels: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``h_js(p)`` of a tenant at each level ``p`` in ``levels``, for each stage and ``(w, λ)``:
-    shape ``(len(levels), 3, W·L)`` (the tenant counts as higher when its SLO is below ``p``;
-    same arithmetic as the per-server screen). Computed in one pass for the levels not cached
-    yet, the same floats level by level; cached (read-only)."""
-    key = (workload, levels.tobytes())
-    stacked = _stacked.get(key)
-    if stacked is not None:
-        return stacked
-    todo = [float(x) for x in levels if (workload, float(x)) not in _terms]
-    if todo:
-        rates, buckets = _vertices(workload)
-        p = np.array(todo)
-        scaled = p * SLO_SCALE
-        higher = (workload.slo_s < p).astype(np.float64)
-        # (P, 3, W, L): scaled · (w_s [higher] + λ), as for one level
-        c = scaled[:, None, None, None] * (
-            _WEIGHTS.T[None, :, :, None] * higher[:, None, None, None]
-            + _LAMBDAS[None, None, None, :]
-        )
-        h = (buckets[None, :, None, None, :] + c[..., None] * rates[None, :, None, None, :]).min(
-            axis=4
-        )
-        h = h.reshape(len(todo), 3, _NWL)
-        for level, terms in zip(todo, h, strict=True):
-            _terms[(workload, level)] = terms
-        while len(_terms) > _CACHE_SIZE:
-            del _terms[next(iter(_terms))]
-    stacked = np.stack([_terms[(workload, float(x))] for x in levels])
-    stacked.flags.writeable = False  # shared by every caller asking for these levels
-    _stacked[key] = stacked
-    while len(_stacked) > _CACHE_SIZE:
-        del _stacked[next(iter(_stacked))]
-    return stacked
-
-
-def _means(workload: TenantCurves) -> NDArray[np.float64]:
-    return _vertices(workload)[0][:, 0]
-
-
 class ClusterScreen:
     """Per-server sums of the screen's terms; :meth:`infeasible` tests a newcomer everywhere."""
 
     def __init__(self, max_devices: int) -> None:
         self.max_devices = max_devices
-        self.active = True
-        self.levels: list[float] = []
-        self._level_index: dict[float, int] = {}
-        self._servers: list[tuple[Sequence[Placed], int]] = []
-        d = max_devices
-        # Σ h over tenants at or above the level; Σ mean rates over the tenants below it on the
-        # path; tenants of the level on the device. Axes: server, level, device[, (w, λ)].
-        self.inside: NDArray[np.float64] = np.zeros((0, 0, d, _NWL))
-        self.lower: NDArray[np.float64] = np.zeros((0, 0, d))
-        self.count: NDArray[np.int64] = np.zeros((0, 0, d), dtype=np.int64)
+        self._core = WcClusterScreen(max_devices, MAX_LEVELS, TOLERANCE)
+
+    @property
+    def active(self) -> bool:
+        """Whether the screen still proves anything (off beyond :data:`MAX_LEVELS` SLOs)."""
+        return self._core.active
+
+    @property
+    def levels(self) -> list[float]:
+        """The levels (distinct SLOs, s) in the order seen."""
+        return self._core.levels
+
+    def fork(self) -> ClusterScreen:
+        """An independent copy (for :meth:`Placer.fork
+        <tailbound.policies.placement.Placer.fork>`): servers are shared until one side
+        changes them."""
+        new = copy.copy(self)
+        new._core = self._core.fork()
+        return new
 
     # ------------------------------------------------------------------ bookkeeping
     def add_server(self, devices: int) -> None:
         """A new empty server at the end of the cluster."""
-        self._servers.append(((), devices))
-        n = len(self._servers)
-        if n > self.inside.shape[0]:  # grow the capacity geometrically
-            extra = max(n, 16)
-            self.inside = _grow(self.inside, 0, extra)
-            self.lower = _grow(self.lower, 0, extra)
-            self.count = _grow(self.count, 0, extra)
-
-    def _add_level(self, level: float) -> bool:
-        if len(self.levels) >= MAX_LEVELS:
-            self.active = False
-            return False
-        self._level_index[level] = len(self.levels)
-        self.levels.append(level)
-        self.inside = _grow(self.inside, 1, 1)
-        self.lower = _grow(self.lower, 1, 1)
-        self.count = _grow(self.count, 1, 1)
-        for i in range(len(self._servers)):
-            if self._servers[i][0]:
-                self._fill(i, [len(self.levels) - 1])
-        return True
+        self._core.add_server(devices)
 
     def set_server(self, i: int, tenants: Sequence[Placed], devices: int) -> None:
         """Server ``i`` now holds ``tenants`` (recomputes its sums)."""
-        self._servers[i] = (list(tenants), devices)
-        if not self.active:
-            return
-        for t in tenants:
-            if t.workload.slo_s not in self._level_index and not self._add_level(t.workload.slo_s):
-                return
-        self._fill(i, range(len(self.levels)))
-
-    def _fill(self, i: int, levels: Sequence[int]) -> None:
-        """Recompute server ``i``'s sums at ``levels`` (all levels at once, tenant by tenant:
-        the same additions in the same order as level by level)."""
-        tenants, devices = self._servers[i]
-        lv = np.array(list(levels), dtype=np.int64)
-        p = np.array(self.levels)[lv]
-        inside = np.zeros((len(lv), self.max_devices, _NWL))
-        lower = np.zeros((len(lv), self.max_devices))
-        count = np.zeros((len(lv), self.max_devices), dtype=np.int64)
-        for t in tenants:
-            at = t.workload.slo_s <= p  # the levels where the tenant is at or above
-            if at.any():
-                h = tenant_terms_at(t.workload, p[at])  # (A, 3, WL)
-                inside[at, :devices] += (h[:, 0] + h[:, 2])[:, None, :]
-                inside[at, t.device] += h[:, 1]
-                count[at, t.device] += t.workload.slo_s == p[at]
-            if not at.all():
-                m = _means(t.workload)
-                lower[~at, :devices] += m[0] + m[2]
-                lower[~at, t.device] += m[1]
-        self.inside[i, lv] = inside
-        self.lower[i, lv] = lower
-        self.count[i, lv] = count
+        self._core.set_server(i, [(screen_tenant(t.workload), t.device) for t in tenants], devices)
 
     # ------------------------------------------------------------------ the test
     def infeasible(
@@ -183,32 +82,6 @@ class ClusterScreen:
     ) -> NDArray[np.bool_]:
         """For each server in ``servers``: does the screen prove that ``workload`` on ``device``
         makes that server's LP infeasible? (All ``False`` when the screen is off.)"""
-        out = np.zeros(len(servers), dtype=bool)
-        slo = workload.slo_s
-        if not self.active or (slo not in self._level_index and not self._add_level(slo)):
-            return out
-        if len(servers) == 0:
-            return out
-        lv = np.array([k for k, p in enumerate(self.levels) if p >= slo], dtype=np.int64)
-        p = np.array(self.levels)[lv]
-        scaled = p * SLO_SCALE  # (Lc,)
-        h = tenant_terms_at(workload, p)  # (Lc, 3, WL)
-        new = np.zeros((len(lv), self.max_devices, _NWL))
-        new += (h[:, 0] + h[:, 2])[:, None, :]
-        new[:, device] += h[:, 1]
-        total = self.inside[np.ix_(servers, lv)]  # (C, Lc, D, WL), a copy
-        avail = 3 * RATE_CAP - self.lower[np.ix_(servers, lv)]  # (C, Lc, D)
-        # inside + new − (SLO'_p λ) · avail, in place (the same operations in the same order)
-        total += new[None]
-        total -= (scaled[None, :, None, None] * _LAMBDA_OF_COLUMN) * avail[..., None]
-        proof = total.max(axis=3) > scaled[None, :, None] * (1 + TOLERANCE)  # (C, Lc, D)
-        row = self.count[np.ix_(servers, lv)] > 0
-        row[:, lv == self._level_index[slo], device] = True  # the newcomer's own row
-        return np.any(proof & row, axis=(1, 2))
-
-
-def _grow(a: NDArray[_T], axis: int, extra: int) -> NDArray[_T]:
-    """``a`` with ``extra`` zero slices appended along ``axis``."""
-    shape = list(a.shape)
-    shape[axis] = extra
-    return np.concatenate([a, np.zeros(shape, dtype=a.dtype)], axis=axis)
+        return self._core.infeasible(
+            screen_tenant(workload), device, np.ascontiguousarray(servers, dtype=np.int64)
+        )

@@ -51,7 +51,7 @@ from tailbound.policies.server import (
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
-T = TypeVar("T")
+T = TypeVar("T", ClusterScreen | None, CertificateStore | None)
 
 #: Candidate servers screened at once, at first (then twice as many each time): first-fit
 #: usually stops within the first few, so screening all of them would mostly be wasted.
@@ -502,18 +502,9 @@ class Placer:
 
 def _fork_state(state: T) -> T:
     """A copy of a :class:`ClusterScreen` or :class:`CertificateStore` (or ``None``) for
-    :meth:`Placer.fork`: their numpy arrays, lists and dicts are what they change in place, so
-    those are copied; what the lists hold (tuples, tenant lists replaced whole, levels) is
-    shared."""
-    if state is None:
-        return state
-    new = copy.copy(state)
-    for name, value in vars(state).items():
-        if isinstance(value, np.ndarray):
-            setattr(new, name, value.copy())
-        elif isinstance(value, list | dict | set):
-            setattr(new, name, copy.copy(value))
-    return new
+    :meth:`Placer.fork`: their ``fork`` (the Rust side shares each server's arrays until one
+    copy changes them)."""
+    return None if state is None else state.fork()
 
 
 def place(
