@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments.wc_common import write_table
 from tailbound.sim.network_rpc import NetworkAdmission, NetworkConfig, NetworkRun
@@ -148,7 +149,4 @@ def main_of(
     rows = run(args.duration_s, args.seed)
     print(write_table(args.out, name, rows, title))
     plot(rows, args.out / f"{name}.png")
-    failures = check(rows, args.tolerance)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.tolerance))
