@@ -25,6 +25,18 @@ fn one(t: f64, src: u32, dst: u32, size: u64, cls: u8) -> RpcInput {
     }
 }
 
+/// `n` hosts whose ports are QJump's, with `factors` (one throughput factor per class) and
+/// `processing_delay_s`.
+fn qjump(n: u32, factors: &[f64], processing_delay_s: f64) -> NetConfig {
+    let mut cfg = net(n);
+    cfg.scheduling = "qjump".into();
+    cfg.qjump = Some(super::config::QjumpLevels {
+        throughput_factors: factors.to_vec(),
+        processing_delay_s,
+    });
+    cfg
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-15 + 1e-12 * b.abs()
 }
@@ -323,12 +335,7 @@ fn qjump_paces_a_host_class_to_one_packet_per_epoch() {
     // leave one per epoch = 2 · (2 / 1) · 5080 B · 8 / 100 Gb/s + 1 µs, each crossing an idle
     // network, so its RNL is 6 epochs plus the idle RNL of its last (2328 B) packet. Class 0
     // (factor 2) has half the epoch's transmission part.
-    let mut cfg = net(2);
-    cfg.scheduling = "qjump".into();
-    cfg.qjump = Some(super::config::QjumpLevels {
-        throughput_factors: vec![2.0, 1.0],
-        processing_delay_s: 1e-6,
-    });
+    let cfg = qjump(2, &[2.0, 1.0], 1e-6);
     let epochs = cfg.qjump_epochs_s();
     let mss_s = 5080.0 * BYTE;
     assert!(close(epochs[1], 4.0 * mss_s + 1e-6) && close(epochs[0], 2.0 * mss_s + 1e-6));
@@ -346,12 +353,7 @@ fn qjump_round_robins_a_host_class_over_destinations() {
     // Host 0 sends a 2-packet RPC to host 1 and one to host 2, both class 0 at t = 0: the
     // pacer alternates destinations, so both finish within one epoch of each other, and the
     // four packets take four epochs in all.
-    let mut cfg = net(3);
-    cfg.scheduling = "qjump".into();
-    cfg.qjump = Some(super::config::QjumpLevels {
-        throughput_factors: vec![1.0, 1.0],
-        processing_delay_s: 0.0,
-    });
+    let cfg = qjump(3, &[1.0, 1.0], 0.0);
     let e = cfg.qjump_epochs_s()[0];
     let rpcs = RpcInput {
         time_s: vec![0.0, 0.0],
@@ -466,12 +468,7 @@ fn pfabric_with_a_flow_per_rpc_lets_a_short_rpc_of_the_same_pair_overtake() {
 fn qjump_paces_the_parallel_channels_of_a_host_class_in_turn() {
     // Two channels of the same triple, each with one packet: the pacer sends one per epoch,
     // first channel 0's, then channel 1's.
-    let mut cfg = net(2);
-    cfg.scheduling = "qjump".into();
-    cfg.qjump = Some(super::config::QjumpLevels {
-        throughput_factors: vec![1.0, 1.0],
-        processing_delay_s: 1e-6,
-    });
+    let mut cfg = qjump(2, &[1.0, 1.0], 1e-6);
     cfg.channels_per_class = 2;
     let epoch = cfg.qjump_epochs_s()[0];
     let (out, c) = simulate(cfg, together(&[(5080, 0), (5080, 0)]), f64::INFINITY).unwrap();
