@@ -53,12 +53,16 @@ class DistinctFits(FitCache):
         return self.copies[key]
 
 
-def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
+def scenario(n: int, hosts: int, *, groups: bool = False):  # type: ignore[no-untyped-def]
+    """``n`` tenants (module docstring) on ``hosts`` hosts; with ``groups``, every fourth of
+    them in dependency groups of four (``bench_snc_groups``: tenants 0, 4, 8, 12 the first, 16,
+    20, 24, 28 the second, ..., whole groups only)."""
     traces = find_wc62() / "traces"
     specs = []
     for i in range(n):
         client = i % hosts
         server = (client + 1 + (i // hosts) % (hosts - 1)) % hosts
+        grouped = groups and i % 4 == 0 and (i // 16 + 1) * 16 <= n
         specs.append(
             Tenant(
                 f"T{i}",
@@ -66,6 +70,7 @@ def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
                 traces / f"trace{i % 62:04d}.txt",
                 client_host=f"h{client}",
                 server=f"h{server}",
+                group=f"g{i // 16}" if grouped else None,
             )
         )
     return specs

@@ -25,35 +25,18 @@ import statistics
 import sys
 import time
 
-from tailbound.experiments.wc_common import find_wc62
-from tailbound.model import Slo, Tenant, TenantSet
+from benchmarks import bench_snc
+from tailbound.model import TenantSet
 from tailbound.snc.flows import Flow, Network
 from tailbound.snc.latency import LatencyBound
 from tailbound.snc.network import flow_latencies, snc_meister
 from tailbound.snc.tenants import FitCache, build_network
 from tailbound.tables import markdown_table
 
-SLOS = (0.01, 0.02, 0.05, 0.1)
-
 
 def scenario(n: int, hosts: int):  # type: ignore[no-untyped-def]
-    traces = find_wc62() / "traces"
-    specs = []
-    for i in range(n):
-        client = i % hosts
-        server = (client + 1 + (i // hosts) % (hosts - 1)) % hosts
-        group = f"g{i // 16}" if i % 4 == 0 and (i // 16 + 1) * 16 <= n else None
-        specs.append(
-            Tenant(
-                f"T{i}",
-                Slo(SLOS[i % 4], 0.999),
-                traces / f"trace{i % 62:04d}.txt",
-                client_host=f"h{client}",
-                server=f"h{server}",
-                group=group,
-            )
-        )
-    return specs
+    """``bench_snc``'s tenants with 25% of them in dependency groups (module docstring)."""
+    return bench_snc.scenario(n, hosts, groups=True)
 
 
 def parameters(net: Network, flow: Flow) -> int:

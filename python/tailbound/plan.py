@@ -88,7 +88,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -709,15 +709,8 @@ class _Reader:
 
     def control(self, doc: Any) -> dict[Stage, StageControl]:
         """The plan's controllers per stage (:class:`StageControl`), checked by the core."""
-        if not isinstance(doc, dict):
-            raise self.error(f"expected an object, got {doc!r}", "control")
         out = {}
-        for key, value in doc.items():
-            where = f"control.{key}"
-            try:
-                stage = Stage(key)
-            except ValueError:
-                raise self.error("unknown stage", where) from None
+        for stage, value, where in self.stages(doc, "control"):
             if stage not in CONTROL_STAGES:
                 raise self.error(
                     f"a controller acts at {', '.join(map(str, CONTROL_STAGES))} only", where
@@ -797,15 +790,8 @@ class _Reader:
 
     def nested(self, doc: Any, where: str) -> dict[Stage, tuple[NestedClass, ...]]:
         """Nested QoS classes per stage, each ``[sigma_s, rho, delta_s]`` (:func:`check_nested`)."""
-        if not isinstance(doc, dict):
-            raise self.error(f"expected an object, got {doc!r}", where)
         out = {}
-        for key, value in doc.items():
-            try:
-                stage = Stage(key)
-            except ValueError:
-                raise self.error("unknown stage", f"{where}.{key}") from None
-            w = f"{where}.{key}"
+        for stage, value, w in self.stages(doc, where):
             if not isinstance(value, list):
                 raise self.error(f"expected a list of [sigma_s, rho, delta_s], got {value!r}", w)
             classes = tuple(
@@ -877,15 +863,9 @@ class _Reader:
             raise self.error(f"expected an object, got {doc!r}", where.rstrip("."))
         self.known(doc, _BOUND_KEYS, where)
         stages_doc = doc.get("stages", {})
-        if not isinstance(stages_doc, dict):
-            raise self.error(f"expected an object, got {stages_doc!r}", f"{where}stages")
         stages = {}
-        for key in stages_doc:
-            try:
-                stage = Stage(key)
-            except ValueError:
-                raise self.error("unknown stage", f"{where}stages.{key}") from None
-            stages[stage] = self.number(stages_doc, key, f"{where}stages.", nullable=True)
+        for stage, _, _ in self.stages(stages_doc, f"{where}stages"):
+            stages[stage] = self.number(stages_doc, stage.value, f"{where}stages.", nullable=True)
         return Bound(
             latency_s=latency,
             analysis=self.get(doc, "analysis", str, where),
@@ -902,33 +882,34 @@ class _Reader:
         return value
 
     def per_stage(self, doc: Any, where: str) -> dict[Stage, float]:
-        if not isinstance(doc, dict):
-            raise self.error(f"expected an object, got {doc!r}", where)
         out = {}
-        for key in doc:
-            try:
-                stage = Stage(key)
-            except ValueError:
-                raise self.error("unknown stage", f"{where}.{key}") from None
-            value = self.number(doc, key, f"{where}.")
+        for stage, _, w in self.stages(doc, where):
+            value = self.number(doc, stage.value, f"{where}.")
             if not (value > 0 and math.isfinite(value)):
-                raise self.error(f"expected a positive number, got {value}", f"{where}.{key}")
+                raise self.error(f"expected a positive number, got {value}", w)
             out[stage] = value
         return out
 
     def per_stage_names(self, doc: Any, where: str) -> dict[Stage, str]:
+        out = {}
+        for stage, value, w in self.stages(doc, where):
+            if not isinstance(value, str) or not value:
+                raise self.error(f"expected a name, got {value!r}", w)
+            out[stage] = value
+        return out
+
+    def stages(self, doc: Any, where: str) -> Iterator[tuple[Stage, Any, str]]:
+        """``doc``'s entries keyed by stage name, in order: ``(stage, value, where.key)``.
+        ``doc`` not an object is an error at ``where``, a key that names no stage one at
+        ``where.key`` (raised when the iteration reaches it, after the entries before it)."""
         if not isinstance(doc, dict):
             raise self.error(f"expected an object, got {doc!r}", where)
-        out = {}
         for key, value in doc.items():
             try:
                 stage = Stage(key)
             except ValueError:
                 raise self.error("unknown stage", f"{where}.{key}") from None
-            if not isinstance(value, str) or not value:
-                raise self.error(f"expected a name, got {value!r}", f"{where}.{key}")
-            out[stage] = value
-        return out
+            yield stage, value, f"{where}.{key}"
 
     def rejection(self, doc: Any, where: str, version: int) -> Rejection:
         if isinstance(doc, str) and version == 1:  # version 1: names only
@@ -952,15 +933,8 @@ class _Reader:
         )
 
     def disciplines(self, doc: Any) -> dict[Stage, Discipline]:
-        if not isinstance(doc, dict):
-            raise self.error(f"expected an object, got {doc!r}", "disciplines")
         out = dict.fromkeys(STORAGE_PATH, Discipline())
-        for key, value in doc.items():
-            where = f"disciplines.{key}"
-            try:
-                stage = Stage(key)
-            except ValueError:
-                raise self.error("unknown stage", where) from None
+        for stage, value, where in self.stages(doc, "disciplines"):
             if not isinstance(value, dict):
                 raise self.error(f"expected an object, got {value!r}", where)
             self.known(value, _DISCIPLINE_KEYS, where + ".")

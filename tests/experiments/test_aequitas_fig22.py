@@ -57,15 +57,22 @@ def test_check_names_each_failed_claim() -> None:
         row("pfabric", 0.95, 100.0, 40.0),
         row("qjump", 0.1, 200.0, 300.0),
     ]
-    failures = aequitas_fig22.check(rows, 1.25)
+    failures = aequitas_fig22.check(rows)
     # The paper's two claims only: no bound against the SLO (50 > 1.25 × 35 is not checked).
     assert failures == [
         "QoS_h meeting SLO: Aequitas 0.900 < pfabric 0.950",
         "qos_m tail: Aequitas 50.0 ≥ pfabric 40.0 µs/MTU",
     ]
-    assert aequitas_fig22.check(rows[:2], 1.25) == [
-        "not run: pfabric, qjump (the check compares them)"
-    ]
+    assert aequitas_fig22.check(rows[:2]) == ["not run: pfabric, qjump (the check compares them)"]
+
+
+def test_fig22_has_no_tolerance_option(tmp_path: Path) -> None:
+    # Fig. 22 bounds no tail by its SLO: the other 33-host figures' --tolerance is refused, not
+    # accepted and ignored.
+    with pytest.raises(SystemExit) as e:
+        aequitas_fig22.main(["--out", str(tmp_path), "--tolerance", "2"])
+    assert e.value.code == 2
+    assert not list(tmp_path.iterdir())
 
 
 def test_size_models_are_the_traces_at_the_stated_means() -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tailbound.experiments import pm_fig38
-from tailbound.experiments.pm_common import THESIS_DISK
-from tailbound.experiments.pm_fig33 import WORKLOADS
+from tailbound.experiments.pm_common import EXTENT_BYTES, RUN_LENGTH, THESIS_DISK, extent_trace
+from tailbound.experiments.pm_fig33 import WORKLOADS, build
 from tailbound.experiments.wc_common import find_wc62
 from tailbound.profiles.disk import DiskModel, DiskProfile
 from tailbound.sim.scenario import DISK_GAP_BYTES
@@ -30,8 +30,8 @@ def test_extent_traces_keep_table31_loads_within_their_extents() -> None:
     shared = DiskModel(disk, shared_gap_bytes=DISK_GAP_BYTES)
     duration = 1000.0
     for i, (name, (load, c2, size, reads)) in enumerate(WORKLOADS.items()):
-        base = (i + 1) * pm_fig38.EXTENT_BYTES
-        t = pm_fig38.extent_trace(
+        base = (i + 1) * EXTENT_BYTES
+        t = extent_trace(
             load,
             c2,
             duration,
@@ -43,15 +43,15 @@ def test_extent_traces_keep_table31_loads_within_their_extents() -> None:
             name=name,
         )
         assert t.offset is not None
-        assert t.offset.min() >= base and (t.offset + t.size).max() <= base + pm_fig38.EXTENT_BYTES
+        assert t.offset.min() >= base and (t.offset + t.size).max() <= base + EXTENT_BYTES
         # half the requests continue the previous one (runs of mean length 2)
         sequential = np.mean(t.offset[1:] == t.offset[:-1] + t.size[:-1])
-        assert sequential == pytest.approx(1 - 1 / pm_fig38.RUN_LENGTH, abs=0.05), name
+        assert sequential == pytest.approx(1 - 1 / RUN_LENGTH, abs=0.05), name
         assert float(shared.tokens(t).sum()) / duration == pytest.approx(load, rel=0.15), name
 
 
 def test_constant_seek_prices_every_latency_request_as_a_random_access() -> None:
-    setup = pm_fig38.build(10.0, 2, dict.fromkeys("ABC", 1.0))
+    setup = build(10.0, 2, None, dict.fromkeys("ABC", 1.0), extents=True)
     flat = pm_fig38.constant_seek(setup)
     disk = DiskProfile.from_json(THESIS_DISK)
     random_access = disk.average_seek_s + disk.rotational_latency_s

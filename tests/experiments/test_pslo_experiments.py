@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tailbound.experiments import pslo_fig4, pslo_fig5, pslo_fig6
-from tailbound.experiments.pslo_common import APPS, COPY, POLICIES, find_data
+from tailbound.experiments.pslo_common import APPS, COPY, POLICIES, find_data, rows_for
 
 FIG5_COLUMNS = ["policy", "vm", "p_latency_ms", "latency_slo_ms", "iops", "iops_slo"]
 
@@ -52,7 +52,7 @@ def fig5_rows(data: Path) -> list[dict]:
     """Fig. 5 at 300 s of simulated time (half the default), every policy."""
     rows: list[dict] = []
     for policy in POLICIES:
-        rows += pslo_fig5.rows_for(policy, data, 300.0)
+        rows += rows_for(policy, pslo_fig5.SLOS, data, 300.0)
     return rows
 
 
@@ -108,7 +108,7 @@ def test_pslo_fig4_depth_sweep_has_the_knee(data: Path) -> None:
 def test_pslo_fig6_mixed_slos_lst_and_tsl_meet_both_l_misses_throughput(data: Path) -> None:
     rows: list[dict] = []
     for policy in ("LS+T", "TS+L", "L"):
-        rows += pslo_fig6.rows_for(policy, data, 300.0)
+        rows += rows_for(policy, pslo_fig6.SLOS, data, 300.0)
     v = pslo_fig6.verdicts(rows)
     assert v["LS+T"] == ([], []) and v["TS+L"] == ([], [])
     assert v["L"][1], "L misses a throughput SLO"

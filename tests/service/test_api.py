@@ -137,6 +137,13 @@ def test_bad_input_names_the_field_and_stores_nothing(tmp_path: Path, small_demo
         before = counts(server, token)
         good = small_demo.trace(small_demo.tenants[1]["name"]).read_bytes()
         wc = b"".join(b"%d,0x1000,DiskRead\n" % (i * 1_000_000) for i in range(2000))
+
+        def new_cluster(**fields: object) -> dict[str, object]:
+            """A ``POST /clusters`` request: cluster c2, policy workloadcompactor, the demo's
+            cluster, ``fields`` added or replacing those."""
+            body = {"name": "c2", "policy": "workloadcompactor", "cluster": small_demo.cluster}
+            return {"json": body | fields}
+
         cases = [
             # (method, path, kwargs, status, field)
             (
@@ -149,93 +156,55 @@ def test_bad_input_names_the_field_and_stores_nothing(tmp_path: Path, small_demo
             (
                 "POST",
                 "/clusters",
-                {
-                    "json": {
-                        "name": "c2",
-                        "policy": "workloadcompactor",
-                        "cluster": {"link_bandwidth_bytes_per_s": "fast", "server_hosts": []},
-                    }
-                },
+                new_cluster(cluster={"link_bandwidth_bytes_per_s": "fast", "server_hosts": []}),
                 422,
                 "cluster.link_bandwidth_bytes_per_s",
             ),
             (
                 "POST",
                 "/clusters",
-                {"json": {"name": "c2", "policy": "no-such-policy", "cluster": small_demo.cluster}},
+                new_cluster(policy="no-such-policy"),
                 422,
                 "body.policy",
             ),
             (
                 "POST",
                 "/clusters",
-                {
-                    "json": {
-                        "name": "c2",
-                        "policy": "workloadcompactor",
-                        "cluster": small_demo.cluster,
-                        "profile": small_demo.profile,
-                        "options": {"mtu": 1},
-                    }
-                },
+                new_cluster(profile=small_demo.profile, options={"mtu": 1}),
                 422,
                 "body.options.mtu",
             ),
             (
                 "POST",
                 "/clusters",
-                {
-                    "json": {
-                        "name": "c2",
-                        "policy": "workloadcompactor",
-                        "cluster": small_demo.cluster,
-                        "profile": {"type": "storageSSD"},
-                    }
-                },
+                new_cluster(profile={"type": "storageSSD"}),
                 422,
                 "profile",
             ),
             (
                 "POST",
                 "/clusters",
-                {
-                    "json": {
-                        "name": "c2",
-                        "policy": "workloadcompactor",
-                        "cluster": small_demo.cluster,
-                        "extra": 1,
-                    }
-                },
+                new_cluster(extra=1),
                 422,
                 "body.extra",
             ),
             (
                 "POST",
                 "/clusters",
-                {
-                    "json": {
-                        "name": "c2",
-                        "policy": "workloadcompactor",
-                        "cluster": small_demo.cluster,
-                        "profile": small_demo.profile,
-                        "addresses": {"server00": "10.0.0.1", "nohost": "10.0.0.2"},
-                    }
-                },
+                new_cluster(
+                    profile=small_demo.profile,
+                    addresses={"server00": "10.0.0.1", "nohost": "10.0.0.2"},
+                ),
                 422,
                 "body.addresses.nohost",
             ),
             (
                 "POST",
                 "/clusters",
-                {
-                    "json": {
-                        "name": "c2",
-                        "policy": "workloadcompactor",
-                        "cluster": small_demo.cluster,
-                        "profile": small_demo.profile,
-                        "addresses": {"server00": "10.0.0.300"},
-                    }
-                },
+                new_cluster(
+                    profile=small_demo.profile,
+                    addresses={"server00": "10.0.0.300"},
+                ),
                 422,
                 "body.addresses.server00",
             ),

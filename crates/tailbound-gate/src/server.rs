@@ -494,25 +494,14 @@ impl DispatchTask {
         shared: Arc<Shared>,
         tx: mpsc::UnboundedSender<Msg>,
     ) -> Result<Self, String> {
-        let Generation {
-            limits,
-            scheduler,
-            costs,
-            emulate,
-            workloads,
-            classes,
-            control,
-            array,
-            buckets,
-        } = g;
-        let dispatcher = Dispatcher::new(limits, scheduler).map_err(|e| e.to_string())?;
+        let dispatcher = Dispatcher::new(g.limits, g.scheduler).map_err(|e| e.to_string())?;
         let mut task = Self {
             meters: HashMap::new(),
             dispatcher,
-            costs,
-            emulate,
-            workloads,
-            classes,
+            costs: g.costs,
+            emulate: g.emulate,
+            workloads: g.workloads,
+            classes: g.classes,
             array: None,
             array_device: None,
             control_spec: None,
@@ -527,10 +516,23 @@ impl DispatchTask {
             tx,
             runtime: tokio::runtime::Handle::current(),
         };
-        task.set_array(array)?;
-        task.set_control(control)?;
-        task.set_meters(&buckets)?;
+        let [meters, array, control] = task.install(&g.buckets, g.array, g.control);
+        array?;
+        control?;
+        meters?;
         Ok(task)
+    }
+
+    /// Run a generation's meters (`buckets`), emulated array and controller from now on (its
+    /// limits, scheduler, costs, export map and classes already taken, by `new` or `reload`);
+    /// the outcome of each, in that order. All three are tried whatever the others' outcome.
+    fn install(
+        &mut self,
+        buckets: &[Vec<(f64, f64)>],
+        array: Option<ArrayModel>,
+        control: Option<ControlSpec>,
+    ) -> [Result<(), String>; 3] {
+        [self.set_meters(buckets), self.set_array(array), self.set_control(control)]
     }
 
     fn now(&self) -> f64 {
@@ -673,32 +675,17 @@ impl DispatchTask {
     }
 
     fn reload(&mut self, g: Generation) -> Result<(), String> {
-        let Generation {
-            limits,
-            scheduler,
-            costs,
-            emulate,
-            workloads,
-            classes,
-            control,
-            array,
-            buckets,
-        } = g;
-        self.dispatcher.reconfigure(limits, scheduler).map_err(|e| format!("limits: {e}"))?;
-        let moved = workloads != self.workloads;
-        (self.costs, self.emulate, self.workloads, self.classes) =
-            (costs, emulate, workloads, classes);
-        if let Err(e) = self.set_meters(&buckets) {
-            eprintln!("tailbound-gate: reload: {e}");
-        }
-        if moved {
+        self.dispatcher.reconfigure(g.limits, g.scheduler).map_err(|e| format!("limits: {e}"))?;
+        if g.workloads != self.workloads {
             self.control = None; // its tenants' indices changed: a new controller
         }
-        if let Err(e) = self.set_array(array) {
-            eprintln!("tailbound-gate: reload: {e}");
-        }
-        if let Err(e) = self.set_control(control) {
-            eprintln!("tailbound-gate: reload: control: {e}");
+        (self.costs, self.emulate, self.workloads, self.classes) =
+            (g.costs, g.emulate, g.workloads, g.classes);
+        let [meters, array, control] = self.install(&g.buckets, g.array, g.control);
+        for (what, r) in [("", meters), ("", array), ("control: ", control)] {
+            if let Err(e) = r {
+                eprintln!("tailbound-gate: reload: {what}{e}");
+            }
         }
         // every request not yet dispatched, again, in arrival order
         let mut waiting: Vec<u64> =

@@ -12,9 +12,10 @@ code   meaning
 =====  ==============================================================================
 
 A verb's ``run(args)`` returns :func:`outcome` of its checks (or :attr:`Exit.OK` when it checks
-nothing); bad input raises :class:`~tailbound.errors.TailboundError`, which
-:func:`tailbound.cli.main.main` turns into code 2, as argparse does for a bad option. A verb's
-parser shows the convention with ``epilog=epilog("what fails a check")``:
+nothing; an experiment's ``main``, :func:`report_failures` of its failed checks); bad input
+raises :class:`~tailbound.errors.TailboundError`, which :func:`tailbound.cli.main.main` turns
+into code 2, as argparse does for a bad option. A verb's parser shows the convention with
+``epilog=epilog("what fails a check")``:
 
 >>> outcome(True), outcome(False)
 (<Exit.OK: 0>, <Exit.CHECK_FAILED: 1>)
@@ -44,6 +45,22 @@ def outcome(checks: bool | Iterable[bool]) -> Exit:
     :attr:`Exit.CHECK_FAILED`."""
     held = checks if isinstance(checks, bool) else all(checks)
     return Exit.OK if held else Exit.CHECK_FAILED
+
+
+def report_failures(failures: Sequence[str]) -> Exit:
+    """An experiment's end: print each failed check of ``failures`` (sentences, as the
+    experiments' ``check`` functions return them) as a ``FAILED: ...`` line on stdout and return
+    :func:`outcome` of there being none.
+
+    >>> report_failures([])
+    <Exit.OK: 0>
+    >>> report_failures(["qos_h: 31.0 > 1.25 × 20 µs/MTU"])
+    FAILED: qos_h: 31.0 > 1.25 × 20 µs/MTU
+    <Exit.CHECK_FAILED: 1>
+    """
+    for failure in failures:
+        print("FAILED:", failure)
+    return outcome(not failures)
 
 
 def epilog(check: str | None, columns: Sequence[tuple[str, str]] = ()) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments.wc_common import write_table
 from tailbound.sim.network_rpc import NetworkAdmission, NetworkConfig, NetworkRun
@@ -130,25 +131,26 @@ def main_of(
     description: str,
     run: Callable[[float, int], list[dict[str, Any]]],
     plot: Callable[[list[dict[str, Any]], Path], None],
-    check: Callable[[list[dict[str, Any]], float], list[str]],
+    check: Callable[..., list[str]],
     default_duration_s: float = 0.5,
+    tolerance: bool = True,
 ) -> int:
-    """The command of a 33-host figure (``aequitas_fig12``, ``aequitas_fig20``): ``--out``,
-    ``--duration-s`` (simulated s), ``--tolerance`` (allowed tail / SLO), ``--seed``; writes
+    """The command of a 33-host figure (``aequitas_fig12``, ``aequitas_fig21``,
+    ``aequitas_fig22``): ``--out``, ``--duration-s`` (simulated s), ``--tolerance`` (allowed
+    tail / SLO) when the figure bounds tails by their SLO (``tolerance``: ``check(rows,
+    tolerance)``; otherwise ``check(rows)``, no such option), ``--seed``; writes
     ``<name>.csv``/``.md``/``.png`` and exits 1 when ``check`` finds a failure."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", type=Path, default=Path("out/experiments"), help="output folder")
     p.add_argument(
         "--duration-s", type=float, default=default_duration_s, help="simulated time (s)"
     )
-    p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
+    if tolerance:
+        p.add_argument("--tolerance", type=float, default=1.25, help="allowed tail / SLO")
     p.add_argument("--seed", type=int, default=1)
     add_quiet(p)
     args = p.parse_args(argv)
     rows = run(args.duration_s, args.seed)
     print(write_table(args.out, name, rows, title))
     plot(rows, args.out / f"{name}.png")
-    failures = check(rows, args.tolerance)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.tolerance) if tolerance else check(rows))

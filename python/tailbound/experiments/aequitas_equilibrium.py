@@ -36,6 +36,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.errors import ConfigError
 from tailbound.sim.network_rpc import NetworkAdmission, NetworkRun
 
@@ -345,10 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.suptitle(f"Aequitas' AIMD equilibrium, {args.setup}")
     fig.tight_layout()
     save_plot(fig, args.out / "aequitas_equilibrium.png")
-    failures = check(rows)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from tailbound.atomic import write_text_atomic
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.dnc.wfq_delay import delay_h, delay_l, inversion_share
 from tailbound.errors import ConfigError
@@ -210,10 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_text_atomic(args.out / "aequitas_fig10.md", detail + summary)
     print(detail + summary)
     plot(rows, args.phi, args.rho, args.mu, args.out / "aequitas_fig10.png")
-    failures = check(rows, args.phi, args.step)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.phi, args.step))
 
 
 if __name__ == "__main__":

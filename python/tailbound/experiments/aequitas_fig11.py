@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments.wc_common import save_plot, write_table
 from tailbound.sim.network_rpc import NetworkAdmission, NetworkConfig, simulate_rpcs
@@ -159,10 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run(slos, args.rpcs, args.seed)
     print(write_table(args.out, "aequitas_fig11", rows, "Aequitas Fig. 11: QoS_h tail vs SLO"))
     plot(rows, args.out / "aequitas_fig11.png")
-    failures = check(rows)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
 from tailbound.experiments.wc_common import save_plot, write_table
@@ -214,10 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_table(args.out, "aequitas_fig14", rows, "Aequitas Figs. 14–15")
     print(summary(rows))
     plot(rows, args.out / "aequitas_fig14.png")
-    failures = check(rows, args.tolerance)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.tolerance))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.dnc.wfq_delay import guaranteed_admitted_share
 from tailbound.errors import ConfigError
@@ -166,10 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + f"\nρ × admitted share: mean {np.mean([r['rho_x_share'] for r in rows]):.3f}, CV {cv:.3f}"
     )
     plot(rows, args.out / "aequitas_fig16.png")
-    failures = check(rows)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_fig11 as fig11
 from tailbound.experiments.wc_common import save_plot, write_table
@@ -209,10 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if r["part"] == "summary":
             print({k: v if isinstance(v, str) else round(v, 3) for k, v in r.items()})
     plot(rows, args.out / "aequitas_fig17.png")
-    failures = check(rows, args.converge_ms)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.converge_ms))
 
 
 if __name__ == "__main__":

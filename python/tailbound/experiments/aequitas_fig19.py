@@ -40,6 +40,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
 from tailbound.experiments import aequitas_baselines as base
@@ -227,10 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(write_table(args.out, "aequitas_fig19", rows, "Aequitas Fig. 19: SPQ vs Aequitas"))
     plot(rows, args.out / "aequitas_fig19.png")
-    failures = check(rows, args.stable, args.predicted)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.stable, args.predicted))
 
 
 if __name__ == "__main__":

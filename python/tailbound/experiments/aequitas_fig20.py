@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from tailbound import _core
+from tailbound.cli.exitcodes import report_failures
 from tailbound.cli.options import add_quiet
 from tailbound.experiments import aequitas_33host as setup
 from tailbound.experiments import aequitas_equilibrium as eq
@@ -300,10 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     title = "Aequitas Fig. 20: mixed sizes"
     print(write_table(args.out, "aequitas_fig20", rows, title))
     plot(rows, args.out / "aequitas_fig20.png")
-    failures = check(rows, args.tolerance)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+    return report_failures(check(rows, args.tolerance))
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ from tailbound.sim import Scenario, Simulator, percentile
 from tailbound.sim.plan import scenario_from_plan
 from tailbound.sim.scenario import DISK_GAP_BYTES
 from tailbound.stages import STORAGE_PATH, Stage
-from tailbound.traces.sizes import FixedSize
+from tailbound.traces.sizes import FixedSize, OffsetPattern, SequentialRuns
 from tailbound.traces.synthetic import onoff_trace, poisson_trace
 from tailbound.traces.trace import Op, Trace
 
@@ -236,12 +236,93 @@ def random_disk_trace(
     >>> round(len(t) / 1000.0, 1)  # requests per second: 5% of a 12.8 ms random access
     3.9
     """
-    work = disk.average_seek_s + disk.rotational_latency_s + size / disk.transfer_bandwidth
-    rate = storage_load / work
+    rate = storage_load / _random_access_s(disk, size)
+    return _arrivals(
+        rate, c2, duration_s, seed=seed, size=size, read_fraction=read_fraction, name=name
+    )
+
+
+#: Fig. 3.8's extents (:func:`extent_trace`): each tenant's on the 1 TB disk is 50 GB (5% of the
+#: stroke), A, B and C side by side after the file copy's region. *Choice*: the thesis gives no
+#: offsets of its traces.
+EXTENT_BYTES = 50_000_000_000
+#: Mean length (requests) of a tenant's sequential runs in :func:`extent_trace`: half its
+#: requests continue the previous one. *Choice*, as :data:`EXTENT_BYTES`.
+RUN_LENGTH = 2.0
+
+
+def extent_trace(
+    storage_load: float,
+    c2: float,
+    duration_s: float,
+    *,
+    seed: int,
+    size: int,
+    read_fraction: float,
+    disk: DiskProfile,
+    base_bytes: int,
+    name: str,
+) -> Trace:
+    """A Table 3.1 stand-in with offsets (thesis Fig. 3.8): requests of ``size`` bytes in
+    sequential runs (:data:`RUN_LENGTH`) within ``[base_bytes, base_bytes + EXTENT_BYTES)``,
+    Poisson arrivals when ``c2`` is 1, on/off bursts of inter-arrival C² ``c2`` otherwise, at the
+    rate giving ``storage_load`` of the disk as the §2.3.2 model prices this trace on a shared
+    disk (every write at its worst; mean work per request measured on the trace drawn at a
+    first-guess rate, then the trace redrawn at the corrected rate with the same seed).
+
+    >>> disk = DiskProfile.from_json(THESIS_DISK)
+    >>> t = extent_trace(0.05, 1.0, 2000.0, seed=1, size=16384, read_fraction=0.7,
+    ...                  disk=disk, base_bytes=0, name="A")
+    >>> work = DiskModel(disk, shared_gap_bytes=DISK_GAP_BYTES).tokens(t)
+    >>> round(float(work.sum()) / 2000.0, 2)  # the disk's utilisation by A
+    0.05
+    """
+
+    def draw(rate: float) -> Trace:
+        offsets = SequentialRuns(EXTENT_BYTES, mean_run_length=RUN_LENGTH)
+        trace = _arrivals(
+            rate,
+            c2,
+            duration_s,
+            seed=seed,
+            size=size,
+            read_fraction=read_fraction,
+            name=name,
+            offsets=offsets,
+        )
+        assert trace.offset is not None
+        return dataclasses.replace(trace, offset=trace.offset + base_bytes)
+
+    first = draw(storage_load / _random_access_s(disk, size))
+    shared = DiskModel(disk, shared_gap_bytes=DISK_GAP_BYTES)  # as the analysis prices it
+    mean_work = float(shared.tokens(first).mean())
+    return draw(storage_load / mean_work)
+
+
+def _random_access_s(disk: DiskProfile, size: int) -> float:
+    """A random access of ``size`` bytes on ``disk`` (s): average seek + half a revolution +
+    transfer."""
+    return disk.average_seek_s + disk.rotational_latency_s + size / disk.transfer_bandwidth
+
+
+def _arrivals(
+    rate: float,
+    c2: float,
+    duration_s: float,
+    *,
+    seed: int,
+    size: int,
+    read_fraction: float,
+    name: str,
+    offsets: OffsetPattern | None = None,
+) -> Trace:
+    """Requests of ``size`` bytes at ``rate`` per second: Poisson when ``c2`` is 1, on/off bursts
+    of inter-arrival C² ``c2`` otherwise; ``offsets`` as given (none: no offsets)."""
     options: dict[str, Any] = {
         "seed": seed,
         "sizes": FixedSize(size),
         "read_fraction": read_fraction,
+        "offsets": offsets,
         "name": name,
     }
     if c2 <= 1.0:

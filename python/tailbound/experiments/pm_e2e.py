@@ -28,13 +28,14 @@ import argparse
 import math
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tailbound.dnc.device import DeviceLimits
 from tailbound.experiments.pm_common import Setup, device_limits, pm_tenants
 from tailbound.model import Slo
+from tailbound.model import Tenant as TenantSpec
 from tailbound.plan import Bound, TenantPlan, device_name
 from tailbound.policies.pm_plan import plan_tenant
 from tailbound.policies.prioritymeister import (
@@ -119,17 +120,24 @@ def figure_rows(duration_s: float, seed: int, profile_path: Path) -> list[dict[s
     return rows
 
 
-def wc62_rows(data: Path, groups: int, size: int, window_s: float, k: int) -> list[dict[str, Any]]:
-    """wc62 in groups of ``size`` on one SSD each (module docstring)."""
+def wc62_groups(data: Path, groups: int, size: int) -> Iterator[tuple[TenantSpec, ...]]:
+    """The tenants of ``data``'s ``tenants.json`` (wc62) in consecutive groups of ``size``, the
+    first ``groups`` of them (whole groups only)."""
     from tailbound.model import load_tenants
 
-    profile = SsdProfile.load(data / "profile_ssd.json")
     configs = load_tenants(data / "tenants.json").tenants
-    rows = []
     for g in range(groups):
         chosen = configs[g * size : (g + 1) * size]
         if len(chosen) < size:
-            break
+            return
+        yield chosen
+
+
+def wc62_rows(data: Path, groups: int, size: int, window_s: float, k: int) -> list[dict[str, Any]]:
+    """wc62 in groups of ``size`` on one SSD each (module docstring)."""
+    profile = SsdProfile.load(data / "profile_ssd.json")
+    rows = []
+    for chosen in wc62_groups(data, groups, size):
         tenants = []
         device = None
         for i, c in enumerate(chosen):
@@ -163,16 +171,11 @@ def replay_rows(
         ratio worst latency / bound, and how many tenants' path LP is below their per-stage sum (the
     bound the default then takes)."""
     from tailbound.experiments.pm_common import Tenant, disk_device, run_policy
-    from tailbound.model import load_tenants
     from tailbound.policies.prioritymeister import latencies
 
     profile_path = data / "profile_ssd.json"
-    configs = load_tenants(data / "tenants.json").tenants
     rows = []
-    for g in range(groups):
-        chosen = configs[g * size : (g + 1) * size]
-        if len(chosen) < size:
-            break
+    for chosen in wc62_groups(data, groups, size):
         tenants = tuple(
             Tenant(c.name, read_trace(c.trace).slice_time(0.0, window_s), c.slo, device="disk0")
             for c in chosen

@@ -23,15 +23,18 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tailbound.cli.options import add_quiet, progress, progress_disabled
 from tailbound.experiments.pm_common import (
+    EXTENT_BYTES,
     POLICIES,
     SERVER_MODELS,
     THESIS_DISK,
     Setup,
     Tenant,
     disk_device,
+    extent_trace,
     file_copy,
     find_profile,
     percentile_rows,
@@ -73,38 +76,59 @@ DEVICES = ("disk", "ssd")
 def build(
     duration_s: float,
     seed: int,
-    profile_path: Path,
+    profile_path: Path | None,
     slos: Mapping[str, float] | None = None,
     *,
     device: str = "disk",
     k: int = 5,
+    extents: bool = False,
 ) -> Setup:
-    """A, B, C and the file copy L on one ``device`` (``disk``: :data:`THESIS_DISK` through the
-    simulator's disk model; ``ssd``: the SSD profile's costs). SLOs (s, at p99.99) as given, else
-    :func:`reference_slos` on the disk (``k`` buckets per stage) and :data:`SLOS` on the SSD."""
+    """A, B, C (:data:`WORKLOADS`) and the file copy L on one ``device``: ``disk``,
+    :data:`THESIS_DISK` through the simulator's disk model, with random requests
+    (:func:`~tailbound.experiments.pm_common.random_disk_trace`) or, with ``extents`` (Fig. 3.8),
+    sequential runs in an extent of each tenant's own
+    (:func:`~tailbound.experiments.pm_common.extent_trace`); ``ssd``, the costs of the SSD profile
+    at ``profile_path`` (the disk needs none). SLOs (s, at p99.99) as given, else
+    :func:`reference_slos` of this setup on the disk (``k`` buckets per stage) and :data:`SLOS`
+    on the SSD."""
     if device not in DEVICES:
         raise ValueError(f"--device: expected one of {DEVICES}, got {device!r}")
+    ssd: SsdProfile | None = None
     if device == "ssd":
-        return _build_ssd(duration_s, seed, profile_path, slos or SLOS)
-    if slos is None:
-        slos = reference_slos(build(duration_s, seed, profile_path, dict.fromkeys("ABC", 1.0)), k)
+        if extents:
+            raise ValueError("extents: Fig. 3.8's extents are on the disk, not --device ssd")
+        if profile_path is None:
+            raise ValueError("--profile: the SSD variant needs an SSD profile")
+        ssd = SsdProfile.load(profile_path)
+        slos = slos or SLOS
+        copy, dev = file_copy(duration_s), disk_device(profile_path)
+    else:
+        if slos is None:
+            draft = build(
+                duration_s, seed, profile_path, dict.fromkeys("ABC", 1.0), extents=extents
+            )
+            slos = reference_slos(draft, k)
+        copy = file_copy(duration_s, max_rate_per_s=DISK_COPY_RATE)
+        dev = thesis_disk_device()
     disk = DiskProfile.from_json(THESIS_DISK)
     tenants = []
     for i, (name, (load, c2, size, reads)) in enumerate(WORKLOADS.items()):
-        trace = random_disk_trace(
-            load,
-            c2,
-            duration_s,
-            seed=seed + i,
-            size=size,
-            read_fraction=reads,
-            disk=disk,
-            name=name,
-        )
+        options: dict[str, Any] = {
+            "seed": seed + i,
+            "size": size,
+            "read_fraction": reads,
+            "name": name,
+        }
+        if ssd is not None:
+            trace = table31_trace(load, c2, duration_s, profile=ssd, **options)
+        elif extents:
+            base = (i + 1) * EXTENT_BYTES
+            trace = extent_trace(load, c2, duration_s, disk=disk, base_bytes=base, **options)
+        else:
+            trace = random_disk_trace(load, c2, duration_s, disk=disk, **options)
         tenants.append(Tenant(name, trace, Slo(slos[name], 0.9999)))
-    copy = file_copy(duration_s, max_rate_per_s=DISK_COPY_RATE)
     tenants.append(Tenant("L", copy, None, outstanding=2))
-    return Setup(tuple(tenants), (thesis_disk_device(),), duration_s)
+    return Setup(tuple(tenants), (dev,), duration_s)
 
 
 def reference_slos(setup: Setup, k: int = 5) -> dict[str, float]:
@@ -129,27 +153,6 @@ def reference_slos(setup: Setup, k: int = 5) -> dict[str, float]:
 
     base = up(bound_c)
     return {n: up(base * f) for n, f in SLO_FACTORS.items()}
-
-
-def _build_ssd(
-    duration_s: float, seed: int, profile_path: Path, slos: Mapping[str, float]
-) -> Setup:
-    profile = SsdProfile.load(profile_path)
-    tenants = []
-    for i, (name, (load, c2, size, reads)) in enumerate(WORKLOADS.items()):
-        trace = table31_trace(
-            load,
-            c2,
-            duration_s,
-            seed=seed + i,
-            size=size,
-            read_fraction=reads,
-            profile=profile,
-            name=name,
-        )
-        tenants.append(Tenant(name, trace, Slo(slos[name], 0.9999)))
-    tenants.append(Tenant("L", file_copy(duration_s), None, outstanding=2))
-    return Setup(tuple(tenants), (disk_device(profile_path),), duration_s)
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -211,6 +211,22 @@ def run(sc: Scenario, duration_s: float) -> tuple[dict[str, VmResult], SimResult
     return out, results
 
 
+def rows_for(
+    policy: str,
+    slos: Mapping[str, VmSlo],
+    data: Path,
+    duration_s: float,
+    per_app: int = OUTSTANDING,
+) -> list[dict[str, Any]]:
+    """Figs. 5/6: one policy's :func:`slo_rows` (every VM of ``slos``) over ``duration_s``
+    simulated seconds; each application keeps ``per_app`` requests in flight, the file copy
+    :data:`COPY_OUTSTANDING`."""
+    outstanding = dict.fromkeys(APPS, per_app) | {COPY: COPY_OUTSTANDING}
+    sc = scenario(data, duration_s, outstanding, pslo_table(policy, slos, len(slos)))
+    measured, _ = run(sc, duration_s)
+    return slo_rows(policy, measured, slos)
+
+
 def slo_rows(
     policy: str, measured: Mapping[str, VmResult], slos: Mapping[str, VmSlo]
 ) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from tailbound.cli.options import progress
@@ -25,17 +24,12 @@ from tailbound.experiments.pslo_common import (
     APPS,
     COPY,
     COPY_IOPS,
-    COPY_OUTSTANDING,
-    OUTSTANDING,
     POLICIES,
     VmSlo,
     find_data,
     parser,
     plot_policies,
-    pslo_table,
-    run,
-    scenario,
-    slo_rows,
+    rows_for,
 )
 from tailbound.experiments.wc_common import write_table
 
@@ -45,16 +39,6 @@ SLOS: dict[str, VmSlo] = {name: VmSlo(0.300, 0.999, 150.0) for name in APPS} | {
 }
 #: The paper's measurements (§5.3), for the results page.
 PAPER = {"LS+U over L": 0.242, "LS+T over L": 0.268}
-
-
-def rows_for(
-    policy: str, data: Path, duration_s: float, per_app: int = OUTSTANDING
-) -> list[dict[str, Any]]:
-    """One policy's rows (every VM); each application keeps ``per_app`` requests in flight."""
-    outstanding = dict.fromkeys(APPS, per_app) | {COPY: COPY_OUTSTANDING}
-    sc = scenario(data, duration_s, outstanding, pslo_table(policy, SLOS, len(SLOS)))
-    measured, _ = run(sc, duration_s)
-    return slo_rows(policy, measured, SLOS)
 
 
 def total_iops(rows: Sequence[Mapping[str, Any]], policy: str) -> float:
@@ -86,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = find_data(args.data)
     rows: list[dict[str, Any]] = []
     for policy in progress(args, iterable=POLICIES, desc="pslo_fig5", unit="policy"):
-        rows += rows_for(policy, data, args.duration, args.outstanding)
+        rows += rows_for(policy, SLOS, data, args.duration, args.outstanding)
     print(write_table(args.out, "pslo_fig5", rows, "PSLO Fig. 5: 99.9% <= 300 ms, 150 IOPS"))
     base = total_iops(rows, "L")
     for policy in POLICIES:

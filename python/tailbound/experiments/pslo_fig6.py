@@ -18,25 +18,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from tailbound.cli.options import progress
 from tailbound.experiments.pslo_common import (
-    APPS,
     COPY,
     COPY_IOPS,
-    COPY_OUTSTANDING,
-    OUTSTANDING,
     POLICIES,
     VmSlo,
     find_data,
     parser,
     plot_policies,
-    pslo_table,
-    run,
-    scenario,
-    slo_rows,
+    rows_for,
 )
 from tailbound.experiments.wc_common import write_table
 
@@ -49,16 +42,6 @@ SLOS: dict[str, VmSlo] = {
     "WebSearch": VmSlo(0.200, 0.999, 100.0),
     COPY: VmSlo(0.300, 0.999, COPY_IOPS, controlled=False),
 }
-
-
-def rows_for(
-    policy: str, data: Path, duration_s: float, per_app: int = OUTSTANDING
-) -> list[dict[str, Any]]:
-    """One policy's rows (every VM); each application keeps ``per_app`` requests in flight."""
-    outstanding = dict.fromkeys(APPS, per_app) | {COPY: COPY_OUTSTANDING}
-    sc = scenario(data, duration_s, outstanding, pslo_table(policy, SLOS, len(SLOS)))
-    measured, _ = run(sc, duration_s)
-    return slo_rows(policy, measured, SLOS)
 
 
 def verdicts(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[list[str], list[str]]]:
@@ -79,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = find_data(args.data)
     rows: list[dict[str, Any]] = []
     for policy in progress(args, iterable=POLICIES, desc="pslo_fig6", unit="policy"):
-        rows += rows_for(policy, data, args.duration, args.outstanding)
+        rows += rows_for(policy, SLOS, data, args.duration, args.outstanding)
     print(write_table(args.out, "pslo_fig6", rows, "PSLO Fig. 6: mixed per-VM SLOs"))
     for policy, (late, slow) in verdicts(rows).items():
         print(

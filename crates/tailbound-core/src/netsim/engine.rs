@@ -497,7 +497,7 @@ impl NetworkSim {
         let p = self.packets[pkt as usize];
         let class = ((p.chan / self.per_class) % self.classes) as usize;
         let tx = f64::from(p.bytes) * self.byte_s;
-        let q = &mut self.ports[port as usize];
+        let q = &mut self.ports[port as usize].queue;
         let prio = u64::from(p.prio);
         let kept =
             q.enqueue(pkt, class, p.bytes, tx, &self.stretch, now, prio, p.rpc, &mut self.dropped);
@@ -538,13 +538,13 @@ impl NetworkSim {
     fn serve(&mut self, port: u32) {
         let now = self.kernel.now();
         let q = &mut self.ports[port as usize];
-        let Some((pkt, bytes)) = q.dequeue() else {
+        let Some((pkt, bytes)) = q.queue.dequeue() else {
             q.busy = false;
             return;
         };
         let tx = f64::from(bytes) * self.byte_s;
         q.free_at = now + tx;
-        if q.is_empty() {
+        if q.queue.is_empty() {
             // Nothing waits: the next arrival schedules the port (no event to find it idle).
             q.busy = false;
         } else {

@@ -131,41 +131,11 @@ impl Port {
     pub fn new(queue: Queue) -> Self {
         Port { queue, busy: false, free_at: f64::NEG_INFINITY }
     }
-
-    /// Offer a packet (see each kind's `enqueue`; `prio` and `flow` serve `Srpt` only). Packets
-    /// dropped are appended to `dropped` as `(packet, class)`; returns whether `pkt` is queued.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub fn enqueue(
-        &mut self,
-        pkt: u32,
-        class: usize,
-        bytes: u32,
-        tx_s: f64,
-        stretch: &[f64],
-        now: f64,
-        prio: u64,
-        flow: u32,
-        dropped: &mut Vec<(u32, usize)>,
-    ) -> bool {
-        self.queue.enqueue(pkt, class, bytes, tx_s, stretch, now, prio, flow, dropped)
-    }
-
-    /// The next packet to send: `(packet, bytes)`.
-    #[inline]
-    pub fn dequeue(&mut self) -> Option<(u32, u32)> {
-        self.queue.dequeue()
-    }
-
-    /// Whether no packet waits.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
 }
 
 impl Queue {
-    /// Offer a packet (as [`Port::enqueue`]).
+    /// Offer a packet (see each kind's `enqueue`; `prio` and `flow` serve `Srpt` only). Packets
+    /// dropped are appended to `dropped` as `(packet, class)`; returns whether `pkt` is queued.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn enqueue(

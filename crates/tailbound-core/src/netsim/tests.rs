@@ -15,14 +15,31 @@ fn net(n: u32) -> NetConfig {
     NetConfig::from_json(&format!(r#"{{"n_hosts": {n}, "weights": [4, 1]}}"#)).unwrap()
 }
 
-fn one(t: f64, src: u32, dst: u32, size: u64, cls: u8) -> RpcInput {
+/// RPCs given one per row: `(issued s, source host, destination host, size bytes, class)`.
+fn input(rows: &[(f64, u32, u32, u64, u8)]) -> RpcInput {
     RpcInput {
-        time_s: vec![t],
-        src: vec![src],
-        dst: vec![dst],
-        size_bytes: vec![size],
-        cls: vec![cls],
+        time_s: rows.iter().map(|r| r.0).collect(),
+        src: rows.iter().map(|r| r.1).collect(),
+        dst: rows.iter().map(|r| r.2).collect(),
+        size_bytes: rows.iter().map(|r| r.3).collect(),
+        cls: rows.iter().map(|r| r.4).collect(),
     }
+}
+
+fn one(t: f64, src: u32, dst: u32, size: u64, cls: u8) -> RpcInput {
+    input(&[(t, src, dst, size, cls)])
+}
+
+/// `n` hosts whose ports are QJump's, with `factors` (one throughput factor per class) and
+/// `processing_delay_s`.
+fn qjump(n: u32, factors: &[f64], processing_delay_s: f64) -> NetConfig {
+    let mut cfg = net(n);
+    cfg.scheduling = "qjump".into();
+    cfg.qjump = Some(super::config::QjumpLevels {
+        throughput_factors: factors.to_vec(),
+        processing_delay_s,
+    });
+    cfg
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -69,13 +86,7 @@ fn rnl_includes_the_wait_in_the_channel_fifo() {
     // sent only when the first is acknowledged, and its RNL counts that wait.
     let mut cfg = net(2);
     cfg.cc.init_cwnd = 1.0;
-    let rpcs = RpcInput {
-        time_s: vec![0.0, 0.0],
-        src: vec![0, 0],
-        dst: vec![1, 1],
-        size_bytes: vec![5080, 5080],
-        cls: vec![0, 0],
-    };
+    let rpcs = input(&[(0.0, 0, 1, 5080, 0); 2]);
     let (out, _) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
     let rtt = 4.0 * P + 2.0 * T + 2.0 * A;
     assert!(close(out.rnl_s[0], rtt));
@@ -137,13 +148,8 @@ fn admission_downgrades_in_process_and_the_run_is_deterministic() {
     });
     cfg.seed = 7;
     let n = 3000;
-    let rpcs = RpcInput {
-        time_s: (0..n).map(|i| f64::from(i) * 1e-6).collect(),
-        src: (0..n).map(|i| 1 + i % 9).collect(),
-        dst: vec![0; n as usize],
-        size_bytes: vec![32768; n as usize],
-        cls: vec![0; n as usize],
-    };
+    let rows: Vec<_> = (0..n).map(|i| (f64::from(i) * 1e-6, 1 + i % 9, 0, 32768, 0)).collect();
+    let rpcs = input(&rows);
     let (a, ca) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
     let (b, cb) = simulate(cfg.clone(), rpcs.clone(), f64::INFINITY).unwrap();
     assert_eq!(a, b);
@@ -171,21 +177,9 @@ fn wfq_gives_the_high_class_its_weight_at_a_congested_port() {
     // Two senders, one per class, each with a long backlog towards host 0 at the same time:
     // while both are busy the switch port serves them 4:1, so the high class's RPCs finish
     // about four times as fast.
-    let mut cfg = net(3);
-    cfg.cc.enabled = false; // a fixed window of 30: a standing queue at the port
-    cfg.buffer_bytes = 1 << 30;
-    let n = 400;
-    let rpcs = RpcInput {
-        time_s: vec![0.0; n],
-        src: (0..n).map(|i| 1 + (i % 2) as u32).collect(),
-        dst: vec![0; n],
-        size_bytes: vec![5080; n],
-        cls: (0..n).map(|i| (i % 2) as u8).collect(),
-    };
-    let (out, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
-    assert_eq!(c.data_drops, 0);
+    let (_, out) = two_class_backlog("wfq");
     // Among the first 100 RPCs finished, the high class has about 80.
-    let mut order: Vec<usize> = (0..n).collect();
+    let mut order: Vec<usize> = (0..out.finish_s.len()).collect();
     order.sort_by(|&a, &b| out.finish_s[a].total_cmp(&out.finish_s[b]));
     let high = order[..100].iter().filter(|&&i| i % 2 == 0).count();
     assert!((76..=84).contains(&high), "{high} of the first 100 are high");
@@ -229,21 +223,16 @@ fn bad_configuration_and_rpcs_are_refused_by_field() {
     let _ = CcConfig::default();
 }
 
-/// Two senders, one per class, each with a backlog of one-packet RPCs towards host 0 at the
-/// same time (the WFQ test's setup), under port kind `kind`.
+/// Two senders, one per class, each with a backlog of 200 one-packet RPCs towards host 0 at the
+/// same time, under port kind `kind`; no drops, every RPC finished.
 fn two_class_backlog(kind: &str) -> (RpcInput, super::rpcs::RpcOutcome) {
     let mut cfg = net(3);
     cfg.scheduling = kind.into();
-    cfg.cc.enabled = false;
+    cfg.cc.enabled = false; // a fixed window of 30: a standing queue at the port
     cfg.buffer_bytes = 1 << 30;
     let n = 400;
-    let rpcs = RpcInput {
-        time_s: vec![0.0; n],
-        src: (0..n).map(|i| 1 + (i % 2) as u32).collect(),
-        dst: vec![0; n],
-        size_bytes: vec![5080; n],
-        cls: (0..n).map(|i| (i % 2) as u8).collect(),
-    };
+    let rows: Vec<_> = (0..n).map(|i| (0.0, 1 + i % 2, 0, 5080, (i % 2) as u8)).collect();
+    let rpcs = input(&rows);
     let (out, c) = simulate(cfg, rpcs.clone(), f64::INFINITY).unwrap();
     assert_eq!((c.data_drops, c.unfinished), (0, 0));
     (rpcs, out)
@@ -273,13 +262,7 @@ fn pfabric_lets_a_short_rpc_overtake_a_long_one_at_the_port() {
     // packet has 1000 B left against the long RPC's hundreds of kB: it waits only for the
     // packet on the wire at each port. Under WFQ with both in class 0 it queues behind the
     // long RPC's ~29 packets in the port (~12 µs more).
-    let rpcs = RpcInput {
-        time_s: vec![0.0, 20e-6],
-        src: vec![1, 2],
-        dst: vec![0, 0],
-        size_bytes: vec![1_000_000, 1000],
-        cls: vec![0, 0],
-    };
+    let rpcs = input(&[(0.0, 1, 0, 1_000_000, 0), (20e-6, 2, 0, 1000, 0)]);
     let idle = 4.0 * P + 2.0 * 1040.0 * BYTE + 2.0 * A;
     let mut cfg = net(3);
     cfg.cc.enabled = false;
@@ -304,13 +287,7 @@ fn pfabric_drops_the_packet_with_most_remaining_and_recovers() {
     cfg.scheduling = "pfabric".into();
     cfg.cc.enabled = false;
     cfg.buffer_bytes = 3 * 5120;
-    let rpcs = RpcInput {
-        time_s: vec![0.0, 0.0],
-        src: vec![1, 2],
-        dst: vec![0, 0],
-        size_bytes: vec![200_000, 100_000],
-        cls: vec![0, 1],
-    };
+    let rpcs = input(&[(0.0, 1, 0, 200_000, 0), (0.0, 2, 0, 100_000, 1)]);
     let (out, c) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
     assert!(c.data_drops > 0 && c.timeouts > 0);
     assert_eq!(c.unfinished, 0);
@@ -323,12 +300,7 @@ fn qjump_paces_a_host_class_to_one_packet_per_epoch() {
     // leave one per epoch = 2 · (2 / 1) · 5080 B · 8 / 100 Gb/s + 1 µs, each crossing an idle
     // network, so its RNL is 6 epochs plus the idle RNL of its last (2328 B) packet. Class 0
     // (factor 2) has half the epoch's transmission part.
-    let mut cfg = net(2);
-    cfg.scheduling = "qjump".into();
-    cfg.qjump = Some(super::config::QjumpLevels {
-        throughput_factors: vec![2.0, 1.0],
-        processing_delay_s: 1e-6,
-    });
+    let cfg = qjump(2, &[2.0, 1.0], 1e-6);
     let epochs = cfg.qjump_epochs_s();
     let mss_s = 5080.0 * BYTE;
     assert!(close(epochs[1], 4.0 * mss_s + 1e-6) && close(epochs[0], 2.0 * mss_s + 1e-6));
@@ -346,20 +318,9 @@ fn qjump_round_robins_a_host_class_over_destinations() {
     // Host 0 sends a 2-packet RPC to host 1 and one to host 2, both class 0 at t = 0: the
     // pacer alternates destinations, so both finish within one epoch of each other, and the
     // four packets take four epochs in all.
-    let mut cfg = net(3);
-    cfg.scheduling = "qjump".into();
-    cfg.qjump = Some(super::config::QjumpLevels {
-        throughput_factors: vec![1.0, 1.0],
-        processing_delay_s: 0.0,
-    });
+    let cfg = qjump(3, &[1.0, 1.0], 0.0);
     let e = cfg.qjump_epochs_s()[0];
-    let rpcs = RpcInput {
-        time_s: vec![0.0, 0.0],
-        src: vec![0, 0],
-        dst: vec![1, 2],
-        size_bytes: vec![10_160, 10_160],
-        cls: vec![0, 0],
-    };
+    let rpcs = input(&[(0.0, 0, 1, 10_160, 0), (0.0, 0, 2, 10_160, 0)]);
     let (out, _) = simulate(cfg, rpcs, f64::INFINITY).unwrap();
     let idle = 4.0 * P + 2.0 * 5120.0 * BYTE + 2.0 * A;
     assert!(close(out.rnl_s[0], 2.0 * e + idle), "{}", out.rnl_s[0]);
@@ -398,13 +359,7 @@ fn bad_port_kinds_are_refused_by_field() {
 
 /// RPCs `(size, class)` all issued at 0 from host 0 to host 1.
 fn together(rpcs: &[(u64, u8)]) -> RpcInput {
-    RpcInput {
-        time_s: vec![0.0; rpcs.len()],
-        src: vec![0; rpcs.len()],
-        dst: vec![1; rpcs.len()],
-        size_bytes: rpcs.iter().map(|r| r.0).collect(),
-        cls: rpcs.iter().map(|r| r.1).collect(),
-    }
+    input(&rpcs.iter().map(|&(size, cls)| (0.0, 0, 1, size, cls)).collect::<Vec<_>>())
 }
 
 #[test]
@@ -466,12 +421,7 @@ fn pfabric_with_a_flow_per_rpc_lets_a_short_rpc_of_the_same_pair_overtake() {
 fn qjump_paces_the_parallel_channels_of_a_host_class_in_turn() {
     // Two channels of the same triple, each with one packet: the pacer sends one per epoch,
     // first channel 0's, then channel 1's.
-    let mut cfg = net(2);
-    cfg.scheduling = "qjump".into();
-    cfg.qjump = Some(super::config::QjumpLevels {
-        throughput_factors: vec![1.0, 1.0],
-        processing_delay_s: 1e-6,
-    });
+    let mut cfg = qjump(2, &[1.0, 1.0], 1e-6);
     cfg.channels_per_class = 2;
     let epoch = cfg.qjump_epochs_s()[0];
     let (out, c) = simulate(cfg, together(&[(5080, 0), (5080, 0)]), f64::INFINITY).unwrap();

@@ -721,6 +721,14 @@ mod tests {
         Dispatcher::new(limits, Box::new(Fifo::new())).unwrap()
     }
 
+    /// A dispatcher with `limits` in front of strict priority over one workload per entry of
+    /// `priority` (its level, higher first), without buckets.
+    fn priority(priority: &[i64], limits: Limits) -> Dispatcher {
+        let buckets = vec![vec![]; priority.len()];
+        let sched = Priority::new(priority.to_vec(), buckets, LimitMode::Shaping).unwrap();
+        Dispatcher::new(limits, Box::new(sched)).unwrap()
+    }
+
     #[test]
     fn dispatch_keeps_mpl_per_operation() {
         let rows = [(false, 1.0, 0.0), (false, 1.0, 0.0), (true, 1.0, 0.0), (false, 1.0, 0.0)];
@@ -768,9 +776,8 @@ mod tests {
     fn dispatch_holds_low_priority_while_high_is_in_service() {
         // workload 0 is more important; one low request may share with it
         let rows = [(false, 1.0, 0.0), (false, 1.0, 0.0), (false, 1.0, 0.0), (false, 1.0, 0.0)];
-        let sched = Priority::new(vec![1, 0], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 4, low_priority_mpl: 1, ..Limits::default() };
-        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        let mut d = priority(&[1, 0], limits);
         d.enqueue(Item::new(0, 0, 1.0), 0.0);
         d.enqueue(Item::new(1, 1, 1.0), 0.0);
         d.enqueue(Item::new(2, 1, 1.0), 0.0);
@@ -795,9 +802,8 @@ mod tests {
         // one stays in its queue (peeked, not taken), so a second high request arriving later
         // goes in at once instead of waiting behind it
         let rows = [(false, 1.0, 0.0); 3];
-        let sched = Priority::new(vec![1, 0], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 4, low_priority_mpl: 0, ..Limits::default() };
-        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        let mut d = priority(&[1, 0], limits);
         d.enqueue(Item::new(0, 0, 1.0), 0.0);
         d.enqueue(Item::new(1, 1, 1.0), 0.0);
         let mut out = Vec::new();
@@ -822,9 +828,8 @@ mod tests {
         // (peeked, not taken), so a more important request arriving later still enters at once;
         // the second enters when the first completes
         let rows = [(false, 1.0, 0.0); 4];
-        let sched = Priority::new(vec![0, 0, 1], vec![vec![]; 3], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 8, level_mpl: 1, ..Limits::default() };
-        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        let mut d = priority(&[0, 0, 1], limits);
         d.enqueue(Item::new(0, 0, 1.0), 0.0);
         d.enqueue(Item::new(1, 1, 1.0), 0.1);
         let mut out = Vec::new();
@@ -852,9 +857,8 @@ mod tests {
         // work in service: two requests of 1 s go in, the third waits; the top level does not
         // count and is never held
         let rows = [(false, 1.0, 0.0); 5];
-        let sched = Priority::new(vec![2, 1, 0], vec![vec![]; 3], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 8, low_priority_work: 2.5, ..Limits::default() };
-        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        let mut d = priority(&[2, 1, 0], limits);
         d.enqueue(Item::new(0, 1, 1.0), 0.0);
         d.enqueue(Item::new(1, 2, 1.0), 0.0);
         d.enqueue(Item::new(2, 1, 1.0), 0.0);
@@ -870,9 +874,8 @@ mod tests {
         d.dispatch(1.0, table(&rows), &mut out);
         assert_eq!(ids(&out), vec![(1, false)]);
         // one request larger than the budget still runs when nothing below the top is in service
-        let sched = Priority::new(vec![1, 0], vec![vec![]; 2], LimitMode::Shaping).unwrap();
         let limits = Limits { read_mpl: 8, low_priority_work: 0.5, ..Limits::default() };
-        let mut d = Dispatcher::new(limits, Box::new(sched)).unwrap();
+        let mut d = priority(&[1, 0], limits);
         d.enqueue(Item::new(4, 1, 1.0), 0.0);
         out.clear();
         d.dispatch(0.0, table(&rows), &mut out);
@@ -883,8 +886,7 @@ mod tests {
     fn dispatch_does_not_choose_without_room() {
         // MPL 1: a more important request arriving while one is in service goes next
         let rows = [(false, 1.0, 0.0), (false, 1.0, 0.0), (false, 1.0, 0.0)];
-        let sched = Priority::new(vec![0, 1], vec![vec![], vec![]], LimitMode::Shaping).unwrap();
-        let mut d = Dispatcher::new(Limits::default(), Box::new(sched)).unwrap();
+        let mut d = priority(&[0, 1], Limits::default());
         d.enqueue(Item::new(0, 0, 1.0), 0.0);
         d.enqueue(Item::new(1, 0, 1.0), 0.0);
         let mut out = Vec::new();
