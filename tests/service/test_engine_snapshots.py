@@ -8,6 +8,7 @@ says so in its log."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import random
 from pathlib import Path
@@ -27,7 +28,7 @@ from tailbound.service.db import (
     TenantRow,
 )
 from tailbound.service.engine_snapshots import Loaded
-from tailbound.service.engines import Engine, PlacementEngine
+from tailbound.service.engines import AdmissionEngine, Engine, NestedEngine, PlacementEngine
 from tailbound.service.plans import plan_text
 
 
@@ -50,11 +51,23 @@ def placer_state(engine: Engine) -> list[Any]:
     ]
 
 
+def bounds_text(engine: Engine) -> list[str] | None:
+    """An admission engine's bounds, in the order held, by ``repr`` (so NaN and the floats'
+    bits compare); None when unknown."""
+    assert isinstance(engine, AdmissionEngine)
+    if engine.bounds is None:
+        return None
+    return [f"{n}: {b!r}" for n, b in engine.bounds.items()]
+
+
 def assert_same_decisions(world: World, loaded: Engine, replayed: Engine) -> None:
     """Every possible next event decided alike by both engines, Plans byte for byte."""
     assert loaded.admitted() == replayed.admitted()
     if isinstance(replayed, PlacementEngine):
         assert placer_state(loaded) == placer_state(replayed)
+    if isinstance(replayed, NestedEngine):
+        assert isinstance(loaded, NestedEngine)
+        assert repr(loaded.decisions) == repr(replayed.decisions)  # floats to the bit
     tenants = {t.name: t for t in _tenants(world, loaded)}
     for name in world.names:
         if name in replayed.admitted():
@@ -91,6 +104,7 @@ def replaying(monkeypatch: pytest.MonkeyPatch) -> None:
         ("workloadcompactor", {"mtu_bytes": 9000.0}),
         ("effective-bandwidth", {"mtu_bytes": 9000.0}),
         ("snc-meister", {}),
+        ("nested-qos", {}),
     ],
 )
 def test_loaded_engine_decides_as_the_replayed_one(
@@ -127,6 +141,12 @@ def test_loaded_engine_decides_as_the_replayed_one(
         replaying(m)
         replayer = world.decider()
         _, replayed = world.current(replayer)
+    if isinstance(replayed, AdmissionEngine):
+        # SNC-Meister's bounds stored (format 2): the loaded engine's are the replayed one's to
+        # the bit, and its next arrival re-analyses only what it changes, as the replayed one's
+        assert replayed.graph is not None and replayed.bounds is not None
+        assert bounds_text(loaded) == bounds_text(replayed)
+        assert_no_full_reanalysis(world, loaded, monkeypatch)
     assert_same_decisions(world, loaded, replayed)
 
     # the next versions published by the restarted server: the replayed engine's texts
@@ -150,6 +170,88 @@ def test_loaded_engine_decides_as_the_replayed_one(
                 expected.plan, meta={**expected.plan.meta, "version": result.published}
             )
             assert world.text(result.published) == plan_text(plan)
+
+
+def assert_no_full_reanalysis(
+    world: World, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every arrival ``engine`` can decide next is decided without re-analysing every admitted
+    tenant (the whole-set ``decide``, which a restored engine without bounds runs)."""
+    from tailbound.policies import admission
+
+    def whole(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the whole set re-analysed")
+
+    with monkeypatch.context() as m:
+        m.setattr(admission, "decide", whole)
+        for t in _tenants(world, engine):
+            if t.name not in engine.admitted():
+                engine.admit(t)
+
+
+def as_format_1(world: World) -> None:
+    """Rewrite the cluster's snapshot rows as format 1 wrote them (no bounds), hashes fixed."""
+    where = EngineSnapshotRow.cluster_id == world.cluster_id
+    with world.sessions.begin() as s:
+        for row in s.scalars(select(EngineSnapshotRow).where(where)):
+            doc = json.loads(row.state)
+            doc["format"] = 1
+            doc.pop("bounds", None)
+            doc.pop("bound_changes", None)
+            row.state = engine_snapshots._text(doc)
+            row.sha256 = engine_snapshots.sha256(row.state)
+
+
+def test_format_1_snapshots_load_with_bounds_unknown(
+    tmp_path: Path,
+    fleet: Demo,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Snapshots written before the bounds were stored (format 1) still load, without replay:
+    SNC-Meister's bounds unknown, so the next arrival re-analyses every tenant (the behaviour
+    of format 1), deciding as the replayed engine on this fleet; the next version the server
+    publishes carries the bounds again (a change listing them all), and loads with them."""
+    monkeypatch.setattr(engine_snapshots, "FULL_EVERY", 4)
+    world = World(tmp_path, fleet, "snc-meister", {})
+    random_history(world, world.decider(), random.Random(11), 12)
+    version, _ = world.current(world.decider())
+    as_format_1(world)
+    caplog.set_level(logging.INFO, "tailbound.service.admission")
+    restarted = world.decider()
+    have, loaded = world.current(restarted)
+    assert have == version
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert isinstance(loaded, AdmissionEngine) and loaded.bounds is None
+    with monkeypatch.context() as m:
+        replaying(m)
+        _, replayed = world.current(world.decider())
+    assert_same_decisions(world, loaded, replayed)
+
+    # the restarted server's next version: its snapshot (a change: the server loaded the one
+    # before) holds every bound, and a server loading it has them
+    outside = [n for n in world.names if n not in world.admitted()]
+    published = None
+    for name in outside:
+        published = restarted.admit("c", name).published
+        if published is not None:
+            break
+    assert published == version + 1 and (version + 1 - 1) % 4 != 0
+    with world.sessions() as s:
+        row = s.scalar(
+            select(EngineSnapshotRow).where(
+                EngineSnapshotRow.cluster_id == world.cluster_id,
+                EngineSnapshotRow.version == published,
+            )
+        )
+        assert row is not None and row.kind == "delta"
+        doc = json.loads(row.state)
+    assert doc["format"] == engine_snapshots.FORMAT and set(doc["bounds"]) == set(world.admitted())
+    _, again = world.current(world.decider())
+    with monkeypatch.context() as m:
+        replaying(m)
+        _, replayed = world.current(world.decider())
+    assert bounds_text(again) == bounds_text(replayed)
 
 
 def test_damaged_or_missing_snapshots_replay_from_the_one_before(
