@@ -345,3 +345,60 @@ def test_snapshot_documents_round_trip_curves(fleet: Demo) -> None:
             other.stage,
             other.name,
         )
+
+
+def test_bounds_and_decisions_follow_the_chain() -> None:
+    """:func:`engine_snapshots.apply` of SNC-Meister's bounds and Nested QoS's decisions: a
+    change's bounds apply to the state before it (a departure drops the tenant's), a change
+    listing every bound replaces them, a change of some needs them known (else the chain stops
+    there), a change without any (format 1) leaves them unknown; an unknown format is refused."""
+    apply = engine_snapshots.apply
+    a, b, a2 = ([p, 0.1 * p, 0.05, 0.05, None, None, None] for p in range(3))
+
+    def doc(version: int, fmt: int = 2, **fields: Any) -> dict[str, Any]:
+        return {"format": fmt, "engine": "admission", "version": version, **fields}
+
+    state = apply(None, doc(1, tenants=["a", "b"], bounds={"a": a, "b": b}))
+    assert state["bounds"] == {"a": a, "b": b}
+    state = apply(state, doc(2, event="depart", tenant="b", bound_changes={"a": a2}))
+    assert (state["tenants"], state["bounds"]) == (["a"], {"a": a2})
+    unknown = apply(state, doc(3, fmt=1, event="admit", tenant="c"))
+    assert (unknown["tenants"], unknown["bounds"]) == (["a", "c"], None)
+    with pytest.raises(ValueError, match="without the bounds before them"):
+        apply(unknown, doc(4, event="depart", tenant="c", bound_changes={}))
+    known = apply(unknown, doc(4, event="depart", tenant="c", bounds={"a": a}))
+    assert known["bounds"] == {"a": a}
+    assert apply(None, doc(1, fmt=1, tenants=["a"]))["bounds"] is None
+    with pytest.raises(ValueError, match="format 3"):
+        apply(None, doc(1, fmt=3, tenants=[]))
+
+    nested = {"format": 2, "engine": engine_snapshots.NESTED}
+    d1, d2 = [[[0.001, 0.5, 0.002]], 0.5, 1e-4], [[[0.002, 0.25, 0.005]], 0.75, 2e-4]
+    state = apply(None, {**nested, "version": 1, "tenants": ["x"], "decisions": [d1]})
+    state = apply(state, {**nested, "version": 2, "event": "admit", "tenant": "y", "decision": d2})
+    assert state["decisions"] == {"x": d1, "y": d2}
+    state = apply(state, {**nested, "version": 3, "event": "depart", "tenant": "x"})
+    assert (state["tenants"], state["decisions"]) == (["y"], {"y": d2})
+
+
+def test_bound_entries_read_back_to_the_bit() -> None:
+    """An SNC bound written (floats by ``repr``, infinities and NaN included) reads back equal to
+    the bit; a bound of another tenant or SLO is refused when written."""
+    import math
+
+    from tailbound.model import Slo, Tenant
+    from tailbound.snc.analysis import TenantBound
+
+    tenant = Tenant("t", Slo(0.05, 0.99), Path("t.csv"), client_host="c0", server="s0")
+    bounds = [
+        TenantBound("t", 2, 0.1 + 0.2, 0.1, 0.2 - 1e-17, None, tenant.slo),
+        TenantBound("t", 0, math.inf, math.nan, math.inf, 1 / 3, tenant.slo, 2 / 3, 5e-324),
+    ]
+    for bound in bounds:
+        text = engine_snapshots._text(engine_snapshots.bound_entry(bound, tenant))
+        assert repr(engine_snapshots.bound_of(json.loads(text), tenant)) == repr(bound)
+    other = dataclasses.replace(tenant, slo=Slo(0.01, 0.99))
+    with pytest.raises(ValueError, match="stored for tenant"):
+        engine_snapshots.bound_entry(bounds[0], other)
+    with pytest.raises(ValueError, match="7 fields"):
+        engine_snapshots.bound_of([0, 1.0], tenant)

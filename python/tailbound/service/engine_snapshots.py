@@ -22,9 +22,10 @@ every published version (docs/service.md, "Restart cost").
   tenant's bound (:func:`bound_entry`: priority level and latencies, floats by ``repr``), so a
   restored engine re-analyses what the live one would, and its bounds, Plans and ETags are the
   live engine's to the bit (format 2). One limit: on :class:`~tailbound.snc.incremental.
-  IncrementalSnc`'s memoised path (no admitted tenant with a device or a group) its memo of
-  flow bounds is not stored, so a flow the live engine would find there is computed again in
-  another batch (equal up to ~1e-16: the order of sums, the Rust search's warm starts).
+  IncrementalSnc`'s memoised path (no admitted tenant with a device or a group) a flow's last
+  bits depend on the batch that first computed it (the order of sums, the Rust search's warm
+  starts: the process's history), and the memo is not stored, so a flow the live engine would
+  find there is computed again in another batch (equal up to ~1e-16).
   Format 1 stored no bounds: its states still load, the bounds unknown, and the first event
   then re-analyses every tenant (equal to the component re-analysis up to the same limit);
 - a **Nested QoS** engine (:data:`NESTED`): each admitted tenant's decision in arrival order
