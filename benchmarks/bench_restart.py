@@ -5,17 +5,18 @@ published version replayed in order) and after (the engine loaded from its lates
 
 On a database holding a cluster's history (built here: a demo fleet of ``--tenants`` 10 s
 workloads admitted one by one through the service's :class:`~tailbound.service.admission
-.Decider`, WorkloadCompactor on ``tenants / 4 + 5`` servers, MTU 9000; or any database, with
-:func:`measure`, which ``bench_service`` calls after its serial run), a new ``Decider`` — what
-a restarted ``tailbound serve`` builds — brings the cluster's engine to its current version and
-computes the next decision (the departure of the last tenant admitted: not committed, so both
-ways decide on the same state), once replaying and once from the snapshot; the two decisions'
-Plans are checked equal byte for byte. The process's caches (r-b curves' LP blocks) are cleared
-before each way. Then the snapshots' cost: their rows' bytes (full and changes), the curve texts
-they name, and the time to make a full snapshot and a change at the final state.
+.Decider`, on ``tenants / 4 + 5`` servers under ``--policy``, WorkloadCompactor at MTU 9000 by
+default; or any database, with :func:`measure`, which ``bench_service`` calls after its serial
+run), a new ``Decider`` — what a restarted ``tailbound serve`` builds — brings the cluster's
+engine to its current version and computes the next decision (the departure of the last tenant
+admitted: not committed, so both ways decide on the same state), once replaying and once from
+the snapshot; the two decisions' Plans are checked equal byte for byte (every policy:
+SNC-Meister's snapshots hold its bounds). The process's caches (r-b curves' LP blocks) are
+cleared before each way. Then the snapshots' cost: their rows' bytes (full and changes), the
+curve texts they name, and the time to make a full snapshot and a change at the final state.
 
-Run: ``.venv/bin/python -m benchmarks.bench_restart [--tenants 300]``; ``--quick``: 12 tenants
-of 5 s (what the test suite runs).
+Run: ``.venv/bin/python -m benchmarks.bench_restart [--tenants 300] [--policy snc-meister]``;
+``--quick``: 12 tenants of 5 s (what the test suite runs).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from tailbound.demo import write_fleet
+from tailbound.policies import registry
 from tailbound.service import engine_snapshots
 from tailbound.service.admission import Decider
 from tailbound.service.db import (
@@ -148,30 +150,13 @@ def write_cost(db: str, data: Path, cluster: str) -> tuple[float, float, int, in
         engine.dispose()
 
 
-def same_plan(a: Any, b: Any, rel: float = 1e-12) -> bool:
-    """Whether two Plan documents are equal, numbers within ``rel`` of each other. Byte
-    equality holds for the placement policies; for SNC-Meister a replayed engine's bounds come
-    from the component-only re-analysis and a loaded engine's from re-analysing every tenant,
-    equal up to the order of floating-point sums where tenants of different components share a
-    trace (docs/service.md, "SNC-Meister's incremental decisions"; 5e-16 relative measured on
-    the 100-tenant demo)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_plan(a[k], b[k], rel) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_plan(x, y, rel) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
-    return bool(a == b)
-
-
 def measure(db: str, data: Path, cluster: str) -> dict[str, Any]:
     """Restart to first decision both ways, and the snapshots' costs, on ``cluster`` of ``db``
     (``data``: the server's ``--data``)."""
     replay_ready, replay_decide, replay_text = first_decision(db, data, cluster, replay=True)
     load_ready, load_decide, load_text = first_decision(db, data, cluster, replay=False)
-    assert same_plan(json.loads(load_text), json.loads(replay_text)), (
-        "the loaded engine decides otherwise than the replayed one"
-    )
+    # byte for byte, every policy (SNC-Meister's bounds are in its snapshots)
+    assert load_text == replay_text, "the loaded engine decides otherwise than the replayed one"
     full_ms, change_ms, full_b, change_b = write_cost(db, data, cluster)
     return {
         "replay_s": replay_ready,
@@ -202,9 +187,12 @@ def table(m: dict[str, Any], tenants: int) -> str:
     )
 
 
-def build(n: int, root: Path, duration_s: float) -> tuple[str, Path, int]:
-    """A database with a WorkloadCompactor cluster ``c`` of a demo fleet's ``n`` tenants, each
-    admitted in turn through a Decider; its URL, data folder and the tenants admitted."""
+def build(
+    n: int, root: Path, duration_s: float, policy: str = "workloadcompactor"
+) -> tuple[str, Path, int]:
+    """A database with a cluster ``c`` under ``policy`` (WorkloadCompactor by default, MTU 9000)
+    of a demo fleet's ``n`` tenants, each admitted in turn through a Decider; its URL, data
+    folder and the tenants admitted."""
     folder = root / "fleet"
     write_fleet(demo_fleet(n, seed=1, duration_s=duration_s), folder, servers=n // 4 + 5)
     db = f"sqlite:///{root / 'tb.db'}"
@@ -215,10 +203,11 @@ def build(n: int, root: Path, duration_s: float) -> tuple[str, Path, int]:
     with sessions(engine).begin() as s:
         row = ClusterRow(
             name="c",
-            policy="workloadcompactor",
+            policy=policy,
             document=json.loads((folder / "cluster.json").read_text()),
             profile=json.loads((folder / "profile_ssd.json").read_text()),
-            options={"mtu_bytes": 9000.0},
+            # MTU 9000 for a placement policy (an admission policy takes no such option)
+            options={"mtu_bytes": 9000.0} if registry.find(policy).kind == "placement" else {},
         )
         s.add(row)
         s.flush()
@@ -236,12 +225,17 @@ def build(n: int, root: Path, duration_s: float) -> tuple[str, Path, int]:
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tenants", type=int, default=300)
+    p.add_argument(
+        "--policy",
+        default="workloadcompactor",
+        help="the cluster's policy (a placement policy, snc-meister, nested-qos, ...)",
+    )
     p.add_argument("--quick", action="store_true", help="12 tenants of 5 s")
     args = p.parse_args(argv)
     n, duration = (12, 5.0) if args.quick else (args.tenants, 10.0)
     with tempfile.TemporaryDirectory(prefix="tb-bench-restart-") as tmp:
         start = time.perf_counter()
-        db, data, admitted = build(n, Path(tmp), duration)
+        db, data, admitted = build(n, Path(tmp), duration, args.policy)
         print(f"history built in {time.perf_counter() - start:.0f} s ({admitted} admitted)\n")
         print(table(measure(db, data, "c"), admitted))
 
