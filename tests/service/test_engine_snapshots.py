@@ -176,12 +176,20 @@ def assert_no_full_reanalysis(
     world: World, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every arrival ``engine`` can decide next is decided without re-analysing every admitted
-    tenant (the whole-set ``decide``, which a restored engine without bounds runs)."""
-    from tailbound.policies import admission
+    tenant (the whole-set ``decide``, which a restored engine without bounds runs), and every
+    departure without replaying a tenant alone (the floor's latencies alone restored)."""
+    from tailbound.policies import admission, floors
 
     def whole(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the whole set re-analysed")
 
+    def alone(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a tenant replayed alone")
+
+    with monkeypatch.context() as m:  # departures first: nothing measured alone before
+        m.setattr(floors, "alone_result", alone)
+        for name in engine.admitted():
+            engine.depart(name)
     with monkeypatch.context() as m:
         m.setattr(admission, "decide", whole)
         for t in _tenants(world, engine):

@@ -411,7 +411,8 @@ class AdmissionEngine:
         """This (empty) engine with ``tenants`` admitted in that order, as a snapshot restores
         it: their coupling graph rebuilt and, where the policy re-analyses components
         (:mod:`snc_local`), their ``bounds`` (name → bound, as the engine that stored them had
-        them: the next event then re-analyses what the live engine would, to the bit). Without
+        them: the next event then re-analyses what the live engine would, to the bit), and the
+        latencies alone the bounds carry given to the policy's floor. Without
         ``bounds`` (a snapshot of format 1) they are unknown: the next event re-analyses every
         tenant, which equals the component-only re-analysis up to the order of floating-point
         sums. ValueError if ``bounds`` are not exactly the tenants'."""
@@ -423,6 +424,9 @@ class AdmissionEngine:
             return dataclasses.replace(self, tenants=tenants, bounds=None, graph=graph)
         if set(bounds) != {t.name for t in tenants} or len(bounds) != len(tenants):
             raise ValueError("the bounds stored are not the admitted tenants'")
+        from tailbound.service import snc_local
+
+        snc_local.remember_floors(self.policy, tenants, bounds)  # their latencies alone
         return dataclasses.replace(self, tenants=tenants, bounds=dict(bounds), graph=graph)
 
     def _decide(self, tenant: Tenant) -> tuple[Any, Any, Mapping[str, Any] | None]:
