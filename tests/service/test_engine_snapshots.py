@@ -8,6 +8,7 @@ says so in its log."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import random
 from pathlib import Path
@@ -27,7 +28,7 @@ from tailbound.service.db import (
     TenantRow,
 )
 from tailbound.service.engine_snapshots import Loaded
-from tailbound.service.engines import Engine, PlacementEngine
+from tailbound.service.engines import AdmissionEngine, Engine, NestedEngine, PlacementEngine
 from tailbound.service.plans import plan_text
 
 
@@ -50,11 +51,23 @@ def placer_state(engine: Engine) -> list[Any]:
     ]
 
 
+def bounds_text(engine: Engine) -> list[str] | None:
+    """An admission engine's bounds, in the order held, by ``repr`` (so NaN and the floats'
+    bits compare); None when unknown."""
+    assert isinstance(engine, AdmissionEngine)
+    if engine.bounds is None:
+        return None
+    return [f"{n}: {b!r}" for n, b in engine.bounds.items()]
+
+
 def assert_same_decisions(world: World, loaded: Engine, replayed: Engine) -> None:
     """Every possible next event decided alike by both engines, Plans byte for byte."""
     assert loaded.admitted() == replayed.admitted()
     if isinstance(replayed, PlacementEngine):
         assert placer_state(loaded) == placer_state(replayed)
+    if isinstance(replayed, NestedEngine):
+        assert isinstance(loaded, NestedEngine)
+        assert repr(loaded.decisions) == repr(replayed.decisions)  # floats to the bit
     tenants = {t.name: t for t in _tenants(world, loaded)}
     for name in world.names:
         if name in replayed.admitted():
@@ -91,6 +104,7 @@ def replaying(monkeypatch: pytest.MonkeyPatch) -> None:
         ("workloadcompactor", {"mtu_bytes": 9000.0}),
         ("effective-bandwidth", {"mtu_bytes": 9000.0}),
         ("snc-meister", {}),
+        ("nested-qos", {}),
     ],
 )
 def test_loaded_engine_decides_as_the_replayed_one(
@@ -127,6 +141,12 @@ def test_loaded_engine_decides_as_the_replayed_one(
         replaying(m)
         replayer = world.decider()
         _, replayed = world.current(replayer)
+    if isinstance(replayed, AdmissionEngine):
+        # SNC-Meister's bounds stored (format 2): the loaded engine's are the replayed one's to
+        # the bit, and its next arrival re-analyses only what it changes, as the replayed one's
+        assert replayed.graph is not None and replayed.bounds is not None
+        assert bounds_text(loaded) == bounds_text(replayed)
+        assert_no_full_reanalysis(world, loaded, monkeypatch)
     assert_same_decisions(world, loaded, replayed)
 
     # the next versions published by the restarted server: the replayed engine's texts
@@ -150,6 +170,96 @@ def test_loaded_engine_decides_as_the_replayed_one(
                 expected.plan, meta={**expected.plan.meta, "version": result.published}
             )
             assert world.text(result.published) == plan_text(plan)
+
+
+def assert_no_full_reanalysis(
+    world: World, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every arrival ``engine`` can decide next is decided without re-analysing every admitted
+    tenant (the whole-set ``decide``, which a restored engine without bounds runs), and every
+    departure without replaying a tenant alone (the floor's latencies alone restored)."""
+    from tailbound.policies import admission, floors
+
+    def whole(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the whole set re-analysed")
+
+    def alone(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a tenant replayed alone")
+
+    with monkeypatch.context() as m:  # departures first: nothing measured alone before
+        m.setattr(floors, "alone_result", alone)
+        for name in engine.admitted():
+            engine.depart(name)
+    with monkeypatch.context() as m:
+        m.setattr(admission, "decide", whole)
+        for t in _tenants(world, engine):
+            if t.name not in engine.admitted():
+                engine.admit(t)
+
+
+def as_format_1(world: World) -> None:
+    """Rewrite the cluster's snapshot rows as format 1 wrote them (no bounds), hashes fixed."""
+    where = EngineSnapshotRow.cluster_id == world.cluster_id
+    with world.sessions.begin() as s:
+        for row in s.scalars(select(EngineSnapshotRow).where(where)):
+            doc = json.loads(row.state)
+            doc["format"] = 1
+            doc.pop("bounds", None)
+            doc.pop("bound_changes", None)
+            row.state = engine_snapshots._text(doc)
+            row.sha256 = engine_snapshots.sha256(row.state)
+
+
+def test_format_1_snapshots_load_with_bounds_unknown(
+    tmp_path: Path,
+    fleet: Demo,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Snapshots written before the bounds were stored (format 1) still load, without replay:
+    SNC-Meister's bounds unknown, so the next arrival re-analyses every tenant (the behaviour
+    of format 1), deciding as the replayed engine on this fleet; the next version the server
+    publishes carries the bounds again (a change listing them all), and loads with them."""
+    monkeypatch.setattr(engine_snapshots, "FULL_EVERY", 4)
+    world = World(tmp_path, fleet, "snc-meister", {})
+    random_history(world, world.decider(), random.Random(11), 12)
+    version, _ = world.current(world.decider())
+    as_format_1(world)
+    caplog.set_level(logging.INFO, "tailbound.service.admission")
+    restarted = world.decider()
+    have, loaded = world.current(restarted)
+    assert have == version
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert isinstance(loaded, AdmissionEngine) and loaded.bounds is None
+    with monkeypatch.context() as m:
+        replaying(m)
+        _, replayed = world.current(world.decider())
+    assert_same_decisions(world, loaded, replayed)
+
+    # the restarted server's next version: its snapshot (a change: the server loaded the one
+    # before) holds every bound, and a server loading it has them
+    outside = [n for n in world.names if n not in world.admitted()]
+    published = None
+    for name in outside:
+        published = restarted.admit("c", name).published
+        if published is not None:
+            break
+    assert published == version + 1 and (version + 1 - 1) % 4 != 0
+    with world.sessions() as s:
+        row = s.scalar(
+            select(EngineSnapshotRow).where(
+                EngineSnapshotRow.cluster_id == world.cluster_id,
+                EngineSnapshotRow.version == published,
+            )
+        )
+        assert row is not None and row.kind == "delta"
+        doc = json.loads(row.state)
+    assert doc["format"] == engine_snapshots.FORMAT and set(doc["bounds"]) == set(world.admitted())
+    _, again = world.current(world.decider())
+    with monkeypatch.context() as m:
+        replaying(m)
+        _, replayed = world.current(world.decider())
+    assert bounds_text(again) == bounds_text(replayed)
 
 
 def test_damaged_or_missing_snapshots_replay_from_the_one_before(
@@ -243,3 +353,60 @@ def test_snapshot_documents_round_trip_curves(fleet: Demo) -> None:
             other.stage,
             other.name,
         )
+
+
+def test_bounds_and_decisions_follow_the_chain() -> None:
+    """:func:`engine_snapshots.apply` of SNC-Meister's bounds and Nested QoS's decisions: a
+    change's bounds apply to the state before it (a departure drops the tenant's), a change
+    listing every bound replaces them, a change of some needs them known (else the chain stops
+    there), a change without any (format 1) leaves them unknown; an unknown format is refused."""
+    apply = engine_snapshots.apply
+    a, b, a2 = ([p, 0.1 * p, 0.05, 0.05, None, None, None] for p in range(3))
+
+    def doc(version: int, fmt: int = 2, **fields: Any) -> dict[str, Any]:
+        return {"format": fmt, "engine": "admission", "version": version, **fields}
+
+    state = apply(None, doc(1, tenants=["a", "b"], bounds={"a": a, "b": b}))
+    assert state["bounds"] == {"a": a, "b": b}
+    state = apply(state, doc(2, event="depart", tenant="b", bound_changes={"a": a2}))
+    assert (state["tenants"], state["bounds"]) == (["a"], {"a": a2})
+    unknown = apply(state, doc(3, fmt=1, event="admit", tenant="c"))
+    assert (unknown["tenants"], unknown["bounds"]) == (["a", "c"], None)
+    with pytest.raises(ValueError, match="without the bounds before them"):
+        apply(unknown, doc(4, event="depart", tenant="c", bound_changes={}))
+    known = apply(unknown, doc(4, event="depart", tenant="c", bounds={"a": a}))
+    assert known["bounds"] == {"a": a}
+    assert apply(None, doc(1, fmt=1, tenants=["a"]))["bounds"] is None
+    with pytest.raises(ValueError, match="format 3"):
+        apply(None, doc(1, fmt=3, tenants=[]))
+
+    nested = {"format": 2, "engine": engine_snapshots.NESTED}
+    d1, d2 = [[[0.001, 0.5, 0.002]], 0.5, 1e-4], [[[0.002, 0.25, 0.005]], 0.75, 2e-4]
+    state = apply(None, {**nested, "version": 1, "tenants": ["x"], "decisions": [d1]})
+    state = apply(state, {**nested, "version": 2, "event": "admit", "tenant": "y", "decision": d2})
+    assert state["decisions"] == {"x": d1, "y": d2}
+    state = apply(state, {**nested, "version": 3, "event": "depart", "tenant": "x"})
+    assert (state["tenants"], state["decisions"]) == (["y"], {"y": d2})
+
+
+def test_bound_entries_read_back_to_the_bit() -> None:
+    """An SNC bound written (floats by ``repr``, infinities and NaN included) reads back equal to
+    the bit; a bound of another tenant or SLO is refused when written."""
+    import math
+
+    from tailbound.model import Slo, Tenant
+    from tailbound.snc.analysis import TenantBound
+
+    tenant = Tenant("t", Slo(0.05, 0.99), Path("t.csv"), client_host="c0", server="s0")
+    bounds = [
+        TenantBound("t", 2, 0.1 + 0.2, 0.1, 0.2 - 1e-17, None, tenant.slo),
+        TenantBound("t", 0, math.inf, math.nan, math.inf, 1 / 3, tenant.slo, 2 / 3, 5e-324),
+    ]
+    for bound in bounds:
+        text = engine_snapshots._text(engine_snapshots.bound_entry(bound, tenant))
+        assert repr(engine_snapshots.bound_of(json.loads(text), tenant)) == repr(bound)
+    other = dataclasses.replace(tenant, slo=Slo(0.01, 0.99))
+    with pytest.raises(ValueError, match="stored for tenant"):
+        engine_snapshots.bound_entry(bounds[0], other)
+    with pytest.raises(ValueError, match="7 fields"):
+        engine_snapshots.bound_of([0, 1.0], tenant)

@@ -267,16 +267,27 @@ class AloneFloor(_Wrapper):
         )
         return [dataclasses.replace(c, level=v) for c, v in zip(base, levels, strict=True)]
 
-    def latency_alone(self, spec: Tenant) -> float:
-        """``spec``'s measured latency alone (s) at its percentile, memoised: over the whole
-        trace, or with ``window_floor`` the worst over SNC-Meister's 3-minute windows."""
+    def _alone_key(self, spec: Tenant) -> tuple[str, float]:
+        """The key of ``spec``'s latency alone in ``alone``."""
         profile = self.profile if spec.device is not None else None
-        key = (
+        return (
             str(spec.trace)
             + (f"|{spec.device}" if profile else "")
             + ("|window" if self.window_floor else ""),
             spec.percentile,
         )
+
+    def remember_alone(self, spec: Tenant, latency_s: float) -> None:
+        """Take ``latency_s`` as ``spec``'s latency alone (s), as :meth:`latency_alone` measured
+        it before (a control-plane engine restored from its snapshot, whose bounds carry it:
+        ``TenantBound.latency_alone_s``), so it is not measured again."""
+        self.alone.setdefault(self._alone_key(spec), latency_s)
+
+    def latency_alone(self, spec: Tenant) -> float:
+        """``spec``'s measured latency alone (s) at its percentile, memoised: over the whole
+        trace, or with ``window_floor`` the worst over SNC-Meister's 3-minute windows."""
+        profile = self.profile if spec.device is not None else None
+        key = self._alone_key(spec)
         if key not in self.alone:
             result = alone_result(spec, self.trace_of(spec), self.link_bytes_per_s, profile)
             judged = result.judged(spec.percentile)

@@ -17,19 +17,29 @@ every published version (docs/service.md, "Restart cost").
   remembered refusals start empty (both are exact shortcuts, tested not to change where a
   tenant lands: the first decisions after a restart solve a few more LPs);
 - an **admission** engine of the ``snc`` or ``dnc`` family, PSLO or Aequitas: the admitted
-  tenants in arrival order (their decision reads those only: SNC-Meister's component-only
-  re-analysis, which uses the admitted tenants' bounds when they are known, equals the full
-  re-analysis, tested in ``tests/service/test_snc_local.py``, so a restored engine starts
-  without them and its first arrival re-analyses every tenant);
-- Nested QoS has none (its state holds each tenant's decision against the tenants then on its
-  device): its clusters are replayed, as before.
+  tenants in arrival order; and where the policy re-analyses only an event's components
+  (SNC-Meister behind per-tenant layers: :mod:`tailbound.service.snc_local`), every admitted
+  tenant's bound (:func:`bound_entry`: priority level and latencies, floats by ``repr``), so a
+  restored engine re-analyses what the live one would, and its bounds, Plans and ETags are the
+  live engine's to the bit (format 2). One limit: on :class:`~tailbound.snc.incremental.
+  IncrementalSnc`'s memoised path (no admitted tenant with a device or a group) a flow's last
+  bits depend on the batch that first computed it (the order of sums, the Rust search's warm
+  starts: the process's history), and the memo is not stored, so a flow the live engine would
+  find there is computed again in another batch (equal up to ~1e-16).
+  Format 1 stored no bounds: its states still load, the bounds unknown, and the first event
+  then re-analyses every tenant (equal to the component re-analysis up to the same limit);
+- a **Nested QoS** engine (:data:`NESTED`): each admitted tenant's decision in arrival order
+  (:func:`decision_entry`: its classes, the capacity its device needed when it arrived and
+  its largest request's work), which its later arrivals' Lemma 3 checks read.
 
 **When.** Version ``v``'s snapshot is written in ``v``'s own transaction (with its Plan row:
 both or neither), in full when ``(v - 1) % FULL_EVERY == 0`` or when the writer does not know
 that version ``v - 1``'s is stored (after a restart that replayed, or versions another server
 published), otherwise as the change from ``v - 1``: the servers whose tenants or limits the
 event changed (identity of the forked placer's server states: O(servers) pointer comparisons),
-the event, and the newcomer's curves. Cost measured in docs/service.md ("Restart cost").
+the event, the newcomer's curves (placement) or decision (Nested QoS), and the bounds the event
+added or replaced (SNC-Meister, found by identity: O(tenants) pointer comparisons). Cost
+measured in docs/service.md ("Restart cost").
 
 **Loading** (:func:`load`): the latest full snapshot at or before the version wanted, then the
 changes after it in order; every row's text is checked against its SHA-256. A missing, damaged
@@ -62,6 +72,7 @@ from tailbound.service.engines import (
     AequitasEngine,
     Context,
     Engine,
+    NestedEngine,
     PlacementEngine,
     PsloEngine,
 )
@@ -72,8 +83,12 @@ log = logging.getLogger("tailbound.service.snapshots")
 #: change from the previous version. Loading reads at most this many rows.
 FULL_EVERY = 64
 
-#: The snapshot documents' format (a document of another format is refused, and replayed).
-FORMAT = 1
+#: The snapshot documents' format written: 2 adds an SNC-Meister engine's bounds and Nested
+#: QoS engines' decisions (module docstring).
+FORMAT = 2
+#: The formats read (a document of another is refused, and its versions replayed): a format-1
+#: admission state restores its tenants with their bounds unknown (format 1 stored none).
+READS = (1, 2)
 
 #: The engines whose state is their admitted tenants in arrival order (and what is rebuilt
 #: from their cluster's context), by the ``engine`` name their snapshots carry.
@@ -89,11 +104,17 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: The snapshot kind of a Nested QoS engine (its decisions: :func:`decision_entry`).
+NESTED = "nested"
+
+
 def kind_of(engine: Engine) -> str | None:
-    """The snapshot kind of ``engine`` (``placement`` or a key of the list engines); None for
-    an engine without snapshots (Nested QoS, or one a family adds without them)."""
+    """The snapshot kind of ``engine`` (``placement``, :data:`NESTED` or a key of the list
+    engines); None for an engine without snapshots (one a family adds without them)."""
     if isinstance(engine, PlacementEngine):
         return "placement"
+    if type(engine) is NestedEngine:
+        return NESTED
     for name, cls in _LISTS.items():
         if type(engine) is cls:
             return name
@@ -137,6 +158,96 @@ def curves_of(document: dict[str, Any], tenant: Tenant) -> Any:
         )
     read, write = document["largest"]
     return TenantCurves(tenant.name, tenant.slo, curves, (float(read), float(write)))
+
+
+# ------------------------------------------------------------------------------ bounds, decisions
+#: The fields of a :class:`~tailbound.snc.analysis.TenantBound` a snapshot stores, in order
+#: (its name is its key, its SLO its tenant's): the priority level and the latencies (s).
+BOUND_FIELDS = (
+    "priority",
+    "latency_s",
+    "latency_in_s",
+    "latency_out_s",
+    "latency_storage_s",
+    "latency_alone_s",
+    "latency_joint_s",
+)
+
+
+def bound_entry(bound: Any, tenant: Tenant) -> list[Any]:
+    """``tenant``'s SNC-Meister ``bound`` (a :class:`~tailbound.snc.analysis.TenantBound`) as
+    a snapshot stores it: :data:`BOUND_FIELDS`' values (floats written by ``repr``, so they
+    read back bit for bit; infinities and NaN as JSON's ``Infinity`` and ``NaN``). TypeError
+    for another type of bound, ValueError for a bound not of ``tenant`` or of another SLO (it
+    would not be restored as it is)."""
+    from tailbound.snc.analysis import TenantBound
+
+    if type(bound) is not TenantBound:
+        raise TypeError(f"a bound of type {type(bound).__name__}, not TenantBound")
+    if bound.name != tenant.name or bound.slo != tenant.slo:
+        raise ValueError(f"the bound of {bound.name!r} stored for tenant {tenant.name!r}")
+    return [getattr(bound, f) for f in BOUND_FIELDS]
+
+
+def bound_of(entry: list[Any], tenant: Tenant) -> Any:
+    """The :class:`~tailbound.snc.analysis.TenantBound` of :func:`bound_entry`'s ``entry`` for
+    ``tenant``; ValueError or TypeError for an entry of another shape."""
+    from tailbound.snc.analysis import TenantBound
+
+    if not isinstance(entry, list) or len(entry) != len(BOUND_FIELDS):
+        raise ValueError(f"the bound of {tenant.name} is not {len(BOUND_FIELDS)} fields")
+    priority, *latencies = entry
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ValueError(f"the bound of {tenant.name}: priority {priority!r}")
+    values = [None if v is None else float(v) for v in latencies]
+    if None in values[:3]:
+        raise ValueError(f"the bound of {tenant.name}: a latency missing")
+    total, inward, outward, storage, alone, joint = values
+    assert total is not None and inward is not None and outward is not None
+    return TenantBound(
+        tenant.name, priority, total, inward, outward, storage, tenant.slo, alone, joint
+    )
+
+
+def decision_entry(decision: Any) -> list[Any]:
+    """An admitted Nested QoS :class:`~tailbound.policies.nested_qos.Decision` as a snapshot
+    stores it (its tenant is its key): its classes ``[sigma_s, rho, delta_s]``, innermost
+    first, the capacity its device needed at its arrival and its largest request's work (s)."""
+    if not decision.admitted:
+        raise ValueError(f"{decision.tenant.name}: a refused decision in the engine")
+    return [
+        [list(map(float, c)) for c in decision.classes],
+        float(decision.capacity),
+        float(decision.largest_s),
+    ]
+
+
+def decision_of(entry: list[Any], tenant: Tenant) -> Any:
+    """The admitted :class:`~tailbound.policies.nested_qos.Decision` of
+    :func:`decision_entry`'s ``entry`` for ``tenant``."""
+    from tailbound.plan import NestedClass
+    from tailbound.policies.nested_qos import Decision
+
+    classes, capacity, largest = entry
+    nested = tuple(NestedClass(float(a), float(b), float(c)) for a, b, c in classes)
+    if not nested:
+        raise ValueError(f"the decision of {tenant.name} has no class")
+    return Decision(tenant, nested, True, float(capacity), float(largest))
+
+
+def _bounds(before: Engine, after: AdmissionEngine, full: bool) -> dict[str, Any]:
+    """The bounds part of an SNC admission engine's snapshot document: ``bounds`` (every
+    tenant's) in a full one or when ``before``'s were unknown, ``bound_changes`` (the bounds
+    the event added or replaced, found by identity) in a change; nothing when ``after``'s are
+    unknown (the state's bounds then are)."""
+    if after.bounds is None:
+        return {}
+    tenants = {t.name: t for t in after.tenants}
+    old = before.bounds if isinstance(before, AdmissionEngine) else None
+    if full or old is None:
+        return {"bounds": {n: bound_entry(b, tenants[n]) for n, b in after.bounds.items()}}
+    changed = {n: b for n, b in after.bounds.items() if old.get(n) is not b}
+    return {"bound_changes": {n: bound_entry(b, tenants[n]) for n, b in changed.items()}}
 
 
 def _text(document: Any) -> str:
@@ -200,9 +311,20 @@ class SnapshotWriter:
         blobs: dict[str, str] = {}
         if not full:
             doc.update(event=event, tenant=tenant)
-        if kind != "placement":
+        if kind == NESTED:
+            assert isinstance(after, NestedEngine)
             if full:
                 doc["tenants"] = after.admitted()
+                doc["decisions"] = [decision_entry(d) for d in after.decisions]
+            elif event == "admit":
+                if after.decisions[-1].tenant.name != tenant:
+                    raise ValueError(f"{tenant} is not the engine's last decision")
+                doc["decision"] = decision_entry(after.decisions[-1])
+        elif kind != "placement":
+            if full:
+                doc["tenants"] = after.admitted()
+            if isinstance(after, AdmissionEngine) and after.graph is not None:
+                doc.update(_bounds(before, after, full))
         else:
             assert isinstance(after, PlacementEngine) and isinstance(before, PlacementEngine)
             new, old = after.placer.servers, before.placer.servers
@@ -260,15 +382,22 @@ def store(session: Session, cluster_id: int, snapshot: Snapshot) -> None:
 # ------------------------------------------------------------------------------ loading
 def apply(state: dict[str, Any] | None, doc: dict[str, Any]) -> dict[str, Any]:
     """The state after snapshot document ``doc`` (a full one replaces ``state``; a change
-    applies to it). States are documents: ``tenants`` (list), and for placement ``servers``
-    (index → server entry) and ``curves`` (name → hash)."""
-    if doc.get("format") != FORMAT:
-        raise ValueError(f"snapshot format {doc.get('format')!r}, expected {FORMAT}")
+    applies to it). States are documents: ``tenants`` (list); for placement ``servers``
+    (index → server entry) and ``curves`` (name → hash); for Nested QoS ``decisions`` (name →
+    :func:`decision_entry`); for the other kinds ``bounds`` (name → :func:`bound_entry`, or
+    None: unknown, as every format-1 state)."""
+    if doc.get("format") not in READS:
+        raise ValueError(f"snapshot format {doc.get('format')!r}, expected one of {READS}")
+    engine = doc["engine"]
     if "event" not in doc:
-        out: dict[str, Any] = {"engine": doc["engine"], "tenants": list(doc["tenants"])}
-        if doc["engine"] == "placement":
+        out: dict[str, Any] = {"engine": engine, "tenants": list(doc["tenants"])}
+        if engine == "placement":
             out["servers"] = {int(s[0]): s for s in doc["servers"]}
             out["curves"] = dict(doc["curves"])
+        elif engine == NESTED:
+            out["decisions"] = dict(zip(out["tenants"], doc["decisions"], strict=True))
+        else:
+            out["bounds"] = dict(doc["bounds"]) if "bounds" in doc else None
         return out
     if state is None or state["engine"] != doc["engine"]:
         raise ValueError("a change without the state before it")
@@ -283,7 +412,28 @@ def apply(state: dict[str, Any] | None, doc: dict[str, Any]) -> dict[str, Any]:
     else:
         raise ValueError(f"unknown event {doc['event']!r}")
     out = {**state, "tenants": tenants}
-    if doc["engine"] == "placement":
+    if engine == NESTED:
+        decisions = dict(state["decisions"])
+        if doc["event"] == "admit":
+            decisions[name] = doc["decision"]
+        else:
+            del decisions[name]
+        out["decisions"] = decisions
+    elif engine != "placement":
+        bounds = state.get("bounds")
+        if "bounds" in doc:
+            bounds = dict(doc["bounds"])
+        elif "bound_changes" in doc:
+            if bounds is None:
+                raise ValueError("bound changes without the bounds before them")
+            bounds = dict(bounds)
+            if doc["event"] == "depart":
+                del bounds[name]
+            bounds.update(doc["bound_changes"])
+        else:
+            bounds = None  # unknown after this event (a format-1 change, or not known)
+        out["bounds"] = bounds
+    if engine == "placement":
         servers = dict(state["servers"])
         for s in doc["servers"]:
             servers[int(s[0])] = s
@@ -309,7 +459,14 @@ def restore(
         raise ValueError(f"a {state['engine']} snapshot for a {kind} engine")
     tenants = {name: tenant(name) for name in state["tenants"]}
     if isinstance(empty, AdmissionEngine):
-        return empty.restored(tuple(tenants.values()))
+        stored = state.get("bounds")
+        bounds = None if stored is None else {n: bound_of(b, tenants[n]) for n, b in stored.items()}
+        return empty.restored(tuple(tenants.values()), bounds)
+    if isinstance(empty, NestedEngine):
+        if set(state["decisions"]) != set(tenants):
+            raise ValueError("the decisions stored are not the admitted tenants'")
+        decisions = tuple(decision_of(state["decisions"][n], t) for n, t in tenants.items())
+        return dataclasses.replace(empty, decisions=decisions)
     if kind != "placement":
         return dataclasses.replace(empty, tenants=tuple(tenants.values()))  # type: ignore[type-var]
     from tailbound.policies.server import Placed

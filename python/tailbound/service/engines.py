@@ -405,15 +405,29 @@ class AdmissionEngine:
     def admitted(self) -> list[str]:
         return [t.name for t in self.tenants]
 
-    def restored(self, tenants: tuple[Tenant, ...]) -> AdmissionEngine:
+    def restored(
+        self, tenants: tuple[Tenant, ...], bounds: Mapping[str, Any] | None = None
+    ) -> AdmissionEngine:
         """This (empty) engine with ``tenants`` admitted in that order, as a snapshot restores
-        it: their coupling graph rebuilt, their bounds unknown (the next event re-analyses every
-        tenant, which the component-only re-analysis equals)."""
+        it: their coupling graph rebuilt and, where the policy re-analyses components
+        (:mod:`snc_local`), their ``bounds`` (name → bound, as the engine that stored them had
+        them: the next event then re-analyses what the live engine would, to the bit), and the
+        latencies alone the bounds carry given to the policy's floor. Without
+        ``bounds`` (a snapshot of format 1) they are unknown: the next event re-analyses every
+        tenant, which equals the component-only re-analysis up to the order of floating-point
+        sums. ValueError if ``bounds`` are not exactly the tenants'."""
         graph = self.graph
         if graph is not None:
             for t in tenants:
                 graph = graph.add(t)
-        return dataclasses.replace(self, tenants=tenants, bounds=None, graph=graph)
+        if graph is None or bounds is None:
+            return dataclasses.replace(self, tenants=tenants, bounds=None, graph=graph)
+        if set(bounds) != {t.name for t in tenants} or len(bounds) != len(tenants):
+            raise ValueError("the bounds stored are not the admitted tenants'")
+        from tailbound.service import snc_local
+
+        snc_local.remember_floors(self.policy, tenants, bounds)  # their latencies alone
+        return dataclasses.replace(self, tenants=tenants, bounds=dict(bounds), graph=graph)
 
     def _decide(self, tenant: Tenant) -> tuple[Any, Any, Mapping[str, Any] | None]:
         """:func:`~tailbound.policies.admission.decide` of ``tenant``, re-analysing only the

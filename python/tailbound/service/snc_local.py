@@ -85,6 +85,27 @@ def analysis(policy: Any) -> Any:
     return None
 
 
+def remember_floors(policy: Any, tenants: Iterable[Tenant], bounds: Mapping[str, Any]) -> None:
+    """Give ``policy``'s :class:`~tailbound.policies.floors.AloneFloor` (when it has one, under
+    :func:`analysis`'s layers) the latency alone each of ``tenants``' ``bounds`` carries
+    (``latency_alone_s``: what the floor measured when it made them), so an engine restored
+    from a snapshot does not replay each tenant alone again when it re-analyses it."""
+    from tailbound.policies.floors import AloneFloor
+    from tailbound.policies.policing import Policed
+
+    floors = []
+    while type(policy) in (Policed, AloneFloor):
+        if type(policy) is AloneFloor:
+            floors.append(policy)
+        policy = policy.policy
+    if len(floors) != 1:  # none, or nested floors: the outer one's values only are stored
+        return
+    for t in tenants:
+        alone = bounds[t.name].latency_alone_s
+        if alone is not None:
+            floors[0].remember_alone(t, alone)
+
+
 def coupling_keys(tenant: Tenant) -> frozenset[Hashable]:
     """What joins ``tenant`` to others in :class:`Graph`: the queues its flows cross (names as
     :func:`~tailbound.snc.tenants.flow_paths` gives them) and ``("group", name)`` for its
