@@ -16,5 +16,6 @@ pub mod sim;
 pub mod snc;
 pub mod snc_fast;
 pub mod snc_tree;
+pub mod wc;
 
 pub use error::{Error, Result};

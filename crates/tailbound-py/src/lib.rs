@@ -15,6 +15,7 @@ mod rb;
 mod sched;
 mod sim;
 mod snc;
+mod wc;
 
 /// The compiled core of tailbound.
 #[pymodule]
@@ -30,5 +31,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mmpp::register(m)?;
     aequitas::register(m)?;
     netsim::register(m)?;
+    wc::register(m)?;
     Ok(())
 }
