@@ -192,6 +192,13 @@ def tenant_block(workload: TenantCurves) -> tuple[NDArray[np.float64], ...]:
     return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
 
 
+def _out_of_bounds(workload: TenantCurves) -> bool:
+    """Whether a column of the tenant's block has its lower bound above its upper one: a mean
+    rate above 0.999 or a smallest bucket above ``SLO'`` at some stage (no server takes it)."""
+    lower, upper = tenant_block(workload)[:2]
+    return bool(np.any(lower > upper))
+
+
 def build_lp(
     tenants: Sequence[Placed], devices: int, model: ServerModel = REFERENCE
 ) -> tuple[LpArrays, list[tuple[float, int]]]:
