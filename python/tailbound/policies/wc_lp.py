@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound import _core
+from tailbound._core import WcTenant
 from tailbound.characterize import RbCurve
 from tailbound.dnc.highs import solver
 from tailbound.policies import certificates
@@ -96,7 +97,16 @@ def build_lp(
     path's device) come off the right-hand side of its Eq. 5.7 row, and at a shared device the
     level's own rates count in its rate bound. Built in the core
     (``tailbound_core::wc::lp``)."""
-    prepared_tenants, device_of = server_inputs(tenants)
+    return _build(tenants, *server_inputs(tenants), model)
+
+
+def _build(
+    tenants: Sequence[Placed],
+    prepared_tenants: list[WcTenant],
+    device_of: list[int],
+    model: ServerModel,
+) -> tuple[LpArrays, list[tuple[float, int]]]:
+    """:func:`build_lp` from the tenants' prepared arrays and devices."""
     constants, shares = model_terms(tenants, model)
     cost, col_lo, col_hi, row_lo, row_hi, start, index, value, r_vars = _core.wc_build_lp(
         prepared_tenants, device_of, constants, shares
@@ -183,9 +193,10 @@ def solve_certified(
     """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
     :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
     the same server (the last of ``tenants`` is the newcomer)."""
-    if any(prepared(t.workload).out_of_bounds for t in tenants):
+    prepared_tenants, device_of = server_inputs(tenants)
+    if any(p.out_of_bounds for p in prepared_tenants):
         return None, []
-    lp, r_vars = build_lp(tenants, devices, model)
+    lp, r_vars = _build(tenants, prepared_tenants, device_of, model)
     certify = certify and model is REFERENCE  # certificates are derived for the reference LP
     h = solver()
     lp.pass_to(h)
