@@ -195,6 +195,13 @@ def test_certainly_infeasible_equals_the_numpy_screen(wc62_subset: list[TenantCu
     assert proved > 0
 
 
+def test_an_empty_server_has_no_bounds_and_passes() -> None:
+    empty = np.zeros(0)
+    assert server.latency_bounds([], empty, empty).shape == (0,)
+    assert server.check([], empty, empty, 2)
+    assert server.queue_rate_sums([], empty, 2).tolist() == [0.0] * 4
+
+
 def test_bad_input_is_a_clear_error(wc62_subset: list[TenantCurves]) -> None:
     w = wc62_subset[0]
     curves = dict(w.curves)

@@ -197,6 +197,8 @@ def latency_bounds(
     model: ServerModel = REFERENCE,
 ) -> NDArray[np.float64]:
     """Each tenant's predicted worst-case latency (s): Eq. 5.5 plus its shaper delays."""
+    if not tenants:
+        return np.zeros(0)
     prepared, devices = server_inputs(tenants)
     constants, shares = model_terms(tenants, model)
     return _core.wc_latency_bounds(
@@ -222,6 +224,8 @@ def check(
 ) -> bool:
     """The wcLatencyChecker: every queue within capacity (Eq. 5.4) and every bound <= SLO
     (``Σ r <= 0.999 + 1e-9`` per queue, each bound ``<= SLO (1 + 1e-9)``; in the core)."""
+    if not tenants:
+        return True
     prepared, device_of = server_inputs(tenants)
     constants, shares = model_terms(tenants, model)
     return _core.wc_check(
