@@ -34,6 +34,8 @@ def synthetic(rng: np.random.Generator, name: str, points: int | None = None) ->
         slopes = -np.sort(rng.uniform(0.0, 0.5, len(rates) - 1))[::-1]  # convex: rising slopes
         buckets = np.concatenate([[0.0], np.cumsum(-slopes[::-1] * np.diff(rates)[::-1])])[::-1]
         buckets = buckets + rng.uniform(0.0, 0.002)
+        if rng.random() < 0.2:  # not convex: the arrival curve's walk drops lines
+            buckets = np.sort(rng.uniform(0.0, 0.05, len(rates)))[::-1].copy()
         curves[stage] = RbCurve(rates, buckets, float(rates[0]), stage, name)
     slo = float(rng.choice([0.02, 0.05, 0.1, 0.25, 1.0]))
     largest = (float(rng.integers(512, 1 << 20)), float(rng.integers(512, 1 << 20)))
@@ -128,6 +130,24 @@ def test_tenant_arrays_equal_the_numpy_ones(wc62_subset: list[TenantCurves]) -> 
                 assert np.array_equal(got_points[1], want_points[1])
                 assert got_points[2] == want_points[2]
     assert wc_lp._vertices(workloads[-1])[0].shape[1] > 16  # a curve longer than 16 points
+
+
+def test_arrival_curves_of_non_convex_curves_take_the_general_walk() -> None:
+    # token_bucket_min pops lines off its stack here; the core's walk must pop the same ones
+    from tailbound.dnc.curves import token_bucket_min
+
+    rng = np.random.default_rng(8)
+    general = 0
+    for i in range(200):
+        w = synthetic(rng, f"nc{i}")
+        for s, stage in enumerate(STORAGE_PATH):
+            c = w.curves[stage]
+            alpha = token_bucket_min(c.rates, c.buckets)
+            xs, ys, tail = prepared(w).arrival(s)
+            assert np.array_equal(xs, alpha.xs) and np.array_equal(ys, alpha.ys)
+            assert tail == alpha.tail
+            general += oracle._envelope_points(c.rates, c.buckets) is None
+    assert general > 20
 
 
 @pytest.mark.parametrize("model_name", ["reference", "sound"])
