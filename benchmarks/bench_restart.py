@@ -56,9 +56,15 @@ from tailbound.traces.fleet import demo_fleet
 
 
 def _clear_caches() -> None:
-    from tailbound.policies import server, wc_lp
+    from tailbound.policies import server, wc_lp, wc_tenant
 
-    for f in (wc_lp.segment_rows, wc_lp.tenant_block, wc_lp._vertices, server.arrival_points):
+    for f in (
+        wc_lp.segment_rows,
+        wc_lp.tenant_block,
+        wc_lp._vertices,
+        server.arrival_points,
+        wc_tenant.prepared,
+    ):
         f.cache_clear()
 
 

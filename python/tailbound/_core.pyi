@@ -398,3 +398,90 @@ class WcCertificateStore:
     def bounds(
         self, tenant: WcScreenTenant, device: int, i: int, every: bool
     ) -> NDArray[np.float64]: ...
+
+# --- WorkloadCompactor's per-server arithmetic (crates/tailbound-py/src/wc.rs) -----------------
+
+@final
+class WcTenant:
+    """A tenant prepared once: LP block, arrival curves, SLO, screen vertices (held in Rust)."""
+
+    def __new__(
+        cls, slo_s: float, rates: list[NDArray[np.float64]], buckets: list[NDArray[np.float64]]
+    ) -> WcTenant: ...
+    @property
+    def slo_s(self) -> float: ...
+    @property
+    def out_of_bounds(self) -> bool: ...
+    def block(
+        self,
+    ) -> tuple[
+        NDArray[np.float64],
+        NDArray[np.float64],
+        NDArray[np.int64],
+        NDArray[np.float64],
+        NDArray[np.float64],
+    ]:
+        """Column bounds of the six columns, then curve rows (local column, coef, rhs)."""
+    def vertices(self, width: int = ...) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Rates and buckets per stage, ``(3, K)``, padded by repeating the last point."""
+    def arrival(self, stage: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """The arrival curve at ``stage``: breakpoints and tail rate."""
+
+def wc_build_lp(
+    tenants: list[WcTenant],
+    devices: list[int],
+    constants: NDArray[np.float64] | None = None,
+    shares_levels: bool = False,
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.int32],
+    NDArray[np.int32],
+    NDArray[np.float64],
+    list[tuple[float, int]],
+]:
+    """``(cost, col_lower, col_upper, row_lower, row_upper, start, index, value, r_vars)``."""
+
+def wc_split_solution(
+    x: list[float], n: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[float]]:
+    """Rates clipped to ``[0, 0.999]``, buckets at least 0 (both ``(n, 3)``), ``R`` values."""
+
+def wc_queue_rate_sums(
+    devices: list[int], rate: NDArray[np.float64], n_devices: int
+) -> NDArray[np.float64]: ...
+def wc_queue_delays(
+    tenants: list[WcTenant],
+    devices: list[int],
+    rate: NDArray[np.float64],
+    bucket: NDArray[np.float64],
+    constants: NDArray[np.float64] | None = None,
+    shares_levels: bool = False,
+) -> NDArray[np.float64]: ...
+def wc_shaper_delays(
+    tenants: list[WcTenant], rate: NDArray[np.float64], bucket: NDArray[np.float64]
+) -> NDArray[np.float64]: ...
+def wc_latency_bounds(
+    tenants: list[WcTenant],
+    devices: list[int],
+    rate: NDArray[np.float64],
+    bucket: NDArray[np.float64],
+    constants: NDArray[np.float64] | None = None,
+    shares_levels: bool = False,
+) -> NDArray[np.float64]: ...
+def wc_check(
+    tenants: list[WcTenant],
+    devices: list[int],
+    rate: NDArray[np.float64],
+    bucket: NDArray[np.float64],
+    n_devices: int,
+    constants: NDArray[np.float64] | None = None,
+    shares_levels: bool = False,
+) -> bool: ...
+def wc_certainly_infeasible(tenants: list[WcTenant], devices: list[int], newcomer: int) -> bool: ...
+def wc_arrival_points(
+    rates: NDArray[np.float64], buckets: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]: ...

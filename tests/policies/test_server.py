@@ -4,13 +4,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.policies.wc_oracle import _envelope_points
 
 from tailbound.characterize import RbCurve
 from tailbound.dnc import TokenBucket, shaper_delay, static_priority_delay_general
 from tailbound.dnc.curves import token_bucket_min
 from tailbound.policies.server import (
     Placed,
-    _envelope_points,
     arrival_points,
     latency_bounds,
     queue_delays,

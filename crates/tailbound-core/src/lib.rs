@@ -16,6 +16,7 @@ pub mod sim;
 pub mod snc;
 pub mod snc_fast;
 pub mod snc_tree;
+pub mod wc;
 pub mod wc_screen;
 
 pub use error::{Error, Result};

@@ -15,6 +15,7 @@ mod rb;
 mod sched;
 mod sim;
 mod snc;
+mod wc;
 mod wc_screen;
 
 /// The compiled core of tailbound.
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mmpp::register(m)?;
     aequitas::register(m)?;
     netsim::register(m)?;
+    wc::register(m)?;
     wc_screen::register(m)?;
     Ok(())
 }

@@ -30,11 +30,11 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound import _core
 from tailbound.characterize import RbCurve
-from tailbound.dnc.curves import token_bucket_min
 from tailbound.dnc.device import DeviceLimits
+from tailbound.policies.wc_tenant import server_inputs
 from tailbound.policies.workload import TenantCurves
-from tailbound.stages import STORAGE_PATH
 
 #: The reference system's guard against rounding: SLOs ×0.999 inside the LP, rates ≤ 0.999.
 SLO_SCALE = 0.999
@@ -138,36 +138,27 @@ def slos(tenants: Sequence[Placed]) -> NDArray[np.float64]:
 def arrival_points(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Breakpoints ``(xs, ys)`` and tail rate of the arrival curve ``min_i (r_i t + b_i)`` of an
     r-b curve (cached per curve object): :func:`~tailbound.dnc.curves.token_bucket_min`'s
-    result, computed in one vectorised pass when every bucket is on the envelope."""
-    fast = _envelope_points(curve.rates, curve.buckets)
-    if fast is not None:
-        return fast
-    alpha = token_bucket_min(curve.rates, curve.buckets)
-    return alpha.xs, alpha.ys, alpha.tail
-
-
-def _envelope_points(
-    rates: NDArray[np.float64], buckets: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64], float] | None:
-    """:func:`~tailbound.dnc.curves.token_bucket_min`'s walk without its loop, for the common
-    case where the walk drops no line from its stack (a convex r-b curve): the same lines in the
-    same order and the same arithmetic, so the same floats (tested); ``None`` otherwise (or
-    when one bucket is left), and the caller takes the general walk."""
-    order = np.lexsort((rates, buckets))
-    r, b = rates[order], buckets[order]
-    before = np.minimum.accumulate(np.concatenate([[np.inf], r[:-1]]))
-    keep = r < before  # the walk skips a line whose rate is no smaller than the last kept one
-    r, b = r[keep], b[keep]
-    if len(r) < 2 or np.any(r < 0) or np.any(b < 0):
-        return None
-    x = (b[1:] - b[:-1]) / (r[:-1] - r[1:])  # where consecutive lines cross
-    if not (x[0] > 0 and np.all(x[1:] > x[:-1])):
-        return None  # the walk would pop a line
-    xs = np.concatenate([[0.0], x])
-    ys = np.concatenate([[b[0]], b[:-1] + r[:-1] * x])
+    result, its walk done in the core (the same lines, order and arithmetic: the same floats,
+    tested)."""
+    xs, ys, tail = _core.wc_arrival_points(curve.rates, curve.buckets)
     xs.flags.writeable = False
     ys.flags.writeable = False
-    return xs, ys, float(r[-1])
+    return xs, ys, tail
+
+
+def model_terms(
+    tenants: Sequence[Placed], model: ServerModel
+) -> tuple[NDArray[np.float64] | None, bool]:
+    """``model`` as the core takes it: each tenant's constants, ``(n, 3)`` seconds (``None`` for
+    :data:`REFERENCE`, whose constants are zeros), and whether equal levels share the device."""
+    if model is REFERENCE:
+        return None, False
+    return model.constants(tenants), model.shares_levels
+
+
+def _limits(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a`` as the core reads rates and buckets: float64 (no copy when it already is)."""
+    return np.asarray(a, dtype=np.float64)
 
 
 def shaper_delays(
@@ -176,24 +167,10 @@ def shaper_delays(
     """Delay of each tenant in its own token-bucket shaper at each stage, shape ``(n, 3)``:
     ``h(α, r t + b) = max_i ((α(x_i) − b)/r − x_i)+`` over the breakpoints of the concave
     arrival curve ``α`` (infinite if ``r`` is below the mean rate). Equals
-    :func:`tailbound.dnc.shaper_delay` (the general operator), tested."""
-    n = len(tenants)
-    points = [arrival_points(t.workload.curves[stage]) for t in tenants for stage in STORAGE_PATH]
-    lengths = np.array([len(p[0]) for p in points])
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    xs = np.concatenate([p[0] for p in points])
-    ys = np.concatenate([p[1] for p in points])
-    tail = np.array([p[2] for p in points])
-    r, b = rate.reshape(-1), bucket.reshape(-1)  # tenant by tenant, stage by stage, as points
-    on = np.repeat(np.arange(3 * n), lengths)
-    positive = r > 0
-    # the same arithmetic per breakpoint as one curve at a time, then the largest per curve
-    worst = np.maximum.reduceat((ys - b[on]) / np.where(positive, r, 1.0)[on] - xs, starts)
-    out = np.where(
-        positive, np.maximum(0.0, worst), np.where(ys[starts + lengths - 1] <= b, 0, np.inf)
-    )
-    out = np.where(tail > r * (1 + 1e-12) + 1e-15, np.inf, out)
-    return out.reshape(n, 3)
+    :func:`tailbound.dnc.shaper_delay` (the general operator), tested; computed in the core
+    (``tailbound_core::wc::check``)."""
+    prepared, _ = server_inputs(tenants)
+    return _core.wc_shaper_delays(prepared, _limits(rate), _limits(bucket))
 
 
 def queue_delays(
@@ -205,21 +182,12 @@ def queue_delays(
     """Eq. 5.1 for each tenant at each of its queues, shape ``(n, 3)``:
     ``(c_j + Σ_{k same queue, SLO_k <= SLO_j} b_k) / (1 − Σ_{k same queue, SLO_k < SLO_j} r_k)``,
     with ``c_j`` the model's blocking terms and, at a device the model says is shared
-    (processor sharing), ``SLO_k <= SLO_j`` in the rate sum too."""
-    q = queue_ids(tenants)
-    slo = slos(tenants)
-    at_or_above = slo[None, :] <= slo[:, None]  # [j, k]: k's priority >= j's
-    above = slo[None, :] < slo[:, None]
-    extra = model.constants(tenants)
-    out = np.empty((len(tenants), 3))
-    for s in range(3):
-        same = q[:, s][:, None] == q[:, s][None, :]
-        b_sum = (same & at_or_above) @ bucket[:, s] + extra[:, s]
-        sharing = at_or_above if s == STORAGE and model.shares_levels else above
-        r_sum = (same & sharing) @ rate[:, s]
-        with np.errstate(divide="ignore"):
-            out[:, s] = np.where(r_sum < 1.0, b_sum / np.maximum(1.0 - r_sum, 1e-300), np.inf)
-    return out
+    (processor sharing), ``SLO_k <= SLO_j`` in the rate sum too (computed in the core)."""
+    prepared, devices = server_inputs(tenants)
+    constants, shares = model_terms(tenants, model)
+    return _core.wc_queue_delays(
+        prepared, devices, _limits(rate), _limits(bucket), constants, shares
+    )
 
 
 def latency_bounds(
@@ -231,20 +199,20 @@ def latency_bounds(
     """Each tenant's predicted worst-case latency (s): Eq. 5.5 plus its shaper delays."""
     if not tenants:
         return np.zeros(0)
-    delays = queue_delays(tenants, rate, bucket, model) + shaper_delays(tenants, rate, bucket)
-    return delays.sum(axis=1)
+    prepared, devices = server_inputs(tenants)
+    constants, shares = model_terms(tenants, model)
+    return _core.wc_latency_bounds(
+        prepared, devices, _limits(rate), _limits(bucket), constants, shares
+    )
 
 
 def queue_rate_sums(
     tenants: Sequence[Placed], rate: NDArray[np.float64], devices: int
 ) -> NDArray[np.float64]:
     """Sum of configured rates per queue: ``[net_in, net_out, storage_0, ...]``."""
-    sums = np.zeros(2 + devices)
-    if tenants:
-        q = queue_ids(tenants)
-        for s in range(3):
-            np.add.at(sums, q[:, s], rate[:, s])
-    return sums
+    return _core.wc_queue_rate_sums(
+        [t.device for t in tenants], _limits(rate).reshape(len(tenants), 3), devices
+    )
 
 
 def check(
@@ -254,8 +222,12 @@ def check(
     devices: int,
     model: ServerModel = REFERENCE,
 ) -> bool:
-    """The wcLatencyChecker: every queue within capacity (Eq. 5.4) and every bound <= SLO."""
-    if np.any(queue_rate_sums(tenants, rate, devices) > RATE_CAP + 1e-9):
-        return False
-    bounds = latency_bounds(tenants, rate, bucket, model)
-    return bool(np.all(bounds <= slos(tenants) * (1 + 1e-9)))
+    """The wcLatencyChecker: every queue within capacity (Eq. 5.4) and every bound <= SLO
+    (``Σ r <= 0.999 + 1e-9`` per queue, each bound ``<= SLO (1 + 1e-9)``; in the core)."""
+    if not tenants:
+        return True
+    prepared, device_of = server_inputs(tenants)
+    constants, shares = model_terms(tenants, model)
+    return _core.wc_check(
+        prepared, device_of, _limits(rate), _limits(bucket), devices, constants, shares
+    )

@@ -29,25 +29,20 @@ import highspy
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound import _core
+from tailbound._core import WcTenant
 from tailbound.characterize import RbCurve
 from tailbound.dnc.highs import solver
 from tailbound.policies import certificates
 from tailbound.policies.certificates import Certificate
 from tailbound.policies.server import (
-    RATE_CAP,
     REFERENCE,
-    SLO_SCALE,
-    STORAGE,
     Placed,
     ServerModel,
-    pad_edge,
-    queue_ids,
-    slos,
+    model_terms,
 )
+from tailbound.policies.wc_tenant import prepared, server_inputs
 from tailbound.policies.workload import TenantCurves
-from tailbound.stages import STORAGE_PATH
-
-_INF = highspy.kHighsInf
 
 
 @dataclass(frozen=True)
@@ -71,29 +66,20 @@ def segment_rows(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float6
 
 
 @lru_cache(maxsize=65536)
-def tenant_block(workload: TenantCurves) -> tuple[NDArray[np.float64], ...]:
+def tenant_block(
+    workload: TenantCurves,
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.int64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+]:
     """A tenant's part of the LP, cached: column bounds of its six columns
     ``(r_in, b_in, r_st, b_st, r_out, b_out)`` and its r-b curve rows (local rate column,
-    coefficient of ``r``, right-hand side)."""
-    lower, upper = np.zeros(6), np.zeros(6)
-    cols, coefs, rhss = [], [], []
-    for s, stage in enumerate(STORAGE_PATH):
-        curve = workload.curves[stage]
-        lower[2 * s], upper[2 * s] = curve.rates[0], RATE_CAP
-        lower[2 * s + 1], upper[2 * s + 1] = curve.buckets[-1], workload.slo_s * SLO_SCALE
-        coef, rhs = segment_rows(curve)
-        cols.append(np.full(len(coef), 2 * s, dtype=np.int64))
-        coefs.append(coef)
-        rhss.append(rhs)
-    return lower, upper, np.concatenate(cols), np.concatenate(coefs), np.concatenate(rhss)
-
-
-@lru_cache(maxsize=65536)
-def _out_of_bounds(workload: TenantCurves) -> bool:
-    """Whether a column of the tenant's block has its lower bound above its upper one: a mean
-    rate above 0.999 or a smallest bucket above ``SLO'`` at some stage (no server takes it)."""
-    lower, upper = tenant_block(workload)[:2]
-    return bool(np.any(lower > upper))
+    coefficient of ``r``, right-hand side), as the core prepared them
+    (:func:`~tailbound.policies.wc_tenant.prepared`; the rows are :func:`segment_rows`')."""
+    return prepared(workload).block()
 
 
 def build_lp(
@@ -102,128 +88,30 @@ def build_lp(
     """The LP of the tenants on one server (see the module docstring), and the ``(SLO, device)``
     of each ``R`` variable in column order after the ``2·3·n`` rate and bucket columns.
 
-    With a :class:`~tailbound.policies.server.ServerModel` the rows follow its bound: the
-    blocking terms of a level's path come off the right-hand side of its Eq. 5.7 row, and at a
-    shared device the level's own rates count in its rate bound."""
-    n = len(tenants)
-    q = queue_ids(tenants)
-    slo = slos(tenants)
-    n_rb = 6 * n
+    Rows in order: every tenant's r-b curve rows (tenant by tenant, stage by stage), one
+    capacity row per queue with a tenant (``net_in``, ``net_out``, then the devices), and per
+    ``R`` its rate-bound rows (``net_in``, storage, ``net_out``: those with a term) and its Eq.
+    5.7 row. With a :class:`~tailbound.policies.server.ServerModel` the rows follow its bound:
+    the blocking terms of a level's path (the largest sum of a tenant's
+    :meth:`~tailbound.policies.server.ServerModel.constants` among the level's tenants on the
+    path's device) come off the right-hand side of its Eq. 5.7 row, and at a shared device the
+    level's own rates count in its rate bound. Built in the core
+    (``tailbound_core::wc::lp``)."""
+    return _build(tenants, *server_inputs(tenants), model)
 
-    blocks = [tenant_block(t.workload) for t in tenants]
-    # r-b curve rows, two non-zeros each: coef·r + 1·b >= rhs
-    sizes = [len(blk[2]) for blk in blocks]
-    r_cols = np.concatenate([blk[2] for blk in blocks]) + np.repeat(6 * np.arange(n), sizes)
-    m = len(r_cols)
-    curve_index = np.empty(2 * m, dtype=np.int64)
-    curve_index[0::2] = r_cols
-    curve_index[1::2] = r_cols + 1
-    curve_value = np.ones(2 * m)
-    curve_value[0::2] = np.concatenate([blk[3] for blk in blocks])
-    # the rate column of every (tenant, stage): (n, 3)
-    rc = 6 * np.arange(n)[:, None] + 2 * np.arange(3)[None, :]
-    # capacity of every queue (Eq. 5.4)
-    cap_cols = [rc[q == queue] for queue in np.unique(q)]
-    cap_sizes = np.array([len(c) for c in cap_cols], dtype=np.int64)
-    # Eq. 5.7 per priority level and path, all at once (same rows, same order as one by one)
-    devices_of = np.array([t.device for t in tenants])
-    r_vars = sorted({(float(level), int(d)) for level, d in zip(slo, devices_of, strict=True)})
-    eq57 = _eq57_rows(q, slo, rc, r_vars, n_rb, model, _path_constants(tenants, r_vars, model))
-    n_eq57 = len(eq57[0]) - 1
-    cap_end = 2 * m + int(cap_sizes.sum())
-    start = np.concatenate(
-        [
-            2 * np.arange(m),
-            2 * m + np.concatenate([[0], np.cumsum(cap_sizes)[:-1]]),
-            cap_end + eq57[0],
-        ]
+
+def _build(
+    tenants: Sequence[Placed],
+    prepared_tenants: list[WcTenant],
+    device_of: list[int],
+    model: ServerModel,
+) -> tuple[LpArrays, list[tuple[float, int]]]:
+    """:func:`build_lp` from the tenants' prepared arrays and devices."""
+    constants, shares = model_terms(tenants, model)
+    cost, col_lo, col_hi, row_lo, row_hi, start, index, value, r_vars = _core.wc_build_lp(
+        prepared_tenants, device_of, constants, shares
     )
-    n_col = n_rb + len(r_vars)
-    cost = np.zeros(n_col)
-    cost[0:n_rb:2] = 1.0
-    return LpArrays(
-        cost=cost,
-        col_lower=np.concatenate([blk[0] for blk in blocks] + [np.zeros(len(r_vars))]),
-        col_upper=np.concatenate([blk[1] for blk in blocks] + [np.full(len(r_vars), RATE_CAP)]),
-        row_lower=np.concatenate(
-            [blk[4] for blk in blocks] + [np.full(len(cap_cols) + n_eq57, -_INF)]
-        ),
-        row_upper=np.concatenate(
-            [np.full(m, _INF), np.full(len(cap_cols), RATE_CAP), eq57[3].astype(np.float64)]
-        ),
-        start=start.astype(np.int32),
-        index=np.concatenate([curve_index, *cap_cols, eq57[1]]).astype(np.int32),
-        value=np.concatenate([curve_value, np.ones(int(cap_sizes.sum())), eq57[2]]),
-    ), r_vars
-
-
-def _path_constants(
-    tenants: Sequence[Placed], r_vars: list[tuple[float, int]], model: ServerModel
-) -> NDArray[np.float64]:
-    """The seconds the model adds to each ``R`` variable's path (its level's tenants on its
-    device all have the same less important neighbours, so the same terms)."""
-    out = np.zeros(len(r_vars))
-    if model is REFERENCE:
-        return out
-    extra = model.constants(tenants).sum(axis=1)
-    slo = slos(tenants)
-    device = np.array([t.device for t in tenants])
-    for v, (level, d) in enumerate(r_vars):
-        out[v] = float(extra[(slo == level) & (device == d)].max())
-    return out
-
-
-def _eq57_rows(
-    q: NDArray[np.int64],
-    slo: NDArray[np.float64],
-    rc: NDArray[np.int64],
-    r_vars: list[tuple[float, int]],
-    n_rb: int,
-    model: ServerModel = REFERENCE,
-    constants: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float64], NDArray[np.float64]]:
-    """Rows of Eq. 5.7 and its rate bounds for every ``R_pπ`` (in ``r_vars`` order): per ``R``,
-    the rows ``Σ_{j at q, SLO_j < p} r_jq − R <= 0`` for ``q`` = ``net_in``, storage, ``net_out``
-    (those with a tenant) then ``Σ b + SLO'_p R <= SLO'_p``. Row starts (with the end),
-    columns, values, upper bounds."""
-    n = len(slo)
-    level = np.array([v[0] for v in r_vars])
-    path = np.stack(
-        [
-            np.zeros(len(r_vars), dtype=np.int64),
-            2 + np.array([v[1] for v in r_vars]),
-            np.ones(len(r_vars), dtype=np.int64),
-        ],
-        axis=1,
-    )  # (V, 3)
-    on = q[None, :, :] == path[:, None, :]  # (V, n, 3)
-    higher = on & (slo[None, :] < level[:, None])[:, :, None]
-    inside = on & (slo[None, :] <= level[:, None])[:, :, None]
-    v_count = len(r_vars)
-    # entries (V, 4 kinds, n·3 + 1 positions): kind s < 3 is the rate row of stage s, kind 3 the
-    # bucket row; position j·3 + s is tenant j's column at stage s, the last one is R
-    mask = np.zeros((v_count, 4, 3 * n + 1), dtype=bool)
-    for s in range(3):
-        shared = s == STORAGE and model.shares_levels  # processor sharing: equal levels count
-        mask[:, s, s : 3 * n : 3] = (inside if shared else higher)[:, :, s]
-    mask[:, 3, : 3 * n] = inside.reshape(v_count, 3 * n)
-    mask[:, :, -1] = True
-    keep = np.ones((v_count, 4), dtype=bool)
-    keep[:, :3] = mask[:, :3, :-1].any(axis=2)
-    cols = np.empty((v_count, 4, 3 * n + 1), dtype=np.int64)
-    cols[:, :3, : 3 * n] = rc.reshape(-1)
-    cols[:, 3, : 3 * n] = rc.reshape(-1) + 1
-    cols[:, :, -1] = (n_rb + np.arange(v_count))[:, None]
-    slo_p = level * SLO_SCALE
-    vals = np.ones((v_count, 4, 3 * n + 1))
-    vals[:, :3, -1] = -1.0
-    vals[:, 3, -1] = slo_p
-    upper = np.zeros((v_count, 4))
-    upper[:, 3] = slo_p - (0.0 if constants is None else constants)
-    m = mask[keep]
-    lengths = m.sum(axis=1)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    return starts, cols[keep][m].astype(np.int32), vals[keep][m], upper[keep]
+    return LpArrays(cost, col_lo, col_hi, row_lo, row_hi, start, index, value), r_vars
 
 
 @dataclass(frozen=True)
@@ -305,9 +193,10 @@ def solve_certified(
     """:func:`solve`, and when the LP is infeasible (and ``certify``) the certificates of
     :mod:`tailbound.policies.certificates` made from HiGHS's dual ray, for later newcomers on
     the same server (the last of ``tenants`` is the newcomer)."""
-    if any(_out_of_bounds(t.workload) for t in tenants):
+    prepared_tenants, device_of = server_inputs(tenants)
+    if any(p.out_of_bounds for p in prepared_tenants):
         return None, []
-    lp, r_vars = build_lp(tenants, devices, model)
+    lp, r_vars = _build(tenants, prepared_tenants, device_of, model)
     certify = certify and model is REFERENCE  # certificates are derived for the reference LP
     h = solver()
     lp.pass_to(h)
@@ -319,39 +208,19 @@ def solve_certified(
         if not has_ray:
             return None, []
         return None, certificates.from_dual_ray(tenants, r_vars, devices, lp, np.asarray(ray))
-    x = np.array(h.getSolution().col_value)
     n = len(tenants)
-    rb = x[: 6 * n].reshape(n, 3, 2)
-    rate = np.clip(rb[:, :, 0], 0.0, RATE_CAP)
-    bucket = np.maximum(rb[:, :, 1], 0.0)
-    bounds = {key: float(x[6 * n + i]) for i, key in enumerate(r_vars)}
-    solution = LpSolution(rate, bucket, bounds, float(h.getInfo().objective_function_value))
+    rate, bucket, r_values = _core.wc_split_solution(h.getSolution().col_value, n)
+    bounds = dict(zip(r_vars, r_values, strict=True))
+    solution = LpSolution(rate, bucket, bounds, h.getObjectiveValue())
     return solution, []
-
-
-_K = 16  # points per stage in the screen's arrays (12 segments + the 0.999 point fit)
 
 
 @lru_cache(maxsize=65536)
 def _vertices(workload: TenantCurves) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each stage's r-b curve points with ``r <= 0.999`` plus the point at ``r = 0.999``,
-    padded to a common length: rates and buckets, shape ``(3, K)`` (padding repeats the last
-    point, which changes no minimum)."""
-    rs, bs = [], []
-    for stage in STORAGE_PATH:
-        c = workload.curves[stage]
-        keep = c.rates < RATE_CAP
-        rs.append(np.append(c.rates[keep], RATE_CAP))
-        bs.append(np.append(c.buckets[keep], float(c.bucket_at(RATE_CAP))))
-    k = max(_K, *(len(r) for r in rs))
-    return pad_edge(rs, k), pad_edge(bs, k)
-
-
-#: Weights ``w`` of the three queues in ``R_p >= Σ_q w_q Σ_{higher at q} r`` (each a convex
-#: combination, so implied by Eq. 5.7's three rate-bound rows).
-_WEIGHTS = np.array([[1 / 3, 1 / 3, 1 / 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-#: Multipliers of the capacity rows (Eq. 5.4), in units of ``SLO'_p``.
-_LAMBDAS = np.array([0.0, 0.5, 2.0])
+    padded to a common length of at least 16 (12 segments and the 0.999 point): rates and
+    buckets, shape ``(3, K)`` (padding repeats the last point, which changes no minimum)."""
+    return prepared(workload).vertices()
 
 
 def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
@@ -367,42 +236,8 @@ def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
     <= SLO'_p``; the minima are at curve points with ``r <= 0.999``. If the left side exceeds
     ``SLO'_p`` for some ``w``, ``λ`` (a small grid) the LP is infeasible. Only the levels at or
     below the newcomer's priority are checked (the newcomer does not enter the others' rows).
-    Never wrong; sometimes inconclusive (then the LP decides).
+    Never wrong; sometimes inconclusive (then the LP decides). Computed in the core
+    (``tailbound_core::wc::screen``).
     """
-    slo = slos(tenants)
-    q = queue_ids(tenants)
-    verts = [_vertices(t.workload) for t in tenants]
-    if len({v[0].shape[1] for v in verts}) > 1:  # a curve with more points than _K: pad all
-        k = max(v[0].shape[1] for v in verts)
-        verts = [
-            (
-                np.pad(r, ((0, 0), (0, k - r.shape[1])), mode="edge"),
-                np.pad(b, ((0, 0), (0, k - b.shape[1])), mode="edge"),
-            )
-            for r, b in verts
-        ]
-    rates = np.stack([v[0] for v in verts])
-    buckets = np.stack([v[1] for v in verts])
-    means = rates[:, :, 0]
-    for level in np.unique(slo[slo >= slo[newcomer]]):
-        scaled = float(level) * SLO_SCALE
-        higher = (slo < level)[:, None, None, None, None]
-        # cost of r per tenant, stage, weight, multiplier: (n, 3, W, L, 1)
-        c = scaled * (
-            _WEIGHTS.T[None, :, :, None, None] * higher + _LAMBDAS[None, None, None, :, None]
-        )
-        hmin = (buckets[:, :, None, None, :] + c * rates[:, :, None, None, :]).min(axis=4)
-        for device in np.unique(q[slo == level, STORAGE_IDX] - 2):
-            path = np.array([0, 2 + device, 1])
-            on = q == path[None, :]  # (n, 3): tenant j's stage s is on this path's queue
-            inside = on & (slo <= level)[:, None]
-            lower = on & (slo > level)[:, None]
-            avail = RATE_CAP * 3 - float((means * lower).sum())
-            total = (hmin * inside[:, :, None, None]).sum(axis=(0, 1))  # (W, L)
-            total = total - scaled * _LAMBDAS[None, :] * avail
-            if float(total.max()) > scaled * (1 + 1e-9):
-                return True
-    return False
-
-
-STORAGE_IDX = 1
+    prepared_tenants, device_of = server_inputs(tenants)
+    return _core.wc_certainly_infeasible(prepared_tenants, device_of, newcomer)
