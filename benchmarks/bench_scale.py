@@ -25,22 +25,27 @@ inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4 scenarios, 12 traces, 1 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tailbound.atomic import atomic_path
 from tailbound.cli.characterize_fleet import Options, characterize_one
 from tailbound.executor import Runner
 from tailbound.experiments.bound_sweep import run_seed
 from tailbound.experiments.wc_common import (
     FIG54_SLOS,
+    Draws,
+    draw,
     find_wc62,
     load_wc62,
-    resample,
+    redraw,
     server_cluster,
 )
 from tailbound.model import load_tenants
@@ -55,20 +60,82 @@ TARGET_S = 60.0
 TARGET_EXCESS = 0.05
 #: Synthetic tenants generated per task.
 CHUNK = 5000
+#: The synthetic tenants' seed: chunk ``k`` draws from ``default_rng([SEED, k])``.
+SEED = 30
+#: The synthetic tenants' curves are a wc62 workload's scaled by a factor in this range.
+SCALE = (0.8, 1.2)
+#: Version of the tenant cache's format and of how tenants are drawn (another one regenerates).
+CACHE_FORMAT = 1
+
+
+def _draws(pool: list[TenantCurves], task: tuple[int, int, int]) -> Draws:
+    """What chunk ``k`` of ``count`` synthetic tenants drew, seeded by ``(seed, k)`` (a
+    runner's task: only these three arrays travel back, not the tenants' curves)."""
+    seed, k, count = task
+    rng = np.random.default_rng([seed, k])
+    return draw(pool, count, rng, slos=FIG54_SLOS, scale=SCALE)[1]
 
 
 def _generate(pool: list[TenantCurves], task: tuple[int, int]) -> list[TenantCurves]:
-    """Chunk ``k`` of ``count`` synthetic tenants, seeded by ``k`` (a runner's task); names made
-    unique by the chunk."""
+    """Chunk ``k`` of ``count`` synthetic tenants (seed :data:`SEED`), names made unique by the
+    chunk."""
     k, count = task
-    made = resample(pool, count, np.random.default_rng([30, k]), slos=FIG54_SLOS, scale=(0.8, 1.2))
-    return [TenantCurves(f"c{k}.{w.name}", w.slo, w.curves, w.largest) for w in made]
+    return redraw(pool, _draws(pool, (SEED, k, count)), prefix=f"c{k}.")
 
 
-def synthetic(pool: list[TenantCurves], count: int, runner: Runner) -> list[TenantCurves]:
-    """``count`` synthetic tenants in chunks of :data:`CHUNK` (the same tenants on any runner)."""
-    tasks = [(k, min(CHUNK, count - k * CHUNK)) for k in range((count + CHUNK - 1) // CHUNK)]
-    return [w for part in runner.map(_generate, tasks, shared=pool) for w in part]
+def cache_path(folder: Path, wc62_cache: Path, seed: int, count: int) -> Path:
+    """Where ``count`` synthetic tenants of ``seed`` are cached: keyed by the seed, the count and
+    the hash of the wc62 curve cache they are drawn from (with this module's drawing constants)."""
+    digest = hashlib.sha256(wc62_cache.read_bytes())
+    digest.update(repr((CACHE_FORMAT, CHUNK, SCALE, FIG54_SLOS)).encode())
+    return folder / f"bench_scale_tenants-seed{seed}-n{count}-{digest.hexdigest()[:16]}.npz"
+
+
+def synthetic(
+    pool: list[TenantCurves],
+    count: int,
+    runner: Runner,
+    *,
+    seed: int = SEED,
+    cache: Path | None = None,
+) -> tuple[list[TenantCurves], float, bool]:
+    """``count`` synthetic tenants in chunks of :data:`CHUNK` (the same tenants on any runner),
+    the seconds their drawing and checking took, and whether they came from ``cache`` (a
+    ``.npz`` of their draws, :func:`cache_path`; written when absent)."""
+    chunks = [min(CHUNK, count - k * CHUNK) for k in range((count + CHUNK - 1) // CHUNK)]
+    if cache is not None and cache.is_file():
+        with np.load(cache) as doc:
+            parts = np.cumsum(doc["chunks"])[:-1]
+            drawn = [
+                Draws(b, f, s)
+                for b, f, s in zip(
+                    np.split(doc["base"], parts),
+                    np.split(doc["factor"], parts),
+                    np.split(doc["slo"], parts),
+                    strict=True,
+                )
+            ]
+            seconds, cached = float(doc["seconds"]), True
+        if [len(d) for d in drawn] != chunks:
+            raise ValueError(f"{cache}: chunks {[len(d) for d in drawn]}, expected {chunks}")
+    else:
+        start = time.perf_counter()
+        tasks = [(seed, k, n) for k, n in enumerate(chunks)]
+        drawn = runner.map(_draws, tasks, shared=pool)
+        seconds, cached = time.perf_counter() - start, False
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(cache) as tmp, open(tmp, "wb") as f:
+                np.savez(
+                    f,
+                    chunks=np.array(chunks, dtype=np.int64),
+                    base=np.concatenate([d.base for d in drawn]),
+                    factor=np.concatenate([d.factor for d in drawn]),
+                    slo=np.concatenate([d.slo for d in drawn]),
+                    seconds=np.float64(seconds),
+                )
+    tenants = [w for k, d in enumerate(drawn) for w in redraw(pool, d, prefix=f"c{k}.")]
+    return tenants, seconds, cached
 
 
 def _rss(_: Any = None) -> int:
@@ -80,15 +147,35 @@ def _rss(_: Any = None) -> int:
 
 def placement(args: argparse.Namespace) -> None:
     data = find_wc62()
-    pool, _ = load_wc62(data, Path("out/cache/wc62_curves.json"))
+    wc62_cache = Path("out/cache/wc62_curves.json")
+    pool, _ = load_wc62(data, wc62_cache)
     runner = Runner(jobs=args.jobs)
+    cache = None
+    if args.cache is not None:
+        cache = cache_path(args.cache, wc62_cache, args.seed, args.tenants)
     start = time.perf_counter()
-    tenants = synthetic(pool, args.tenants, runner)
-    generate_s = time.perf_counter() - start
-    print(
-        f"generated {len(tenants)} synthetic tenants (each checked alone) in {generate_s:.1f} s "
-        f"on {runner.describe()}\n"
-    )
+    tenants, generate_s, cached = synthetic(pool, args.tenants, runner, seed=args.seed, cache=cache)
+    ready_s = time.perf_counter() - start
+    if cached:
+        print(
+            f"loaded {len(tenants)} synthetic tenants from {cache} in {ready_s:.1f} s "
+            f"(drawing and checking each alone took {generate_s:.1f} s when cached)\n"
+        )
+    else:
+        print(
+            f"generated {len(tenants)} synthetic tenants (each checked alone) in "
+            f"{generate_s:.1f} s on {runner.describe()}, {ready_s:.1f} s with building them\n"
+        )
+    if args.quick and cache is not None:  # the cache gives back the very tenants it was made of
+        again, _, hit = synthetic(pool, args.tenants, runner, seed=args.seed, cache=cache)
+        assert hit and [(w.name, w.slo, w.largest) for w in again] == [
+            (w.name, w.slo, w.largest) for w in tenants
+        ], "the tenant cache gave other tenants back"
+        assert all(
+            np.array_equal(a.curves[s].buckets, b.curves[s].buckets)
+            for a, b in zip(again, tenants, strict=True)
+            for s in STORAGE_PATH
+        ), "the tenant cache gave other curves back"
     print(
         "| tenants | placement | partitions | wall (s) | CPU in partitions (s) | servers | "
         "vs single | reconcile (s) | tail saved |"
@@ -195,6 +282,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scenarios", type=int, default=24)
     p.add_argument("--traces", type=int, default=62, help="wc62 traces to characterise")
     p.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4])
+    p.add_argument("--seed", type=int, default=SEED, help="the synthetic tenants' seed")
+    p.add_argument(
+        "--cache",
+        type=lambda s: None if s == "none" else Path(s),
+        default=Path("out/cache"),
+        help="folder of the synthetic tenants' cache ('none': draw them every time)",
+    )
     p.add_argument("--quick", action="store_true", help="every path on small inputs (~15 s idle)")
     p.add_argument("--skip-placement", action="store_true")
     p.add_argument("--skip-speedup", action="store_true")
@@ -202,8 +296,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.tenants, args.single, args.partition, args.scenarios = 1000, 1000, 500, 4
         args.traces, args.workers = 12, [1, 2]
-    if not args.skip_placement:
-        placement(args)
+    with tempfile.TemporaryDirectory() as scratch:
+        if args.quick and args.cache is not None:  # written, read back, then gone
+            args.cache = Path(scratch)
+        if not args.skip_placement:
+            placement(args)
     if not args.skip_speedup:
         speedup(args)
 
