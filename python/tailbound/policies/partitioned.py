@@ -45,8 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.characterize import RbCurve
 from tailbound.executor import Runner
-from tailbound.model import Cluster
+from tailbound.model import Cluster, Slo
 from tailbound.model import Server as ServerConfig
 from tailbound.policies.placement import (
     PlacementResult,
@@ -57,6 +58,7 @@ from tailbound.policies.placement import (
 )
 from tailbound.policies.server import REFERENCE, Placed
 from tailbound.policies.workload import TenantCurves
+from tailbound.stages import Stage
 
 #: Servers at the end of each partition whose tenants the reconciliation re-places together.
 TAIL = 8
@@ -71,6 +73,114 @@ class _Options:
     grow: bool
     link_bytes_per_s: float
     window: int | None = None
+
+
+@dataclass(frozen=True)
+class _Tenants:
+    """A partition's tenants packed into a few arrays for the trip to a worker: pickling
+    10⁵ :class:`TenantCurves` one object at a time costs ≈37 µs each in the caller and ≈27 µs
+    in the workers (measured, docs/scale-out.md), these arrays a few µs.
+
+    Tenants sharing one curves dict share it after the trip too (the placer's remembered
+    refusals are keyed by it, :func:`~tailbound.policies.placement.refusal_key`): ``curves_of``
+    indexes the distinct dicts, whose curves lie end to end in ``rates`` and ``buckets``
+    (``lengths`` points per dict and stage, in the order of ``stages``)."""
+
+    names: list[str]
+    slos: list[Slo]
+    slo_of: NDArray[np.int64]
+    largest: NDArray[np.float64]
+    stages: tuple[Stage, ...]
+    curves_of: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+    mean: NDArray[np.float64]
+    #: Each curve's ``stage`` and ``name`` (distinct dict by distinct dict, stage by stage).
+    labels: list[tuple[Stage | None, str]]
+    rates: NDArray[np.float64]
+    buckets: NDArray[np.float64]
+
+    @classmethod
+    def pack(cls, workloads: Sequence[TenantCurves]) -> _Tenants | None:
+        """``workloads`` packed; ``None`` when their curves are not all of the same stages."""
+        stages = tuple(workloads[0].curves) if workloads else ()
+        index: dict[int, int] = {}
+        dicts: list[dict[Stage, RbCurve]] = []
+        slo_index: dict[Slo, int] = {}
+        curves_of = np.empty(len(workloads), dtype=np.int64)
+        slo_of = np.empty(len(workloads), dtype=np.int64)
+        for j, w in enumerate(workloads):
+            k = index.get(id(w.curves))
+            if k is None:
+                if tuple(w.curves) != stages:
+                    return None
+                k = index[id(w.curves)] = len(dicts)
+                dicts.append(w.curves)
+            curves_of[j] = k
+            slo_of[j] = slo_index.setdefault(w.slo, len(slo_index))
+        every = [d[stage] for d in dicts for stage in stages]
+        return cls(
+            [w.name for w in workloads],
+            list(slo_index),
+            slo_of,
+            np.array([w.largest for w in workloads], dtype=np.float64).reshape(-1, 2),
+            stages,
+            curves_of,
+            np.array([len(c) for c in every], dtype=np.int64),
+            np.array([c.mean_rate for c in every], dtype=np.float64),
+            [(c.stage, c.name) for c in every],
+            np.concatenate([c.rates for c in every]) if every else np.zeros(0),
+            np.concatenate([c.buckets for c in every]) if every else np.zeros(0),
+        )
+
+    def unpack(self) -> list[TenantCurves]:
+        """The tenants again: the same names, SLOs, largest requests and curves (equal arrays,
+        read-only views into ``rates`` and ``buckets``)."""
+        self.rates.flags.writeable = False
+        self.buckets.flags.writeable = False
+        ends = np.cumsum(self.lengths).tolist()
+        starts = [0, *ends[:-1]]
+        curves = [
+            _curve(self.rates[a:b], self.buckets[a:b], m, stage, name)
+            for a, b, m, (stage, name) in zip(
+                starts, ends, self.mean.tolist(), self.labels, strict=True
+            )
+        ]
+        width = len(self.stages)
+        dicts = [
+            dict(zip(self.stages, curves[k : k + width], strict=True))
+            for k in range(0, len(curves), width)
+        ]
+        return [
+            TenantCurves(name, self.slos[s], dicts[c], (big[0], big[1]))
+            for name, s, c, big in zip(
+                self.names,
+                self.slo_of.tolist(),
+                self.curves_of.tolist(),
+                self.largest.tolist(),
+                strict=True,
+            )
+        ]
+
+
+def _curve(
+    rates: NDArray[np.float64],
+    buckets: NDArray[np.float64],
+    mean_rate: float,
+    stage: Stage | None,
+    name: str,
+) -> RbCurve:
+    """An :class:`RbCurve` rebuilt as unpickling rebuilds one, without re-checking its points
+    (they were checked when the curve was built in the caller's process)."""
+    curve = object.__new__(RbCurve)
+    for field_name, value in (
+        ("rates", rates),
+        ("buckets", buckets),
+        ("mean_rate", mean_rate),
+        ("stage", stage),
+        ("name", name),
+    ):
+        object.__setattr__(curve, field_name, value)
+    return curve
 
 
 @dataclass(frozen=True)
@@ -97,14 +207,19 @@ class _Part:
     certified: int
     seconds: float
     cpu_s: float
+    #: CPU seconds of ``cpu_s`` spent unpacking the tenants.
+    unpack_s: float
 
 
 def _place_part(
-    options: _Options, item: tuple[list[TenantCurves], tuple[ServerConfig, ...]]
+    options: _Options,
+    item: tuple[_Tenants | list[TenantCurves], tuple[ServerConfig, ...]],
 ) -> _Part:
     """Place one partition (the task run by the runner's workers)."""
-    workloads, block = item
+    packed, block = item
     cpu = time.process_time()
+    workloads = packed.unpack() if isinstance(packed, _Tenants) else packed
+    unpack_s = time.process_time() - cpu
     result = place(
         workloads,
         Cluster(options.link_bytes_per_s, block),
@@ -133,6 +248,7 @@ def _place_part(
         result.certified,
         result.seconds,
         time.process_time() - cpu,
+        unpack_s,
     )
 
 
@@ -144,8 +260,12 @@ class PartitionedPlacement:
     partitions: int
     #: Each partition's placement time (s), as measured by its worker.
     part_seconds: list[float] = field(default_factory=list)
-    #: CPU seconds the partitions took in their workers, summed (independent of the load).
+    #: CPU seconds the partitions took in their workers, summed (independent of the load),
+    #: and the part of it spent unpacking their tenants; CPU seconds this process spent
+    #: packing them.
     cpu_s: float = 0.0
+    unpack_s: float = 0.0
+    pack_s: float = 0.0
     #: Wall-clock seconds of the parallel step and of the reconciliation.
     parallel_s: float = 0.0
     reconcile_s: float = 0.0
@@ -201,12 +321,16 @@ def place_partitioned(
         server_blocks = [
             b or (ServerConfig(template.name, template.devices),) for b in server_blocks
         ]
-    items = [
-        ([workloads[i] for i in members], block)
-        for members, block in zip(parts_of, server_blocks, strict=True)
-    ]
-    options = _Options(policy, fast_first_fit, grow, cluster.link_bytes_per_s, window)
     runner = runner if runner is not None else Runner()
+    # packed for a trip to other processes (in this one, the tenants themselves)
+    travel = runner.distributed or (runner.jobs > 1 and partitions > 1)
+    pack_cpu = time.process_time()
+    items: list[tuple[_Tenants | list[TenantCurves], tuple[ServerConfig, ...]]] = []
+    for members, block in zip(parts_of, server_blocks, strict=True):
+        mine = [workloads[i] for i in members]
+        items.append(((travel and _Tenants.pack(mine)) or mine, block))
+    pack_s = time.process_time() - pack_cpu
+    options = _Options(policy, fast_first_fit, grow, cluster.link_bytes_per_s, window)
     parts = runner.map(_place_part, items, shared=options, desc="partitions", unit="partition")
     parallel_s = time.perf_counter() - start
 
@@ -215,6 +339,8 @@ def place_partitioned(
     )
     out.part_seconds = [p.seconds for p in parts]
     out.cpu_s = sum(p.cpu_s for p in parts)
+    out.unpack_s = sum(p.unpack_s for p in parts)
+    out.pack_s = pack_s
     configured = {s.name for s in cluster.servers}
     merged: list[ServerState] = []
     ends: list[int] = []  # where each partition's servers end in ``merged``
