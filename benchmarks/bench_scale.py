@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -138,6 +139,12 @@ def synthetic(
     return tenants, seconds, cached
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished child processes (a local pool's, once shut)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def _rss(_: Any = None) -> int:
     """This process's resident memory (bytes)."""
     import psutil
@@ -182,6 +189,7 @@ def placement(args: argparse.Namespace) -> None:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     sizes = sorted({min(args.single, args.tenants), args.tenants})
+    overheads: list[str] = []
     for n in sizes:
         fleet = tenants[:n]
         single = None
@@ -194,9 +202,11 @@ def placement(args: argparse.Namespace) -> None:
                 f"| {n} | one process | 1 | {single.seconds:.1f} | "
                 f"{time.process_time() - cpu:.1f} | {single.servers_used} | | | |"
             )
+        # a multiple of the workers, so that none idles while another places the last partition
         parts = max(1, n // args.partition)
+        parts = -(-parts // runner.workers) * runner.workers if parts > 1 else 1
         how = "" if args.window is None else f", window {args.window}"
-        start = time.perf_counter()
+        start, main_cpu, children_cpu = time.perf_counter(), time.process_time(), _children_cpu()
         out = place_partitioned(
             fleet,
             server_cluster(),
@@ -207,6 +217,13 @@ def placement(args: argparse.Namespace) -> None:
             window=args.window,
         )
         wall = time.perf_counter() - start
+        main_cpu, children_cpu = time.process_time() - main_cpu, _children_cpu() - children_cpu
+        if parts > 1 and runner.jobs > 1 and not runner.distributed:
+            overheads.append(
+                f"| {n} | {wall:.1f} | {main_cpu:.1f} | {out.pack_s:.2f} | "
+                f"{out.reconcile_s:.2f} | {children_cpu:.1f} | {out.cpu_s:.1f} | "
+                f"{out.unpack_s:.2f} | {children_cpu - out.cpu_s:.1f} | {os.getloadavg()[0]:.1f} |"
+            )
         used = out.result.servers_used
         vs = f"{100 * (used / single.servers_used - 1):+.2f} %" if single is not None else ""
         goal = f" (target {TARGET_S:.0f} s)" if n >= 100_000 else ""
@@ -215,6 +232,16 @@ def placement(args: argparse.Namespace) -> None:
             f"{out.cpu_s:.1f} | {used} | {vs} | {out.reconcile_s:.2f} | {out.tail_saved} |"
         )
         sys.stdout.flush()
+    if overheads:
+        print(
+            "\nWhere the partitioned placements' CPU went (main: this process, packing the "
+            "tenants, merging, reconciling; pool: its processes' whole CPU, of which placing "
+            "(with unpacking), and outside it: start, imports, results' trip):\n\n"
+            "| tenants | wall (s) | main CPU (s) | packing (s) | reconcile wall (s) | "
+            "pool CPU (s) | placing (s) | unpacking (s) | pool outside placing (s) | load |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        )
+        print("\n".join(overheads))
 
 
 def speedup(args: argparse.Namespace) -> None:
