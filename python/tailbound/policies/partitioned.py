@@ -10,9 +10,12 @@ process pool or a Dask cluster), and the partitions are then reconciled into one
    partition sees the same mix of tenants in the same relative order; the servers are dealt in
    ``P`` contiguous blocks (with ``grow``, a partition whose block is empty starts from one
    server like the cluster's last, and grows like the single placer).
-2. **Placement.** Each partition is placed alone; only its tenants are shipped to its worker
-   (each tenant's curves are pickled once, never the whole fleet per task) and only indices and
-   limits come back.
+2. **Placement.** Each partition is placed alone; only its tenants are shipped to its worker,
+   packed into a few arrays (:class:`_Tenants`: the curves end to end, each distinct curves
+   dict and SLO once; ≈5 µs per tenant to pack, ≈7 µs to unpack, against ≈37 and ≈27 µs to
+   pickle each tenant's objects), and only indices and limits come back (≈3 ms per partition
+   of 2,000 tenants each way). Run in this process (one partition, or a runner of one job),
+   the tenants are not packed at all.
 3. **Reconciliation.** The partitions' servers are concatenated in partition order (grown
    servers renamed ``server<index>`` in that order). What partitioning costs lies at the seams:
    each partition ends with its own half-empty servers, and with a fixed cluster a tenant may be
