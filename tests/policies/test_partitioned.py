@@ -3,6 +3,7 @@ whose limits the policy checked, with a server count close to one placement's.""
 
 from __future__ import annotations
 
+import gc
 import pickle
 from collections import Counter
 
@@ -13,7 +14,7 @@ from tailbound.characterize import RbCurve
 from tailbound.executor import Runner
 from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.model import Slo
-from tailbound.policies.partitioned import _Tenants, place_partitioned
+from tailbound.policies.partitioned import _Options, _place_part, _Tenants, place_partitioned
 from tailbound.policies.placement import PlacementResult, WorkloadCompactorPolicy, place
 from tailbound.policies.server import check
 from tailbound.policies.workload import TenantCurves
@@ -165,3 +166,20 @@ def test_a_local_pool_places_as_this_process_does(fleet: list[TenantCurves]) -> 
     pooled = Runner(jobs=2)
     assert run(pooled) == run(Runner())
     assert pooled.restarts == 0
+
+
+def test_a_worker_forgets_the_tenants_of_a_placed_partition(fleet: list[TenantCurves]) -> None:
+    """After a partition placed in a worker (``forget``), no cache keeps its tenants alive:
+    a worker's memory does not grow with the partitions it has placed."""
+    renamed = [TenantCurves(f"forget{w.name}", w.slo, dict(w.curves), w.largest) for w in fleet]
+    packed = _Tenants.pack(renamed[:40])
+    del renamed
+    options = _Options(WorkloadCompactorPolicy, True, True, 125e6, 8, forget=True)
+    part = _place_part(options, (packed, server_cluster().servers))
+    assert len(part.rejected) == 0 and sum(len(s.tenants) for s in part.servers) == 40
+    del packed
+    gc.collect()
+    alive = [
+        o for o in gc.get_objects() if isinstance(o, TenantCurves) and o.name.startswith("forget")
+    ]
+    assert alive == []
