@@ -273,11 +273,11 @@ def _forget() -> None:
 
     These caches of the LP, the screens and the exact check, keyed by a workload or a curve
     (65,536 to 262,144 entries), keep every tenant a worker has placed alive: a worker grew by
-    ≈ 12 MB and ≈ 9,500 objects per partition of 500 tenants (measured), ≈ 1 GB over the
-    50,000 tenants each worker places in a 10⁵ run, and the garbage collector's full passes
-    over that growing heap slowed each partition more than the last. A partition's tenants
-    never come back, so its worker forgets them; the values are recomputed when asked again
-    (the same floats)."""
+    ≈ 12 MB and ≈ 9,500 objects per partition of 500 tenants (measured), toward 1 GB over the
+    50,000 tenants each worker places in a 10⁵ run, with a garbage collector walking an ever
+    larger heap (the pool's CPU outside placing fell from 16.6 to 3.4 s at 10⁵ with this and
+    the packing, benchmarks/README.md). A partition's tenants never come back, so its worker
+    forgets them; the values are recomputed when asked again (the same floats)."""
     for name, module in list(sys.modules.items()):
         if not name.startswith("tailbound.") or module is None:
             continue
