@@ -1,16 +1,20 @@
 """Beyond one process (issue 30): 10⁵ tenants placed in partitions, and sweeps on 1, 2, 4 workers.
 
 1. **Placement at scale.** Synthetic tenants (wc62 curves resampled, scaled by 0.8–1.2, SLOs from
-   Fig. 5.4's set, each meeting its SLO alone: ``wc_common.resample``), generated in seeded
-   chunks on the runner and timed apart from the placement. WorkloadCompactor with
+   Fig. 5.4's set, each meeting its SLO alone: ``wc_common.draw``), generated in seeded
+   chunks on the runner and timed apart from the placement; their draws are cached under
+   ``--cache`` (:func:`cache_path`: by seed, count and the wc62 curve cache's hash), so a rerun
+   rebuilds them in seconds instead of drawing and checking them again. WorkloadCompactor with
    fast-first-fit places them (a) in one process, for the sizes where that finishes in
    reasonable time, and (b) in partitions of ``--partition`` tenants on a local pool of
    ``--jobs`` processes, each partition trying only its last ``--window`` servers (bounded
    first-fit, :class:`~tailbound.policies.placement.Placer`), reconciled
-   (:mod:`tailbound.policies.partitioned`). The table gives
-   the wall-clock seconds, the CPU seconds the partitions took in their workers (the machine is
-   shared: CPU time is the load-independent measure), the servers used and their excess over
-   the single placement.
+   (:mod:`tailbound.policies.partitioned`; the partitions a multiple of the pool's workers).
+   The table gives the wall-clock seconds, the CPU seconds the partitions took in their workers
+   (the machine is shared: CPU time is the load-independent measure), the servers used and
+   their excess over the single placement; a second table says where the CPU around the
+   placement went (the main process: packing, merging, reconciling; the pool's processes
+   outside placing).
 2. **Speed-up with workers.** A ``LocalCluster`` of 1, 2 and 4 worker processes (one thread
    each) runs the soundness sweep (``bound_sweep`` scenarios) and the characterisation of the
    62 wc62 traces at three stages (``tailbound characterize``'s fleet task); the table gives the
@@ -18,8 +22,9 @@
    run.
 
 Run: ``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
-[--partition 2000] [--window 16] [--jobs 2] [--scenarios 24]``; ``--quick`` (every path on small
-inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4 scenarios, 12 traces, 1 and 2 workers.
+[--partition 2000] [--window 16] [--jobs 2] [--scenarios 24] [--seed 30] [--cache out/cache]``;
+``--quick`` (every path on small inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4
+scenarios, 12 traces, 1 and 2 workers, the tenant cache in a temporary folder.
 """
 
 from __future__ import annotations
