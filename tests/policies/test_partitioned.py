@@ -3,15 +3,18 @@ whose limits the policy checked, with a server count close to one placement's.""
 
 from __future__ import annotations
 
+import gc
+import pickle
 from collections import Counter
 
 import numpy as np
 import pytest
 
 from tailbound.characterize import RbCurve
+from tailbound.executor import Runner
 from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.model import Slo
-from tailbound.policies.partitioned import place_partitioned
+from tailbound.policies.partitioned import _Options, _place_part, _Tenants, place_partitioned
 from tailbound.policies.placement import PlacementResult, WorkloadCompactorPolicy, place
 from tailbound.policies.server import check
 from tailbound.policies.workload import TenantCurves
@@ -114,3 +117,69 @@ def test_one_partition_with_a_window_is_the_windowed_placement(fleet: list[Tenan
     assert [[p.workload.name for p in s.tenants] for s in one.result.servers] == [
         [p.workload.name for p in s.tenants] for s in single.servers
     ]
+
+
+def test_packed_tenants_travel_whole(fleet: list[TenantCurves]) -> None:
+    """What a partition's worker unpacks is what the caller packed: names, SLOs, largest
+    requests, every curve's points, mean, stage and name; tenants sharing a curves dict still
+    share one (the placer's remembered refusals are keyed by it)."""
+    shared = fleet[0].with_slo(0.25, "again")  # the same curves dict as fleet[0]
+    tenants = [*fleet[:30], shared]
+    packed = _Tenants.pack(tenants)
+    assert packed is not None
+    back = pickle.loads(pickle.dumps(packed)).unpack()
+    assert [(w.name, w.slo, w.largest) for w in back] == [
+        (w.name, w.slo, w.largest) for w in tenants
+    ]
+    for a, b in zip(back, tenants, strict=True):
+        assert list(a.curves) == list(b.curves)
+        for stage, c in b.curves.items():
+            got = a.curves[stage]
+            assert np.array_equal(got.rates, c.rates) and np.array_equal(got.buckets, c.buckets)
+            assert (got.mean_rate, got.stage, got.name) == (c.mean_rate, c.stage, c.name)
+            assert not got.rates.flags.writeable
+    assert back[-1].curves is back[0].curves and back[1].curves is not back[0].curves
+    odd = TenantCurves("odd", Slo(1.0), {STORAGE_PATH[0]: fleet[0].curves[STORAGE_PATH[0]]})
+    assert _Tenants.pack([fleet[0], odd]) is None  # other stages: sent as they are
+
+
+def test_a_local_pool_places_as_this_process_does(fleet: list[TenantCurves]) -> None:
+    """Partitions placed by two worker processes (tenants packed, results as indices) give the
+    placement this process gives, server by server, with the same work counted."""
+
+    def run(runner: Runner) -> tuple[list[tuple[str, list[str], list[float]]], int]:
+        out = place_partitioned(
+            fleet[:120],
+            server_cluster(),
+            WorkloadCompactorPolicy,
+            partitions=2,
+            runner=runner,
+            grow=True,
+            window=8,
+        )
+        servers = [
+            (s.config.name, [p.workload.name for p in s.tenants], s.rate.ravel().tolist())
+            for s in out.result.servers
+        ]
+        return servers, out.result.configure_calls
+
+    pooled = Runner(jobs=2)
+    assert run(pooled) == run(Runner())
+    assert pooled.restarts == 0
+
+
+def test_a_worker_forgets_the_tenants_of_a_placed_partition(fleet: list[TenantCurves]) -> None:
+    """After a partition placed in a worker (``forget``), no cache keeps its tenants alive:
+    a worker's memory does not grow with the partitions it has placed."""
+    renamed = [TenantCurves(f"forget{w.name}", w.slo, dict(w.curves), w.largest) for w in fleet]
+    packed = _Tenants.pack(renamed[:40])
+    del renamed
+    options = _Options(WorkloadCompactorPolicy, True, True, 125e6, 8, forget=True)
+    part = _place_part(options, (packed, server_cluster().servers))
+    assert len(part.rejected) == 0 and sum(len(s.tenants) for s in part.servers) == 40
+    del packed
+    gc.collect()
+    alive = [
+        o for o in gc.get_objects() if isinstance(o, TenantCurves) and o.name.startswith("forget")
+    ]
+    assert alive == []

@@ -13,10 +13,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tailbound.atomic import atomic_path, write_text_atomic
 from tailbound.characterize import RbCurve
@@ -148,6 +150,54 @@ def fits_alone(workload: TenantCurves, model: ServerModel = REFERENCE) -> bool:
     return sol is not None and check(placed, sol.rate, sol.bucket, 1, model)
 
 
+@dataclass(frozen=True)
+class Draws:
+    """What :func:`draw` drew for each synthetic workload, enough to rebuild it
+    (:func:`redraw`) without checking it again: the pool member's index, the factor its curves
+    were scaled by and its SLO's latency (s). Three arrays of one length."""
+
+    base: NDArray[np.int64]
+    factor: NDArray[np.float64]
+    slo: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.base.shape[0])
+
+
+def draw(
+    pool: Sequence[TenantCurves],
+    count: int,
+    rng: np.random.Generator,
+    *,
+    slos: Sequence[float] | None = None,
+    scale: tuple[float, float] = (1.0, 1.0),
+    model: ServerModel = REFERENCE,
+) -> tuple[list[TenantCurves], Draws]:
+    """``count`` synthetic workloads (:func:`resample`) and what was drawn for each."""
+    out: list[TenantCurves] = []
+    base_of: list[int] = []
+    factors: list[float] = []
+    attempts = 0
+    while len(out) < count:
+        attempts += 1
+        if attempts > 50 * count + 1000:
+            raise RuntimeError("too few resampled workloads meet their SLO alone")
+        k = int(rng.integers(len(pool)))
+        factor = float(rng.uniform(*scale))
+        slo = float(rng.choice(slos)) if slos is not None else pool[k].slo_s
+        w = _made(pool[k], len(out), factor, slo)
+        if fits_alone(w, model):
+            out.append(w)
+            base_of.append(k)
+            factors.append(factor)
+    draws = Draws(
+        np.array(base_of, dtype=np.int64),
+        np.array(factors, dtype=np.float64),
+        np.array([w.slo_s for w in out], dtype=np.float64),
+    )
+    return out, draws
+
+
 def resample(
     pool: Sequence[TenantCurves],
     count: int,
@@ -161,24 +211,29 @@ def resample(
     factor in ``scale`` (more or less work, same shape: the same requests, so the member's
     largest read and write are kept), with a random SLO from ``slos`` (or its own), kept only if
     it meets that SLO alone under ``model``."""
-    out: list[TenantCurves] = []
-    attempts = 0
-    while len(out) < count:
-        attempts += 1
-        if attempts > 50 * count + 1000:
-            raise RuntimeError("too few resampled workloads meet their SLO alone")
-        base = pool[int(rng.integers(len(pool)))]
-        factor = float(rng.uniform(*scale))
-        slo = float(rng.choice(slos)) if slos is not None else base.slo_s
-        curves = (
-            {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
+    return draw(pool, count, rng, slos=slos, scale=scale, model=model)[0]
+
+
+def redraw(pool: Sequence[TenantCurves], draws: Draws, prefix: str = "") -> list[TenantCurves]:
+    """The workloads :func:`draw` made with ``draws`` from ``pool`` (the same curves, SLOs and
+    names, each name prefixed by ``prefix``), without checking them again: ≈0.05 ms each
+    against ≈1 ms for the check."""
+    return [
+        _made(pool[k], j, f, s, prefix)
+        for j, (k, f, s) in enumerate(
+            zip(draws.base.tolist(), draws.factor.tolist(), draws.slo.tolist(), strict=True)
         )
-        w = TenantCurves(
-            f"{base.name}#{len(out)}", Slo(slo, base.slo.percentile), curves, base.largest
-        )
-        if fits_alone(w, model):
-            out.append(w)
-    return out
+    ]
+
+
+def _made(
+    base: TenantCurves, position: int, factor: float, slo: float, prefix: str = ""
+) -> TenantCurves:
+    """Synthetic workload number ``position`` drawn from ``base``."""
+    curves = {s: c.scaled(factor) for s, c in base.curves.items()} if factor != 1.0 else base.curves
+    return TenantCurves(
+        f"{prefix}{base.name}#{position}", Slo(slo, base.slo.percentile), curves, base.largest
+    )
 
 
 def write_table(out: Path, name: str, rows: list[dict[str, Any]], title: str) -> str:

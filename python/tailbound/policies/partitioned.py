@@ -10,9 +10,12 @@ process pool or a Dask cluster), and the partitions are then reconciled into one
    partition sees the same mix of tenants in the same relative order; the servers are dealt in
    ``P`` contiguous blocks (with ``grow``, a partition whose block is empty starts from one
    server like the cluster's last, and grows like the single placer).
-2. **Placement.** Each partition is placed alone; only its tenants are shipped to its worker
-   (each tenant's curves are pickled once, never the whole fleet per task) and only indices and
-   limits come back.
+2. **Placement.** Each partition is placed alone; only its tenants are shipped to its worker,
+   packed into a few arrays (:class:`_Tenants`: the curves end to end, each distinct curves
+   dict and SLO once; ≈5 µs per tenant to pack, ≈7 µs to unpack, against ≈37 and ≈27 µs to
+   pickle each tenant's objects), and only indices and limits come back (≈3 ms per partition
+   of 2,000 tenants each way). Run in this process (one partition, or a runner of one job),
+   the tenants are not packed at all.
 3. **Reconciliation.** The partitions' servers are concatenated in partition order (grown
    servers renamed ``server<index>`` in that order). What partitioning costs lies at the seams:
    each partition ends with its own half-empty servers, and with a fixed cluster a tenant may be
@@ -38,6 +41,7 @@ Departures and admission one arrival at a time stay with the single placer
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +49,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from tailbound.characterize import RbCurve
 from tailbound.executor import Runner
-from tailbound.model import Cluster
+from tailbound.model import Cluster, Slo
 from tailbound.model import Server as ServerConfig
 from tailbound.policies.placement import (
     PlacementResult,
@@ -57,6 +62,7 @@ from tailbound.policies.placement import (
 )
 from tailbound.policies.server import REFERENCE, Placed
 from tailbound.policies.workload import TenantCurves
+from tailbound.stages import Stage
 
 #: Servers at the end of each partition whose tenants the reconciliation re-places together.
 TAIL = 8
@@ -71,6 +77,117 @@ class _Options:
     grow: bool
     link_bytes_per_s: float
     window: int | None = None
+    #: Forget tailbound's module-level caches after each partition (:func:`_forget`): set when
+    #: the partitions run in worker processes.
+    forget: bool = False
+
+
+@dataclass(frozen=True)
+class _Tenants:
+    """A partition's tenants packed into a few arrays for the trip to a worker: pickling
+    10⁵ :class:`TenantCurves` one object at a time costs ≈37 µs each in the caller and ≈27 µs
+    in the workers (measured, docs/scale-out.md), these arrays a few µs.
+
+    Tenants sharing one curves dict share it after the trip too (the placer's remembered
+    refusals are keyed by it, :func:`~tailbound.policies.placement.refusal_key`): ``curves_of``
+    indexes the distinct dicts, whose curves lie end to end in ``rates`` and ``buckets``
+    (``lengths`` points per dict and stage, in the order of ``stages``)."""
+
+    names: list[str]
+    slos: list[Slo]
+    slo_of: NDArray[np.int64]
+    largest: NDArray[np.float64]
+    stages: tuple[Stage, ...]
+    curves_of: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+    mean: NDArray[np.float64]
+    #: Each curve's ``stage`` and ``name`` (distinct dict by distinct dict, stage by stage).
+    labels: list[tuple[Stage | None, str]]
+    rates: NDArray[np.float64]
+    buckets: NDArray[np.float64]
+
+    @classmethod
+    def pack(cls, workloads: Sequence[TenantCurves]) -> _Tenants | None:
+        """``workloads`` packed; ``None`` when their curves are not all of the same stages."""
+        stages = tuple(workloads[0].curves) if workloads else ()
+        index: dict[int, int] = {}
+        dicts: list[dict[Stage, RbCurve]] = []
+        slo_index: dict[Slo, int] = {}
+        curves_of = np.empty(len(workloads), dtype=np.int64)
+        slo_of = np.empty(len(workloads), dtype=np.int64)
+        for j, w in enumerate(workloads):
+            k = index.get(id(w.curves))
+            if k is None:
+                if tuple(w.curves) != stages:
+                    return None
+                k = index[id(w.curves)] = len(dicts)
+                dicts.append(w.curves)
+            curves_of[j] = k
+            slo_of[j] = slo_index.setdefault(w.slo, len(slo_index))
+        every = [d[stage] for d in dicts for stage in stages]
+        return cls(
+            [w.name for w in workloads],
+            list(slo_index),
+            slo_of,
+            np.array([w.largest for w in workloads], dtype=np.float64).reshape(-1, 2),
+            stages,
+            curves_of,
+            np.array([len(c) for c in every], dtype=np.int64),
+            np.array([c.mean_rate for c in every], dtype=np.float64),
+            [(c.stage, c.name) for c in every],
+            np.concatenate([c.rates for c in every]) if every else np.zeros(0),
+            np.concatenate([c.buckets for c in every]) if every else np.zeros(0),
+        )
+
+    def unpack(self) -> list[TenantCurves]:
+        """The tenants again: the same names, SLOs, largest requests and curves (equal arrays,
+        read-only views into ``rates`` and ``buckets``)."""
+        self.rates.flags.writeable = False
+        self.buckets.flags.writeable = False
+        ends = np.cumsum(self.lengths).tolist()
+        starts = [0, *ends[:-1]]
+        curves = [
+            _curve(self.rates[a:b], self.buckets[a:b], m, stage, name)
+            for a, b, m, (stage, name) in zip(
+                starts, ends, self.mean.tolist(), self.labels, strict=True
+            )
+        ]
+        width = len(self.stages)
+        dicts = [
+            dict(zip(self.stages, curves[k : k + width], strict=True))
+            for k in range(0, len(curves), width)
+        ]
+        return [
+            TenantCurves(name, self.slos[s], dicts[c], (big[0], big[1]))
+            for name, s, c, big in zip(
+                self.names,
+                self.slo_of.tolist(),
+                self.curves_of.tolist(),
+                self.largest.tolist(),
+                strict=True,
+            )
+        ]
+
+
+def _curve(
+    rates: NDArray[np.float64],
+    buckets: NDArray[np.float64],
+    mean_rate: float,
+    stage: Stage | None,
+    name: str,
+) -> RbCurve:
+    """An :class:`RbCurve` rebuilt as unpickling rebuilds one, without re-checking its points
+    (they were checked when the curve was built in the caller's process)."""
+    curve = object.__new__(RbCurve)
+    for field_name, value in (
+        ("rates", rates),
+        ("buckets", buckets),
+        ("mean_rate", mean_rate),
+        ("stage", stage),
+        ("name", name),
+    ):
+        object.__setattr__(curve, field_name, value)
+    return curve
 
 
 @dataclass(frozen=True)
@@ -97,14 +214,19 @@ class _Part:
     certified: int
     seconds: float
     cpu_s: float
+    #: CPU seconds of ``cpu_s`` spent unpacking the tenants.
+    unpack_s: float
 
 
 def _place_part(
-    options: _Options, item: tuple[list[TenantCurves], tuple[ServerConfig, ...]]
+    options: _Options,
+    item: tuple[_Tenants | list[TenantCurves], tuple[ServerConfig, ...]],
 ) -> _Part:
     """Place one partition (the task run by the runner's workers)."""
-    workloads, block = item
+    packed, block = item
     cpu = time.process_time()
+    workloads = packed.unpack() if isinstance(packed, _Tenants) else packed
+    unpack_s = time.process_time() - cpu
     result = place(
         workloads,
         Cluster(options.link_bytes_per_s, block),
@@ -124,7 +246,7 @@ def _place_part(
         )
         for s in result.servers
     )
-    return _Part(
+    part = _Part(
         servers,
         tuple(index[name] for name in result.rejected),
         {index[name]: why for name, why in result.reasons.items()},
@@ -133,7 +255,42 @@ def _place_part(
         result.certified,
         result.seconds,
         time.process_time() - cpu,
+        unpack_s,
     )
+    if options.forget:
+        _forget()
+    return part
+
+
+#: Module-level per-tenant caches that are dicts, not ``lru_cache`` functions: (module, names).
+#: A name absent (the module rewritten) is skipped.
+PER_TENANT_DICTS = (("tailbound.policies.cluster_screen", ("_terms", "_stacked")),)
+
+
+def _forget() -> None:
+    """Empty tailbound's per-tenant caches: every ``functools.lru_cache`` at module level in
+    its loaded modules, and the dicts of :data:`PER_TENANT_DICTS`.
+
+    These caches of the LP, the screens and the exact check, keyed by a workload or a curve
+    (65,536 to 262,144 entries), keep every tenant a worker has placed alive: a worker grew by
+    ≈ 12 MB and ≈ 9,500 objects per partition of 500 tenants (measured), toward 1 GB over the
+    50,000 tenants each worker places in a 10⁵ run, with a garbage collector walking an ever
+    larger heap (the pool's CPU outside placing fell from 16.6 to 3.4 s at 10⁵ with this and
+    the packing, benchmarks/README.md). A partition's tenants never come back, so its worker
+    forgets them; the values are recomputed when asked again (the same floats)."""
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("tailbound.") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == name:
+                clear()
+    for name, attributes in PER_TENANT_DICTS:
+        holder = sys.modules.get(name)
+        for attribute in attributes:
+            cache = getattr(holder, attribute, None)
+            if isinstance(cache, dict):
+                cache.clear()
 
 
 @dataclass
@@ -144,8 +301,12 @@ class PartitionedPlacement:
     partitions: int
     #: Each partition's placement time (s), as measured by its worker.
     part_seconds: list[float] = field(default_factory=list)
-    #: CPU seconds the partitions took in their workers, summed (independent of the load).
+    #: CPU seconds the partitions took in their workers, summed (independent of the load),
+    #: and the part of it spent unpacking their tenants; CPU seconds this process spent
+    #: packing them.
     cpu_s: float = 0.0
+    unpack_s: float = 0.0
+    pack_s: float = 0.0
     #: Wall-clock seconds of the parallel step and of the reconciliation.
     parallel_s: float = 0.0
     reconcile_s: float = 0.0
@@ -201,12 +362,16 @@ def place_partitioned(
         server_blocks = [
             b or (ServerConfig(template.name, template.devices),) for b in server_blocks
         ]
-    items = [
-        ([workloads[i] for i in members], block)
-        for members, block in zip(parts_of, server_blocks, strict=True)
-    ]
-    options = _Options(policy, fast_first_fit, grow, cluster.link_bytes_per_s, window)
     runner = runner if runner is not None else Runner()
+    # packed for a trip to other processes (in this one, the tenants themselves)
+    travel = runner.distributed or (runner.jobs > 1 and partitions > 1)
+    pack_cpu = time.process_time()
+    items: list[tuple[_Tenants | list[TenantCurves], tuple[ServerConfig, ...]]] = []
+    for members, block in zip(parts_of, server_blocks, strict=True):
+        mine = [workloads[i] for i in members]
+        items.append(((travel and _Tenants.pack(mine)) or mine, block))
+    pack_s = time.process_time() - pack_cpu
+    options = _Options(policy, fast_first_fit, grow, cluster.link_bytes_per_s, window, travel)
     parts = runner.map(_place_part, items, shared=options, desc="partitions", unit="partition")
     parallel_s = time.perf_counter() - start
 
@@ -215,6 +380,8 @@ def place_partitioned(
     )
     out.part_seconds = [p.seconds for p in parts]
     out.cpu_s = sum(p.cpu_s for p in parts)
+    out.unpack_s = sum(p.unpack_s for p in parts)
+    out.pack_s = pack_s
     configured = {s.name for s in cluster.servers}
     merged: list[ServerState] = []
     ends: list[int] = []  # where each partition's servers end in ``merged``

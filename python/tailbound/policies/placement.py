@@ -269,9 +269,11 @@ class Placer:
         self.servers = [ServerState(c) for c in cluster.servers]
         self.max_devices = max(len(c.devices) for c in cluster.servers)
         # configured rate sums per server: [net_in, net_out, storage_0..]; NaN for absent devices
-        self.sums = np.full((len(self.servers), 2 + self.max_devices), np.nan)
+        # (``sums`` views the first rows of ``_sums``, which grows by doubling as servers are added)
+        self._sums = np.full((max(1, len(self.servers)), 2 + self.max_devices), np.nan)
         for i, s in enumerate(self.servers):
-            self.sums[i, : 2 + s.devices] = 0.0
+            self._sums[i, : 2 + s.devices] = 0.0
+        self.sums = self._sums[: len(self.servers)]
         # the LP screen over all servers at once: only for a policy whose configure solves the
         # server LP and says so (``screen``: WorkloadCompactor's)
         self.screen: ClusterScreen | None = None
@@ -312,7 +314,8 @@ class Placer:
         (docs/service.md, "Load benchmark")."""
         new = copy.copy(self)
         new.servers = [copy.copy(s) for s in self.servers]
-        new.sums = self.sums.copy()
+        new._sums = self._sums.copy()
+        new.sums = new._sums[: len(new.servers)]
         new.screen = _fork_state(self.screen)
         new.certificates = _fork_state(self.certificates)
         new.where = dict(self.where)
@@ -325,9 +328,13 @@ class Placer:
         template = self.cluster.servers[-1]
         config = ServerConfig(f"server{len(self.servers):03d}", template.devices)
         self.servers.append(ServerState(config))
-        row = np.full((1, self.sums.shape[1]), np.nan)
-        row[0, : 2 + len(template.devices)] = 0.0
-        self.sums = np.vstack([self.sums, row])
+        n = len(self.servers)
+        if n > len(self._sums):
+            grown = np.full((2 * len(self._sums), self._sums.shape[1]), np.nan)
+            grown[: n - 1] = self._sums[: n - 1]
+            self._sums = grown
+        self._sums[n - 1, : 2 + len(template.devices)] = 0.0
+        self.sums = self._sums[:n]
         if self.screen is not None:
             self.screen.add_server(len(template.devices))
         if self.certificates is not None:
@@ -338,39 +345,48 @@ class Placer:
     def _update(self, i: int, was_in_use: bool) -> None:
         """Server ``i``'s tenants changed (it had tenants before if ``was_in_use``)."""
         s = self.servers[i]
-        sums = np.zeros(2 + s.devices)
+        row = self.sums[i]
         if s.tenants:
-            devices = np.array([t.device for t in s.tenants])
-            sums[0] = s.rate[:, 0].sum()
-            sums[1] = s.rate[:, 2].sum()
-            np.add.at(sums, 2 + devices, s.rate[:, 1])
-        self.sums[i, : 2 + s.devices] = sums
+            devices = [t.device for t in s.tenants]
+            row[0] = s.rate[:, 0].sum()
+            row[1] = s.rate[:, 2].sum()
+            # each device's sum in tenant order (as ``np.add.at`` adds: the same floats)
+            row[2 : 2 + s.devices] = np.bincount(devices, s.rate[:, 1], minlength=s.devices)
+        else:
+            row[: 2 + s.devices] = 0.0
         if self.screen is not None:
             self.screen.set_server(i, s.tenants, s.devices)
         self.in_use += bool(s.tenants) - was_in_use
         self.peak = max(self.peak, self.in_use)
 
-    def _candidates(self, workload: TenantCurves) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """(server, device) pairs in first-fit order, filtered by fast-first-fit: servers and
-        devices."""
+    def _candidates(
+        self, first: int, mean: tuple[float, ...]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(server, device) pairs from server ``first`` on, in first-fit order, filtered by
+        fast-first-fit (``mean``: the newcomer's mean rate per stage of
+        :data:`~tailbound.stages.STORAGE_PATH`): servers and devices."""
         n, d = len(self.servers), self.max_devices
         if not self.fast_first_fit:
-            pairs = [(i, k) for i in range(n) for k in range(self.servers[i].devices)]
+            pairs = [(i, k) for i in range(first, n) for k in range(self.servers[i].devices)]
             return (
                 np.array([p[0] for p in pairs], dtype=np.int64),
                 np.array([p[1] for p in pairs], dtype=np.int64),
             )
-        mean = np.array([workload.mean(s) for s in STORAGE_PATH])
-        ok_net = (self.sums[:, 0] + mean[0] <= RATE_CAP) & (self.sums[:, 1] + mean[2] <= RATE_CAP)
-        ok = ok_net[:, None] & (self.sums[:, 2:] + mean[1] <= RATE_CAP)  # NaN compares False
-        servers, devices = np.nonzero(ok.reshape(n, d))
-        return servers.astype(np.int64), devices.astype(np.int64)
+        sums = self.sums[first:]
+        ok_net = (sums[:, 0] + mean[0] <= RATE_CAP) & (sums[:, 1] + mean[2] <= RATE_CAP)
+        ok = ok_net[:, None] & (sums[:, 2:] + mean[1] <= RATE_CAP)  # NaN compares False
+        flat = np.flatnonzero(ok)
+        if d == 1:
+            return flat + first, np.zeros(len(flat), dtype=np.int64)
+        return flat // d + first, flat % d
 
     def _screen(
         self, workload: TenantCurves, servers: NDArray[np.int64], devices: NDArray[np.int64]
     ) -> list[tuple[int, int]]:
         """Drop the (server, device) pairs where the cluster screen or a kept certificate proves
         the LP infeasible (exact, so first-fit still finds the same server)."""
+        if self.max_devices == 1:  # every pair on device 0: no grouping
+            return self._screen_device(workload, 0, servers)
         keep = np.ones(len(servers), dtype=bool)
         for k in np.unique(devices).tolist():
             at = np.nonzero(devices == k)[0]
@@ -385,6 +401,24 @@ class Placer:
                 keep[at] = ~refuted
         return list(zip(servers[keep].tolist(), devices[keep].tolist(), strict=True))
 
+    def _screen_device(
+        self, workload: TenantCurves, device: int, servers: NDArray[np.int64]
+    ) -> list[tuple[int, int]]:
+        """:meth:`_screen` when every pair is on ``device``."""
+        if self.screen is not None:
+            infeasible = self.screen.infeasible(workload, device, servers)
+            hits = int(np.count_nonzero(infeasible))
+            if hits:
+                self.screened += hits
+                servers = servers[~infeasible]
+        if self.certificates is not None:
+            refuted = self.certificates.refuted(Placed(workload, device), servers)
+            hits = int(np.count_nonzero(refuted))
+            if hits:
+                self.certified += hits
+                servers = servers[~refuted]
+        return [(i, device) for i in servers.tolist()]
+
     # ------------------------------------------------------------------ events
     def add(self, workload: TenantCurves) -> int | None:
         """Place ``workload`` on the first (server, device) where it fits; its server index."""
@@ -393,15 +427,19 @@ class Placer:
         # servers before ``first`` are not tried: they refused the newcomer already, or lie
         # outside the window
         first = 0 if self.window is None else max(0, len(self.servers) - self.window)
+        mean = tuple(workload.mean(s) for s in STORAGE_PATH)
+        # the newcomer's refusal key, once (hashing its SLO is not free)
+        refusal: Hashable = None
+        if self.refused is not None:
+            refusal = self.policy.refusal_key(workload)  # type: ignore[attr-defined]
         while True:
-            servers, devices = self._candidates(workload)
-            servers, devices = servers[servers >= first], devices[servers >= first]
+            servers, devices = self._candidates(first, mean)
             # screen the candidates a chunk at a time: first-fit usually stops in the first
             lo, size = 0, CHUNK
             while lo < len(servers):
                 chunk = slice(lo, lo + size)
                 for i, device in self._screen(workload, servers[chunk], devices[chunk]):
-                    if self._try(workload, i, device):
+                    if self._try(workload, i, device, refusal):
                         return i
                 lo, size = lo + size, 2 * size
             if not self.grow or (self.servers and not self.servers[-1].tenants):
@@ -420,12 +458,13 @@ class Placer:
             first = len(self.servers)
             self._add_server()
 
-    def _try(self, workload: TenantCurves, i: int, device: int) -> bool:
-        """Configure server ``i`` with ``workload`` on ``device``; place it there if it fits."""
+    def _try(self, workload: TenantCurves, i: int, device: int, refusal: Hashable) -> bool:
+        """Configure server ``i`` with ``workload`` on ``device``; place it there if it fits
+        (``refusal``: the policy's :func:`refusal_key` of ``workload``, when remembered)."""
         server = self.servers[i]
         key: Hashable = None
         if self.refused is not None:
-            key = (self.policy.refusal_key(workload), device)  # type: ignore[attr-defined]
+            key = (refusal, device)
             if key in self.refused[i]:
                 self.remembered += 1
                 return False
