@@ -262,14 +262,9 @@ def _place_part(
     return part
 
 
-#: Module-level per-tenant caches that are dicts, not ``lru_cache`` functions: (module, names).
-#: A name absent (the module rewritten) is skipped.
-PER_TENANT_DICTS = (("tailbound.policies.cluster_screen", ("_terms", "_stacked")),)
-
-
 def _forget() -> None:
     """Empty tailbound's per-tenant caches: every ``functools.lru_cache`` at module level in
-    its loaded modules, and the dicts of :data:`PER_TENANT_DICTS`.
+    its loaded modules (the per-tenant caches are all such functions: keep it so).
 
     These caches of the LP, the screens and the exact check, keyed by a workload or a curve
     (65,536 to 262,144 entries), keep every tenant a worker has placed alive: a worker grew by
@@ -285,12 +280,6 @@ def _forget() -> None:
             clear = getattr(value, "cache_clear", None)
             if callable(clear) and getattr(value, "__module__", None) == name:
                 clear()
-    for name, attributes in PER_TENANT_DICTS:
-        holder = sys.modules.get(name)
-        for attribute in attributes:
-            cache = getattr(holder, attribute, None)
-            if isinstance(cache, dict):
-                cache.clear()
 
 
 @dataclass
