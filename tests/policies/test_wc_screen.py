@@ -334,7 +334,9 @@ def test_a_forked_placer_and_its_parent_place_as_fresh_ones(pool: list[TenantCur
     other = [("remove", 5), *[("add", k) for k in range(70, 90)]]
     parent = run(start)
     fork = run(branch, parent.fork())
+    copied = run(branch, copy.deepcopy(parent))  # deepcopy of the Rust state forks it too
     run(other, parent)
+    assert copied.where == fork.where and copied.certified == fork.certified
     for placer, ops in ((fork, start + branch), (parent, start + other)):
         fresh = run(ops)
         assert placer.where == fresh.where and placer.rejected == fresh.rejected

@@ -41,6 +41,11 @@ class CertificateStore:
         new._core = self._core.fork()
         return new
 
+    def __deepcopy__(self, memo: dict[int, object]) -> CertificateStore:
+        """``copy.deepcopy`` (of a whole :class:`~tailbound.policies.placement.Placer`, say): a
+        :meth:`fork`, since the Rust state cannot be copied field by field."""
+        return self.fork()
+
     # ------------------------------------------------------------------ bookkeeping
     def add_server(self) -> None:
         """A new server (no certificates) at the end of the cluster."""

@@ -67,6 +67,11 @@ class ClusterScreen:
         new._core = self._core.fork()
         return new
 
+    def __deepcopy__(self, memo: dict[int, object]) -> ClusterScreen:
+        """``copy.deepcopy`` (of a whole :class:`~tailbound.policies.placement.Placer`, say): a
+        :meth:`fork`, since the Rust state cannot be copied field by field."""
+        return self.fork()
+
     # ------------------------------------------------------------------ bookkeeping
     def add_server(self, devices: int) -> None:
         """A new empty server at the end of the cluster."""

@@ -306,7 +306,7 @@ class Placer:
 
     def fork(self) -> Placer:
         """An independent copy, as ``copy.deepcopy`` would make but in O(servers) cheap steps:
-        what :meth:`add` and :meth:`remove` change in place (the rate sums, the cluster screen,
+        what :meth:`add` and :meth:`remove` change in place (the rate sums, the cluster screen, the remembered refusals,
         the certificate store, the bookkeeping) is copied; each :class:`ServerState` is copied
         shallowly, since its tenants and limits are replaced, never changed in place; the
         cluster, the policy (its caches are keyed by workload, not by placement) and the
@@ -321,6 +321,10 @@ class Placer:
         new.where = dict(self.where)
         new.rejected = list(self.rejected)
         new.reasons = dict(self.reasons)
+        # the remembered refusals are per server state: a fork's refusal on a server it has
+        # filled further, or a departure clearing it, must not reach the parent (nor the reverse)
+        new.refused = None if self.refused is None else [set(r) for r in self.refused]
+        new._pinned = dict(self._pinned)
         return new
 
     # ------------------------------------------------------------------ bookkeeping

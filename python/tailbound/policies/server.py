@@ -60,6 +60,11 @@ class ServerModel:
     device: DeviceLimits | None = None
     packet_s: float = 0.0
 
+    def __deepcopy__(self, memo: dict[int, object]) -> ServerModel:
+        """Itself: a model is immutable, and :data:`REFERENCE` is recognised by identity (a
+        deep copy of a placer or policy must keep analysing under the same model)."""
+        return self
+
     @property
     def shares_levels(self) -> bool:
         """Whether equal levels share the device (processor sharing) rather than queue FIFO:

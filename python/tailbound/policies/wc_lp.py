@@ -198,7 +198,7 @@ def solve_certified(
         return None, []
     lp, r_vars = _build(tenants, prepared_tenants, device_of, model)
     certify = certify and model is REFERENCE  # certificates are derived for the reference LP
-    h = solver()
+    h = solver("wc")
     lp.pass_to(h)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
