@@ -306,9 +306,10 @@ class Placer:
 
     def fork(self) -> Placer:
         """An independent copy, as ``copy.deepcopy`` would make but in O(servers) cheap steps:
-        what :meth:`add` and :meth:`remove` change in place (the rate sums, the cluster screen, the remembered refusals,
-        the certificate store, the bookkeeping) is copied; each :class:`ServerState` is copied
-        shallowly, since its tenants and limits are replaced, never changed in place; the
+        what :meth:`add` and :meth:`remove` change in place (the rate sums, the cluster screen,
+        the certificate store, the remembered refusals, the bookkeeping) is copied; each
+        :class:`ServerState` is copied shallowly, since its tenants and limits are replaced,
+        never changed in place; the
         cluster, the policy (its caches are keyed by workload, not by placement) and the
         workloads are shared. The control plane forks the placer per decision
         (docs/service.md, "Load benchmark")."""
