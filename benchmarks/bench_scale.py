@@ -193,7 +193,7 @@ def placement(args: argparse.Namespace) -> None:
         "vs single | reconcile (s) | tail saved |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    sizes = sorted({min(args.single, args.tenants), args.tenants})
+    sizes = sorted({n for n in (min(args.single, args.tenants), args.tenants) if n > 0})
     overheads: list[str] = []
     for n in sizes:
         fleet = tenants[:n]
