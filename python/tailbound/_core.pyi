@@ -324,23 +324,8 @@ def simulate_network_rpcs(
 
 # --- WorkloadCompactor's exact screens (crates/tailbound-py/src/wc_screen.rs) -----------------
 
-@final
-class WcScreenTenant:
-    """A tenant as the screens need it, from its SLO (s) and its three stages' r-b curves."""
-    def __new__(
-        cls, slo_s: float, rates: list[NDArray[np.float64]], buckets: list[NDArray[np.float64]]
-    ) -> WcScreenTenant: ...
-    @property
-    def slo_s(self) -> float: ...
-    def curve(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The cluster screen's curve points ``(rates, buckets)``, each ``(3, K)``."""
-    def region(self) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
-        """The region's vertices ``(rates, buckets)``, each ``(3, K)``; ``None`` if empty."""
-    def terms(self, level: float) -> NDArray[np.float64]:
-        """``h`` at ``level`` (s), ``(3, W·L)`` flattened stage-major."""
-
 def wc_certificates(
-    tenants: list[tuple[WcScreenTenant, int]],
+    tenants: list[tuple[WcTenant, int]],
     r_level: NDArray[np.float64],
     r_device: NDArray[np.int64],
     devices: int,
@@ -364,11 +349,9 @@ class WcClusterScreen:
     def __len__(self) -> int: ...
     def fork(self) -> WcClusterScreen: ...
     def add_server(self, devices: int) -> None: ...
-    def set_server(
-        self, i: int, tenants: list[tuple[WcScreenTenant, int]], devices: int
-    ) -> None: ...
+    def set_server(self, i: int, tenants: list[tuple[WcTenant, int]], devices: int) -> None: ...
     def infeasible(
-        self, tenant: WcScreenTenant, device: int, servers: NDArray[np.int64]
+        self, tenant: WcTenant, device: int, servers: NDArray[np.int64]
     ) -> NDArray[np.bool_]: ...
 
 @final
@@ -391,19 +374,18 @@ class WcCertificateStore:
         only: tuple[float, int] | None = None,
     ) -> None: ...
     def clear(self, i: int) -> None: ...
-    def joined(self, i: int, tenant: WcScreenTenant, device: int) -> None: ...
+    def joined(self, i: int, tenant: WcTenant, device: int) -> None: ...
     def refuted(
-        self, tenant: WcScreenTenant, device: int, servers: NDArray[np.int64]
+        self, tenant: WcTenant, device: int, servers: NDArray[np.int64]
     ) -> NDArray[np.bool_]: ...
-    def bounds(
-        self, tenant: WcScreenTenant, device: int, i: int, every: bool
-    ) -> NDArray[np.float64]: ...
+    def bounds(self, tenant: WcTenant, device: int, i: int, every: bool) -> NDArray[np.float64]: ...
 
 # --- WorkloadCompactor's per-server arithmetic (crates/tailbound-py/src/wc.rs) -----------------
 
 @final
 class WcTenant:
-    """A tenant prepared once: LP block, arrival curves, SLO, screen vertices (held in Rust)."""
+    """The one prepared tenant (held in Rust): LP block, arrival curves, SLO, and the screens'
+    curve points, region vertices and terms per level (``tailbound.policies.wc_tenant``)."""
 
     def __new__(
         cls, slo_s: float, rates: list[NDArray[np.float64]], buckets: list[NDArray[np.float64]]
@@ -422,8 +404,13 @@ class WcTenant:
         NDArray[np.float64],
     ]:
         """Column bounds of the six columns, then curve rows (local column, coef, rhs)."""
-    def vertices(self, width: int = ...) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Rates and buckets per stage, ``(3, K)``, padded by repeating the last point."""
+    def vertices(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Curve points up to ``r = 0.999`` per stage, ``(3, K)``, ``K >= 16``, padded by
+        repeating the last point."""
+    def region(self) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """The region's vertices ``(rates, buckets)``, each ``(3, K)``; ``None`` if empty."""
+    def terms(self, level: float) -> NDArray[np.float64]:
+        """The cluster screen's ``h`` at ``level`` (s), ``(3, W·L)`` flattened stage-major."""
     def arrival(self, stage: int) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         """The arrival curve at ``stage``: breakpoints and tail rate."""
 

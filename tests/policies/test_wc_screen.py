@@ -1,8 +1,9 @@
 """The Rust cluster screen and certificate store (``crates/tailbound-core/src/wc_screen/``,
 wrapped by :mod:`tailbound.policies.cluster_screen` and
-:mod:`tailbound.policies.certificate_store`) against their former numpy implementations
-(``screen_oracle``): random servers, newcomers and certificates, a level set that grows, several
-devices, departures, forks; and bad input."""
+:mod:`tailbound.policies.certificate_store`) and the screens' tables of the one prepared tenant
+(:func:`tailbound.policies.wc_tenant.prepared`) against their former numpy implementations
+(``screen_oracle``, ``wc_oracle``): random servers, newcomers and certificates, a level set that
+grows, several devices, departures, forks; and bad input."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import copy
 
 import numpy as np
 import pytest
+from tests.policies import wc_oracle
 
-from tailbound._core import WcCertificateStore, WcClusterScreen, WcScreenTenant
+from tailbound._core import WcCertificateStore, WcClusterScreen, WcTenant
 from tailbound.experiments.wc_common import FIG54_SLOS, resample, server_cluster
 from tailbound.policies import wc_lp
 from tailbound.policies.certificate_store import CertificateStore
@@ -24,8 +26,8 @@ from tailbound.policies.certificates import (
 )
 from tailbound.policies.cluster_screen import ClusterScreen
 from tailbound.policies.placement import Placer, WorkloadCompactorPolicy
-from tailbound.policies.screen_tenant import screen_tenant
 from tailbound.policies.server import Placed
+from tailbound.policies.wc_tenant import prepared
 from tailbound.policies.workload import TenantCurves
 
 from .screen_oracle import (
@@ -59,10 +61,10 @@ def test_tables_equal_the_oracle_bit_for_bit(pool: list[TenantCurves]) -> None:
     for w in pool[:20]:
         for slo in (0.005, 0.02, 0.1, 1.0):
             t = w.with_slo(slo)
-            rates, buckets = screen_tenant(t).curve()
-            want = wc_lp._vertices(t)
+            rates, buckets = prepared(t).vertices()
+            want = wc_oracle._vertices(t)
             assert np.array_equal(rates, want[0]) and np.array_equal(buckets, want[1])
-            got, oracle = screen_tenant(t).region(), oracle_region_vertices(t)
+            got, oracle = prepared(t).region(), oracle_region_vertices(t)
             assert (got is None) == (oracle is None)
             if got is None or oracle is None:
                 empty += 1
@@ -78,7 +80,7 @@ def test_terms_equal_the_oracle_bit_for_bit(wc62_subset: list[TenantCurves]) -> 
             t = w.with_slo(slo)
             oracle = tenant_terms_at(t, levels)
             for got, level in zip(oracle, levels, strict=True):
-                assert np.array_equal(screen_tenant(t).terms(float(level)), got.reshape(-1))
+                assert np.array_equal(prepared(t).terms(float(level)), got.reshape(-1))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -227,18 +229,26 @@ def _store_fork(oracle: OracleCertificateStore) -> OracleCertificateStore:
 
 def test_bad_input_is_a_clear_error(wc62_subset: list[TenantCurves]) -> None:
     w = wc62_subset[0]
-    t = screen_tenant(w)
+    t = prepared(w)
     r, b = np.array([0.1, 0.5, 1.0]), np.array([0.4, 0.1, 0.0])
-    with pytest.raises(ValueError, match="3 stages"):
-        WcScreenTenant(0.1, [r, r], [b, b])
-    with pytest.raises(ValueError, match="stage 1: rates and buckets must be finite"):
-        WcScreenTenant(0.1, [r, r + np.nan, r], [b, b, b])
-    with pytest.raises(ValueError, match="stage 2: rates must be increasing"):
-        WcScreenTenant(0.1, [r, r, r[::-1]], [b, b, b])
-    with pytest.raises(ValueError, match="one length"):
-        WcScreenTenant(0.1, [r, r, r], [b, b, b[:2]])
-    with pytest.raises(ValueError, match="slo"):
-        WcScreenTenant(-1.0, [r, r, r], [b, b, b])
+    with pytest.raises(ValueError, match="three stages"):
+        WcTenant(0.1, [r, r], [b, b])
+    with pytest.raises(ValueError, match=r"stage 1: rates\[0\] is not finite"):
+        WcTenant(0.1, [r, r + np.nan, r], [b, b, b])
+    with pytest.raises(ValueError, match="stage 2: rates must be positive and strictly increasing"):
+        WcTenant(0.1, [r, r, r[::-1]], [b, b, b])
+    with pytest.raises(ValueError, match="stage 2: 3 rates and 2 buckets"):
+        WcTenant(0.1, [r, r, r], [b, b, b[:2]])
+    with pytest.raises(ValueError, match="slo_s must be finite and positive"):
+        WcTenant(-1.0, [r, r, r], [b, b, b])
+    # a storage curve starting above 0.999: accepted, but no region and no server takes it
+    high = WcTenant(0.1, [r, r + 1.0, r], [b, b, b])
+    assert high.out_of_bounds and high.region() is None
+    assert high.vertices()[1][1, 0] == np.inf
+    lone = WcClusterScreen(2, 64, 1e-7)
+    lone.add_server(1)
+    lone.set_server(0, [(t, 0)], 1)
+    assert lone.infeasible(high, 0, np.array([0])).all()
     screen = WcClusterScreen(2, 64, 1e-7)
     with pytest.raises(ValueError, match="devices"):
         screen.add_server(3)

@@ -1,9 +1,12 @@
-//! Binding of `tailbound_core::wc`: WorkloadCompactor's prepared tenant (`WcTenant`), its
-//! per-server LP as CSR arrays, the exact latency check and the infeasibility screen.
+//! Binding of `tailbound_core::wc`: WorkloadCompactor's one prepared tenant (`WcTenant`, also
+//! what the cluster screen and the certificate store of `wc_screen.rs` take), its per-server LP
+//! as CSR arrays, the exact latency check and the infeasibility screen.
 //!
 //! A server's tenants arrive as a list of `WcTenant` and a list of their devices; rates and
 //! buckets as `(n, 3)` float64 arrays; the server model as its `(n, 3)` constants (`None`: the
 //! reference system) and `shares_levels`.
+
+use std::borrow::Cow;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -11,15 +14,16 @@ use tailbound_core::wc::{self, ModelTerms, Placed, WcTenant};
 use tailbound_core::Error;
 
 use crate::error::to_py;
+use crate::wc_screen::tables;
 
 type F64Array<'py> = Bound<'py, PyArray1<f64>>;
 type F64Array2<'py> = Bound<'py, PyArray2<f64>>;
 type I32Array<'py> = Bound<'py, PyArray1<i32>>;
 
-/// A tenant prepared once for WorkloadCompactor's per-server arithmetic
-/// (`tailbound_core::wc::WcTenant`): built from its SLO (s) and its r-b curve per stage
-/// (`net_in`, `storage`, `net_out`); `tailbound.policies.wc_tenant.prepared` keeps one per
-/// workload.
+/// A tenant prepared once for everything WorkloadCompactor does with it
+/// (`tailbound_core::wc::WcTenant`: the per-server arithmetic and both exact screens): built
+/// from its SLO (s) and its r-b curve per stage (`net_in`, `storage`, `net_out`);
+/// `tailbound.policies.wc_tenant.prepared` keeps one per workload.
 #[pyclass(name = "WcTenant", module = "tailbound._core", frozen)]
 pub struct PyWcTenant {
     pub inner: WcTenant,
@@ -40,8 +44,8 @@ impl PyWcTenant {
                 buckets.len()
             ))));
         }
-        let r = [rates[0].as_slice()?, rates[1].as_slice()?, rates[2].as_slice()?];
-        let b = [buckets[0].as_slice()?, buckets[1].as_slice()?, buckets[2].as_slice()?];
+        let (r, b) = ([0, 1, 2].map(|s| values(&rates[s])), [0, 1, 2].map(|s| values(&buckets[s])));
+        let (r, b) = ([0, 1, 2].map(|s| &*r[s]), [0, 1, 2].map(|s| &*b[s]));
         Ok(PyWcTenant { inner: WcTenant::new(slo_s, r, b).map_err(to_py)? })
     }
 
@@ -82,29 +86,22 @@ impl PyWcTenant {
         )
     }
 
-    /// Each stage's vertices (points with `r < 0.999` and the point at `0.999`), rates and
-    /// buckets as `(3, K)` arrays, `K` the longest stage or `width` if larger, padded by
-    /// repeating each stage's last point.
-    #[pyo3(signature = (width = wc::tenant::SCREEN_POINTS))]
-    fn vertices<'py>(
-        &self,
-        py: Python<'py>,
-        width: usize,
-    ) -> PyResult<(F64Array2<'py>, F64Array2<'py>)> {
-        let t = &self.inner;
-        let k = t.vertex_rates.iter().map(Vec::len).max().unwrap_or(0).max(width);
-        let pad = |rows: &[Vec<f64>; 3]| -> Vec<f64> {
-            let mut out = Vec::with_capacity(3 * k);
-            for row in rows {
-                out.extend_from_slice(row);
-                out.extend(std::iter::repeat_n(row[row.len() - 1], k - row.len()));
-            }
-            out
-        };
-        Ok((
-            pad(&t.vertex_rates).into_pyarray(py).reshape([3, k])?,
-            pad(&t.vertex_buckets).into_pyarray(py).reshape([3, k])?,
-        ))
+    /// Each stage's curve points (those with `r < 0.999` and the point at `0.999`), rates and
+    /// buckets as `(3, K)` arrays, `K` the longest stage or 16 if larger, padded by repeating
+    /// each stage's last point: the screens' vertices.
+    fn vertices<'py>(&self, py: Python<'py>) -> PyResult<(F64Array2<'py>, F64Array2<'py>)> {
+        tables(py, self.inner.screen.curve())
+    }
+
+    /// The region's vertices `(rates, buckets)`, each `(3, K)`; `None` if it is empty (the
+    /// tenant cannot meet its SLO alone).
+    fn region<'py>(&self, py: Python<'py>) -> PyResult<Option<(F64Array2<'py>, F64Array2<'py>)>> {
+        self.inner.screen.region.as_ref().map(|v| tables(py, v)).transpose()
+    }
+
+    /// The cluster screen's `h` at `level` (s): shape `(3, W·L)` flattened stage-major (cached).
+    fn terms<'py>(&self, py: Python<'py>, level: f64) -> F64Array<'py> {
+        self.inner.screen.terms(level).to_vec().into_pyarray(py)
     }
 
     /// The arrival curve at `stage` (0–2): breakpoints `xs`, `ys` and the tail rate.
@@ -118,6 +115,11 @@ impl PyWcTenant {
         })?;
         Ok((a.xs.clone().into_pyarray(py), a.ys.clone().into_pyarray(py), a.tail))
     }
+}
+
+/// An array's values: borrowed when contiguous, copied otherwise (a reversed view, a column).
+fn values<'a>(a: &'a PyReadonlyArray1<'_, f64>) -> Cow<'a, [f64]> {
+    a.as_slice().map_or_else(|_| Cow::Owned(a.as_array().to_vec()), Cow::Borrowed)
 }
 
 /// The placed tenants of one server from the two lists (an error unless equally long).

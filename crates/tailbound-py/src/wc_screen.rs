@@ -1,6 +1,7 @@
 //! Binding of `tailbound_core::wc_screen`: WorkloadCompactor's cluster screen and certificate
 //! store, each server's arrays kept on the Rust side (`tailbound.policies.cluster_screen` and
-//! `certificate_store` wrap these classes).
+//! `certificate_store` wrap these classes). Tenants arrive as the one prepared tenant,
+//! `WcTenant` (`wc.rs`), whose screens' part the servers share.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use tailbound_core::wc_screen::store::{Certificate, CertificateStore};
 use tailbound_core::wc_screen::{Tenant, Vertices, STAGES};
 
 use crate::error::to_py;
+use crate::wc::PyWcTenant;
 
 type F64Array<'py> = Bound<'py, PyArray1<f64>>;
 
@@ -28,59 +30,13 @@ fn indices(servers: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
         .collect()
 }
 
-/// One tenant as both screens need it, prepared once per workload (caches its terms per level).
-#[pyclass(name = "WcScreenTenant", module = "tailbound._core", frozen)]
-pub struct PyTenant {
-    inner: Arc<Tenant>,
-}
-
-#[pymethods]
-impl PyTenant {
-    /// From the r-b curve of each stage (network in, storage, network out): rates increasing.
-    #[new]
-    fn new(
-        slo_s: f64,
-        rates: Vec<PyReadonlyArray1<'_, f64>>,
-        buckets: Vec<PyReadonlyArray1<'_, f64>>,
-    ) -> PyResult<Self> {
-        if rates.len() != STAGES || buckets.len() != STAGES {
-            return Err(PyValueError::new_err(format!(
-                "rates and buckets must list the {STAGES} stages' curves (got {} and {})",
-                rates.len(),
-                buckets.len()
-            )));
-        }
-        let r: Vec<Vec<f64>> = rates.iter().map(|a| a.as_array().to_vec()).collect();
-        let b: Vec<Vec<f64>> = buckets.iter().map(|a| a.as_array().to_vec()).collect();
-        let curves = [0, 1, 2].map(|s| (r[s].as_slice(), b[s].as_slice()));
-        Ok(Self { inner: Arc::new(Tenant::from_curves(slo_s, curves).map_err(to_py)?) })
-    }
-
-    /// The tenant's SLO (s).
-    #[getter]
-    fn slo_s(&self) -> f64 {
-        self.inner.slo
-    }
-
-    /// The cluster screen's curve points `(rates, buckets)`, each `(3, K)`.
-    fn curve<'py>(&self, py: Python<'py>) -> PyResult<(F64Table<'py>, F64Table<'py>)> {
-        tables(py, self.inner.curve())
-    }
-
-    /// The region's vertices `(rates, buckets)`, each `(3, K)`; `None` if it is empty.
-    fn region<'py>(&self, py: Python<'py>) -> PyResult<Option<(F64Table<'py>, F64Table<'py>)>> {
-        self.inner.region.as_ref().map(|v| tables(py, v)).transpose()
-    }
-
-    /// `h` at `level` (s): shape `(3, W·L)` flattened stage-major.
-    fn terms<'py>(&self, py: Python<'py>, level: f64) -> Bound<'py, PyArray1<f64>> {
-        self.inner.terms(level).to_vec().into_pyarray(py)
-    }
-}
-
 type F64Table<'py> = Bound<'py, PyArray2<f64>>;
 
-fn tables<'py>(py: Python<'py>, v: &Vertices) -> PyResult<(F64Table<'py>, F64Table<'py>)> {
+/// A `(3, K)` table as its rates and buckets arrays.
+pub(crate) fn tables<'py>(
+    py: Python<'py>,
+    v: &Vertices,
+) -> PyResult<(F64Table<'py>, F64Table<'py>)> {
     let shape = (STAGES, v.k);
     let r = Array2::from_shape_vec(shape, v.rates.clone()).map_err(shape_error)?;
     let b = Array2::from_shape_vec(shape, v.buckets.clone()).map_err(shape_error)?;
@@ -99,7 +55,7 @@ fn shape_error(e: numpy::ndarray::ShapeError) -> PyErr {
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn wc_certificates<'py>(
     py: Python<'py>,
-    tenants: Vec<(PyRef<'_, PyTenant>, usize)>,
+    tenants: Vec<(PyRef<'_, PyWcTenant>, usize)>,
     r_level: PyReadonlyArray1<'_, f64>,
     r_device: PyReadonlyArray1<'_, i64>,
     devices: usize,
@@ -110,7 +66,7 @@ fn wc_certificates<'py>(
     ray: PyReadonlyArray1<'_, f64>,
     margin: f64,
 ) -> PyResult<Vec<(f64, f64, F64Array<'py>, F64Table<'py>, F64Array<'py>, bool)>> {
-    let ts: Vec<(&Tenant, usize)> = tenants.iter().map(|(t, d)| (&*t.inner, *d)).collect();
+    let ts: Vec<(&Tenant, usize)> = tenants.iter().map(|(t, d)| (&*t.inner.screen, *d)).collect();
     let (level, device) = (r_level.as_array(), indices(&r_device)?);
     if level.len() != device.len() {
         return Err(PyValueError::new_err("r_level and r_device must have one length"));
@@ -142,8 +98,8 @@ fn wc_certificates<'py>(
         .collect()
 }
 
-fn tenants_of(tenants: Vec<(PyRef<'_, PyTenant>, usize)>) -> Vec<(Arc<Tenant>, usize)> {
-    tenants.into_iter().map(|(t, k)| (t.inner.clone(), k)).collect()
+fn tenants_of(tenants: Vec<(PyRef<'_, PyWcTenant>, usize)>) -> Vec<(Arc<Tenant>, usize)> {
+    tenants.into_iter().map(|(t, k)| (t.inner.screen.clone(), k)).collect()
 }
 
 /// Per-server sums of the cluster screen (`tailbound.policies.cluster_screen`).
@@ -187,7 +143,7 @@ impl PyClusterScreen {
     fn set_server(
         &mut self,
         i: usize,
-        tenants: Vec<(PyRef<'_, PyTenant>, usize)>,
+        tenants: Vec<(PyRef<'_, PyWcTenant>, usize)>,
         devices: usize,
     ) -> PyResult<()> {
         self.inner.set_server(i, tenants_of(tenants), devices).map_err(to_py)
@@ -196,12 +152,12 @@ impl PyClusterScreen {
     fn infeasible<'py>(
         &mut self,
         py: Python<'py>,
-        tenant: PyRef<'_, PyTenant>,
+        tenant: PyRef<'_, PyWcTenant>,
         device: usize,
         servers: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let servers = indices(&servers)?;
-        let out = self.inner.infeasible(&tenant.inner, device, &servers).map_err(to_py)?;
+        let out = self.inner.infeasible(&tenant.inner.screen, device, &servers).map_err(to_py)?;
         Ok(out.into_pyarray(py))
     }
 }
@@ -274,19 +230,19 @@ impl PyCertificateStore {
         self.inner.clear(i).map_err(to_py)
     }
 
-    fn joined(&mut self, i: usize, tenant: PyRef<'_, PyTenant>, device: usize) -> PyResult<()> {
-        self.inner.joined(i, &tenant.inner, device).map_err(to_py)
+    fn joined(&mut self, i: usize, tenant: PyRef<'_, PyWcTenant>, device: usize) -> PyResult<()> {
+        self.inner.joined(i, &tenant.inner.screen, device).map_err(to_py)
     }
 
     fn refuted<'py>(
         &self,
         py: Python<'py>,
-        tenant: PyRef<'_, PyTenant>,
+        tenant: PyRef<'_, PyWcTenant>,
         device: usize,
         servers: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let servers = indices(&servers)?;
-        let out = self.inner.refuted(&tenant.inner, device, &servers).map_err(to_py)?;
+        let out = self.inner.refuted(&tenant.inner.screen, device, &servers).map_err(to_py)?;
         Ok(out.into_pyarray(py))
     }
 
@@ -295,19 +251,18 @@ impl PyCertificateStore {
     fn bounds<'py>(
         &self,
         py: Python<'py>,
-        tenant: PyRef<'_, PyTenant>,
+        tenant: PyRef<'_, PyWcTenant>,
         device: usize,
         i: usize,
         every: bool,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let out = self.inner.bounds(&tenant.inner, device, i, every).map_err(to_py)?;
+        let out = self.inner.bounds(&tenant.inner.screen, device, i, every).map_err(to_py)?;
         Ok(out.into_pyarray(py))
     }
 }
 
 /// Register the classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyTenant>()?;
     m.add_class::<PyClusterScreen>()?;
     m.add_class::<PyCertificateStore>()?;
     m.add_function(wrap_pyfunction!(wc_certificates, m)?)?;

@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 
 from tailbound._core import WcCertificateStore
 from tailbound.policies.certificates import KEEP, MARGIN, Certificate
-from tailbound.policies.screen_tenant import screen_tenant
 from tailbound.policies.server import Placed
+from tailbound.policies.wc_tenant import prepared
 
 
 class CertificateStore:
@@ -72,14 +72,14 @@ class CertificateStore:
 
     def joined(self, server: int, tenant: Placed) -> None:
         """``tenant`` now sits on ``server``: add its terms to the server's certificates."""
-        self._core.joined(server, screen_tenant(tenant.workload), tenant.device)
+        self._core.joined(server, prepared(tenant.workload), tenant.device)
 
     # ------------------------------------------------------------------ the test
     def refuted(self, newcomer: Placed, servers: NDArray[np.int64]) -> NDArray[np.bool_]:
         """For each server in ``servers``: does one of its certificates prove that the LP with
         ``newcomer`` added is infeasible?"""
         return self._core.refuted(
-            screen_tenant(newcomer.workload),
+            prepared(newcomer.workload),
             newcomer.device,
             np.ascontiguousarray(servers, dtype=np.int64),
         )
@@ -87,4 +87,4 @@ class CertificateStore:
     def bounds(self, newcomer: Placed, server: int, *, every: bool = False) -> NDArray[np.float64]:
         """``L(y)`` of each slot of ``server`` with ``newcomer`` (``-inf`` for empty slots and,
         unless ``every``, certificates that do not apply to it)."""
-        return self._core.bounds(screen_tenant(newcomer.workload), newcomer.device, server, every)
+        return self._core.bounds(prepared(newcomer.workload), newcomer.device, server, every)

@@ -37,8 +37,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound._core import wc_certificates
-from tailbound.policies.screen_tenant import screen_tenant
 from tailbound.policies.server import Placed
+from tailbound.policies.wc_tenant import prepared
 from tailbound.policies.workload import TenantCurves
 
 #: Margin on ``L(y) > 0``, relative to the sum of the magnitudes of its terms and of ``y``: far
@@ -58,7 +58,8 @@ def region_vertices(
     the rate where its bucket falls to ``SLO' = 0.999 SLO``) and ``r = 0.999``. Rates and
     buckets, shape ``(3, K)`` (padding repeats the last point); ``None`` if the region is empty
     at some stage (the tenant cannot meet its SLO). Computed in Rust
-    (``crates/tailbound-core/src/wc_screen/mod.rs``) with the screens' other per-tenant tables.
+    (``crates/tailbound-core/src/wc_screen/mod.rs``) as part of the prepared tenant
+    (:func:`tailbound.policies.wc_tenant.prepared`).
 
     Examples
     --------
@@ -72,7 +73,7 @@ def region_vertices(
     >>> r[0, :3].round(4).tolist(), b[0, :3].round(4).tolist()
     ([0.3667, 0.5, 0.999], [0.2, 0.1, 0.0002])
     """
-    return screen_tenant(workload).region()
+    return prepared(workload).region()
 
 
 def region_min(workload: TenantCurves, c: NDArray[np.float64], d: NDArray[np.float64]) -> float:
@@ -149,7 +150,7 @@ def from_dual_ray(
     level = np.array([r[0] for r in r_vars], dtype=np.float64)
     device = np.array([r[1] for r in r_vars], dtype=np.int64)
     made = wc_certificates(
-        [(screen_tenant(t.workload), t.device) for t in tenants],
+        [(prepared(t.workload), t.device) for t in tenants],
         level,
         device,
         devices,

@@ -31,8 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tailbound._core import WcClusterScreen
-from tailbound.policies.screen_tenant import screen_tenant
 from tailbound.policies.server import Placed
+from tailbound.policies.wc_tenant import prepared
 from tailbound.policies.workload import TenantCurves
 
 #: Distinct SLOs beyond which the screen switches off (its arrays grow with the level count).
@@ -79,7 +79,7 @@ class ClusterScreen:
 
     def set_server(self, i: int, tenants: Sequence[Placed], devices: int) -> None:
         """Server ``i`` now holds ``tenants`` (recomputes its sums)."""
-        self._core.set_server(i, [(screen_tenant(t.workload), t.device) for t in tenants], devices)
+        self._core.set_server(i, [(prepared(t.workload), t.device) for t in tenants], devices)
 
     # ------------------------------------------------------------------ the test
     def infeasible(
@@ -88,5 +88,5 @@ class ClusterScreen:
         """For each server in ``servers``: does the screen prove that ``workload`` on ``device``
         makes that server's LP infeasible? (All ``False`` when the screen is off.)"""
         return self._core.infeasible(
-            screen_tenant(workload), device, np.ascontiguousarray(servers, dtype=np.int64)
+            prepared(workload), device, np.ascontiguousarray(servers, dtype=np.int64)
         )

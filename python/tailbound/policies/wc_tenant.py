@@ -1,11 +1,16 @@
 """A WorkloadCompactor tenant prepared once for the Rust core (``tailbound_core::wc``).
 
 :func:`prepared` turns a :class:`~tailbound.policies.workload.TenantCurves` into a
-:class:`tailbound._core.WcTenant` (cached per workload): its six LP columns' bounds and its r-b
-curve rows per stage (thesis §5.2.2), its arrival curve per stage (the shapers' delays, §5.2.1),
-its SLO and the vertices the infeasibility screens minimise over. The per-server LP
-(:mod:`tailbound.policies.wc_lp`) and the latency check (:mod:`tailbound.policies.server`) hand
-lists of them to the core, which does the per-server arithmetic; Python orchestrates.
+:class:`tailbound._core.WcTenant` (cached per workload), the one prepared form of a tenant: its
+six LP columns' bounds and its r-b curve rows per stage (thesis §5.2.2), its arrival curve per
+stage (the shapers' delays, §5.2.1), its SLO, and what the exact screens need — each stage's
+curve points up to ``r = 0.999`` (computed once; the per-server screen's and the cluster
+screen's vertices), its mean rates, the vertices of its feasible region (the certificates') and
+the cluster screen's terms per level (cached in Rust). The per-server LP
+(:mod:`tailbound.policies.wc_lp`), the latency check (:mod:`tailbound.policies.server`), the
+cluster screen (:mod:`tailbound.policies.cluster_screen`) and the certificates
+(:mod:`tailbound.policies.certificates`, :mod:`tailbound.policies.certificate_store`) hand them to
+the core, which does the per-server arithmetic; Python orchestrates.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ pub fn certainly_infeasible(tenants: &[Placed<'_>], newcomer: usize) -> Result<b
         for (j, t) in tenants.iter().enumerate() {
             let higher = f64::from(slo[j] < level);
             for s in 0..3 {
-                let (rates, buckets) = (&t.tenant.vertex_rates[s], &t.tenant.vertex_buckets[s]);
+                let (rates, buckets) = t.tenant.points(s);
                 for (w, weights) in WEIGHTS.iter().enumerate() {
                     for (l, lambda) in LAMBDAS.iter().enumerate() {
                         let c = scaled * (weights[s] * higher + lambda);
@@ -88,7 +88,7 @@ pub fn certainly_infeasible(tenants: &[Placed<'_>], newcomer: usize) -> Result<b
 
 /// Tenant `j`'s mean rate at stage `s` (its curve's smallest rate, its first vertex).
 fn mean(tenants: &[Placed<'_>], j: usize, s: usize) -> f64 {
-    tenants[j].tenant.vertex_rates[s][0]
+    tenants[j].tenant.screen.means()[s]
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
-//! A tenant's arrays, prepared once per workload: its LP block (thesis §5.2.2), its arrival
-//! curve per stage (the shapers' delays, §5.2.1) and the vertices the infeasibility screen
-//! minimises over.
+//! A tenant's arrays, prepared once per workload for everything WorkloadCompactor does with it:
+//! its LP block (thesis §5.2.2), its arrival curve per stage (the shapers' delays, §5.2.1) and
+//! what the infeasibility screens need ([`crate::wc_screen::Tenant`]: the curve points up to
+//! `r = 0.999`, computed here once, the mean rates, the region's vertices and the terms cache).
+
+use std::sync::Arc;
 
 use super::{RATE_CAP, SLO_SCALE};
+use crate::wc_screen;
 use crate::{Error, Result};
-
-/// Points per stage the Python screens pad the vertices to (12 segments + the 0.999 point).
-pub const SCREEN_POINTS: usize = 16;
 
 /// The concave arrival curve `α(t) = min_i (r_i t + b_i)` of an r-b curve: breakpoints
 /// `(xs, ys)` (`xs[0] = 0`) and the rate after the last one (`tail`).
@@ -25,10 +26,13 @@ pub struct Segments {
     pub rhs: Vec<f64>,
 }
 
-/// A tenant as WorkloadCompactor's per-server arithmetic needs it (Python's `TenantCurves`,
-/// prepared once): its SLO (s), its six columns' bounds `(r_in, b_in, r_st, b_st, r_out,
-/// b_out)`, its r-b curve rows per stage, its arrival curve per stage, and per stage the curve's
-/// points with `r < 0.999` plus the point at `r = 0.999` (the screen's vertices).
+/// A tenant as WorkloadCompactor needs it (Python's `TenantCurves`, prepared once; the one
+/// prepared tenant of `tailbound.policies.wc_tenant.prepared`): its SLO (s), its six columns'
+/// bounds `(r_in, b_in, r_st, b_st, r_out, b_out)`, its r-b curve rows per stage, its arrival
+/// curve per stage, and the screens' part (`screen`, shared with the cluster screen's and the
+/// certificate store's servers): per stage the curve's points with `r < 0.999` plus the point
+/// at `r = 0.999`, padded to one `(3, K)` table, the mean rates, the region's vertices and the
+/// cache of the cluster screen's terms per level.
 #[derive(Clone, Debug)]
 pub struct WcTenant {
     pub slo_s: f64,
@@ -36,14 +40,15 @@ pub struct WcTenant {
     pub upper: [f64; 6],
     pub segments: [Segments; 3],
     pub arrival: [Arrival; 3],
-    pub vertex_rates: [Vec<f64>; 3],
-    pub vertex_buckets: [Vec<f64>; 3],
+    pub screen: Arc<wc_screen::Tenant>,
 }
 
 impl WcTenant {
     /// Prepare a tenant from its SLO (s) and its r-b curve per stage (`net_in`, `storage`,
     /// `net_out`): rates strictly increasing and positive, buckets non-negative, all finite,
-    /// equally long per stage.
+    /// equally long per stage. A tenant whose smallest rate exceeds 0.999 at some stage is
+    /// accepted ([`WcTenant::out_of_bounds`]); its 0.999 point there has an infinite bucket, so
+    /// the screens prove every server infeasible for it.
     pub fn new(slo_s: f64, rates: [&[f64]; 3], buckets: [&[f64]; 3]) -> Result<Self> {
         if !(slo_s.is_finite() && slo_s > 0.0) {
             return Err(Error::Invalid(format!("slo_s must be finite and positive, got {slo_s}")));
@@ -78,15 +83,17 @@ impl WcTenant {
             lower[2 * s + 1] = *buckets[s].last().expect("checked non-empty");
             upper[2 * s + 1] = slo_s * SLO_SCALE;
         }
-        let [v0, v1, v2] = [0, 1, 2].map(|s| vertices(rates[s], buckets[s]));
+        let points = [0, 1, 2].map(|s| vertices(rates[s], buckets[s]));
+        let stages = [0, 1, 2].map(|s| (points[s].0.as_slice(), points[s].1.as_slice()));
+        let region = wc_screen::region_vertices(slo_s, stages)?;
+        let curve = wc_screen::pad(&points);
         Ok(WcTenant {
             slo_s,
             lower,
             upper,
             segments: [0, 1, 2].map(|s| segment_rows(rates[s], buckets[s])),
             arrival: [0, 1, 2].map(|s| arrival_points(rates[s], buckets[s])),
-            vertex_rates: [v0.0, v1.0, v2.0],
-            vertex_buckets: [v0.1, v1.1, v2.1],
+            screen: Arc::new(wc_screen::Tenant::new(slo_s, curve, region)?),
         })
     }
 
@@ -99,6 +106,13 @@ impl WcTenant {
     /// The number of curve rows (segments) over the three stages.
     pub fn rows(&self) -> usize {
         self.segments.iter().map(|s| s.coef.len()).sum()
+    }
+
+    /// Stage `s`'s curve points (rates, buckets), padded to the table's width `K` by repeating
+    /// the last point (which changes no minimum).
+    pub fn points(&self, s: usize) -> (&[f64], &[f64]) {
+        let v = self.screen.curve();
+        (&v.rates[s * v.k..][..v.k], &v.buckets[s * v.k..][..v.k])
     }
 }
 
@@ -225,10 +239,19 @@ mod tests {
         assert_eq!(t.upper[1], SLO_SCALE);
         assert_eq!(t.segments[0].coef.len(), 2);
         assert!((t.segments[0].coef[0] - 0.1).abs() < 1e-15); // slope −0.04/0.4
-        assert_eq!(t.vertex_rates[1], vec![0.1, 0.5, RATE_CAP]);
-        assert!((t.vertex_buckets[1][2] - 0.00002).abs() < 1e-15);
+        let (vr, vb) = t.points(1);
+        assert_eq!(vr.len(), wc_screen::MIN_POINTS);
+        assert_eq!(&vr[..4], &[0.1, 0.5, RATE_CAP, RATE_CAP]);
+        assert!((vb[2] - 0.00002).abs() < 1e-15);
+        assert_eq!(t.screen.means(), [0.1; 3]);
+        assert!(t.screen.region.is_some());
         assert!(!t.out_of_bounds());
         assert_eq!(t.rows(), 6);
+        // a smallest rate above 0.999: accepted, out of bounds, an infinite 0.999 bucket
+        let hi = [1.5, 2.0];
+        let t = WcTenant::new(1.0, [&r, &hi, &r], [&b, &b[..2], &b]).unwrap();
+        assert!(t.out_of_bounds() && t.screen.region.is_none());
+        assert_eq!(t.points(1).1[0], f64::INFINITY);
     }
 
     #[test]

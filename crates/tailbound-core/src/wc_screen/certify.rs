@@ -194,13 +194,14 @@ mod tests {
     #[test]
     fn bad_rows_are_an_error() {
         let (r, b) = ([0.1, 0.5, 1.0], [0.05, 0.01, 0.0]);
-        let t = Tenant::from_curves(1.0, [(&r, &b), (&r, &b), (&r, &b)]).unwrap();
+        let prepared = crate::wc::WcTenant::new(1.0, [&r, &r, &r], [&b, &b, &b]).unwrap();
+        let t: &Tenant = &prepared.screen;
         let lp = LpRows { start: &[0, 1], index: &[0], value: &[1.0], row_upper: &[1.0] };
-        let ok = from_dual_ray(&[(&t, 0)], &[(1.0, 0)], 1, lp, &[1.0], 1e-6);
+        let ok = from_dual_ray(&[(t, 0)], &[(1.0, 0)], 1, lp, &[1.0], 1e-6);
         assert!(ok.is_ok());
-        assert!(from_dual_ray(&[(&t, 0)], &[(1.0, 0)], 1, lp, &[1.0, 2.0], 1e-6).is_err());
+        assert!(from_dual_ray(&[(t, 0)], &[(1.0, 0)], 1, lp, &[1.0, 2.0], 1e-6).is_err());
         let bad = LpRows { index: &[9], ..lp };
-        assert!(from_dual_ray(&[(&t, 0)], &[(1.0, 0)], 1, bad, &[1.0], 1e-6).is_err());
-        assert!(from_dual_ray(&[(&t, 1)], &[(1.0, 0)], 1, lp, &[1.0], 1e-6).is_err());
+        assert!(from_dual_ray(&[(t, 0)], &[(1.0, 0)], 1, bad, &[1.0], 1e-6).is_err());
+        assert!(from_dual_ray(&[(t, 1)], &[(1.0, 0)], 1, lp, &[1.0], 1e-6).is_err());
     }
 }

@@ -89,8 +89,10 @@ impl Vertices {
 }
 
 /// Points padded to one `(3, K)` table, `K = max(MIN_POINTS, longest)`; padding repeats each
-/// stage's last point (which changes no minimum).
-fn pad(stages: [(Vec<f64>, Vec<f64>); STAGES], what: &str) -> Result<Vertices> {
+/// stage's last point (which changes no minimum). Unchecked: the curve table of
+/// [`crate::wc::WcTenant`] may hold the `+inf` bucket of a curve starting above 0.999; the region
+/// goes through [`Vertices::new`].
+pub(crate) fn pad(stages: &[(Vec<f64>, Vec<f64>)]) -> Vertices {
     let k = stages.iter().map(|s| s.0.len()).max().unwrap_or(0).max(MIN_POINTS);
     let (mut rates, mut buckets) = (Vec::with_capacity(STAGES * k), Vec::with_capacity(STAGES * k));
     for (r, b) in stages {
@@ -98,93 +100,29 @@ fn pad(stages: [(Vec<f64>, Vec<f64>); STAGES], what: &str) -> Result<Vertices> {
         rates.extend(r.iter().copied().chain(std::iter::repeat_n(lr, k - r.len())));
         buckets.extend(b.iter().copied().chain(std::iter::repeat_n(lb, k - b.len())));
     }
-    Vertices::new(rates, buckets, what)
+    Vertices { rates, buckets, k }
 }
 
 /// Points per stage at least, in the padded tables (a pruned curve has 13 points, plus 2).
 pub const MIN_POINTS: usize = 16;
 
-/// `b(x)` of the curve `(xp, fp)`: linear between points as `numpy.interp` computes it (the same
-/// floats), the last bucket beyond the last rate, `+inf` below the first rate
-/// (`RbCurve.bucket_at`).
-pub fn bucket_at(x: f64, xp: &[f64], fp: &[f64]) -> f64 {
-    let n = xp.len();
-    if x < xp[0] {
-        return f64::INFINITY;
-    }
-    if x >= xp[n - 1] {
-        return fp[n - 1];
-    }
-    let j = xp.partition_point(|&r| r <= x) - 1; // xp[j] <= x < xp[j + 1]
-    if xp[j] == x {
-        return fp[j];
-    }
-    let slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
-    let mut y = slope * (x - xp[j]) + fp[j];
-    if y.is_nan() {
-        y = slope * (x - xp[j + 1]) + fp[j + 1];
-        if y.is_nan() && fp[j] == fp[j + 1] {
-            y = fp[j];
-        }
-    }
-    y
-}
-
-/// One stage's r-b curve, checked: rates increasing, finite, `>= 0`; buckets finite, `>= 0`.
-fn check_curve(stage: usize, rates: &[f64], buckets: &[f64]) -> Result<()> {
-    if rates.is_empty() || rates.len() != buckets.len() {
-        return Err(Error::Invalid(format!(
-            "stage {stage}: rates and buckets must be non-empty and of one length (got {} and {})",
-            rates.len(),
-            buckets.len()
-        )));
-    }
-    if rates.iter().chain(buckets).any(|x| !x.is_finite() || *x < 0.0) {
-        return Err(Error::Invalid(format!(
-            "stage {stage}: rates and buckets must be finite and >= 0"
-        )));
-    }
-    if rates.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(Error::Invalid(format!("stage {stage}: rates must be increasing")));
-    }
-    Ok(())
-}
-
-/// The curve points with `r < 0.999` plus the point at `r = 0.999`, padded: the cluster
-/// screen's table (`tailbound.policies.wc_lp._vertices`).
-pub fn curve_points(curves: [(&[f64], &[f64]); STAGES]) -> Result<Vertices> {
-    let stages = curves.map(|(r, b)| {
-        let keep = r.partition_point(|&x| x < RATE_CAP);
-        let mut rs = r[..keep].to_vec();
-        let mut bs = b[..keep].to_vec();
-        rs.push(RATE_CAP);
-        bs.push(bucket_at(RATE_CAP, r, b));
-        (rs, bs)
-    });
-    pad(stages, "curve")
-}
-
 /// Lower-left vertices of the tenant's region at each stage, where `c r + d b` with `c, d >= 0`
 /// is smallest: the r-b curve between `r_lo` (the larger of its first rate and the rate where
 /// its bucket falls to `SLO' = 0.999 SLO`) and `r = 0.999`; `None` if the region is empty at
-/// some stage (the tenant cannot meet its SLO alone). The same floats as the former numpy
-/// `certificates.region_vertices`.
-pub fn region_vertices(slo: f64, curves: [(&[f64], &[f64]); STAGES]) -> Result<Option<Vertices>> {
+/// some stage (the tenant cannot meet its SLO alone). `points` are each stage's curve points
+/// with `r < 0.999` and then the point at `r = 0.999` (its bucket `+inf` when the curve starts
+/// above 0.999), as [`crate::wc::WcTenant::new`] computes them once. The same floats as the
+/// former numpy `certificates.region_vertices`.
+pub fn region_vertices(slo: f64, points: [(&[f64], &[f64]); STAGES]) -> Result<Option<Vertices>> {
     let cap = slo * SLO_SCALE;
     let mut stages: Vec<(Vec<f64>, Vec<f64>)> = Vec::with_capacity(STAGES);
-    for (r, b) in curves {
-        if r[0] > RATE_CAP {
-            return Ok(None);
-        }
-        let b_cap = bucket_at(RATE_CAP, r, b);
+    for (r, b) in points {
+        let b_cap = b[b.len() - 1];
         if b_cap > cap {
-            return Ok(None);
+            return Ok(None); // also the +inf of a curve starting above 0.999
         }
-        let keep = r.partition_point(|&x| x < RATE_CAP);
-        let mut rs = r[..keep].to_vec();
-        let mut bs = b[..keep].to_vec();
-        rs.push(RATE_CAP);
-        bs.push(b_cap);
+        let mut rs = r.to_vec();
+        let mut bs = b.to_vec();
         if let Some(k) = bs.iter().rposition(|&x| x > cap) {
             // the last point above SLO'; the next one (at worst the 0.999 point) is below
             let r_lo = rs[k] + (cap - bs[k]) * (rs[k + 1] - rs[k]) / (bs[k + 1] - bs[k]);
@@ -194,15 +132,16 @@ pub fn region_vertices(slo: f64, curves: [(&[f64], &[f64]); STAGES]) -> Result<O
         }
         stages.push((rs, bs));
     }
-    let [a, b, c]: [(Vec<f64>, Vec<f64>); STAGES] =
-        stages.try_into().expect("three stages were pushed");
-    pad([a, b, c], "region").map(Some)
+    let v = pad(&stages);
+    Vertices::new(v.rates, v.buckets, "region").map(Some)
 }
 
-/// What both screens need of one tenant, prepared once per workload: its SLO, the points of its
-/// r-b curves up to `r = 0.999` (the cluster screen's `h`), its mean rates, the vertices of its
-/// region (the certificates' `L(y)`; `None` when the tenant cannot meet its SLO), and a cache
-/// of `h` per level.
+/// What both screens need of one tenant: its SLO, the points of its r-b curves up to
+/// `r = 0.999` (the cluster screen's `h`), its mean rates, the vertices of its region (the
+/// certificates' `L(y)`; `None` when the tenant cannot meet its SLO), and a cache of `h` per
+/// level. The screens' part of the one prepared tenant, [`crate::wc::WcTenant`] (its `screen`),
+/// which builds it from the curve points it computes once; the servers of the cluster screen
+/// share it by `Arc`.
 #[derive(Debug)]
 pub struct Tenant {
     pub slo: f64,
@@ -213,19 +152,8 @@ pub struct Tenant {
 }
 
 impl Tenant {
-    /// A tenant of SLO `slo` (s) with the r-b curve `(rates, buckets)` of each stage
-    /// (network in, storage, network out): rates increasing.
-    pub fn from_curves(slo: f64, curves: [(&[f64], &[f64]); STAGES]) -> Result<Self> {
-        for (s, (r, b)) in curves.iter().enumerate() {
-            check_curve(s, r, b)?;
-        }
-        let curve = curve_points(curves)?;
-        let region =
-            if slo.is_finite() && slo > 0.0 { region_vertices(slo, curves)? } else { None };
-        Self::new(slo, curve, region)
-    }
-
-    /// A tenant of SLO `slo` (s) with curve points `curve` and region vertices `region`.
+    /// A tenant of SLO `slo` (s) with curve points `curve` and region vertices `region`
+    /// (in production built by [`crate::wc::WcTenant::new`]).
     pub fn new(slo: f64, curve: Vertices, region: Option<Vertices>) -> Result<Self> {
         if !(slo.is_finite() && slo > 0.0) {
             return Err(Error::Invalid(format!("slo must be finite and > 0 (got {slo})")));
@@ -288,25 +216,19 @@ mod tests {
     }
 
     #[test]
-    fn bucket_at_interpolates_like_numpy() {
-        let (r, b) = ([0.1, 0.5, 1.0], [0.4, 0.1, 0.0]);
-        assert_eq!(bucket_at(0.05, &r, &b), f64::INFINITY);
-        assert_eq!(bucket_at(0.5, &r, &b), 0.1);
-        assert_eq!(bucket_at(2.0, &r, &b), 0.0);
-        assert!((bucket_at(0.3, &r, &b) - 0.25).abs() < 1e-15);
-    }
-
-    #[test]
     fn the_region_starts_where_the_bucket_meets_the_slo() {
         // the docstring example of certificates.region_vertices: b <= 0.2 from r = 0.4 on
-        let (r, b) = ([0.1, 0.5, 1.0], [0.4, 0.1, 0.0]);
+        // the curve (0.1, 0.4), (0.5, 0.1), (1, 0) up to 0.999: b(0.999) = 0.1 − 0.2·0.499
+        let (r, b) = ([0.1, 0.5, 0.999], [0.4, 0.1, 0.1 - 0.2 * 0.499]);
         let v = region_vertices(0.2 / SLO_SCALE, [(&r, &b), (&r, &b), (&r, &b)]).unwrap().unwrap();
         assert_eq!(v.k, MIN_POINTS);
         assert!((v.rates[0] - 0.366_666_666_666_666_7).abs() < 1e-12);
         assert_eq!(&v.rates[1..3], &[0.5, 0.999]);
         assert!(region_vertices(1e-4, [(&r, &b), (&r, &b), (&r, &b)]).unwrap().is_none());
-        assert!(Tenant::from_curves(0.2, [(&r, &b), (&r, &[0.4, 0.1]), (&r, &b)]).is_err());
-        assert!(Tenant::from_curves(0.2, [(&r, &b), (&[0.5, 0.1, 1.0], &b), (&r, &b)]).is_err());
+        let above = ([0.999], [f64::INFINITY]);
+        assert!(region_vertices(1.0, [(&r, &b), (&above.0, &above.1), (&r, &b)])
+            .unwrap()
+            .is_none());
     }
 
     #[test]
