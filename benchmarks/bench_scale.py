@@ -21,7 +21,8 @@
    wall-clock time, the speed-up over one worker and each worker's resident memory after the
    run.
 
-Run: ``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
+Run (the placement half first prints one partition placed in this process: CPU per tenant, LPs, screened
+candidates): ``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
 [--partition 2000] [--window 16] [--jobs 2] [--scenarios 24] [--seed 30] [--cache out/cache]``;
 ``--quick`` (every path on small inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4
 scenarios, 12 traces, 1 and 2 workers, the tenant cache in a temporary folder.
@@ -87,6 +88,27 @@ def _generate(pool: list[TenantCurves], task: tuple[int, int]) -> list[TenantCur
     chunk."""
     k, count = task
     return redraw(pool, _draws(pool, (SEED, k, count)), prefix=f"c{k}.")
+
+
+def one_partition(tenants: list[TenantCurves], window: int | None) -> None:
+    """One partition's placement in this process, the unit of the per-tenant CPU figures
+    (docs/scale-out.md, "Where a tenant's CPU goes"): CPU seconds, LPs solved and candidates
+    the two screens ruled out."""
+    policy = WorkloadCompactorPolicy()
+    cpu = time.process_time()
+    result = place(tenants, server_cluster(), policy, fast_first_fit=True, grow=True, window=window)
+    cpu = time.process_time() - cpu
+    print("One partition in this process (fast-first-fit):\n")
+    print(
+        "| tenants | window | CPU (s) | CPU ms per tenant | servers | LPs | cluster-screened "
+        "| certified |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {len(tenants)} | {window or 'all'} | {cpu:.2f} | {1000 * cpu / len(tenants):.3f} | "
+        f"{result.servers_used} | {policy.lp_solves} | {result.cluster_screened} | "
+        f"{result.certified} |\n"
+    )
 
 
 def cache_path(folder: Path, wc62_cache: Path, seed: int, count: int) -> Path:
@@ -188,6 +210,7 @@ def placement(args: argparse.Namespace) -> None:
             for a, b in zip(again, tenants, strict=True)
             for s in STORAGE_PATH
         ), "the tenant cache gave other curves back"
+    one_partition(tenants[: args.partition], args.window)
     print(
         "| tenants | placement | partitions | wall (s) | CPU in partitions (s) | servers | "
         "vs single | reconcile (s) | tail saved |"
