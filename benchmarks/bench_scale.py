@@ -21,8 +21,9 @@
    wall-clock time, the speed-up over one worker and each worker's resident memory after the
    run.
 
-Run (the placement half first prints one partition placed in this process: CPU per tenant, LPs, screened
-candidates): ``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
+The placement half first prints one partition placed in this process (CPU per tenant, LPs,
+screened candidates). Run:
+``.venv/bin/python -m benchmarks.bench_scale [--tenants 100000] [--single 10000]
 [--partition 2000] [--window 16] [--jobs 2] [--scenarios 24] [--seed 30] [--cache out/cache]``;
 ``--quick`` (every path on small inputs, ~15 s idle, ~45 s at load 10): 1,000 tenants, 4
 scenarios, 12 traces, 1 and 2 workers, the tenant cache in a temporary folder.
