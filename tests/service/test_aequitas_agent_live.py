@@ -20,7 +20,6 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -86,15 +85,12 @@ def _wait_for(proc: subprocess.Popen[str], key: str, timeout_s: float) -> dict[s
     raise AssertionError(f"no {key!r} from the agent: {seen[-5:]}")
 
 
-def _drain(proc: subprocess.Popen[str]) -> threading.Thread:
-    """Read (and drop) the rest of the looping agent's reports in the background: a pipe nobody
-    reads fills up, and the agent then blocks writing a report (or flushing one on its way out
-    after SIGINT): a CI run under load once saw the agent not exit."""
-    assert proc.stdout is not None
-    stdout = proc.stdout
-    thread = threading.Thread(target=lambda: all(True for _ in stdout), daemon=True)
-    thread.start()
-    return thread
+def _interruptible() -> None:
+    """In the agent's process before it starts: SIGINT back to its default, so Python turns it
+    into KeyboardInterrupt. A suite started in the background by a non-interactive shell (``cmd
+    &``) inherits SIGINT ignored, and the agent would ignore it too (the agent keeps an
+    inherited disposition, as a daemon started under ``nohup`` should); seen in a CI run."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _state(folder: Path) -> dict[str, Any]:
@@ -142,11 +138,10 @@ def test_aequitas_through_the_service_live(
             stderr=subprocess.DEVNULL,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=_interruptible,
         )
-        drained: threading.Thread | None = None
         try:
             serving = _wait_for(looping, "rpc_server", 60)
-            drained = _drain(looping)
             assert serving["rpc_server"].startswith("serving host 1"), serving
             assert _state(state["server00"])["version"] == 2
             done = once(argv["client00"])
@@ -203,8 +198,6 @@ def test_aequitas_through_the_service_live(
         finally:
             looping.send_signal(signal.SIGINT)  # the agent stops its RPC server on the way out
             looping.wait(30)
-            if drained is not None:
-                drained.join(10)  # the agent gone, its pipe ends
             assert looping.stdout is not None
             looping.stdout.close()
     print(f"{time.monotonic() - started:.1f} s")
