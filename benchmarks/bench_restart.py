@@ -37,6 +37,7 @@ from sqlalchemy import func, select
 
 from tailbound.demo import write_fleet
 from tailbound.policies import registry
+from tailbound.policies.partitioned import forget_tenant_caches
 from tailbound.service import engine_snapshots
 from tailbound.service.admission import Decider
 from tailbound.service.db import (
@@ -55,19 +56,6 @@ from tailbound.service.plans import plan_text
 from tailbound.traces.fleet import demo_fleet
 
 
-def _clear_caches() -> None:
-    from tailbound.policies import server, wc_lp, wc_tenant
-
-    for f in (
-        wc_lp.segment_rows,
-        wc_lp.tenant_block,
-        wc_lp._vertices,
-        server.arrival_points,
-        wc_tenant.prepared,
-    ):
-        f.cache_clear()
-
-
 def first_decision(
     db: str, data: Path, cluster: str, *, replay: bool
 ) -> tuple[float, float, str, float]:
@@ -81,7 +69,7 @@ def first_decision(
     if replay:
         engine_snapshots.load = lambda *a, **k: Loaded(0, None, ["ignored (bench_restart)"])
     try:
-        _clear_caches()
+        forget_tenant_caches()
         decider = Decider(sessions(engine), data / "traces", data / "profiles", Metrics())
         start, cpu = time.perf_counter(), time.process_time()
         with decider.sessions() as s:

@@ -12,11 +12,11 @@ from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+from tests.policies.wc_oracle import _vertices
 
 from tailbound.policies.certificates import KEEP, MARGIN, Certificate, LpRows
 from tailbound.policies.cluster_screen import MAX_LEVELS, TOLERANCE
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, pad_edge, queue_ids
-from tailbound.policies.wc_lp import _vertices
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 

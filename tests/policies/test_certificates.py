@@ -13,6 +13,7 @@ from tailbound.policies.certificates import KEEP, Certificate, region_min, regio
 from tailbound.policies.events import Event
 from tailbound.policies.placement import PlacementResult, WorkloadCompactorPolicy, place
 from tailbound.policies.server import RATE_CAP, SLO_SCALE, Placed, check
+from tailbound.policies.wc_tenant import prepared
 from tailbound.policies.workload import TenantCurves
 from tailbound.stages import STORAGE_PATH
 
@@ -127,7 +128,7 @@ def test_region_min_is_the_lp_minimum(
     # min of c r + d b over one tenant's region (the LP's columns and r-b curve rows) by HiGHS
     w = wc62_subset[which].with_slo(slo)
     verts = region_vertices(w)
-    lower, upper, cols, coefs, rhss = wc_lp.tenant_block(w)
+    lower, upper, cols, coefs, rhss = prepared(w).block()
     for s in range(3):
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)

@@ -118,9 +118,9 @@ def test_tenant_arrays_equal_the_numpy_ones(wc62_subset: list[TenantCurves]) -> 
     workloads = [*wc62_subset, *(synthetic(rng, f"x{i}") for i in range(40))]
     workloads.append(synthetic(rng, "long", 20))
     for w in workloads:
-        for got, want in zip(wc_lp.tenant_block(w), oracle.tenant_block(w), strict=True):
+        for got, want in zip(prepared(w).block(), oracle.tenant_block(w), strict=True):
             assert np.array_equal(got, want)
-        for got, want in zip(wc_lp._vertices(w), oracle._vertices(w), strict=True):
+        for got, want in zip(prepared(w).vertices(), oracle._vertices(w), strict=True):
             assert np.array_equal(got, want)
         assert prepared(w).out_of_bounds == oracle._out_of_bounds(w)
         for s, stage in enumerate(STORAGE_PATH):
@@ -129,7 +129,7 @@ def test_tenant_arrays_equal_the_numpy_ones(wc62_subset: list[TenantCurves]) -> 
                 assert np.array_equal(got_points[0], want_points[0])
                 assert np.array_equal(got_points[1], want_points[1])
                 assert got_points[2] == want_points[2]
-    assert wc_lp._vertices(workloads[-1])[0].shape[1] > 16  # a curve longer than 16 points
+    assert prepared(workloads[-1]).vertices()[0].shape[1] > 16  # a curve longer than 16 points
 
 
 def test_arrival_curves_of_non_convex_curves_take_the_general_walk() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.policies import wc_oracle as oracle
 
 from tailbound.characterize import RbCurve
 from tailbound.dnc import StageLoad, multi_stage_delay
@@ -167,7 +168,7 @@ def test_curve_and_capacity_rows_match_a_row_by_row_build(wc62_subset: list[Tena
         expected = []
         for j, t in enumerate(tenants):
             for s, stage in enumerate(STORAGE_PATH):
-                coef, rhs = wc_lp.segment_rows(t.workload.curves[stage])
+                coef, rhs = oracle.segment_rows(t.workload.curves[stage])
                 for c, r in zip(coef, rhs, strict=True):
                     row = np.zeros(a.shape[1])
                     row[6 * j + 2 * s], row[6 * j + 2 * s + 1] = c, 1.0

@@ -141,6 +141,27 @@ def demo(
     )
 
 
+def admitted_on_server00(
+    server: Server, sqlite_url: str, demo: Demo
+) -> tuple[str, str, Demo, list[str]]:
+    """A cluster ``c1`` of ``demo``'s first server host only, its tenants there registered and
+    admitted in order: an operator's token, ``server00``'s agent token, that one-server demo and
+    the tenants admitted (the live agent tests' common start)."""
+    operator = make_token(sqlite_url, "op", "operator")
+    token = make_token(sqlite_url, "a0", "agent", host="server00")
+    one = Demo(
+        demo.folder,
+        demo.tenants,
+        {**demo.cluster, "server_hosts": demo.cluster["server_hosts"][:1]},
+        demo.profile,
+    )
+    names = [t["name"] for t in one.tenants if t.get("server_host") == "server00"]
+    with server.client(operator) as c:
+        register(c, one, "c1", names=names)
+        admitted = [n for n in names if c.admit("c1", n)["admitted"]]
+    return operator, token, one, admitted
+
+
 def register(
     client: Client,
     d: Demo,

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.enforce.test_gate import _raw_go, _recv, _request, start_gate
-from tests.service.harness import Demo, Server, make_token, register
+from tests.service.harness import Demo, Server, admitted_on_server00
 
 from tailbound.enforce.storage import find_binary
 from tailbound.plan import Plan
@@ -43,18 +43,7 @@ def test_a_tenant_beyond_its_storage_bucket_is_flagged_through_the_api(
     server: Server, sqlite_url: str, small_demo: Demo, tmp_path: Path
 ) -> None:
     find_binary()  # fails, not skips, when the gateway was not built
-    operator = make_token(sqlite_url, "op", "operator")
-    token = make_token(sqlite_url, "a0", "agent", host="server00")
-    one = Demo(
-        small_demo.folder,
-        small_demo.tenants,
-        {**small_demo.cluster, "server_hosts": small_demo.cluster["server_hosts"][:1]},
-        small_demo.profile,
-    )
-    names = [t["name"] for t in one.tenants if t.get("server_host") == "server00"]
-    with server.client(operator) as c:
-        register(c, one, "c1", names=names)
-        admitted = [n for n in names if c.admit("c1", n)["admitted"]]
+    operator, token, one, admitted = admitted_on_server00(server, sqlite_url, small_demo)
     assert len(admitted) >= 2
     with server.client(token) as client:
         agent = Agent(client, "c1", "server00", tmp_path / "state", run=lambda argv: (0, ""))
@@ -122,18 +111,7 @@ def test_a_nested_gateway_tenant_beyond_its_outermost_class_is_flagged_through_t
     beyond the class is served best effort and counted under the same metric names, the agent
     posts it and the API flags that tenant only (``conform.rs``, "Nested QoS")."""
     find_binary()
-    operator = make_token(sqlite_url, "op", "operator")
-    token = make_token(sqlite_url, "a0", "agent", host="server00")
-    one = Demo(
-        small_demo.folder,
-        small_demo.tenants,
-        {**small_demo.cluster, "server_hosts": small_demo.cluster["server_hosts"][:1]},
-        small_demo.profile,
-    )
-    names = [t["name"] for t in one.tenants if t.get("server_host") == "server00"]
-    with server.client(operator) as c:
-        register(c, one, "c1", names=names)
-        admitted = [n for n in names if c.admit("c1", n)["admitted"]]
+    operator, token, one, admitted = admitted_on_server00(server, sqlite_url, small_demo)
     assert len(admitted) >= 2
     with server.client(token) as client:
         agent = Agent(client, "c1", "server00", tmp_path / "state", run=lambda argv: (0, ""))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tests.enforce.net_meter_bed import missing, pair
 from tests.enforce.test_net_meter_live import meter_plan, run_meter_traffic
-from tests.service.harness import Demo, Server, make_token, register
+from tests.service.harness import Demo, Server, admitted_on_server00
 
 from tailbound.service.agent import Agent
 
@@ -29,18 +29,7 @@ def test_a_tenant_beyond_its_network_bucket_is_flagged_through_the_api(
     reason = missing()
     if reason:
         pytest.skip(f"network meter test skipped: {reason}")
-    operator = make_token(sqlite_url, "op", "operator")
-    token = make_token(sqlite_url, "a0", "agent", host="server00")
-    one = Demo(
-        small_demo.folder,
-        small_demo.tenants,
-        {**small_demo.cluster, "server_hosts": small_demo.cluster["server_hosts"][:1]},
-        small_demo.profile,
-    )
-    names = [t["name"] for t in one.tenants if t.get("server_host") == "server00"]
-    with server.client(operator) as c:
-        register(c, one, "c1", names=names)
-        admitted = [n for n in names if c.admit("c1", n)["admitted"]]
+    operator, token, _one, admitted = admitted_on_server00(server, sqlite_url, small_demo)
     assert len(admitted) >= 2
     over, paced = admitted[:2]
     plan, hosts = meter_plan(tmp_path, over, paced)

@@ -77,8 +77,8 @@ class _Options:
     grow: bool
     link_bytes_per_s: float
     window: int | None = None
-    #: Forget tailbound's module-level caches after each partition (:func:`_forget`): set when
-    #: the partitions run in worker processes.
+    #: Forget tailbound's module-level caches after each partition
+    #: (:func:`forget_tenant_caches`): set when the partitions run in worker processes.
     forget: bool = False
 
 
@@ -258,11 +258,11 @@ def _place_part(
         unpack_s,
     )
     if options.forget:
-        _forget()
+        forget_tenant_caches()
     return part
 
 
-def _forget() -> None:
+def forget_tenant_caches() -> None:
     """Empty tailbound's per-tenant caches: every ``functools.lru_cache`` at module level in
     its loaded modules (the per-tenant caches are all such functions: keep it so).
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import highspy
 import numpy as np
@@ -31,7 +30,6 @@ from numpy.typing import NDArray
 
 from tailbound import _core
 from tailbound._core import WcTenant
-from tailbound.characterize import RbCurve
 from tailbound.dnc.highs import solver
 from tailbound.policies import certificates
 from tailbound.policies.certificates import Certificate
@@ -41,8 +39,7 @@ from tailbound.policies.server import (
     ServerModel,
     model_terms,
 )
-from tailbound.policies.wc_tenant import prepared, server_inputs
-from tailbound.policies.workload import TenantCurves
+from tailbound.policies.wc_tenant import server_inputs
 
 
 @dataclass(frozen=True)
@@ -53,33 +50,6 @@ class LpSolution:
     bucket: NDArray[np.float64]
     rate_bounds: dict[tuple[float, int], float]
     objective: float
-
-
-@lru_cache(maxsize=65536)
-def segment_rows(curve: RbCurve) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(−σ_k, β_k − σ_k ρ_k)`` per segment: the rows ``b − σ_k r >= rhs_k`` (cached)."""
-    r, b = curve.rates, curve.buckets
-    if len(r) < 2:
-        return np.zeros(0), np.zeros(0)
-    slope = np.diff(b) / np.diff(r)
-    return -slope, b[:-1] - slope * r[:-1]
-
-
-@lru_cache(maxsize=65536)
-def tenant_block(
-    workload: TenantCurves,
-) -> tuple[
-    NDArray[np.float64],
-    NDArray[np.float64],
-    NDArray[np.int64],
-    NDArray[np.float64],
-    NDArray[np.float64],
-]:
-    """A tenant's part of the LP, cached: column bounds of its six columns
-    ``(r_in, b_in, r_st, b_st, r_out, b_out)`` and its r-b curve rows (local rate column,
-    coefficient of ``r``, right-hand side), as the core prepared them
-    (:func:`~tailbound.policies.wc_tenant.prepared`; the rows are :func:`segment_rows`')."""
-    return prepared(workload).block()
 
 
 def build_lp(
@@ -213,14 +183,6 @@ def solve_certified(
     bounds = dict(zip(r_vars, r_values, strict=True))
     solution = LpSolution(rate, bucket, bounds, h.getObjectiveValue())
     return solution, []
-
-
-@lru_cache(maxsize=65536)
-def _vertices(workload: TenantCurves) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each stage's r-b curve points with ``r <= 0.999`` plus the point at ``r = 0.999``,
-    padded to a common length of at least 16 (12 segments and the 0.999 point): rates and
-    buckets, shape ``(3, K)`` (padding repeats the last point, which changes no minimum)."""
-    return prepared(workload).vertices()
 
 
 def certainly_infeasible(tenants: Sequence[Placed], newcomer: int) -> bool:
